@@ -1,0 +1,387 @@
+//! Token bucket (the seed's two-field hash, recomputed atomically).
+//!
+//! The bucket holds at most `capacity` tokens and gains `tokens` every `period`,
+//! continuously. A missing key is a full bucket.
+//!
+//! Exactness: the level is kept in millionths of a token (what the hash stores as a
+//! decimal with up to six places). Within one call all arithmetic is exact integer
+//! arithmetic in units of 1 / (10^6 · period) token, so refill, comparison,
+//! retry_after and reset_after carry no rounding; the only rounding is the floor to
+//! a millionth when an allowed call stores the new level, which is always down (never
+//! grants more) and at most 10^-6 token per allowed call.
+
+use super::{at_plus, cap, ms_until, Cost, Count, Decision, Duration, Millis, RetryAfter};
+
+/// Millionths of a token: the stored level's resolution.
+pub const MICROS: u128 = 1_000_000;
+
+/// What the hash holds: the level (in millionths of a token) at time `ts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    pub level_micros: u128,
+    pub ts: Millis,
+}
+
+/// The bucket to store after an allowed call, and when the key may vanish (the
+/// moment the bucket is full again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Store {
+    pub bucket: Bucket,
+    pub expires_at: Millis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub decision: Decision,
+    pub store: Option<Store>,
+}
+
+/// Bucket parameters of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub capacity: Count,
+    pub tokens: Count,
+    pub period: Duration,
+}
+
+impl Rate {
+    /// One token in the call's exact unit, 1 / (10^6 · period) token... times 10^6 · period.
+    fn token(&self) -> u128 {
+        MICROS * u128::from(self.period.ms())
+    }
+
+    /// Exact units gained per millisecond: tokens · 10^6 (the period cancels out).
+    fn per_ms(&self) -> u128 {
+        u128::from(self.tokens.get()) * MICROS
+    }
+
+    fn full(&self) -> u128 {
+        u128::from(self.capacity.get()) * self.token()
+    }
+
+    /// Whole milliseconds until `deficit` exact units have refilled, rounded up.
+    fn ms_to_gain(&self, deficit: u128) -> u128 {
+        deficit.div_ceil(self.per_ms())
+    }
+}
+
+/// Decides one call against the stored bucket (None when the key is absent).
+pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Outcome {
+    let full = rate.full();
+    // Time never runs backwards for a bucket: a call made while the clock is behind
+    // the last write is decided at the write's time, so it refills nothing.
+    let (at, level) = match stored {
+        None => (now, full),
+        Some(b) => {
+            let at = now.max(b.ts);
+            (at, refill(b, at, rate))
+        }
+    };
+    let n = cost.get();
+    let wanted = u128::from(n) * rate.token();
+    let allowed = wanted <= level;
+
+    let store = (allowed && n > 0).then(|| {
+        // Floor to a millionth: the stored level never exceeds the exact one.
+        let level_micros = (level - wanted) / u128::from(rate.period.ms());
+        let stored_level = level_micros * u128::from(rate.period.ms());
+        Store {
+            bucket: Bucket {
+                level_micros,
+                ts: at,
+            },
+            expires_at: at_plus(at, cap(rate.ms_to_gain(full - stored_level))),
+        }
+    });
+    // The level after this call, as later calls will see it.
+    let level_after = match store {
+        Some(s) => s.bucket.level_micros * u128::from(rate.period.ms()),
+        None => level,
+    };
+    let retry_after = if allowed {
+        RetryAfter::Now
+    } else if n > rate.capacity.get() {
+        RetryAfter::Never
+    } else {
+        let wait = cap(rate.ms_to_gain(wanted - level));
+        RetryAfter::Ms(ms_until(at_plus(at, wait), now))
+    };
+    let reset_after_ms = if level_after >= full {
+        0
+    } else {
+        let wait = cap(rate.ms_to_gain(full - level_after));
+        ms_until(at_plus(at, wait), now)
+    };
+    Outcome {
+        decision: Decision {
+            allowed,
+            limit: rate.capacity.get(),
+            // level_after <= full, so this is at most capacity.
+            remaining: (level_after / rate.token()) as u64,
+            retry_after,
+            reset_after_ms,
+        },
+        store,
+    }
+}
+
+/// The exact level at `at` (>= b.ts), clamped to the capacity.
+fn refill(b: Bucket, at: Millis, rate: Rate) -> u128 {
+    let full = rate.full();
+    let period = u128::from(rate.period.ms());
+    // A stored level above the capacity (the capacity was lowered) is clamped first.
+    let base = b.level_micros.min(full / period).saturating_mul(period).min(full);
+    let elapsed = (i128::from(at) - i128::from(b.ts)).max(0) as u128;
+    if elapsed >= rate.ms_to_gain(full - base) {
+        full
+    } else {
+        // elapsed < ceil((full - base) / per_ms), so the product stays below
+        // full + per_ms: no overflow.
+        base + elapsed * rate.per_ms()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
+    use num_rational::Ratio;
+
+    fn rate(capacity: u64, tokens: u64, period_ms: u64) -> Rate {
+        Rate {
+            capacity: Count::new(capacity).unwrap(),
+            tokens: Count::new(tokens).unwrap(),
+            period: Duration::from_ms(period_ms).unwrap(),
+        }
+    }
+    fn cost(n: u64) -> Cost {
+        Cost::new(n).unwrap()
+    }
+
+    fn call(state: &mut Option<Bucket>, now: Millis, r: Rate, n: u64) -> Decision {
+        let out = decide(*state, now, r, cost(n));
+        if let Some(s) = out.store {
+            *state = Some(s.bucket);
+        }
+        out.decision
+    }
+
+    #[test]
+    fn seed_vector_5_tokens_refilling_1_per_second() {
+        // SPEC: seven calls at t = 0, then one at t = 3 s.
+        let r = rate(5, 1, 1000);
+        let mut state = None;
+        let expected = [
+            (true, 4, 0),
+            (true, 3, 0),
+            (true, 2, 0),
+            (true, 1, 0),
+            (true, 0, 0),
+            (false, 0, 1000),
+            (false, 0, 1000),
+        ];
+        for (i, want) in expected.into_iter().enumerate() {
+            let d = call(&mut state, 0, r, 1);
+            assert_eq!((d.allowed, d.remaining, d.retry_after_ms()), want, "call {}", i + 1);
+        }
+        let d = call(&mut state, 3000, r, 1);
+        assert_eq!((d.allowed, d.remaining, d.retry_after_ms()), (true, 2, 0));
+        assert_eq!(d.reset_after_ms, 3000);
+        assert_eq!(
+            state,
+            Some(Bucket {
+                level_micros: 2_000_000,
+                ts: 3000
+            })
+        );
+    }
+
+    #[test]
+    fn a_missing_bucket_is_full() {
+        let out = decide(None, 10, rate(5, 1, 1000), cost(0));
+        assert_eq!(out.store, None);
+        assert_eq!(out.decision.remaining, 5);
+        assert_eq!(out.decision.reset_after_ms, 0);
+    }
+
+    #[test]
+    fn fractions_accrue_continuously() {
+        // 1 token per 3 ms: after 1 ms a third of a token is there.
+        let r = rate(1, 1, 3);
+        let mut state = None;
+        assert!(call(&mut state, 0, r, 1).allowed);
+        let out = decide(state, 1, r, cost(1));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.retry_after_ms(), 2);
+        let state2 = Some(Bucket {
+            level_micros: 0,
+            ts: 0,
+        });
+        assert!(decide(state2, 3, r, cost(1)).decision.allowed);
+        assert!(!decide(state2, 2, r, cost(1)).decision.allowed);
+    }
+
+    #[test]
+    fn stored_level_is_floored_to_a_millionth() {
+        // 1 token per 3 ms, capacity 2, empty at 0; at 1 ms the level is 1/3.
+        // Taking nothing is not a write, so take from a fuller bucket: level 4/3 at 4 ms.
+        let r = rate(2, 1, 3);
+        let state = Some(Bucket {
+            level_micros: 0,
+            ts: 0,
+        });
+        let out = decide(state, 4, r, cost(1));
+        assert!(out.decision.allowed);
+        let s = out.store.unwrap();
+        assert_eq!(s.bucket.level_micros, 333_333);
+        // Full again when 2 - 0.333333 tokens have refilled: ceil(1.666667 * 3) = 6 ms.
+        assert_eq!(s.expires_at, 4 + 6);
+        assert_eq!(out.decision.reset_after_ms, 6);
+    }
+
+    #[test]
+    fn retry_after_is_exact_to_the_millisecond() {
+        // For many states: allowed at now + retry_after, rejected one ms earlier.
+        let rates = [rate(5, 1, 1000), rate(10, 3, 1000), rate(7, 7, 1), rate(3, 2, 7)];
+        for r in rates {
+            for micros in [0u128, 1, 499_999, 999_999, 1_000_000, 2_345_678] {
+                for n in 1..=r.capacity.get() {
+                    let b = Some(Bucket {
+                        level_micros: micros,
+                        ts: 1000,
+                    });
+                    let d = decide(b, 1000, r, cost(n)).decision;
+                    if d.allowed {
+                        continue;
+                    }
+                    let wait = d.retry_after_ms();
+                    assert!(wait > 0);
+                    assert!(decide(b, 1000 + wait, r, cost(n)).decision.allowed);
+                    assert!(!decide(b, 1000 + wait - 1, r, cost(n)).decision.allowed);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cost_above_capacity_is_never_allowed() {
+        let out = decide(None, 0, rate(5, 1, 1000), cost(6));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.retry_after, RetryAfter::Never);
+        assert_eq!(out.store, None);
+    }
+
+    #[test]
+    fn level_never_exceeds_capacity_and_lowered_capacity_clamps() {
+        let r = rate(5, 1, 1000);
+        let b = Some(Bucket {
+            level_micros: 2_000_000,
+            ts: 0,
+        });
+        let d = decide(b, 1_000_000, r, cost(0)).decision;
+        assert_eq!((d.remaining, d.reset_after_ms), (5, 0));
+        // Stored 9 tokens, capacity now 3.
+        let over = Some(Bucket {
+            level_micros: 9_000_000,
+            ts: 0,
+        });
+        let d = decide(over, 0, rate(3, 1, 1000), cost(1)).decision;
+        assert_eq!(d.remaining, 2);
+    }
+
+    #[test]
+    fn a_clock_stepping_back_refills_nothing() {
+        let r = rate(5, 1, 1000);
+        let b = Some(Bucket {
+            level_micros: 1_000_000,
+            ts: 10_000,
+        });
+        let out = decide(b, 4_000, r, cost(1));
+        assert!(out.decision.allowed);
+        assert_eq!(
+            out.store.map(|s| s.bucket),
+            Some(Bucket {
+                level_micros: 0,
+                ts: 10_000
+            }),
+            "the write keeps the later time"
+        );
+        let out = decide(out.store.map(|s| s.bucket), 4_000, r, cost(1));
+        assert_eq!(out.decision.retry_after_ms(), 7_000, "one token at 11 000");
+    }
+
+    #[test]
+    fn bounds_do_not_overflow() {
+        let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
+        let out = decide(None, 0, r, cost(MAX_COUNT));
+        assert!(out.decision.allowed);
+        assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
+        let s = out.store.unwrap();
+        assert_eq!(s.expires_at, MAX_COUNT as i64);
+        let d = decide(Some(s.bucket), 1, r, cost(MAX_COUNT)).decision;
+        assert!(!d.allowed);
+        assert_eq!(d.retry_after_ms(), MAX_COUNT as i64);
+        let fast = rate(MAX_COUNT, MAX_COUNT, 1);
+        let b = Some(Bucket {
+            level_micros: u128::MAX,
+            ts: i64::MIN,
+        });
+        let d = decide(b, i64::MAX, fast, cost(MAX_COUNT)).decision;
+        assert!(d.allowed);
+        let b = Some(Bucket {
+            level_micros: 0,
+            ts: i64::MIN,
+        });
+        assert!(decide(b, i64::MAX, r, cost(1)).decision.allowed);
+    }
+
+    /// The exact model: level as a rational, refilled by elapsed · tokens / period.
+    fn admitted_exact(r: Rate, steps: u64, step_ms: i64) -> u64 {
+        let cap = Ratio::from_integer(i128::from(r.capacity.get()));
+        let per_ms = Ratio::new(
+            i128::from(r.tokens.get()),
+            i128::from(r.period.ms()),
+        );
+        let (mut level, mut admitted) = (cap, 0);
+        for _ in 0..steps {
+            if level >= Ratio::from_integer(1) {
+                level -= 1;
+                admitted += 1;
+            }
+            level = (level + per_ms * i128::from(step_ms)).min(cap);
+        }
+        admitted
+    }
+
+    fn admitted_module(r: Rate, steps: u64, step_ms: i64) -> u64 {
+        let (mut state, mut admitted, mut now) = (None, 0, 0);
+        for _ in 0..steps {
+            if call(&mut state, now, r, 1).allowed {
+                admitted += 1;
+            }
+            now += step_ms;
+        }
+        admitted
+    }
+
+    #[test]
+    fn no_drift_over_a_million_calls_at_awkward_rates() {
+        // (capacity, tokens, period ms, step ms)
+        let cases = [
+            (10, 3, 1000, 1),
+            (10, 7, 1000, 1),
+            (5, 1, 3, 1),
+            (3, 7, 60_000, 7),
+            (2, 1, MAX_DURATION_MS, 1),
+        ];
+        for (c, t, p, step) in cases {
+            let r = rate(c, t, p);
+            let exact = admitted_exact(r, 1_000_000, step);
+            let module = admitted_module(r, 1_000_000, step);
+            assert!(
+                module <= exact && exact - module <= 1,
+                "rate {t}/{p}ms step {step}: module {module}, exact {exact}"
+            );
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Fixed window counter (the seed's INCR + EXPIRE).
+//!
+//! Windows are aligned to the Unix epoch: window i covers [i·W, (i+1)·W). The stored
+//! state is the units consumed in the current window and the absolute time the key
+//! expires, which is the window's end.
+
+use super::{ms_until, Cost, Count, Decision, Duration, Millis, RetryAfter};
+
+/// What the key holds: the units used and the absolute expiry (window end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    pub used: u64,
+    pub expires_at: Millis,
+}
+
+/// The decision and, when something was consumed, the counter to store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub decision: Decision,
+    pub store: Option<Counter>,
+}
+
+/// End of the epoch-aligned window that contains `now`.
+pub fn window_end(now: Millis, window: Duration) -> Millis {
+    let w = window.ms_i64();
+    now.saturating_sub(now.rem_euclid(w)).saturating_add(w)
+}
+
+/// Decides one call against the stored counter (None when the key is absent).
+pub fn decide(
+    stored: Option<Counter>,
+    now: Millis,
+    limit: Count,
+    window: Duration,
+    cost: Cost,
+) -> Outcome {
+    let natural_end = window_end(now, window);
+    // A counter whose expiry has passed is empty, even if the server has not yet
+    // evicted it.
+    let live = stored.filter(|c| c.expires_at > now);
+    let end = match live {
+        // A counter that ends within the window after ours was written by a later
+        // window: the clock stepped back. Keep its window so the step grants nothing
+        // extra. Farther ends come from a longer window: the policy changed, and the
+        // counter moves to the current window.
+        Some(c)
+            if c.expires_at > natural_end
+                && c.expires_at <= natural_end.saturating_add(window.ms_i64()) =>
+        {
+            c.expires_at
+        }
+        _ => natural_end,
+    };
+    let used = live.map_or(0, |c| c.used);
+    let (limit, n) = (limit.get(), cost.get());
+
+    let allowed = used.checked_add(n).is_some_and(|total| total <= limit);
+    let used_after = if allowed { used + n } else { used };
+    let store = (allowed && n > 0).then_some(Counter {
+        used: used_after,
+        expires_at: end,
+    });
+    let retry_after = if allowed {
+        RetryAfter::Now
+    } else if n > limit {
+        RetryAfter::Never
+    } else {
+        RetryAfter::Ms(ms_until(end, now))
+    };
+    let reset_after_ms = if used_after == 0 {
+        0
+    } else {
+        ms_until(end, now)
+    };
+    Outcome {
+        decision: Decision {
+            allowed,
+            limit,
+            remaining: limit.saturating_sub(used_after),
+            retry_after,
+            reset_after_ms,
+        },
+        store,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
+
+    fn count(n: u64) -> Count {
+        Count::new(n).unwrap()
+    }
+    fn cost(n: u64) -> Cost {
+        Cost::new(n).unwrap()
+    }
+    fn ms(n: u64) -> Duration {
+        Duration::from_ms(n).unwrap()
+    }
+
+    /// Runs calls against one key the way the command does: store what is returned.
+    fn run(calls: &[(Millis, u64)], limit: u64, window: u64) -> Vec<(Decision, Option<Counter>)> {
+        let mut state = None;
+        calls
+            .iter()
+            .map(|&(now, n)| {
+                let out = decide(state, now, count(limit), ms(window), cost(n));
+                if let Some(s) = out.store {
+                    state = Some(s);
+                }
+                (out.decision, state)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn windows_are_aligned_to_the_epoch() {
+        assert_eq!(window_end(0, ms(60_000)), 60_000);
+        assert_eq!(window_end(59_999, ms(60_000)), 60_000);
+        assert_eq!(window_end(60_000, ms(60_000)), 120_000);
+        assert_eq!(window_end(1_700_000_012_345, ms(1000)), 1_700_000_013_000);
+        assert_eq!(window_end(5, ms(1)), 6);
+    }
+
+    #[test]
+    fn admits_limit_units_per_window_then_rejects_until_its_end() {
+        // limit 3, window 10 s, calls at 1 s steps from t = 60 s (window [60, 70)).
+        let rows = run(
+            &[(60_000, 1), (61_000, 1), (62_000, 1), (63_000, 1), (69_999, 1)],
+            3,
+            10_000,
+        );
+        let fields: Vec<_> = rows
+            .iter()
+            .map(|(d, _)| (d.allowed, d.remaining, d.retry_after_ms(), d.reset_after_ms))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                (true, 2, 0, 10_000),
+                (true, 1, 0, 9_000),
+                (true, 0, 0, 8_000),
+                (false, 0, 7_000, 7_000),
+                (false, 0, 1, 1),
+            ]
+        );
+        assert_eq!(
+            rows[2].1,
+            Some(Counter {
+                used: 3,
+                expires_at: 70_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_call_at_the_window_end_counts_in_the_new_window() {
+        let rows = run(&[(60_000, 3), (70_000, 1)], 3, 10_000);
+        let (d, stored) = rows[1];
+        assert!(d.allowed);
+        assert_eq!(d.remaining, 2);
+        assert_eq!(
+            stored,
+            Some(Counter {
+                used: 1,
+                expires_at: 80_000
+            })
+        );
+    }
+
+    #[test]
+    fn cost_consumes_several_units_and_is_all_or_nothing() {
+        let rows = run(&[(0, 4), (1, 2), (2, 1)], 5, 1000);
+        assert_eq!(rows[0].0.remaining, 1);
+        assert!(!rows[1].0.allowed, "4 + 2 > 5 must be rejected whole");
+        assert_eq!(rows[1].0.remaining, 1);
+        assert_eq!(rows[1].1.map(|c| c.used), Some(4));
+        assert!(rows[2].0.allowed);
+        assert_eq!(rows[2].0.remaining, 0);
+    }
+
+    #[test]
+    fn cost_above_limit_never_succeeds_and_writes_nothing() {
+        let out = decide(None, 0, count(5), ms(1000), cost(6));
+        assert_eq!(out.store, None);
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.retry_after, RetryAfter::Never);
+        assert_eq!(out.decision.remaining, 5);
+        assert_eq!(out.decision.reset_after_ms, 0);
+    }
+
+    #[test]
+    fn cost_zero_reports_state_and_writes_nothing() {
+        let empty = decide(None, 500, count(5), ms(1000), cost(0));
+        assert_eq!(empty.store, None);
+        assert_eq!(
+            empty.decision,
+            Decision {
+                allowed: true,
+                limit: 5,
+                remaining: 5,
+                retry_after: RetryAfter::Now,
+                reset_after_ms: 0
+            }
+        );
+        let stored = Counter {
+            used: 2,
+            expires_at: 1000,
+        };
+        let used = decide(Some(stored), 500, count(5), ms(1000), cost(0));
+        assert_eq!(used.store, None);
+        assert_eq!(used.decision.remaining, 3);
+        assert_eq!(used.decision.reset_after_ms, 500);
+    }
+
+    #[test]
+    fn a_lowered_limit_keeps_the_count_and_remaining_stays_in_range() {
+        let stored = Counter {
+            used: 8,
+            expires_at: 1000,
+        };
+        let out = decide(Some(stored), 100, count(5), ms(1000), cost(1));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.remaining, 0);
+        assert_eq!(out.decision.retry_after_ms(), 900);
+        let inspect = decide(Some(stored), 100, count(5), ms(1000), cost(0));
+        assert!(!inspect.decision.allowed, "used > limit even before this call");
+        assert_eq!(inspect.decision.remaining, 0);
+    }
+
+    #[test]
+    fn a_longer_window_keeps_the_count_and_moves_the_expiry_to_its_end() {
+        // Written under a 1 s window at t = 500 (expires 1000); now the window is 1 min.
+        let stored = Counter {
+            used: 2,
+            expires_at: 1000,
+        };
+        let out = decide(Some(stored), 600, count(5), ms(60_000), cost(1));
+        assert_eq!(
+            out.store,
+            Some(Counter {
+                used: 3,
+                expires_at: 60_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_shorter_window_keeps_the_count_and_expires_at_the_current_window_end() {
+        // Written under a 1 h window; now 1 s. The counter expires at the current
+        // second's end, not an hour later.
+        let stored = Counter {
+            used: 2,
+            expires_at: 3_600_000,
+        };
+        let out = decide(Some(stored), 1_500, count(5), ms(1000), cost(1));
+        assert_eq!(
+            out.store,
+            Some(Counter {
+                used: 3,
+                expires_at: 2_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_clock_stepping_back_into_the_previous_window_grants_nothing_extra() {
+        // Window 1 s; the counter was filled in [2000, 3000). The clock steps back to 1900.
+        let stored = Counter {
+            used: 5,
+            expires_at: 3_000,
+        };
+        let out = decide(Some(stored), 1_900, count(5), ms(1000), cost(1));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.retry_after_ms(), 1_100);
+        let partly = Counter {
+            used: 4,
+            expires_at: 3_000,
+        };
+        let out = decide(Some(partly), 1_900, count(5), ms(1000), cost(1));
+        assert_eq!(
+            out.store,
+            Some(Counter {
+                used: 5,
+                expires_at: 3_000
+            }),
+            "the expiry must not move back to 2000"
+        );
+    }
+
+    #[test]
+    fn an_expired_but_not_yet_evicted_counter_is_empty() {
+        let stale = Counter {
+            used: 5,
+            expires_at: 1000,
+        };
+        let out = decide(Some(stale), 1000, count(5), ms(1000), cost(1));
+        assert!(out.decision.allowed);
+        assert_eq!(
+            out.store,
+            Some(Counter {
+                used: 1,
+                expires_at: 2000
+            })
+        );
+    }
+
+    #[test]
+    fn bounds_do_not_overflow() {
+        let big = count(MAX_COUNT);
+        let out = decide(None, i64::MAX - 5, big, ms(MAX_DURATION_MS), cost(MAX_COUNT));
+        assert!(out.decision.allowed);
+        assert_eq!(out.decision.remaining, 0);
+        let again = decide(out.store, i64::MAX - 4, big, ms(MAX_DURATION_MS), cost(MAX_COUNT));
+        assert!(!again.decision.allowed);
+        let huge = Counter {
+            used: u64::MAX,
+            expires_at: i64::MAX,
+        };
+        let out = decide(Some(huge), 0, big, ms(1), cost(MAX_COUNT));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.remaining, 0);
+        assert!(out.decision.reset_after_ms <= MAX_COUNT);
+        let out = decide(None, i64::MIN + 1, count(1), ms(MAX_DURATION_MS), cost(1));
+        assert!(out.decision.allowed);
+    }
+}

@@ -1,0 +1,72 @@
+//! The three limiters as pure arithmetic.
+//!
+//! Nothing here touches Redis or reads a clock: each algorithm is a function of
+//! (stored state, `now`, quota, cost) that returns a [`Decision`] and, when the call
+//! is allowed and consumes something, the state to store. That keeps every rule of
+//! the contract testable with explicit times.
+
+pub mod bucket;
+pub mod fixed;
+pub mod quota;
+pub mod sliding;
+
+pub use quota::{Cost, Count, Duration, MAX_COUNT, MAX_DURATION_MS};
+
+/// Server time in milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// When a rejected call could succeed if nothing else happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// Allowed now (the reply's `0`).
+    Now,
+    /// Milliseconds until the same call would be allowed, rounded up.
+    Ms(u64),
+    /// The cost exceeds the limit: no amount of waiting helps (the reply's `-1`).
+    Never,
+}
+
+/// What a call decided: the five fields of the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub limit: u64,
+    /// Units that could still be taken right now, after this call; never above `limit`.
+    pub remaining: u64,
+    pub retry_after: RetryAfter,
+    /// Milliseconds until the limiter is back to its initial state; 0 if it is.
+    pub reset_after_ms: u64,
+}
+
+impl Decision {
+    /// `retry_after` as the reply's integer: 0 allowed, -1 never.
+    pub fn retry_after_ms(&self) -> i64 {
+        match self.retry_after {
+            RetryAfter::Now => 0,
+            // cap() keeps every duration at or below 2^53 - 1, which fits an i64.
+            RetryAfter::Ms(ms) => i64::try_from(ms).unwrap_or(i64::MAX),
+            RetryAfter::Never => -1,
+        }
+    }
+}
+
+/// Caps a computed duration at 2^53 - 1 ms, the contract's "very long time".
+pub(crate) fn cap(ms: u128) -> u64 {
+    // MAX_COUNT is 2^53 - 1 and fits any integer type used here.
+    ms.min(MAX_COUNT as u128) as u64
+}
+
+/// `until - now` in ms, 0 if `until` is not later, capped like every reply duration.
+pub(crate) fn ms_until(until: Millis, now: Millis) -> u64 {
+    let diff = i128::from(until) - i128::from(now);
+    if diff <= 0 {
+        0
+    } else {
+        cap(diff as u128)
+    }
+}
+
+/// `at + ms` as an absolute time, saturating instead of overflowing.
+pub(crate) fn at_plus(at: Millis, ms: u64) -> Millis {
+    at.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,57 @@
+//! `RL.SLIDING key limit window [COST n]`
+//!
+//! Sliding log: at most `limit` units in any interval of length `window`. The key is
+//! a native sorted set with one member per accepted unit, scored by its ms time.
+//! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
+
+use super::{Arg, ArgKind, Limiter, Spec};
+use crate::algorithms::{sliding, Cost, Count, Decision, Duration, Millis};
+use crate::args;
+use crate::config;
+use crate::error::{Error, Result};
+use crate::storage::{log, Key};
+
+pub struct Sliding;
+
+pub struct Params {
+    limit: Count,
+    window: Duration,
+}
+
+impl Limiter for Sliding {
+    const SPEC: Spec = Spec {
+        name: c"RL.SLIDING",
+        flags: c"write deny-oom",
+        summary: c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
+        complexity: c"O(log N + M) with N the units logged and M those that left the window or the cost",
+        args: &[
+            Arg { name: c"key", kind: ArgKind::Key },
+            Arg { name: c"limit", kind: ArgKind::Integer },
+            Arg { name: c"window", kind: ArgKind::Duration },
+        ],
+    };
+    type Params = Params;
+
+    fn parse(args: &[&[u8]]) -> Result<Params> {
+        let limit = args::count("limit", args[0])?;
+        // Memory is one entry per unit: large limits belong to RL.BUCKET.
+        let max = config::sliding_max_limit();
+        if limit.get() > max {
+            return Err(Error::SlidingLimit { max });
+        }
+        Ok(Params {
+            limit,
+            window: args::duration("window", args[1])?,
+        })
+    }
+
+    fn apply(key: &Key, p: &Params, now: Millis, cost: Cost) -> Result<Decision> {
+        let log = log::load(key)?;
+        let outcome = sliding::decide(&log, now, p.limit, p.window, cost);
+        if let Some(append) = outcome.store {
+            let newest = sliding::Log::newest(&log);
+            log::store(key, newest, append);
+        }
+        Ok(outcome.decision)
+    }
+}

@@ -1,0 +1,75 @@
+//! Every way a call can fail, with the RESP error code it is reported under.
+//!
+//! Messages carry no code: [`Error::code`] supplies it, so each reply starts with a
+//! proper code word (`ERR`, `WRONGTYPE`) that INFO errorstats counts.
+
+use thiserror::Error;
+
+use crate::algorithms::MAX_COUNT;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Error {
+    #[error("{name} must be an integer from {min} to {MAX_COUNT}")]
+    BadCount { name: &'static str, min: u64 },
+
+    #[error(
+        "{0} must be a duration from 1ms to 10 years: an integer with an optional unit \
+         ms, s, m, h or d (a bare integer means seconds)"
+    )]
+    BadDuration(&'static str),
+
+    #[error(
+        "limit must be an integer from 1 to {max} for RL.SLIDING, which keeps one entry \
+         per unit; use RL.BUCKET for larger limits"
+    )]
+    SlidingLimit { max: u64 },
+
+    #[error("syntax error: unknown option '{0}', expected COST n")]
+    UnknownOption(String),
+
+    #[error("syntax error: COST given more than once")]
+    DuplicateOption,
+
+    #[error("syntax error: COST needs a value")]
+    MissingValue,
+
+    #[error("Operation against a key holding the wrong kind of value")]
+    WrongType,
+
+    /// The key has the right type but content RL did not write.
+    #[error("key does not hold {0}")]
+    NotALimiter(&'static str),
+
+    /// A panic caught by the command guard: reported, never propagated into Redis.
+    #[error("internal error in {0}; nothing was changed (please report this)")]
+    Internal(&'static str),
+}
+
+impl Error {
+    /// The RESP error code this error is reported under.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::WrongType => "WRONGTYPE",
+            _ => "ERR",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_argument_and_the_accepted_range() {
+        let e = Error::BadCount {
+            name: "limit",
+            min: 1,
+        };
+        assert_eq!(e.to_string(), "limit must be an integer from 1 to 9007199254740991");
+        assert_eq!(e.code(), "ERR");
+        assert_eq!(Error::WrongType.code(), "WRONGTYPE");
+        assert!(!Error::WrongType.to_string().starts_with("WRONGTYPE"));
+    }
+}

@@ -1,0 +1,66 @@
+//! RL: native rate-limit commands for Redis.
+//!
+//! - `algorithms`: the three limiters as pure functions of (state, now, quota, cost);
+//! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
+//! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
+//! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server.
+
+pub mod algorithms;
+pub mod args;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod server;
+pub mod storage;
+
+use std::os::raw::c_int;
+
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+use commands::{register, Bucket, Fixed, Sliding};
+
+/// Called by the server when it loads the module.
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    if let Err(missing) = server::check_api() {
+        ctx.log_warning(&format!("rl: this server lacks {missing}; Redis 7.0 or newer is required"));
+        return Status::Err;
+    }
+    // Opening a key for writing must not by itself abort WATCHes or invalidate
+    // client caches: only real writes signal (see storage::Key).
+    unsafe {
+        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
+            set_options(ctx.ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int);
+        }
+    }
+    for result in [
+        register::<Fixed>(ctx.ctx),
+        register::<Sliding>(ctx.ctx),
+        register::<Bucket>(ctx.ctx),
+    ] {
+        if let Err(e) = result {
+            ctx.log_warning(&format!("rl: {e}"));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
+// Unit tests run outside Redis, where its allocator does not exist.
+#[cfg(not(test))]
+type Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
+#[cfg(test)]
+type Allocator = std::alloc::System;
+#[cfg(test)]
+const ALLOCATOR: Allocator = std::alloc::System;
+
+redis_module! {
+    name: "rl",
+    // major * 10000 + minor * 100 + patch, as MODULE LIST shows it.
+    version: 100,
+    allocator: (Allocator, ALLOCATOR),
+    data_types: [],
+    init: init,
+    commands: [],
+}

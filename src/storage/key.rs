@@ -1,0 +1,94 @@
+//! One open key, its type and its absolute expiry.
+
+use std::os::raw::c_int;
+
+use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
+
+use super::rm;
+use crate::algorithms::Millis;
+
+/// The Redis type a key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Empty,
+    String,
+    Hash,
+    SortedSet,
+    Other,
+}
+
+/// A key opened for reading and writing.
+///
+/// The module runs with implicit modification signals off, so opening for writing
+/// does not by itself abort a WATCH or invalidate client caches: only
+/// [`Key::signal_modified`], called after a real write, does.
+pub struct Key {
+    ctx: *mut RedisModuleCtx,
+    name: *mut RedisModuleString,
+    ptr: *mut RedisModuleKey,
+}
+
+impl Key {
+    /// Opens `name` in the caller's database.
+    ///
+    /// # Safety
+    /// `ctx` and `name` must be the live context and argument of the running command.
+    pub unsafe fn open(ctx: *mut RedisModuleCtx, name: *mut RedisModuleString) -> Self {
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        let ptr = unsafe { rm!(RedisModule_OpenKey)(ctx, name, mode) }.cast::<RedisModuleKey>();
+        Self { ctx, name, ptr }
+    }
+
+    pub(crate) fn ctx(&self) -> *mut RedisModuleCtx {
+        self.ctx
+    }
+
+    pub(crate) fn name(&self) -> *mut RedisModuleString {
+        self.name
+    }
+
+    pub(crate) fn raw(&self) -> *mut RedisModuleKey {
+        self.ptr
+    }
+
+    pub fn kind(&self) -> Kind {
+        let t = unsafe { rm!(RedisModule_KeyType)(self.ptr) } as isize;
+        match t {
+            raw::REDISMODULE_KEYTYPE_EMPTY => Kind::Empty,
+            raw::REDISMODULE_KEYTYPE_STRING => Kind::String,
+            raw::REDISMODULE_KEYTYPE_HASH => Kind::Hash,
+            raw::REDISMODULE_KEYTYPE_ZSET => Kind::SortedSet,
+            _ => Kind::Other,
+        }
+    }
+
+    /// The absolute expiry in ms, None for a key without one.
+    pub fn expires_at(&self) -> Option<Millis> {
+        let at = unsafe { rm!(RedisModule_GetAbsExpire)(self.ptr) };
+        (at != Millis::from(raw::REDISMODULE_NO_EXPIRE)).then_some(at)
+    }
+
+    pub fn set_expires_at(&self, at: Millis) {
+        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) };
+    }
+
+    /// Number of elements (members of a sorted set, fields of a hash).
+    pub fn len(&self) -> u64 {
+        unsafe { rm!(RedisModule_ValueLength)(self.ptr) as u64 }
+    }
+
+    /// Tells WATCH and client-side caching that the key changed. Called once per
+    /// allowed write, never for a rejected call or an inspection.
+    pub fn signal_modified(&self) {
+        unsafe { rm!(RedisModule_SignalModifiedKey)(self.ctx, self.name) };
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        // Not rm!: a drop must never panic (it may run while unwinding).
+        if let Some(close) = unsafe { raw::RedisModule_CloseKey } {
+            unsafe { close(self.ptr) };
+        }
+    }
+}

@@ -108,7 +108,11 @@ mod tests {
             ("abc", None),
             ("0x10", None),
         ] {
-            assert_eq!(count("limit", input.as_bytes()).ok().map(Count::get), want, "{input:?}");
+            assert_eq!(
+                count("limit", input.as_bytes()).ok().map(Count::get),
+                want,
+                "{input:?}"
+            );
         }
         assert_eq!(
             count("capacity", b"0"),
@@ -117,7 +121,13 @@ mod tests {
                 min: 1
             })
         );
-        assert_eq!(count("limit", b"\xff\x00"), Err(Error::BadCount { name: "limit", min: 1 }));
+        assert_eq!(
+            count("limit", b"\xff\x00"),
+            Err(Error::BadCount {
+                name: "limit",
+                min: 1
+            })
+        );
     }
 
     #[test]
@@ -153,7 +163,11 @@ mod tests {
             ("99999999999999999999d", None),
             ("18446744073709551615d", None),
         ] {
-            assert_eq!(duration("window", input.as_bytes()).ok().map(Duration::ms), want, "{input:?}");
+            assert_eq!(
+                duration("window", input.as_bytes()).ok().map(Duration::ms),
+                want,
+                "{input:?}"
+            );
         }
         assert_eq!(duration("period", b"x"), Err(Error::BadDuration("period")));
     }
@@ -176,10 +190,19 @@ mod tests {
         assert_eq!(cost(&["COST", "-1"]), bad_cost);
         assert_eq!(cost(&["COST", "1.5"]), bad_cost);
         assert_eq!(cost(&["COST"]), Err(Error::MissingValue));
-        assert_eq!(cost(&["COST", "1", "COST", "2"]), Err(Error::DuplicateOption));
+        assert_eq!(
+            cost(&["COST", "1", "COST", "2"]),
+            Err(Error::DuplicateOption)
+        );
         assert_eq!(cost(&["COST", "1", "cost"]), Err(Error::MissingValue));
-        assert_eq!(cost(&["WEIGHT", "2"]), Err(Error::UnknownOption("WEIGHT".into())));
-        assert_eq!(cost(&["COST", "1", "EX"]), Err(Error::UnknownOption("EX".into())));
+        assert_eq!(
+            cost(&["WEIGHT", "2"]),
+            Err(Error::UnknownOption("WEIGHT".into()))
+        );
+        assert_eq!(
+            cost(&["COST", "1", "EX"]),
+            Err(Error::UnknownOption("EX".into()))
+        );
     }
 
     #[test]
@@ -189,6 +212,9 @@ mod tests {
         assert!(e.len() < 100, "{e}");
         assert!(e.contains("xxx..."));
         let e = options([&b"a\r\nb\x00\xff"[..]]).unwrap_err().to_string();
-        assert!(!e.contains('\r') && !e.contains('\n') && !e.contains('\0'), "{e:?}");
+        assert!(
+            !e.contains('\r') && !e.contains('\n') && !e.contains('\0'),
+            "{e:?}"
+        );
     }
 }

@@ -67,7 +67,10 @@ mod tests {
             name: "limit",
             min: 1,
         };
-        assert_eq!(e.to_string(), "limit must be an integer from 1 to 9007199254740991");
+        assert_eq!(
+            e.to_string(),
+            "limit must be an integer from 1 to 9007199254740991"
+        );
         assert_eq!(e.code(), "ERR");
         assert_eq!(Error::WrongType.code(), "WRONGTYPE");
         assert!(!Error::WrongType.to_string().starts_with("WRONGTYPE"));

@@ -22,14 +22,19 @@ use commands::{register, Bucket, Fixed, Sliding};
 /// Called by the server when it loads the module.
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if let Err(missing) = server::check_api() {
-        ctx.log_warning(&format!("rl: this server lacks {missing}; Redis 7.0 or newer is required"));
+        ctx.log_warning(&format!(
+            "rl: this server lacks {missing}; Redis 7.0 or newer is required"
+        ));
         return Status::Err;
     }
     // Opening a key for writing must not by itself abort WATCHes or invalidate
     // client caches: only real writes signal (see storage::Key).
     unsafe {
         if let Some(set_options) = raw::RedisModule_SetModuleOptions {
-            set_options(ctx.ctx, raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int);
+            set_options(
+                ctx.ctx,
+                raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+            );
         }
     }
     for result in [

@@ -130,7 +130,11 @@ fn refill(b: Bucket, at: Millis, rate: Rate) -> u128 {
     let full = rate.full();
     let period = u128::from(rate.period.ms());
     // A stored level above the capacity (the capacity was lowered) is clamped first.
-    let base = b.level_micros.min(full / period).saturating_mul(period).min(full);
+    let base = b
+        .level_micros
+        .min(full / period)
+        .saturating_mul(period)
+        .min(full);
     let elapsed = (i128::from(at) - i128::from(b.ts)).max(0) as u128;
     if elapsed >= rate.ms_to_gain(full - base) {
         full
@@ -182,7 +186,12 @@ mod tests {
         ];
         for (i, want) in expected.into_iter().enumerate() {
             let d = call(&mut state, 0, r, 1);
-            assert_eq!((d.allowed, d.remaining, d.retry_after_ms()), want, "call {}", i + 1);
+            assert_eq!(
+                (d.allowed, d.remaining, d.retry_after_ms()),
+                want,
+                "call {}",
+                i + 1
+            );
         }
         let d = call(&mut state, 3000, r, 1);
         assert_eq!((d.allowed, d.remaining, d.retry_after_ms()), (true, 2, 0));
@@ -242,7 +251,12 @@ mod tests {
     #[test]
     fn retry_after_is_exact_to_the_millisecond() {
         // For many states: allowed at now + retry_after, rejected one ms earlier.
-        let rates = [rate(5, 1, 1000), rate(10, 3, 1000), rate(7, 7, 1), rate(3, 2, 7)];
+        let rates = [
+            rate(5, 1, 1000),
+            rate(10, 3, 1000),
+            rate(7, 7, 1),
+            rate(3, 2, 7),
+        ];
         for r in rates {
             for micros in [0u128, 1, 499_999, 999_999, 1_000_000, 2_345_678] {
                 for n in 1..=r.capacity.get() {
@@ -338,10 +352,7 @@ mod tests {
     /// The exact model: level as a rational, refilled by elapsed · tokens / period.
     fn admitted_exact(r: Rate, steps: u64, step_ms: i64) -> u64 {
         let cap = Ratio::from_integer(i128::from(r.capacity.get()));
-        let per_ms = Ratio::new(
-            i128::from(r.tokens.get()),
-            i128::from(r.period.ms()),
-        );
+        let per_ms = Ratio::new(i128::from(r.tokens.get()), i128::from(r.period.ms()));
         let (mut level, mut admitted) = (cap, 0);
         for _ in 0..steps {
             if level >= Ratio::from_integer(1) {

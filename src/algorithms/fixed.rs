@@ -127,7 +127,13 @@ mod tests {
     fn admits_limit_units_per_window_then_rejects_until_its_end() {
         // limit 3, window 10 s, calls at 1 s steps from t = 60 s (window [60, 70)).
         let rows = run(
-            &[(60_000, 1), (61_000, 1), (62_000, 1), (63_000, 1), (69_999, 1)],
+            &[
+                (60_000, 1),
+                (61_000, 1),
+                (62_000, 1),
+                (63_000, 1),
+                (69_999, 1),
+            ],
             3,
             10_000,
         );
@@ -225,7 +231,10 @@ mod tests {
         assert_eq!(out.decision.remaining, 0);
         assert_eq!(out.decision.retry_after_ms(), 900);
         let inspect = decide(Some(stored), 100, count(5), ms(1000), cost(0));
-        assert!(!inspect.decision.allowed, "used > limit even before this call");
+        assert!(
+            !inspect.decision.allowed,
+            "used > limit even before this call"
+        );
         assert_eq!(inspect.decision.remaining, 0);
     }
 
@@ -309,10 +318,22 @@ mod tests {
     #[test]
     fn bounds_do_not_overflow() {
         let big = count(MAX_COUNT);
-        let out = decide(None, i64::MAX - 5, big, ms(MAX_DURATION_MS), cost(MAX_COUNT));
+        let out = decide(
+            None,
+            i64::MAX - 5,
+            big,
+            ms(MAX_DURATION_MS),
+            cost(MAX_COUNT),
+        );
         assert!(out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
-        let again = decide(out.store, i64::MAX - 4, big, ms(MAX_DURATION_MS), cost(MAX_COUNT));
+        let again = decide(
+            out.store,
+            i64::MAX - 4,
+            big,
+            ms(MAX_DURATION_MS),
+            cost(MAX_COUNT),
+        );
         assert!(!again.decision.allowed);
         let huge = Counter {
             used: u64::MAX,

@@ -262,11 +262,23 @@ mod tests {
     #[test]
     fn bounds_do_not_overflow() {
         let log = VecLog(vec![i64::MAX - 1]);
-        let out = decide(&log, 0, count(MAX_COUNT), ms(MAX_DURATION_MS), cost(MAX_COUNT));
+        let out = decide(
+            &log,
+            0,
+            count(MAX_COUNT),
+            ms(MAX_DURATION_MS),
+            cost(MAX_COUNT),
+        );
         assert!(!out.decision.allowed);
         assert!(out.decision.reset_after_ms <= MAX_COUNT);
         assert!(out.decision.retry_after_ms() <= MAX_COUNT as i64);
-        let out = decide(&VecLog::default(), i64::MAX, count(1), ms(MAX_DURATION_MS), cost(1));
+        let out = decide(
+            &VecLog::default(),
+            i64::MAX,
+            count(1),
+            ms(MAX_DURATION_MS),
+            cost(1),
+        );
         assert_eq!(out.store.map(|a| a.expires_at), Some(i64::MAX));
     }
 }

@@ -18,13 +18,26 @@ impl Limiter for Bucket {
     const SPEC: Spec = Spec {
         name: c"RL.BUCKET",
         flags: c"write deny-oom fast",
-        summary: c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
+        summary:
+            c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
         complexity: c"O(1)",
         args: &[
-            Arg { name: c"key", kind: ArgKind::Key },
-            Arg { name: c"capacity", kind: ArgKind::Integer },
-            Arg { name: c"tokens", kind: ArgKind::Integer },
-            Arg { name: c"period", kind: ArgKind::Duration },
+            Arg {
+                name: c"key",
+                kind: ArgKind::Key,
+            },
+            Arg {
+                name: c"capacity",
+                kind: ArgKind::Integer,
+            },
+            Arg {
+                name: c"tokens",
+                kind: ArgKind::Integer,
+            },
+            Arg {
+                name: c"period",
+                kind: ArgKind::Duration,
+            },
         ],
     };
     type Params = Rate;

@@ -21,12 +21,22 @@ impl Limiter for Fixed {
     const SPEC: Spec = Spec {
         name: c"RL.FIXED",
         flags: c"write deny-oom fast",
-        summary: c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
+        summary:
+            c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
         complexity: c"O(1)",
         args: &[
-            Arg { name: c"key", kind: ArgKind::Key },
-            Arg { name: c"limit", kind: ArgKind::Integer },
-            Arg { name: c"window", kind: ArgKind::Duration },
+            Arg {
+                name: c"key",
+                kind: ArgKind::Key,
+            },
+            Arg {
+                name: c"limit",
+                kind: ArgKind::Integer,
+            },
+            Arg {
+                name: c"window",
+                kind: ArgKind::Duration,
+            },
         ],
     };
     type Params = Params;

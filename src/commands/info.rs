@@ -16,14 +16,17 @@ const SINCE: &std::ffi::CStr = c"0.1.0";
 
 pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     // Without SetCommandInfo (Redis < 7.0) the command still works; it only lacks docs.
-    let (Some(get_command), Some(set_info)) =
-        (unsafe { raw::RedisModule_GetCommand }, unsafe { raw::RedisModule_SetCommandInfo })
-    else {
+    let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
+        raw::RedisModule_SetCommandInfo
+    }) else {
         return Ok(());
     };
     let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
     if command.is_null() {
-        return Err(format!("cannot find {} after registering it", spec.name_str()));
+        return Err(format!(
+            "cannot find {} after registering it",
+            spec.name_str()
+        ));
     }
 
     let version = raw::RedisModuleCommandInfoVersion {
@@ -36,9 +39,12 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     // One key at position 1, read and updated in place (as INCR's).
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { zeroed() };
     key_specs[0].flags = u64::from(
-        raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
+        raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE,
     );
-    key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    key_specs[0].begin_search_type =
+        raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     key_specs[0].bs.index.pos = 1;
     key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     key_specs[0].fk.range.lastkey = 0;

@@ -94,7 +94,9 @@ mod tests {
         }
         assert_eq!(parse_micros(b"0.3333339"), Some(333_333));
         assert_eq!(parse_micros(b"7.00"), Some(7_000_000));
-        for bad in ["", ".", "1.", ".5", "-1", "+1", "1e3", "inf", "nan", "1.2.3", " 1", "0x1"] {
+        for bad in [
+            "", ".", "1.", ".5", "-1", "+1", "1e3", "inf", "nan", "1.2.3", " 1", "0x1",
+        ] {
             assert_eq!(parse_micros(bad.as_bytes()), None, "{bad:?}");
         }
     }

@@ -27,7 +27,8 @@ pub fn load(key: &Key) -> Result<Option<Counter>> {
 /// The string's bytes, borrowed from the server.
 fn value(key: &Key) -> &[u8] {
     let mut len = 0usize;
-    let ptr = unsafe { rm!(RedisModule_StringDMA)(key.raw(), &mut len, raw::REDISMODULE_READ as c_int) };
+    let ptr =
+        unsafe { rm!(RedisModule_StringDMA)(key.raw(), &mut len, raw::REDISMODULE_READ as c_int) };
     if ptr.is_null() {
         return &[];
     }

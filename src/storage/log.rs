@@ -67,7 +67,13 @@ impl<'k> Range<'k> {
     /// Scores in `(min, max]` when `min_exclusive`, else `[min, max]`.
     fn scores(key: &'k Key, min: f64, max: f64, min_exclusive: bool) -> Self {
         let ok = unsafe {
-            rm!(RedisModule_ZsetFirstInScoreRange)(key.raw(), min, max, c_int::from(min_exclusive), 0)
+            rm!(RedisModule_ZsetFirstInScoreRange)(
+                key.raw(),
+                min,
+                max,
+                c_int::from(min_exclusive),
+                0,
+            )
         };
         Range {
             key,
@@ -95,7 +101,8 @@ impl<'k> Range<'k> {
             return None;
         }
         let mut score = 0.0;
-        let member = unsafe { rm!(RedisModule_ZsetRangeCurrentElement)(self.key.raw(), &mut score) };
+        let member =
+            unsafe { rm!(RedisModule_ZsetRangeCurrentElement)(self.key.raw(), &mut score) };
         (!member.is_null()).then_some((member, score))
     }
 
@@ -194,10 +201,15 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) {
         loop {
             let name = digits.format(seq).as_bytes();
             seq += 1;
-            let member = unsafe { rm!(RedisModule_CreateString)(ctx, name.as_ptr().cast(), name.len()) };
+            let member =
+                unsafe { rm!(RedisModule_CreateString)(ctx, name.as_ptr().cast(), name.len()) };
             let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
-            let ok = unsafe { rm!(RedisModule_ZsetAdd)(key.raw(), append.at as f64, member, &mut flags) };
-            if ok == raw::REDISMODULE_OK as c_int && flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
+            let ok = unsafe {
+                rm!(RedisModule_ZsetAdd)(key.raw(), append.at as f64, member, &mut flags)
+            };
+            if ok == raw::REDISMODULE_OK as c_int
+                && flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0
+            {
                 args.push(score);
                 args.push(member);
                 break;

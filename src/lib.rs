@@ -7,14 +7,15 @@
 
 pub mod algorithms;
 pub mod args;
-pub mod commands;
-pub mod config;
+mod commands;
+mod config;
 pub mod error;
-pub mod server;
-pub mod storage;
+mod server;
+mod storage;
 
 use std::os::raw::c_int;
 
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 
 use commands::{register, Bucket, Fixed, Sliding};
@@ -68,4 +69,21 @@ redis_module! {
     data_types: [],
     init: init,
     commands: [],
+    configurations: [
+        i64: [
+            [
+                "sliding-max-limit",
+                &config::SLIDING_MAX_LIMIT,
+                config::DEFAULT_SLIDING_MAX_LIMIT,
+                1,
+                config::SLIDING_MAX_LIMIT_CEILING,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }

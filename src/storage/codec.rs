@@ -30,8 +30,8 @@ pub fn parse_micros(bytes: &[u8]) -> Option<u128> {
         Some(acc * 10 + u128::from(char::from(b).to_digit(10)?))
     })?;
     let mut micros = 0u128;
-    for i in 0..frac.len() {
-        let digit = u128::from(char::from(frac[i]).to_digit(10)?);
+    for (i, &b) in frac.iter().enumerate() {
+        let digit = u128::from(char::from(b).to_digit(10)?);
         if i < 6 {
             micros += digit * 10u128.pow(5 - i as u32);
         }
@@ -53,7 +53,7 @@ pub fn format_micros(micros: u128, buf: &mut MicrosBuf) -> &[u8] {
         buf[len] = b'.';
         len += 1;
         let mut digits = 6;
-        while frac % 10 == 0 {
+        while frac.is_multiple_of(10) {
             frac /= 10;
             digits -= 1;
         }

@@ -73,7 +73,7 @@ impl Key {
     }
 
     /// Number of elements (members of a sorted set, fields of a hash).
-    pub fn len(&self) -> u64 {
+    pub fn element_count(&self) -> u64 {
         unsafe { rm!(RedisModule_ValueLength)(self.ptr) as u64 }
     }
 

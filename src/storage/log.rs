@@ -43,7 +43,7 @@ pub fn load(key: &Key) -> Result<ZsetLog<'_>> {
             }
             Ok(ZsetLog {
                 key,
-                total: key.len(),
+                total: key.element_count(),
                 newest,
             })
         }

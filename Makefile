@@ -1,0 +1,36 @@
+# RL — native rate-limit commands for Redis.
+# `make run` and `make test` install what is missing (Debian/apt), then build.
+
+PORT ?= 6379
+CARGO ?= cargo
+
+.PHONY: help deps build run test unit integration lint fmt clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo "  PORT=$(PORT) picks the port for 'make run'."
+
+deps: ## Install redis-server, redis-cli and bindgen's libclang when missing
+	@scripts/deps.sh
+
+build: deps ## Build the module (target/release/librl.so)
+	$(CARGO) build --release
+
+run: build ## Start redis-server with the module on PORT (default 6379)
+	@PORT=$(PORT) scripts/run.sh
+
+test: deps ## Unit, property and integration tests against real redis-servers
+	$(CARGO) test --all-features
+
+unit: deps ## Only the unit and property tests (no server)
+	$(CARGO) test --all-features --lib
+
+lint: deps ## rustfmt check and clippy with warnings as errors
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --all-features -- -D warnings
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+clean: ## Remove build output
+	$(CARGO) clean

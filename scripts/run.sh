@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Starts redis-server in the foreground with the module loaded: `make run`.
+# PORT (default 6379) picks the port; the data directory is target/run-<port>.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port="${PORT:-6379}"
+module="$PWD/target/release/librl.so"
+dir="$PWD/target/run-$port"
+mkdir -p "$dir"
+
+if [ ! -f "$module" ]; then
+  echo "run: $module is missing; build it with 'make build'." >&2
+  exit 1
+fi
+if command -v redis-cli >/dev/null 2>&1 && redis-cli -p "$port" ping >/dev/null 2>&1; then
+  echo "run: something already answers on port $port (a redis-server service?)." >&2
+  echo "     Stop it, or pick another port: make run PORT=6380" >&2
+  exit 1
+fi
+
+cat <<MSG
+
+  RL is loaded in redis-server on port $port. In another terminal, try:
+
+    redis-cli -p $port RL.FIXED   user:42 5 1m        # 5 per minute, fixed window
+    redis-cli -p $port RL.SLIDING user:42:s 5 1m      # 5 in any minute, sliding log
+    redis-cli -p $port RL.BUCKET  user:42:b 10 1 1s   # bucket of 10, refills 1 per second
+
+  Each reply is: allowed, limit, remaining, retry_after_ms, reset_after_ms.
+  Stop the server with Ctrl-C.
+
+MSG
+exec redis-server --port "$port" --dir "$dir" --save "" --appendonly no \
+  --loadmodule "$module"

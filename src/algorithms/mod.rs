@@ -7,6 +7,8 @@
 
 pub mod bucket;
 pub mod fixed;
+#[cfg(test)]
+mod models;
 pub mod quota;
 pub mod sliding;
 

@@ -1,0 +1,448 @@
+//! Property tests: each algorithm against a reference model written as plainly as
+//! possible (a per-window counter, a list of every accepted timestamp, a bucket in
+//! exact rational arithmetic), over random call sequences with random costs, time
+//! steps and parameters at the bounds; plus invariants that must hold even when the
+//! clock steps backwards.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+use proptest::prelude::*;
+
+use super::bucket::{self, Bucket, Rate};
+use super::fixed::{self, Counter};
+use super::sliding::{self, VecLog};
+use super::{Cost, Count, Decision, Duration, Millis, RetryAfter, MAX_COUNT, MAX_DURATION_MS};
+
+const START: Millis = 1_700_000_000_000;
+
+fn count() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1u64..=10, 1 => 1u64..=1000, 1 => Just(MAX_COUNT), 1 => (MAX_COUNT - 3)..=MAX_COUNT]
+}
+
+fn duration() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1u64..=2000, 1 => 1u64..=100_000, 1 => Just(MAX_DURATION_MS)]
+}
+
+/// Costs relative to the limit: mostly small, sometimes 0, at or past the limit, or huge.
+fn cost(limit: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => 1u64..=3,
+        1 => Just(0u64),
+        1 => Just(limit),
+        1 => Just(limit.saturating_add(1).min(MAX_COUNT)),
+        1 => Just(MAX_COUNT),
+    ]
+}
+
+/// Forward steps only (zero included): where the model must agree exactly.
+fn forward_step(window: u64) -> impl Strategy<Value = i64> {
+    let w = i64::try_from(window).unwrap_or(i64::MAX).min(1 << 40);
+    prop_oneof![2 => Just(0i64), 4 => 0..=w.min(5000), 1 => 0..=w.saturating_mul(3)]
+}
+
+/// Steps that may go backwards.
+fn any_step(window: u64) -> impl Strategy<Value = i64> {
+    let w = i64::try_from(window).unwrap_or(i64::MAX).min(1 << 40);
+    prop_oneof![4 => forward_step(window), 1 => -w.saturating_mul(2)..=0]
+}
+
+fn calls(
+    limit: u64,
+    window: u64,
+    step: fn(u64) -> BoxedStrategy<i64>,
+) -> impl Strategy<Value = Vec<(i64, u64)>> {
+    proptest::collection::vec((step(window), cost(limit)), 1..48)
+}
+
+fn fwd(w: u64) -> BoxedStrategy<i64> {
+    forward_step(w).boxed()
+}
+fn back(w: u64) -> BoxedStrategy<i64> {
+    any_step(w).boxed()
+}
+
+fn c(n: u64) -> Count {
+    Count::new(n).unwrap()
+}
+fn k(n: u64) -> Cost {
+    Cost::new(n).unwrap()
+}
+fn d(ms: u64) -> Duration {
+    Duration::from_ms(ms).unwrap()
+}
+
+fn ms_between(until: i128, now: i128) -> u64 {
+    (until - now).clamp(0, i128::from(MAX_COUNT)) as u64
+}
+
+/// Invariants every reply must satisfy.
+fn check_reply(dec: &Decision, limit: u64, n: u64) {
+    assert!(
+        dec.remaining <= limit,
+        "remaining {} > limit {limit}",
+        dec.remaining
+    );
+    assert!(dec.reset_after_ms <= MAX_COUNT);
+    match dec.retry_after {
+        RetryAfter::Now => assert!(dec.allowed),
+        RetryAfter::Never => assert!(!dec.allowed && n > limit),
+        RetryAfter::Ms(ms) => assert!(!dec.allowed && ms <= MAX_COUNT),
+    }
+}
+
+// ---------------------------------------------------------------- fixed window
+
+/// The plainest fixed window: a count per epoch window index.
+#[derive(Default)]
+struct FixedModel {
+    window_index: Option<i64>,
+    used: u64,
+}
+
+impl FixedModel {
+    fn call(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
+        let w = window as i64;
+        let index = now.div_euclid(w);
+        if self.window_index != Some(index) {
+            self.used = 0;
+        }
+        let end = i128::from(index) * i128::from(w) + i128::from(w);
+        let allowed = self.used + n <= limit;
+        if allowed && n > 0 {
+            self.used += n;
+            self.window_index = Some(index);
+        }
+        let until_end = ms_between(end, i128::from(now));
+        Decision {
+            allowed,
+            limit,
+            remaining: limit.saturating_sub(self.used),
+            retry_after: if allowed {
+                RetryAfter::Now
+            } else if n > limit {
+                RetryAfter::Never
+            } else {
+                RetryAfter::Ms(until_end)
+            },
+            reset_after_ms: if self.used == 0 { 0 } else { until_end },
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn fixed_matches_the_model_when_time_moves_forward(
+        (limit, window, seq) in (count(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), calls(l, w, fwd)))
+    ) {
+        let (mut state, mut model, mut now) = (None::<Counter>, FixedModel::default(), START);
+        for (step, n) in seq {
+            now += step;
+            let out = fixed::decide(state, now, c(limit), d(window), k(n));
+            // A counter the server has evicted is gone.
+            let expected = model.call(now, limit, window, n);
+            prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
+            check_reply(&out.decision, limit, n);
+            if let Some(s) = out.store { state = Some(s); }
+            state = state.filter(|s| s.expires_at > now);
+        }
+    }
+
+    #[test]
+    fn fixed_never_admits_more_than_limit_per_window_even_with_clock_steps_back(
+        (limit, window, seq) in (1u64..=10, 1u64..=2000).prop_flat_map(|(l, w)| (Just(l), Just(w), calls(l, w, back)))
+    ) {
+        let mut state = None::<Counter>;
+        let mut now = START;
+        // Units admitted, attributed to the window (its end) the counter holds them in.
+        let mut per_window = std::collections::HashMap::<Millis, u64>::new();
+        for (step, n) in seq {
+            now += step;
+            let live = state.filter(|s| s.expires_at > now);
+            let out = fixed::decide(live, now, c(limit), d(window), k(n));
+            check_reply(&out.decision, limit, n);
+            if let Some(s) = out.store {
+                prop_assert_eq!(s.expires_at.rem_euclid(window as i64), 0, "expiry on a window edge");
+                let fresh = live.map_or(true, |l| l.expires_at != s.expires_at);
+                let units = per_window.entry(s.expires_at).or_default();
+                if fresh { *units = 0; }
+                *units += n;
+                prop_assert!(*units <= limit, "{} units in the window ending {}", units, s.expires_at);
+                state = Some(s);
+            } else {
+                state = live;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- sliding log
+
+/// The plainest sliding log: every accepted unit's time, never trimmed.
+#[derive(Default)]
+struct SlidingModel {
+    accepted: Vec<Millis>,
+}
+
+impl SlidingModel {
+    fn call(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
+        let w = window as i64;
+        let mut counted: Vec<Millis> = self
+            .accepted
+            .iter()
+            .copied()
+            .filter(|&t| t > now - w)
+            .collect();
+        counted.sort_unstable();
+        let allowed = counted.len() as u64 + n <= limit;
+        if allowed && n > 0 {
+            self.accepted.extend(std::iter::repeat_n(now, n as usize));
+            counted.extend(std::iter::repeat_n(now, n as usize));
+        }
+        let retry_after = if allowed {
+            RetryAfter::Now
+        } else if n > limit {
+            RetryAfter::Never
+        } else {
+            let kth = counted[(counted.len() as u64 + n - limit - 1) as usize];
+            RetryAfter::Ms(ms_between(i128::from(kth) + i128::from(w), i128::from(now)))
+        };
+        Decision {
+            allowed,
+            limit,
+            remaining: limit.saturating_sub(counted.len() as u64),
+            retry_after,
+            reset_after_ms: counted.last().map_or(0, |&t| {
+                ms_between(i128::from(t) + i128::from(w), i128::from(now))
+            }),
+        }
+    }
+}
+
+/// Sliding limits stay small: the log holds one entry per unit.
+fn sliding_limit() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1u64..=10, 1 => 1u64..=200]
+}
+
+fn sliding_cost(limit: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1u64..=3, 1 => Just(0u64), 1 => Just(limit), 1 => Just(limit + 1), 1 => Just(MAX_COUNT)]
+}
+
+fn sliding_calls(
+    limit: u64,
+    window: u64,
+    step: fn(u64) -> BoxedStrategy<i64>,
+) -> impl Strategy<Value = Vec<(i64, u64)>> {
+    proptest::collection::vec((step(window), sliding_cost(limit)), 1..48)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn sliding_matches_the_model_when_time_moves_forward(
+        (limit, window, seq) in (sliding_limit(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), sliding_calls(l, w, fwd)))
+    ) {
+        let (mut log, mut model, mut now) = (VecLog::default(), SlidingModel::default(), START);
+        for (step, n) in seq {
+            now += step;
+            let out = sliding::decide(&log, now, c(limit), d(window), k(n));
+            prop_assert_eq!(out.decision, model.call(now, limit, window, n), "at {} cost {}", now, n);
+            check_reply(&out.decision, limit, n);
+            if let Some(a) = out.store {
+                log.apply(&a);
+                // After an allowed call the log holds exactly the units still counted.
+                prop_assert!(log.0.iter().all(|&t| t > now - window as i64));
+                prop_assert_eq!(a.expires_at, now + window as i64);
+            }
+        }
+    }
+
+    #[test]
+    fn sliding_never_admits_more_than_limit_in_any_window_and_retry_is_exact(
+        (limit, window, seq) in (1u64..=8, 1u64..=2000).prop_flat_map(|(l, w)| (Just(l), Just(w), sliding_calls(l, w, back)))
+    ) {
+        let (mut log, mut now) = (VecLog::default(), START);
+        let mut all: Vec<Millis> = Vec::new();
+        for (step, n) in seq {
+            now += step;
+            let out = sliding::decide(&log, now, c(limit), d(window), k(n));
+            check_reply(&out.decision, limit, n);
+            if let RetryAfter::Ms(wait) = out.decision.retry_after {
+                let wait = wait as i64;
+                prop_assert!(sliding::decide(&log, now + wait, c(limit), d(window), k(n)).decision.allowed);
+                if wait > 0 {
+                    prop_assert!(!sliding::decide(&log, now + wait - 1, c(limit), d(window), k(n)).decision.allowed);
+                }
+            }
+            if let Some(a) = out.store {
+                log.apply(&a);
+                all.extend(std::iter::repeat_n(a.at, a.units as usize));
+            }
+        }
+        // Every unit ever logged: no window-long interval holds more than limit.
+        all.sort_unstable();
+        for (i, &t) in all.iter().enumerate() {
+            let inside = all[i..].iter().take_while(|&&u| u < t + window as i64).count() as u64;
+            prop_assert!(inside <= limit, "{} units in [{}, {})", inside, t, t + window as i64);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- token bucket
+
+/// The plainest bucket: a rational level, refilled by elapsed · tokens / period,
+/// stored rounded down to a millionth as the contract allows.
+struct BucketModel {
+    level: BigRational,
+    ts: Option<Millis>,
+}
+
+fn rat(n: i128) -> BigRational {
+    BigRational::from_integer(BigInt::from(n))
+}
+
+fn ceil_ms(r: &BigRational) -> u64 {
+    let c = r.ceil().to_integer();
+    if c.is_negative() {
+        0
+    } else {
+        c.to_u64().unwrap_or(u64::MAX).min(MAX_COUNT)
+    }
+}
+
+impl BucketModel {
+    fn new(capacity: u64) -> Self {
+        BucketModel {
+            level: rat(i128::from(capacity)),
+            ts: None,
+        }
+    }
+
+    fn call(&mut self, now: Millis, capacity: u64, tokens: u64, period: u64, n: u64) -> Decision {
+        let cap = rat(i128::from(capacity));
+        let per_ms = BigRational::new(BigInt::from(tokens), BigInt::from(period));
+        let stored = self.level.clone().min(cap.clone());
+        let level = match self.ts {
+            None => cap.clone(),
+            Some(ts) => {
+                (stored + per_ms.clone() * rat(i128::from((now - ts).max(0)))).min(cap.clone())
+            }
+        };
+        let wanted = rat(i128::from(n));
+        let allowed = level >= wanted;
+        let mut after = level.clone();
+        if allowed && n > 0 {
+            let micros = rat(1_000_000);
+            after = ((level.clone() - wanted.clone()) * micros.clone()).floor() / micros;
+            self.level = after.clone();
+            self.ts = Some(now);
+        }
+        let retry_after = if allowed {
+            RetryAfter::Now
+        } else if n > capacity {
+            RetryAfter::Never
+        } else {
+            RetryAfter::Ms(ceil_ms(&((wanted - level) / per_ms.clone())))
+        };
+        let reset_after_ms = if after >= cap {
+            0
+        } else {
+            ceil_ms(&((cap - after.clone()) / per_ms))
+        };
+        Decision {
+            allowed,
+            limit: capacity,
+            remaining: after.floor().to_integer().to_u64().unwrap_or(0),
+            retry_after,
+            reset_after_ms,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn bucket_matches_the_exact_model_when_time_moves_forward(
+        (capacity, tokens, period, seq) in (count(), count(), duration())
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, fwd)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let (mut state, mut model, mut now) = (None::<Bucket>, BucketModel::new(capacity), START);
+        for (step, n) in seq {
+            now += step;
+            let out = bucket::decide(state, now, rate, k(n));
+            prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
+            check_reply(&out.decision, capacity, n);
+            if let Some(s) = out.store {
+                prop_assert!(s.bucket.level_micros <= u128::from(capacity) * 1_000_000);
+                prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                state = Some(s.bucket);
+            }
+        }
+    }
+
+    #[test]
+    fn bucket_admits_at_most_capacity_plus_refill_and_retry_is_exact(
+        (capacity, tokens, period, seq) in (1u64..=20, 1u64..=20, 1u64..=5000)
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, back)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let (mut state, mut now) = (None::<Bucket>, START);
+        let (mut admitted, mut earliest, mut latest) = (0u64, START, START);
+        for (step, n) in seq {
+            now += step;
+            earliest = earliest.min(now);
+            latest = latest.max(now);
+            let out = bucket::decide(state, now, rate, k(n));
+            check_reply(&out.decision, capacity, n);
+            if let RetryAfter::Ms(wait) = out.decision.retry_after {
+                let wait = wait as i64;
+                prop_assert!(bucket::decide(state, now + wait, rate, k(n)).decision.allowed);
+                prop_assert!(wait > 0);
+                prop_assert!(!bucket::decide(state, now + wait - 1, rate, k(n)).decision.allowed);
+            }
+            if out.decision.allowed { admitted += n; }
+            if let Some(s) = out.store { state = Some(s.bucket); }
+        }
+        // Over the whole run, from the earliest to the latest clock reading:
+        let refill = BigRational::new(BigInt::from(tokens), BigInt::from(period)) * rat(i128::from(latest - earliest));
+        prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
+    }
+}
+
+#[test]
+fn models_agree_on_the_seed_vectors() {
+    // Cross-check the models themselves against the contract's vectors.
+    let mut m = SlidingModel::default();
+    let got: Vec<_> = [10, 20, 30, 40, 50, 55, 121]
+        .iter()
+        .map(|t| {
+            let dec = m.call(t * 1000, 5, 60_000, 1);
+            (dec.allowed, dec.remaining)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (true, 4),
+            (true, 3),
+            (true, 2),
+            (true, 1),
+            (true, 0),
+            (false, 0),
+            (true, 4)
+        ]
+    );
+    let mut b = BucketModel::new(5);
+    let rejected = (0..7)
+        .map(|_| b.call(0, 5, 1, 1000, 1))
+        .filter(|dec| !dec.allowed)
+        .count();
+    assert_eq!(rejected, 2);
+    assert!(b.call(3000, 5, 1, 1000, 1).allowed);
+    assert!(BigRational::one() > BigRational::zero());
+}

@@ -165,7 +165,7 @@ proptest! {
             check_reply(&out.decision, limit, n);
             if let Some(s) = out.store {
                 prop_assert_eq!(s.expires_at.rem_euclid(window as i64), 0, "expiry on a window edge");
-                let fresh = live.map_or(true, |l| l.expires_at != s.expires_at);
+                let fresh = live.is_none_or(|l| l.expires_at != s.expires_at);
                 let units = per_window.entry(s.expires_at).or_default();
                 if fresh { *units = 0; }
                 *units += n;

@@ -4,7 +4,7 @@
 PORT ?= 6379
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit integration lint fmt clean
+.PHONY: help deps build run test unit lint fmt clean bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -34,3 +34,6 @@ fmt: ## Format the code
 
 clean: ## Remove build output
 	$(CARGO) clean
+
+bench: build ## Benchmark RL against native commands and Lua (ratios to INCR)
+	@scripts/bench.sh

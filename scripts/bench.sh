@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# `make bench`: RL's commands side by side with native commands and with the Lua
+# scripts people write today, in one run on one server, reported as ratios to INCR.
+#
+#   BENCH_QUICK=1   smoke mode (a few thousand requests, one run) used by `make test`
+#   BENCH_RUNS=n    runs per case (median reported; default 3)
+#   BENCH_N=n       requests per pipelined run (default 300000; unpipelined: a third)
+#   RL_MODULE=path  the module to load (default target/release/librl.so)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+module="${RL_MODULE:-$PWD/target/release/librl.so}"
+runs="${BENCH_RUNS:-3}"
+n_pipe="${BENCH_N:-300000}"
+keys=100000
+if [ -n "${BENCH_QUICK:-}" ]; then
+  runs=1
+  n_pipe=3000
+fi
+n_single=$((n_pipe / 3))
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 7391)
+dir=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
+  --loadmodule "$module" --logfile "$dir/redis.log" &
+server_pid=$!
+cli() { redis-cli -p "$port" "$@"; }
+for _ in $(seq 1 200); do
+  cli ping >/dev/null 2>&1 && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$dir/redis.log"; exit 1; }
+  sleep 0.05
+done
+
+# --- the seed's algorithms as Lua scripts, the way users write them today -------
+read -r -d '' LUA_FIXED <<'LUA' || true
+local t = redis.call('TIME')
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = redis.call('INCRBY', KEYS[1], 1)
+if n == 1 then redis.call('PEXPIRE', KEYS[1], window) end
+if n > limit then return {0, limit, 0, redis.call('PTTL', KEYS[1]), 0} end
+return {1, limit, limit - n, 0, 0}
+LUA
+read -r -d '' LUA_SLIDING <<'LUA' || true
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, now .. '-' .. math.random(1000000000))
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, limit, limit - count - 1, 0, window}
+end
+return {0, limit, 0, 0, 0}
+LUA
+read -r -d '' LUA_BUCKET <<'LUA' || true
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2]) / tonumber(ARGV[3])
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = math.min(cap, (tonumber(v[1]) or cap) + (now - (tonumber(v[2]) or now)) * rate)
+local allowed = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+  redis.call('HSET', KEYS[1], 'tokens', tokens, 'ts', now)
+  redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate))
+end
+return {allowed, cap, math.floor(tokens), 0, 0}
+LUA
+sha_fixed=$(cli SCRIPT LOAD "$LUA_FIXED")
+sha_sliding=$(cli SCRIPT LOAD "$LUA_SLIDING")
+sha_bucket=$(cli SCRIPT LOAD "$LUA_BUCKET")
+
+# name | the command (KEY stands for the key) | the commandstats entry it is measured by
+cases=(
+  "INCR|INCR KEY|incr"
+  "SET PX|SET KEY 1 PX 60000|set"
+  "HSET 2 fields|HSET KEY tokens 1 ts 2|hset"
+  "ZADD|ZADD KEY 1 m|zadd"
+  "RL.FIXED|RL.FIXED KEY 1000000 1m|RL.FIXED"
+  "RL.SLIDING|RL.SLIDING KEY 128 1m|RL.SLIDING"
+  "RL.BUCKET|RL.BUCKET KEY 1000000 1000 1s|RL.BUCKET"
+  "Lua fixed|EVALSHA $sha_fixed 1 KEY 1000000 60000|evalsha"
+  "Lua sliding|EVALSHA $sha_sliding 1 KEY 128 60000|evalsha"
+  "Lua bucket|EVALSHA $sha_bucket 1 KEY 1000000 1000 1000|evalsha"
+)
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print 0; else print a[int((NR+1)/2)]}'; }
+
+# One redis-benchmark run: prints ops/s and the server's usec_per_call.
+run_once() {
+  local command=$1 stat=$2 pipeline=$3 keyspace=$4 n=$5 key
+  if [ "$keyspace" = hot ]; then key="bench:hot"; else key="bench:__rand_int__"; fi
+  cli FLUSHALL >/dev/null
+  cli CONFIG RESETSTAT >/dev/null
+  # shellcheck disable=SC2086
+  local rps
+  rps=$(redis-benchmark -p "$port" -n "$n" -r "$keys" -P "$pipeline" -c 50 --csv \
+        ${command//KEY/$key} 2>/dev/null | tail -n 1 | awk -F'","' '{gsub(/"/,"",$2); print $2}')
+  local usec
+  usec=$(cli INFO commandstats | tr -d '\r' | awk -F'[:,=]' -v s="cmdstat_$stat" '$1==s {print $7}')
+  echo "${rps:-0} ${usec:-0}"
+}
+
+printf '\nRL benchmark: %s, redis-server %s, %s cores, %s run(s) per case (median)\n' \
+  "$(date -u +%Y-%m-%d)" "$(redis-server --version | awk '{print $3}' | cut -d= -f2)" "$(nproc)" "$runs"
+
+for shape in "pipelined -P 16|16|random" "pipelined -P 16, one hot key|16|hot" \
+             "unpipelined|1|random" "unpipelined, one hot key|1|hot"; do
+  IFS='|' read -r title pipeline keyspace <<<"$shape"
+  n=$n_pipe; [ "$pipeline" = 1 ] && n=$n_single
+  declare -A ops=() usec=()
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name command stat <<<"$c"
+    results=()
+    for _ in $(seq 1 "$runs"); do results+=("$(run_once "$command" "$stat" "$pipeline" "$keyspace" "$n")"); done
+    ops[$name]=$(printf '%s\n' "${results[@]}" | awk '{print $1}' | median)
+    usec[$name]=$(printf '%s\n' "${results[@]}" | awk '{print $2}' | median)
+  done
+  keyspace_text="$keys random keys"; [ "$keyspace" = hot ] && keyspace_text="one key"
+  printf '\n### %s (%s, %s requests)\n\n' "$title" "$keyspace_text" "$n"
+  printf '| command | ops/s | × INCR | usec/call (server) | × INCR |\n|---|---:|---:|---:|---:|\n'
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name _ _ <<<"$c"
+    awk -v name="$name" -v o="${ops[$name]}" -v oi="${ops[INCR]}" -v u="${usec[$name]}" -v ui="${usec[INCR]}" \
+      'BEGIN { printf "| %s | %.0f | %.2f | %.2f | %.2f |\n", name, o, (oi > 0 ? o / oi : 0), u, (u > 0 ? ui / u : 0) }'
+  done
+  unset ops usec
+done
+
+# --- memory per key -----------------------------------------------------------------
+cli FLUSHALL >/dev/null
+cli RL.FIXED mem:fixed 100 1m >/dev/null
+cli RL.BUCKET mem:bucket 100 10 1s >/dev/null
+printf '\n### Memory (MEMORY USAGE, key names like mem:sliding:128)\n\n| key | bytes | per unit |\n|---|---:|---:|\n'
+printf '| RL.FIXED counter | %s | |\n' "$(cli MEMORY USAGE mem:fixed)"
+printf '| RL.BUCKET hash | %s | |\n' "$(cli MEMORY USAGE mem:bucket)"
+for units in 10 128 1000; do
+  cli RL.SLIDING "mem:sliding:$units" 100000 1h COST "$units" >/dev/null
+  bytes=$(cli MEMORY USAGE "mem:sliding:$units")
+  awk -v u="$units" -v b="$bytes" 'BEGIN { printf "| RL.SLIDING, %d units | %d | %.1f |\n", u, b, b / u }'
+done
+echo
+echo "(× INCR: ops/s ratio; for usec/call, INCR's time divided by the command's, so higher is better in both.)"

@@ -1,0 +1,803 @@
+//! Rules every RL command shares (SPEC "Common rules"), checked table-driven over
+//! RL.FIXED, RL.SLIDING and RL.BUCKET against real redis-servers.
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Count,
+    Duration,
+}
+
+struct Param {
+    name: &'static str,
+    kind: Kind,
+    valid: &'static str,
+}
+
+/// One RL command and what the shared rules need to know about it.
+struct Limiter {
+    name: &'static str,
+    /// The positional parameters after the key. Every limiter here has room for
+    /// 5 units and barely refills during a test.
+    params: &'static [Param],
+    arity: i64,
+    fast: bool,
+    /// TYPE of the key it writes.
+    native_type: &'static str,
+    /// A read-only command that reads the whole key (for client tracking).
+    read: &'static [&'static str],
+    /// Keys of other types, as the commands that create them at key `k`.
+    wrong_types: &'static [&'static [&'static str]],
+    /// Keys of the right type with content the command did not write.
+    foreign: &'static [&'static [&'static str]],
+}
+
+const LIST: &[&str] = &["RPUSH", "k", "a"];
+const SET: &[&str] = &["SADD", "k", "a"];
+const STRING: &[&str] = &["SET", "k", "3", "EX", "1000"];
+const HASH: &[&str] = &["HSET", "k", "tokens", "1", "ts", "1"];
+const ZSET: &[&str] = &["ZADD", "k", "1", "a"];
+const STREAM: &[&str] = &["XADD", "k", "*", "a", "1"];
+
+const FIXED: Limiter = Limiter {
+    name: "RL.FIXED",
+    params: &[
+        Param {
+            name: "limit",
+            kind: Kind::Count,
+            valid: "5",
+        },
+        Param {
+            name: "window",
+            kind: Kind::Duration,
+            valid: "1h",
+        },
+    ],
+    arity: -4,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "18446744073709551616", "EX", "1000"],
+        &["SET", "k", "3"],
+    ],
+};
+
+const SLIDING: Limiter = Limiter {
+    name: "RL.SLIDING",
+    params: &[
+        Param {
+            name: "limit",
+            kind: Kind::Count,
+            valid: "5",
+        },
+        Param {
+            name: "window",
+            kind: Kind::Duration,
+            valid: "1h",
+        },
+    ],
+    arity: -4,
+    fast: false,
+    native_type: "zset",
+    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
+    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
+    foreign: &[
+        &["ZADD", "k", "+inf", "a"],
+        &["ZADD", "k", "-inf", "a"],
+        &["ZADD", "k", "-5", "a"],
+        &["ZADD", "k", "1", "a", "+inf", "b"],
+        &["ZADD", "k", "-1", "a", "1", "b"],
+        &["ZADD", "k", "1e300", "a"],
+    ],
+};
+
+const BUCKET: Limiter = Limiter {
+    name: "RL.BUCKET",
+    params: &[
+        Param {
+            name: "capacity",
+            kind: Kind::Count,
+            valid: "5",
+        },
+        Param {
+            name: "tokens",
+            kind: Kind::Count,
+            valid: "1",
+        },
+        Param {
+            name: "period",
+            kind: Kind::Duration,
+            valid: "1h",
+        },
+    ],
+    arity: -5,
+    fast: true,
+    native_type: "hash",
+    read: &["HGETALL", "k"],
+    wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
+    foreign: &[
+        &["HSET", "k", "a", "1"],
+        &["HSET", "k", "tokens", "1"],
+        &["HSET", "k", "ts", "1"],
+        &["HSET", "k", "tokens", "abc", "ts", "1"],
+        &["HSET", "k", "tokens", "1", "ts", "abc"],
+        &["HSET", "k", "tokens", "-1", "ts", "1"],
+        &["HSET", "k", "tokens", "1", "ts", "-1"],
+        &["HSET", "k", "tokens", "inf", "ts", "1"],
+        &["HSET", "k", "tokens", "nan", "ts", "1"],
+    ],
+};
+
+const LIMITERS: [&Limiter; 3] = [&FIXED, &SLIDING, &BUCKET];
+
+const BAD_COUNTS: &[&str] = &["0", "-1", "1.5", "9007199254740992", "abc", ""];
+const BAD_DURATIONS: &[&str] = &["0", "0ms", "-1", "1.5s", "1w", "315360000001ms", "ms", ""];
+
+impl Limiter {
+    fn valid_params(&self) -> Vec<&'static str> {
+        self.params.iter().map(|p| p.valid).collect()
+    }
+
+    /// The command line: name, key, `params`, `extra`.
+    fn line(&self, key: &[u8], params: &[&str], extra: &[&str]) -> Vec<Vec<u8>> {
+        let mut v = vec![self.name.as_bytes().to_vec(), key.to_vec()];
+        v.extend(params.iter().chain(extra).map(|a| a.as_bytes().to_vec()));
+        v
+    }
+
+    /// A valid call with the table's parameters and `extra` options.
+    fn call(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply {
+        let v: Vec<i64> = redis::from_owned_redis_value(
+            run(c, &self.line(key, &self.valid_params(), extra))
+                .unwrap_or_else(|e| panic!("{} {key:?} {extra:?}: {e}", self.name)),
+        )
+        .expect("an array of integers");
+        assert_eq!(v.len(), 5, "{} replied {v:?}", self.name);
+        Reply {
+            allowed: v[0],
+            limit: v[1],
+            remaining: v[2],
+            retry_after: v[3],
+            reset_after: v[4],
+        }
+    }
+
+    /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
+    fn nearly_fill(&self, c: &mut Connection, key: &[u8]) {
+        let r = self.call(c, key, &["COST", "4"]);
+        assert_eq!((r.allowed, r.remaining), (1, 1), "{}: {r:?}", self.name);
+    }
+}
+
+/// Runs any command given as raw byte arguments.
+fn run(c: &mut Connection, args: &[Vec<u8>]) -> redis::RedisResult<Value> {
+    let mut command = cmd(std::str::from_utf8(&args[0]).expect("command name"));
+    for a in &args[1..] {
+        command.arg(a.as_slice());
+    }
+    command.query(c)
+}
+
+fn run_str(c: &mut Connection, args: &[&str]) -> Value {
+    run(c, &with_key(args, b"k")).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// A command from a table, with its placeholder key `k` replaced by `key`.
+fn with_key(args: &[&str], key: &[u8]) -> Vec<Vec<u8>> {
+    args.iter()
+        .map(|&a| if a == "k" { key } else { a.as_bytes() }.to_vec())
+        .collect()
+}
+
+fn error_of_line(c: &mut Connection, line: &[Vec<u8>]) -> String {
+    let args: Vec<&[u8]> = line.iter().map(Vec::as_slice).collect();
+    error_of(c, &args)
+}
+
+fn exists(c: &mut Connection, key: &[u8]) -> bool {
+    cmd("EXISTS").arg(key).query::<i64>(c).expect("EXISTS") == 1
+}
+
+/// `rdb_changes_since_last_save` from INFO persistence.
+fn dirty(c: &mut Connection) -> i64 {
+    let info: String = cmd("INFO").arg("persistence").query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("rdb_changes_since_last_save in INFO persistence")
+}
+
+/// A status, bulk or integer reply as text.
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Int(i) => i.to_string(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+fn items(v: &Value) -> &[Value] {
+    match v {
+        Value::Array(items) | Value::Set(items) => items,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+/// A RESP2 flat map (or a RESP3 map) as (field, value) pairs.
+fn fields(v: &Value) -> Vec<(String, &Value)> {
+    match v {
+        Value::Map(pairs) => pairs.iter().map(|(k, v)| (text(k), v)).collect(),
+        other => items(other)
+            .chunks(2)
+            .map(|pair| (text(&pair[0]), &pair[1]))
+            .collect(),
+    }
+}
+
+fn field<'v>(v: &'v Value, name: &str) -> &'v Value {
+    fields(v)
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
+        .unwrap_or_else(|| panic!("no field {name} in {v:?}"))
+}
+
+/// Runs the erroneous `line` (built for a key) against a key the limiter wrote and
+/// against an absent key: each time the reply is an error starting with `code` and
+/// containing `fragment`, and nothing changes (same DUMP and expiry, absent stays
+/// absent, no change counted for RDB).
+fn assert_error_changes_nothing(
+    c: &mut Connection,
+    lim: &Limiter,
+    line: impl Fn(&[u8]) -> Vec<Vec<u8>>,
+    code: &str,
+    fragment: &str,
+) {
+    let live = format!("{}:live", lim.name).into_bytes();
+    lim.call(c, &live, &[]);
+    let _: i64 = cmd("DEL").arg("absent").query(c).unwrap();
+    for key in [&live[..], b"absent"] {
+        let before = snapshot(c, key);
+        let changes = dirty(c);
+        let args = line(key);
+        let e = error_of_line(c, &args);
+        let shown: Vec<_> = args.iter().map(|a| String::from_utf8_lossy(a)).collect();
+        assert!(
+            e.starts_with(&format!("{code} ")),
+            "{shown:?}: error {e:?} should have code {code}"
+        );
+        assert!(
+            e.to_lowercase().contains(&fragment.to_lowercase()),
+            "{shown:?}: error {e:?} should mention {fragment:?}"
+        );
+        assert_eq!(snapshot(c, key), before, "{shown:?} changed {key:?}");
+        assert_eq!(dirty(c), changes, "{shown:?} counted a change");
+    }
+}
+
+#[test]
+fn wrong_arity_is_redis_standard_error_and_changes_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let message = format!("wrong number of arguments for '{}' command", lim.name);
+        let valid = lim.valid_params();
+        for given in 0..valid.len() {
+            assert_error_changes_nothing(
+                &mut c,
+                lim,
+                |key| lim.line(key, &valid[..given], &[]),
+                "ERR",
+                &message,
+            );
+        }
+        let e = error_of(&mut c, &[lim.name.as_bytes()]);
+        assert!(e.to_lowercase().contains(&message.to_lowercase()), "{e}");
+    }
+}
+
+#[test]
+fn bad_counts_and_durations_are_errors_naming_the_argument() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for (i, p) in lim.params.iter().enumerate() {
+            let bad = match p.kind {
+                Kind::Count => BAD_COUNTS,
+                Kind::Duration => BAD_DURATIONS,
+            };
+            for value in bad {
+                let mut params = lim.valid_params();
+                params[i] = value;
+                assert_error_changes_nothing(
+                    &mut c,
+                    lim,
+                    |key| lim.line(key, &params, &[]),
+                    "ERR",
+                    p.name,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_errors_naming_cost() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let bad: &[&[&str]] = &[
+        &["COST", "-1"],
+        &["COST", "9007199254740992"],
+        &["COST", "abc"],
+        &["COST", "1.5"],
+        &["COST", ""],
+        &["COST"],
+        &["cost"],
+        &["COST", "1", "COST", "1"],
+        &["COST", "1", "cost", "0"],
+        &["WEIGHT", "2"],
+        &["COST", "1", "EX"],
+        // Echoed options must not break the error line.
+        &["a\r\nb\x00c"],
+    ];
+    for lim in LIMITERS {
+        for options in bad {
+            assert_error_changes_nothing(
+                &mut c,
+                lim,
+                |key| lim.line(key, &lim.valid_params(), options),
+                "ERR",
+                "COST",
+            );
+        }
+    }
+}
+
+#[test]
+fn options_are_case_insensitive() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for (key, option) in [(&b"a"[..], "COST"), (b"b", "cost"), (b"c", "CoSt")] {
+            let r = lim.call(&mut c, key, &[option, "3"]);
+            assert_eq!((r.allowed, r.remaining), (1, 2), "{} {option}", lim.name);
+        }
+        let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+    }
+}
+
+#[test]
+fn keys_of_another_type_are_wrongtype_and_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for setup in lim.wrong_types {
+            let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+            run_str(&mut c, setup);
+            for extra in [&[][..], &["COST", "0"]] {
+                let before = snapshot(&mut c, b"k");
+                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+                assert_eq!(
+                    e, "WRONGTYPE Operation against a key holding the wrong kind of value",
+                    "{} on {setup:?}",
+                    lim.name
+                );
+                assert_eq!(snapshot(&mut c, b"k"), before, "{} on {setup:?}", lim.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn content_rl_did_not_write_is_an_error_and_untouched() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for setup in lim.foreign {
+            let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+            run_str(&mut c, setup);
+            for extra in [&[][..], &["COST", "0"]] {
+                let before = snapshot(&mut c, b"k");
+                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+                assert!(
+                    e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.name),
+                    "{} on {setup:?}: {e}",
+                    lim.name
+                );
+                assert_eq!(snapshot(&mut c, b"k"), before, "{} on {setup:?}", lim.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn sliding_limit_above_the_maximum_points_to_bucket() {
+    let s = Server::start();
+    let mut c = s.conn();
+    assert_error_changes_nothing(
+        &mut c,
+        &SLIDING,
+        |key| SLIDING.line(key, &["100001", "1h"], &[]),
+        "ERR",
+        "RL.BUCKET",
+    );
+    let r = rl(&mut c, &["RL.SLIDING", "big", "100000", "1h"]);
+    assert_eq!((r.allowed, r.limit, r.remaining), (1, 100_000, 99_999));
+}
+
+#[test]
+fn binary_keys_are_distinct_limiters_and_getkeys_returns_them() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let key: &[u8] = b"a\x00b\xff\r\n c";
+    let sibling: &[u8] = b"a\x00c\xff\r\n c";
+    for lim in LIMITERS {
+        let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+        assert_eq!(lim.call(&mut c, key, &["COST", "2"]).remaining, 3);
+        assert_eq!(lim.call(&mut c, key, &[]).remaining, 2, "{}", lim.name);
+        assert_eq!(
+            lim.call(&mut c, sibling, &[]).remaining,
+            4,
+            "{}: bytes after NUL make another key",
+            lim.name
+        );
+        let kind: String = cmd("TYPE").arg(key).query(&mut c).unwrap();
+        assert_eq!(kind, lim.native_type);
+        let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
+        getkeys.extend(lim.line(key, &lim.valid_params(), &["COST", "1"]));
+        let keys: Vec<Vec<u8>> =
+            redis::from_owned_redis_value(run(&mut c, &getkeys).unwrap()).expect("a list of keys");
+        assert_eq!(keys, vec![key.to_vec()], "{}", lim.name);
+    }
+}
+
+#[test]
+fn getkeys_returns_only_the_first_argument() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for (key, extra) in [("k", &[][..]), ("{user42}:api", &["COST", "3"])] {
+            let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
+            getkeys.extend(lim.line(key.as_bytes(), &lim.valid_params(), extra));
+            let keys: Vec<String> =
+                redis::from_owned_redis_value(run(&mut c, &getkeys).unwrap()).unwrap();
+            assert_eq!(keys, vec![key.to_string()], "{}", lim.name);
+        }
+    }
+}
+
+#[test]
+fn command_info_declares_arity_flags_and_key_spec() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let info: Value = cmd("COMMAND")
+            .arg("INFO")
+            .arg(lim.name)
+            .query(&mut c)
+            .unwrap();
+        let entry = &items(&info)[0];
+        let entry = items(entry);
+        assert_eq!(text(&entry[0]).to_lowercase(), lim.name.to_lowercase());
+        assert_eq!(text(&entry[1]), lim.arity.to_string(), "{} arity", lim.name);
+        let flags: Vec<String> = items(&entry[2]).iter().map(text).collect();
+        for f in ["write", "denyoom"] {
+            assert!(flags.contains(&f.to_string()), "{}: {flags:?}", lim.name);
+        }
+        assert_eq!(
+            flags.contains(&"fast".to_string()),
+            lim.fast,
+            "{}: {flags:?}",
+            lim.name
+        );
+        assert!(!flags.contains(&"readonly".to_string()));
+        let positions: Vec<String> = entry[3..6].iter().map(text).collect();
+        assert_eq!(positions, ["1", "1", "1"], "{} first/last/step", lim.name);
+        let specs = items(&entry[8]);
+        assert_eq!(specs.len(), 1, "{}: one key spec", lim.name);
+        let spec_flags: Vec<String> = items(field(&specs[0], "flags")).iter().map(text).collect();
+        for f in ["RW", "update"] {
+            assert!(
+                spec_flags.contains(&f.to_string()),
+                "{}: {spec_flags:?}",
+                lim.name
+            );
+        }
+    }
+}
+
+#[test]
+fn command_docs_describe_summary_since_and_arguments() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let docs: Value = cmd("COMMAND")
+            .arg("DOCS")
+            .arg(lim.name)
+            .query(&mut c)
+            .unwrap();
+        let (name, doc) = fields(&docs).into_iter().next().expect("one entry");
+        assert_eq!(name.to_lowercase(), lim.name.to_lowercase());
+        assert!(!text(field(doc, "summary")).is_empty(), "{}", lim.name);
+        assert!(!text(field(doc, "since")).is_empty(), "{}", lim.name);
+        assert_eq!(text(field(doc, "module")), "rl");
+        let args = items(field(doc, "arguments"));
+        let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
+        let mut want = vec!["key".to_string()];
+        want.extend(lim.params.iter().map(|p| p.name.to_string()));
+        want.push("cost".into());
+        assert_eq!(names, want, "{}", lim.name);
+        assert_eq!(text(field(&args[0], "type")), "key");
+        let cost = args.last().unwrap();
+        assert_eq!(text(field(cost, "token")), "COST");
+        assert_eq!(text(field(cost, "type")), "integer");
+        let flags: Vec<String> = items(field(cost, "flags")).iter().map(text).collect();
+        assert!(flags.contains(&"optional".to_string()), "{flags:?}");
+    }
+}
+
+#[test]
+fn module_list_names_the_module_rl() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let list: Value = cmd("MODULE").arg("LIST").query(&mut c).unwrap();
+    let names: Vec<String> = items(&list)
+        .iter()
+        .map(|m| text(field(m, "name")))
+        .collect();
+    assert_eq!(names, ["rl"]);
+}
+
+#[test]
+fn multi_exec_returns_the_replies_of_queued_calls() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let _: () = cmd("MULTI").query(&mut c).unwrap();
+        for extra in [&[][..], &["COST", "2"], &["COST", "0"]] {
+            let line = lim.line(b"k", &lim.valid_params(), extra);
+            assert_eq!(text(&run(&mut c, &line).unwrap()), "QUEUED");
+        }
+        let replies: Vec<Vec<i64>> = cmd("EXEC").query(&mut c).unwrap();
+        let head: Vec<(i64, i64, i64)> = replies.iter().map(|r| (r[0], r[1], r[2])).collect();
+        assert_eq!(head, [(1, 5, 4), (1, 5, 2), (1, 5, 2)], "{}", lim.name);
+        assert_eq!(lim.call(&mut c, b"k", &["COST", "0"]).remaining, 2);
+        let _: i64 = cmd("DEL").arg("k").query(&mut c).unwrap();
+    }
+}
+
+#[test]
+fn lua_scripts_can_call_the_commands() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let v: Vec<i64> = cmd("EVAL")
+        .arg("return redis.call('RL.FIXED', KEYS[1], '5', '60')")
+        .arg(1)
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(&v[..4], [1, 5, 4, 0]);
+    for lim in LIMITERS {
+        let script = "return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))";
+        for remaining in [4, 3] {
+            let mut eval = cmd("EVAL");
+            eval.arg(script).arg(1).arg("s").arg(lim.name);
+            eval.arg(lim.valid_params());
+            let v: Vec<i64> = eval.query(&mut c).unwrap();
+            assert_eq!(&v[..4], [1, 5, remaining, 0], "{}", lim.name);
+        }
+        let _: i64 = cmd("DEL").arg("s").query(&mut c).unwrap();
+    }
+}
+
+/// Whether a transaction on a connection that WATCHes `key` still commits after
+/// `action` ran on another connection.
+fn exec_survives(s: &Server, key: &[u8], action: impl FnOnce(&mut Connection)) -> bool {
+    let mut watcher = s.conn();
+    let mut actor = s.conn();
+    let _: () = cmd("WATCH").arg(key).query(&mut watcher).unwrap();
+    action(&mut actor);
+    let _: () = cmd("MULTI").query(&mut watcher).unwrap();
+    let _: Value = cmd("PING").query(&mut watcher).unwrap();
+    match cmd("EXEC").query::<Value>(&mut watcher).unwrap() {
+        Value::Nil => false,
+        Value::Array(_) => true,
+        other => panic!("EXEC replied {other:?}"),
+    }
+}
+
+#[test]
+fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+        lim.nearly_fill(&mut c, b"k");
+        let untouched: [(&str, &[&str]); 3] = [
+            ("rejected", &["COST", "2"]),
+            ("COST 0", &["COST", "0"]),
+            ("COST above limit", &["COST", "6"]),
+        ];
+        for (what, extra) in untouched {
+            let survived = exec_survives(&s, b"k", |a| {
+                let r = lim.call(a, b"k", extra);
+                assert_eq!(r.allowed, i64::from(what == "COST 0"), "{what}: {r:?}");
+            });
+            assert!(survived, "{}: a {what} call aborted the WATCH", lim.name);
+        }
+        let survived = exec_survives(&s, b"k", |a| {
+            error_of_line(a, &lim.line(b"k", &lim.valid_params(), &["COST", "x"]));
+        });
+        assert!(survived, "{}: an error aborted the WATCH", lim.name);
+        let survived = exec_survives(&s, b"absent", |a| {
+            lim.call(a, b"absent", &["COST", "0"]);
+        });
+        assert!(survived, "{}: COST 0 on an absent key", lim.name);
+
+        let survived = exec_survives(&s, b"k", |a| {
+            assert_eq!(lim.call(a, b"k", &[]).allowed, 1);
+        });
+        assert!(
+            !survived,
+            "{}: an allowed call must abort the WATCH",
+            lim.name
+        );
+        let survived = exec_survives(&s, b"new", |a| {
+            assert_eq!(lim.call(a, b"new", &[]).allowed, 1);
+        });
+        assert!(
+            !survived,
+            "{}: creating the key must abort the WATCH",
+            lim.name
+        );
+    }
+}
+
+/// The keys of the next invalidation message.
+fn next_invalidation(ps: &mut redis::PubSub<'_>) -> Vec<Vec<u8>> {
+    let msg = ps
+        .get_message()
+        .expect("an invalidation before the deadline");
+    assert_eq!(msg.get_channel_name(), "__redis__:invalidate");
+    msg.get_payload().expect("a list of keys")
+}
+
+#[test]
+fn tracking_clients_are_invalidated_by_allowed_calls_only() {
+    let s = Server::start();
+    let mut tracker = s.conn();
+    let mut actor = s.conn();
+    let mut subscriber = s.conn();
+    let id: i64 = cmd("CLIENT").arg("ID").query(&mut subscriber).unwrap();
+    let mut ps = subscriber.as_pubsub();
+    ps.subscribe("__redis__:invalidate").unwrap();
+    ps.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _: () = cmd("CLIENT")
+        .arg("TRACKING")
+        .arg("on")
+        .arg("REDIRECT")
+        .arg(id)
+        .query(&mut tracker)
+        .unwrap();
+
+    for lim in LIMITERS {
+        // Keys of their own for each command, so no round hears of another.
+        let key = format!("{}:k", lim.name).into_bytes();
+        let sentinel = format!("{}:sentinel", lim.name).into_bytes();
+        lim.nearly_fill(&mut actor, &key);
+        let _: () = cmd("SET").arg(&sentinel).arg(1).query(&mut actor).unwrap();
+        run(&mut tracker, &with_key(lim.read, &key)).unwrap();
+        let _: String = cmd("GET").arg(&sentinel).query(&mut tracker).unwrap();
+
+        // Calls that write nothing: no invalidation for the key. The sentinel's
+        // write is the next thing the subscriber hears of.
+        assert_eq!(lim.call(&mut actor, &key, &["COST", "2"]).allowed, 0);
+        assert_eq!(lim.call(&mut actor, &key, &["COST", "0"]).allowed, 1);
+        assert_eq!(lim.call(&mut actor, &key, &["COST", "6"]).allowed, 0);
+        error_of_line(
+            &mut actor,
+            &lim.line(&key, &lim.valid_params(), &["COST", "x"]),
+        );
+        let _: () = cmd("SET").arg(&sentinel).arg(2).query(&mut actor).unwrap();
+        assert_eq!(
+            next_invalidation(&mut ps),
+            [sentinel],
+            "{}: a call that wrote nothing invalidated the key",
+            lim.name
+        );
+
+        assert_eq!(lim.call(&mut actor, &key, &[]).allowed, 1);
+        assert_eq!(
+            next_invalidation(&mut ps),
+            [key],
+            "{}: an allowed call must invalidate the key",
+            lim.name
+        );
+    }
+}
+
+#[test]
+fn only_allowed_calls_count_as_changes_for_rdb() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
+        let before = dirty(&mut c);
+        lim.nearly_fill(&mut c, b"k");
+        let after_allowed = dirty(&mut c);
+        assert!(after_allowed > before, "{}: allowed call", lim.name);
+        for extra in [&["COST", "2"][..], &["COST", "0"], &["COST", "6"]] {
+            lim.call(&mut c, b"k", extra);
+            assert_eq!(dirty(&mut c), after_allowed, "{} {extra:?}", lim.name);
+        }
+        lim.call(&mut c, b"absent", &["COST", "0"]);
+        assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
+        lim.call(&mut c, b"k", &[]);
+        assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
+    }
+}
+
+#[test]
+fn a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on() {
+    let mut s = Server::start();
+    let mut c = s.conn();
+    for lim in LIMITERS {
+        for _ in 0..3 {
+            let e = error_of_line(&mut c, &lim.line(b"__rl_panic__", &lim.valid_params(), &[]));
+            assert!(
+                e.starts_with("ERR ") && e.contains("internal error"),
+                "{}: {e}",
+                lim.name
+            );
+        }
+        assert!(!exists(&mut c, b"__rl_panic__"));
+        let pong: String = cmd("PING").query(&mut c).unwrap();
+        assert_eq!(pong, "PONG");
+        let r = lim.call(&mut c, b"after", &[]);
+        assert_eq!((r.allowed, r.remaining), (1, 4), "{}", lim.name);
+        let _: i64 = cmd("DEL").arg("after").query(&mut c).unwrap();
+    }
+    assert!(s.alive(), "redis-server died:\n{}", s.log());
+}
+
+#[test]
+fn a_read_only_replica_refuses_the_commands() {
+    let primary = Server::start();
+    let replica = primary.replica(true);
+    let mut c = replica.conn();
+    for lim in LIMITERS {
+        for extra in [&[][..], &["COST", "0"]] {
+            let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+            assert!(e.starts_with("READONLY "), "{}: {e}", lim.name);
+        }
+        assert!(!exists(&mut c, b"k"));
+    }
+}
+
+#[test]
+fn commands_are_refused_when_out_of_memory() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    for lim in LIMITERS {
+        let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &[]));
+        assert!(e.starts_with("OOM "), "{}: {e}", lim.name);
+        assert!(!exists(&mut c, b"k"));
+    }
+}

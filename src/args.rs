@@ -6,9 +6,10 @@
 use crate::algorithms::{Cost, Count, Duration};
 use crate::error::{Error, Result};
 
-/// Parses an unsigned decimal integer: ASCII digits only, no sign, no spaces.
+/// Parses an unsigned decimal integer the way Redis reads integer arguments:
+/// ASCII digits only, no sign, no spaces, no leading zeros.
 fn parse_u64(bytes: &[u8]) -> Option<u64> {
-    if bytes.is_empty() {
+    if bytes.is_empty() || (bytes.len() > 1 && bytes[0] == b'0') {
         return None;
     }
     bytes.iter().try_fold(0u64, |acc, &b| {
@@ -92,7 +93,8 @@ mod tests {
         for (input, want) in [
             ("1", Some(1)),
             ("5", Some(5)),
-            ("007", Some(7)),
+            ("007", None),
+            ("00", None),
             ("9007199254740991", Some(MAX_COUNT)),
             ("0", None),
             ("9007199254740992", None),
@@ -142,6 +144,7 @@ mod tests {
             ("24h", Some(86_400_000)),
             ("2H", Some(7_200_000)),
             ("1d", Some(86_400_000)),
+            ("060s", None),
             ("1MS", Some(1)),
             ("1Ms", Some(1)),
             ("3650d", Some(315_360_000_000)),

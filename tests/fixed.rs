@@ -399,12 +399,11 @@ fn a_shorter_window_keeps_the_count_and_expires_at_the_current_window_end() {
     assert_expires_at_window_end(&mut c, "k", 10_000, t0, t1);
 }
 
-/// MODULE BUG / SPEC CONFLICT (expected to fail): SPEC says that after a policy
-/// change "a fixed counter keeps its count (an allowed call then expires it at the
-/// current window's end)". When the old window ends exactly one new window after the
-/// current one (2 s → 1 s in the first half of a 2 s window), the module takes the
-/// counter for one written after a backwards clock step and keeps the old, later
-/// expiry (src/algorithms/fixed.rs, `decide`).
+/// SPEC: after a policy change "a fixed counter keeps its count (an allowed call
+/// then expires it at the current window's end)" — also when the old window ends
+/// exactly one new window after the current one (2 s → 1 s in the first half of a
+/// 2 s window), which looks like a clock step back to a module that only sees the
+/// count and the expiry.
 #[test]
 fn shorter_window_expires_at_the_current_window_end_even_one_window_before_the_old_end() {
     let s = Server::start();

@@ -34,43 +34,38 @@ pub fn decide(
     window: Duration,
     cost: Cost,
 ) -> Outcome {
-    let natural_end = window_end(now, window);
+    let end = window_end(now, window);
     // A counter whose expiry has passed is empty, even if the server has not yet
     // evicted it.
     let live = stored.filter(|c| c.expires_at > now);
-    let end = match live {
-        // A counter that ends within the window after ours was written by a later
-        // window: the clock stepped back. Keep its window so the step grants nothing
-        // extra. Farther ends come from a longer window: the policy changed, and the
-        // counter moves to the current window.
-        Some(c)
-            if c.expires_at > natural_end
-                && c.expires_at <= natural_end.saturating_add(window.ms_i64()) =>
-        {
-            c.expires_at
-        }
-        _ => natural_end,
-    };
     let used = live.map_or(0, |c| c.used);
     let (limit, n) = (limit.get(), cost.get());
 
     let allowed = used.checked_add(n).is_some_and(|total| total <= limit);
     let used_after = if allowed { used + n } else { used };
+    // A write always expires at the current window's end: after a policy change the
+    // counter keeps its count and moves to the current window.
     let store = (allowed && n > 0).then_some(Counter {
         used: used_after,
         expires_at: end,
     });
+    // When the counter resets if nothing else happens: the key's own expiry (which
+    // a call that writes nothing leaves where it was).
+    let resets_at = match (store, live) {
+        (Some(c), _) | (None, Some(c)) => c.expires_at,
+        (None, None) => end,
+    };
     let retry_after = if allowed {
         RetryAfter::Now
     } else if n > limit {
         RetryAfter::Never
     } else {
-        RetryAfter::Ms(ms_until(end, now))
+        RetryAfter::Ms(ms_until(resets_at, now))
     };
     let reset_after_ms = if used_after == 0 {
         0
     } else {
-        ms_until(end, now)
+        ms_until(resets_at, now)
     };
     Outcome {
         decision: Decision {
@@ -274,8 +269,28 @@ mod tests {
     }
 
     #[test]
-    fn a_clock_stepping_back_into_the_previous_window_grants_nothing_extra() {
-        // Window 1 s; the counter was filled in [2000, 3000). The clock steps back to 1900.
+    fn a_shorter_window_moves_the_expiry_even_to_one_window_before_the_old_end() {
+        // Written under a 2 s window at [0, 2000); now 1 s windows, at 500: the counter
+        // keeps its count and expires at 1000, not 2000.
+        let stored = Counter {
+            used: 2,
+            expires_at: 2_000,
+        };
+        let out = decide(Some(stored), 500, count(5), ms(1000), cost(1));
+        assert_eq!(
+            out.store,
+            Some(Counter {
+                used: 3,
+                expires_at: 1_000
+            })
+        );
+        assert_eq!(out.decision.reset_after_ms, 500);
+    }
+
+    #[test]
+    fn a_rejected_call_waits_for_the_counter_s_own_expiry() {
+        // The counter expires at 3000 (a longer window, or a clock that stepped back):
+        // nothing is written, so it is full until 3000, not until 2000.
         let stored = Counter {
             used: 5,
             expires_at: 3_000,
@@ -283,18 +298,11 @@ mod tests {
         let out = decide(Some(stored), 1_900, count(5), ms(1000), cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after_ms(), 1_100);
-        let partly = Counter {
-            used: 4,
-            expires_at: 3_000,
-        };
-        let out = decide(Some(partly), 1_900, count(5), ms(1000), cost(1));
-        assert_eq!(
-            out.store,
-            Some(Counter {
-                used: 5,
-                expires_at: 3_000
-            }),
-            "the expiry must not move back to 2000"
+        assert_eq!(out.decision.reset_after_ms, 1_100);
+        assert!(
+            decide(Some(stored), 3_000, count(5), ms(1000), cost(1))
+                .decision
+                .allowed
         );
     }
 

@@ -1,0 +1,505 @@
+//! Hostile input, races and extremes against a real server: the server stays up,
+//! every reply is an error or a valid five-integer array, errors change nothing,
+//! and concurrent clients are counted exactly.
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+/// A small deterministic PRNG (xorshift64*), so a failure can be replayed by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Arguments at and past every bound, and plain garbage.
+fn token_pool() -> Vec<Vec<u8>> {
+    let mut pool: Vec<Vec<u8>> = [
+        "0",
+        "1",
+        "2",
+        "5",
+        "100",
+        "100000",
+        "100001",
+        "9007199254740991",
+        "9007199254740992",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999999999",
+        "-1",
+        "-0",
+        "+1",
+        "1.5",
+        "1e3",
+        "0x10",
+        "",
+        " ",
+        "1ms",
+        "0ms",
+        "1500ms",
+        "60",
+        "60s",
+        "1m",
+        "24h",
+        "1d",
+        "3650d",
+        "3651d",
+        "315360000000ms",
+        "315360000001ms",
+        "1w",
+        "ms",
+        "s",
+        "COST",
+        "cost",
+        "CoSt",
+        "EX",
+        "PX",
+        "NX",
+        "inf",
+        "-inf",
+        "nan",
+        "1 ",
+        "\r\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    pool.push(vec![0, 0xff, 0xfe, b'\r', b'\n']);
+    pool.push(vec![b'9'; 5000]);
+    pool.push(vec![b'x'; 100_000]);
+    pool
+}
+
+const KEYS: [&str; 9] = [
+    "k:absent",
+    "k:str-int",
+    "k:str-bad",
+    "k:hash-ok",
+    "k:hash-bad",
+    "k:zset-ok",
+    "k:zset-bad",
+    "k:list",
+    "k:set",
+];
+
+fn seed_keys(c: &mut Connection) {
+    let _: () = redis::pipe()
+        .cmd("FLUSHALL")
+        .ignore()
+        .cmd("SET")
+        .arg("k:str-int")
+        .arg("3")
+        .arg("PX")
+        .arg(3_600_000)
+        .ignore()
+        .cmd("SET")
+        .arg("k:str-bad")
+        .arg("abc")
+        .ignore()
+        .cmd("HSET")
+        .arg("k:hash-ok")
+        .arg("tokens")
+        .arg("2.5")
+        .arg("ts")
+        .arg(1)
+        .ignore()
+        .cmd("HSET")
+        .arg("k:hash-bad")
+        .arg("tokens")
+        .arg("x")
+        .ignore()
+        .cmd("ZADD")
+        .arg("k:zset-ok")
+        .arg(1)
+        .arg("0")
+        .ignore()
+        .cmd("ZADD")
+        .arg("k:zset-bad")
+        .arg("+inf")
+        .arg("a")
+        .ignore()
+        .cmd("RPUSH")
+        .arg("k:list")
+        .arg("a")
+        .ignore()
+        .cmd("SADD")
+        .arg("k:set")
+        .arg("a")
+        .ignore()
+        .query(c)
+        .expect("seed keys");
+}
+
+/// One random RL call. Half are well-formed (so the decision path runs on every
+/// kind of key), half draw each argument from the hostile pool.
+fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
+    let (command, positional) = *rng.pick(&[
+        ("RL.FIXED", 2),
+        ("RL.SLIDING", 2),
+        ("RL.BUCKET", 3),
+        ("rl.fixed", 2),
+        ("Rl.Bucket", 3),
+    ]);
+    let mut args = vec![rng.pick(&KEYS).as_bytes().to_vec()];
+    let counts = ["1", "5", "100", "9007199254740991"];
+    let durations = ["1ms", "100ms", "1s", "1m", "3650d"];
+    if rng.below(2) == 0 {
+        for i in 0..positional {
+            let from: &[&str] = if i + 1 == positional {
+                &durations
+            } else {
+                &counts
+            };
+            args.push(rng.pick(from).as_bytes().to_vec());
+        }
+        if rng.below(2) == 0 {
+            args.push(b"COST".to_vec());
+            args.push(
+                rng.pick(&["0", "1", "3", "9007199254740991"])
+                    .as_bytes()
+                    .to_vec(),
+            );
+        }
+    } else {
+        for _ in 0..rng.below(8) {
+            args.push(rng.pick(pool).clone());
+        }
+    }
+    (command.to_string(), args)
+}
+
+fn is_reply(v: &Value) -> bool {
+    match v {
+        Value::Array(items) => items.len() == 5 && items.iter().all(|i| matches!(i, Value::Int(_))),
+        _ => false,
+    }
+}
+
+#[test]
+fn random_argument_vectors_never_crash_and_errors_change_nothing() {
+    let seed = std::env::var("RL_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1234_u64);
+    let calls: usize = std::env::var("RL_FUZZ_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let pool = token_pool();
+    let mut rng = Rng(seed);
+    // A key RL wrote with a short window may expire while it is being looked at:
+    // compare only keys that cannot expire during the batch (under a minute).
+    let stable = |before: &Value, batch_start: i64| match before {
+        Value::Int(-1) => true,
+        Value::Int(at) => *at > batch_start + 60_000,
+        _ => false,
+    };
+    let (mut errors, mut replies, mut compared) = (0usize, 0usize, 0usize);
+    let batch = 500;
+    let mut done = 0;
+    while done < calls {
+        seed_keys(&mut c);
+        let batch_start = server_ms(&mut c);
+        // Per call: snapshot, call, snapshot, in one pipeline.
+        let mut pipe = redis::pipe();
+        let mut sent = Vec::new();
+        for _ in 0..batch.min(calls - done) {
+            let (command, args) = random_call(&mut rng, &pool);
+            let key = args[0].clone();
+            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            let mut cmd = redis::cmd(&command);
+            for a in &args {
+                cmd.arg(a.as_slice());
+            }
+            pipe.add_command(cmd);
+            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            sent.push((command, args));
+        }
+        // Raw pipelined replies: server errors stay values instead of failing the batch.
+        let results: Vec<Value> = redis::ConnectionLike::req_packed_commands(
+            &mut c,
+            &pipe.get_packed_pipeline(),
+            0,
+            sent.len() * 5,
+        )
+        .expect("pipeline");
+        for (i, (command, args)) in sent.iter().enumerate() {
+            let r = &results[i * 5..i * 5 + 5];
+            let (before, after) = ((&r[0], &r[1]), (&r[3], &r[4]));
+            match &r[2] {
+                v if is_reply(v) => replies += 1,
+                Value::ServerError(e) => {
+                    errors += 1;
+                    let code = e.code();
+                    assert!(
+                        ["ERR", "WRONGTYPE"].contains(&code),
+                        "unexpected error code {code:?} for {command} {args:?}"
+                    );
+                    if !stable(before.1, batch_start) {
+                        continue;
+                    }
+                    compared += 1;
+                    assert_eq!(
+                        before,
+                        after,
+                        "error {e:?} changed {:?} ({command}, seed {seed})",
+                        String::from_utf8_lossy(&args[0])
+                    );
+                }
+                other => panic!("{command} {args:?} replied {other:?} (seed {seed})"),
+            }
+        }
+        done += sent.len();
+        assert!(
+            server.alive(),
+            "server died (seed {seed}):\n{}",
+            server.log()
+        );
+    }
+    let pong: String = cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    assert!(
+        errors > calls / 10 && replies > calls / 20,
+        "{errors} errors, {replies} replies"
+    );
+}
+
+/// `threads` connections share `total` calls of `args` on one key; returns how
+/// many were allowed.
+fn hammer(server: &Server, args: &[&str], threads: usize, total: usize) -> usize {
+    let per = total / threads;
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let mut c = server.conn();
+            let args = args.clone();
+            std::thread::spawn(move || {
+                let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                (0..per).filter(|_| rl(&mut c, &refs).allowed == 1).count()
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("client thread"))
+        .sum()
+}
+
+#[test]
+fn concurrent_clients_are_counted_exactly() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // Stay inside one hour-long fixed window.
+    align_to_window(&mut c, 3_600_000, 120_000);
+    for (name, base) in [
+        ("fixed", vec!["RL.FIXED", "race:fixed", "5000", "1h"]),
+        ("sliding", vec!["RL.SLIDING", "race:sliding", "5000", "1h"]),
+        // One token per ten years: no refill during the test.
+        (
+            "bucket",
+            vec!["RL.BUCKET", "race:bucket", "5000", "1", "3650d"],
+        ),
+    ] {
+        let allowed = hammer(&server, &base, 32, 20_000);
+        assert_eq!(
+            allowed, 5000,
+            "{name}: admitted {allowed} of 20000 with limit 5000"
+        );
+        let mut with_cost = base.clone();
+        let key = format!("{}:cost", base[1]);
+        with_cost[1] = &key;
+        with_cost.extend(["COST", "3"]);
+        let allowed = hammer(&server, &with_cost, 32, 20_000);
+        assert_eq!(
+            allowed, 1666,
+            "{name} COST 3: admitted {allowed} calls (limit 5000)"
+        );
+    }
+}
+
+#[test]
+fn extreme_parameters_do_not_overflow() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let max = "9007199254740991";
+    for args in [
+        vec!["RL.FIXED", "x:f", max, "3650d", "COST", max],
+        vec!["RL.FIXED", "x:f1", max, "1ms", "COST", max],
+        vec!["RL.SLIDING", "x:s", "100000", "3650d", "COST", "100000"],
+        vec!["RL.SLIDING", "x:s1", "1", "1ms", "COST", max],
+        vec!["RL.BUCKET", "x:b", max, "1", "3650d", "COST", max],
+        vec!["RL.BUCKET", "x:b1", max, max, "1ms", "COST", max],
+        vec!["RL.BUCKET", "x:b2", "1", max, "3650d", "COST", "1"],
+    ] {
+        for _ in 0..2 {
+            let r = rl(&mut c, &args);
+            let cap = 9_007_199_254_740_991;
+            assert!(
+                r.remaining >= 0 && r.remaining <= r.limit,
+                "{args:?}: {r:?}"
+            );
+            assert!((-1..=cap).contains(&r.retry_after), "{args:?}: {r:?}");
+            assert!((0..=cap).contains(&r.reset_after), "{args:?}: {r:?}");
+        }
+    }
+    // The bucket drained to zero at one token per ten years: full again in 2^53-1 ms (capped).
+    let r = rl(
+        &mut c,
+        &["RL.BUCKET", "x:b3", max, "1", "3650d", "COST", max],
+    );
+    assert_eq!(
+        (r.allowed, r.remaining, r.reset_after),
+        (1, 0, 9_007_199_254_740_991)
+    );
+    let ttl: i64 = cmd("PTTL").arg("x:b3").query(&mut c).unwrap();
+    assert!(ttl > 9_007_199_254_000_000, "PTTL {ttl}");
+}
+
+#[test]
+fn a_sliding_cost_at_the_maximum_is_served_without_blowing_memory() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let r = rl(
+        &mut c,
+        &["RL.SLIDING", "big", "100000", "1h", "COST", "100000"],
+    );
+    assert_eq!((r.allowed, r.remaining), (1, 0));
+    let card: i64 = cmd("ZCARD").arg("big").query(&mut c).unwrap();
+    assert_eq!(card, 100_000);
+    let used: i64 = cmd("MEMORY").arg("USAGE").arg("big").query(&mut c).unwrap();
+    assert!(used < 100_000 * 200, "{used} bytes for 100000 units");
+    let r = rl(
+        &mut c,
+        &[
+            "RL.SLIDING",
+            "big",
+            "100000",
+            "1h",
+            "COST",
+            "9007199254740991",
+        ],
+    );
+    assert_eq!((r.allowed, r.retry_after), (0, -1));
+}
+
+#[test]
+fn writes_are_refused_at_maxmemory_and_nothing_is_written() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // Some data, then a limit below what is already used: every write is refused.
+    for i in 0..200 {
+        let _: () = cmd("SET")
+            .arg(format!("fill:{i}"))
+            .arg(vec![b'x'; 1024])
+            .query(&mut c)
+            .unwrap();
+    }
+    let info: String = cmd("INFO").arg("memory").query(&mut c).unwrap();
+    let used: i64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory");
+    for (name, value) in [
+        ("maxmemory-policy", "noeviction".to_string()),
+        ("maxmemory", (used / 2).to_string()),
+    ] {
+        let _: () = cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut c)
+            .unwrap();
+    }
+    for args in [
+        &["RL.FIXED", "oom", "5", "1m"][..],
+        &["RL.SLIDING", "oom", "5", "1m"][..],
+        &["RL.BUCKET", "oom", "5", "1", "1s"][..],
+    ] {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let e = error_of(&mut c, &bytes);
+        assert!(e.starts_with("OOM"), "{args:?}: {e}");
+        let exists: i64 = cmd("EXISTS").arg("oom").query(&mut c).unwrap();
+        assert_eq!(exists, 0);
+    }
+}
+
+#[test]
+fn a_huge_foreign_sorted_set_is_handled_without_crashing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // 200,000 members that RL did not write, all "in the window" (scores = now).
+    let now = server_ms(&mut c);
+    for chunk in 0..20 {
+        let mut z = cmd("ZADD");
+        z.arg("foreign");
+        for i in 0..10_000 {
+            z.arg(now).arg(format!("m{}", chunk * 10_000 + i));
+        }
+        let _: i64 = z.query(&mut c).unwrap();
+    }
+    let r = rl(&mut c, &["RL.SLIDING", "foreign", "100000", "1h"]);
+    assert_eq!((r.allowed, r.remaining), (0, 0), "{r:?}");
+    assert!(r.retry_after > 3_500_000, "{r:?}");
+    let pong: String = cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+#[test]
+fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
+    let server = Server::start();
+    let mut c = server.conn();
+    rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    let _: () = cmd("HSET")
+        .arg("b")
+        .arg("tokens")
+        .arg("-3")
+        .query(&mut c)
+        .unwrap();
+    let e = error_of(&mut c, &[b"RL.BUCKET", b"b", b"5", b"1", b"1s"]);
+    assert!(e.starts_with("ERR") && e.contains("RL.BUCKET"), "{e}");
+    let _: () = cmd("HSET")
+        .arg("b")
+        .arg("tokens")
+        .arg("1000")
+        .query(&mut c)
+        .unwrap();
+    let r = rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    assert_eq!(
+        (r.allowed, r.remaining),
+        (1, 4),
+        "a level above capacity is clamped"
+    );
+    rl(&mut c, &["RL.FIXED", "f", "5", "1m"]);
+    let _: () = cmd("SET")
+        .arg("f")
+        .arg("garbage")
+        .arg("KEEPTTL")
+        .query(&mut c)
+        .unwrap();
+    let e = error_of(&mut c, &[b"RL.FIXED", b"f", b"5", b"1m"]);
+    assert!(e.starts_with("ERR") && e.contains("RL.FIXED"), "{e}");
+    let _: () = cmd("DEL").arg("f").query(&mut c).unwrap();
+    let _: () = cmd("RPUSH").arg("f").arg("x").query(&mut c).unwrap();
+    let e = error_of(&mut c, &[b"RL.FIXED", b"f", b"5", b"1m"]);
+    assert!(e.starts_with("WRONGTYPE"), "{e}");
+    wait_for(Duration::from_secs(1), "server alive", || {
+        cmd("PING").query::<String>(&mut c).ok()
+    });
+}

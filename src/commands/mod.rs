@@ -19,7 +19,7 @@ use crate::algorithms::{Cost, Decision, Millis};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server;
-use crate::storage::{rm, Key};
+use crate::storage::{self, rm, Key};
 
 pub use bucket::Bucket;
 pub use fixed::Fixed;
@@ -77,12 +77,7 @@ struct Argv<'a>(&'a [*mut RedisModuleString]);
 
 impl<'a> Argv<'a> {
     fn bytes(&self, i: usize) -> &'a [u8] {
-        let mut len = 0usize;
-        let p = unsafe { rm!(RedisModule_StringPtrLen)(self.0[i], &mut len) };
-        if p.is_null() {
-            return &[];
-        }
-        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+        storage::bytes_of(self.0[i])
     }
 }
 

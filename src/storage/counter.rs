@@ -4,7 +4,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{codec, replicate, rm, Key, Kind};
+use super::{codec, replicate, Key, Kind};
 use crate::algorithms::fixed::Counter;
 use crate::error::{Error, Result};
 

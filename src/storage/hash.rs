@@ -6,7 +6,7 @@ use std::ptr;
 
 use redis_module::raw::{self, RedisModuleString};
 
-use super::{codec, replicate, rm, Key, Kind};
+use super::{bytes_of, codec, free_string, replicate, Key, Kind};
 use crate::algorithms::bucket::{Bucket, Store};
 use crate::algorithms::MAX_COUNT;
 use crate::error::{Error, Result};
@@ -33,8 +33,8 @@ pub fn load(key: &Key) -> Result<Option<Bucket>> {
             };
             let level_micros = codec::parse_micros(bytes_of(tokens));
             let ts_ms = codec::parse_uint(bytes_of(ts)).filter(|&t| t <= MAX_COUNT);
-            free(key, tokens);
-            free(key, ts);
+            free_string(key.ctx(), tokens);
+            free_string(key.ctx(), ts);
             match (level_micros, ts_ms) {
                 (Some(level_micros), Some(ts)) => Ok(Some(Bucket {
                     level_micros,
@@ -44,24 +44,6 @@ pub fn load(key: &Key) -> Result<Option<Bucket>> {
             }
         }
         _ => Err(Error::WrongType),
-    }
-}
-
-fn bytes_of<'a>(s: *mut RedisModuleString) -> &'a [u8] {
-    if s.is_null() {
-        return &[];
-    }
-    let mut len = 0usize;
-    let p = unsafe { rm!(RedisModule_StringPtrLen)(s, &mut len) };
-    if p.is_null() {
-        return &[];
-    }
-    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
-}
-
-fn free(key: &Key, s: *mut RedisModuleString) {
-    if !s.is_null() {
-        unsafe { rm!(RedisModule_FreeString)(key.ctx(), s) };
     }
 }
 
@@ -82,8 +64,8 @@ pub fn store(key: &Key, store: Store) {
             ts,
             ptr::null_mut::<std::os::raw::c_char>(),
         );
-        free(key, tokens);
-        free(key, ts);
+        free_string(key.ctx(), tokens);
+        free_string(key.ctx(), ts);
     }
     key.set_expires_at(store.expires_at);
     replicate::hset_bucket(key, level, store.bucket.ts);

@@ -4,7 +4,6 @@ use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
 
-use super::rm;
 use crate::algorithms::Millis;
 
 /// The Redis type a key holds.

@@ -7,7 +7,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleString};
 
-use super::{codec, replicate, rm, Key, Kind};
+use super::{bytes_of, codec, free_string, replicate, Key, Kind};
 use crate::algorithms::sliding::{Append, Log};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::{Error, Result};
@@ -138,21 +138,8 @@ fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
         Edge::Newest => Range::last(key),
     };
     let (member, score) = range.current()?;
-    free(key, member);
+    free_string(key.ctx(), member);
     Some(score)
-}
-
-fn free(key: &Key, s: *mut RedisModuleString) {
-    unsafe { rm!(RedisModule_FreeString)(key.ctx(), s) };
-}
-
-fn bytes_of<'a>(s: *mut RedisModuleString) -> &'a [u8] {
-    let mut len = 0usize;
-    let p = unsafe { rm!(RedisModule_StringPtrLen)(s, &mut len) };
-    if p.is_null() {
-        return &[];
-    }
-    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
 }
 
 impl Log for ZsetLog<'_> {
@@ -173,7 +160,7 @@ impl Log for ZsetLog<'_> {
             }
         }
         let (member, score) = range.current()?;
-        free(self.key, member);
+        free_string(self.key.ctx(), member);
         Some(score.ceil() as Millis)
     }
 
@@ -214,7 +201,7 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) {
                 args.push(member);
                 break;
             }
-            free(key, member);
+            free_string(key.ctx(), member);
             if ok != raw::REDISMODULE_OK as c_int {
                 break;
             }
@@ -223,10 +210,10 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) {
     replicate::zadd(key, &args);
     for (i, s) in args.into_iter().enumerate() {
         if i % 2 == 1 {
-            free(key, s);
+            free_string(key.ctx(), s);
         }
     }
-    free(key, score);
+    free_string(key.ctx(), score);
     key.set_expires_at(append.expires_at);
     replicate::pexpireat(key, append.expires_at);
     key.signal_modified();
@@ -243,7 +230,7 @@ fn next_sequence(key: &Key, newest: Option<Millis>) -> u64 {
         if let Some(seq) = codec::parse_uint(bytes_of(member)) {
             next = next.max(seq.saturating_add(1));
         }
-        free(key, member);
+        free_string(key.ctx(), member);
         if !range.advance() {
             break;
         }
@@ -266,7 +253,7 @@ fn remove_through(key: &Key, through: Millis) -> u64 {
     for &m in &members {
         let mut deleted: c_int = 0;
         unsafe { rm!(RedisModule_ZsetRem)(key.raw(), m, &mut deleted) };
-        free(key, m);
+        free_string(key.ctx(), m);
     }
     members.len() as u64
 }

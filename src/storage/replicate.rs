@@ -9,7 +9,7 @@ use std::os::raw::{c_char, c_longlong};
 
 use redis_module::raw::RedisModuleString;
 
-use super::{rm, Key};
+use super::Key;
 use crate::algorithms::Millis;
 
 fn ll(v: i64) -> c_longlong {

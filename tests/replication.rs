@@ -1,0 +1,746 @@
+//! Replication, AOF and RDB against real redis-servers.
+//!
+//! Contract: an allowed RL call reaches replicas and the AOF only as native effects
+//! with absolute times (`SET key n PXAT t`, `ZREMRANGEBYSCORE` + `ZADD` + `PEXPIREAT`,
+//! `HSET key tokens x ts t` + `PEXPIREAT`), never as the RL command itself; a call
+//! that is rejected, only inspects (COST 0) or fails writes, propagates and dirties
+//! nothing; RDB and AOF restore every limiter exactly where it was.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// One RL command and the parameters that follow its key.
+#[derive(Clone, Copy, Debug)]
+struct Limiter {
+    name: &'static str,
+    /// Key prefix, so each limiter has its own keys.
+    prefix: &'static str,
+    /// Limit (capacity) 3 per hour: nothing comes back within a test.
+    hourly: &'static [&'static str],
+    /// Limit (capacity) 3 per two seconds: units leave while a test waits.
+    short: &'static [&'static str],
+}
+
+const LIMITERS: [Limiter; 3] = [
+    Limiter {
+        name: "RL.FIXED",
+        prefix: "fixed",
+        hourly: &["3", "1h"],
+        short: &["3", "2s"],
+    },
+    Limiter {
+        name: "RL.SLIDING",
+        prefix: "sliding",
+        hourly: &["3", "1h"],
+        short: &["3", "2s"],
+    },
+    Limiter {
+        name: "RL.BUCKET",
+        prefix: "bucket",
+        hourly: &["3", "1", "1h"],
+        short: &["3", "3", "2s"],
+    },
+];
+
+impl Limiter {
+    fn key(&self, name: &str) -> String {
+        format!("{}:{name}", self.prefix)
+    }
+
+    /// The full command line; `cost` None sends no COST option.
+    fn args(&self, key: &str, params: &[&str], cost: Option<u64>) -> Vec<String> {
+        let mut args = vec![self.name.to_string(), key.to_string()];
+        args.extend(params.iter().map(|p| p.to_string()));
+        if let Some(n) = cost {
+            args.extend(["COST".to_string(), n.to_string()]);
+        }
+        args
+    }
+
+    /// A call with the hourly parameters.
+    fn call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply {
+        self.call_with(c, key, self.hourly, cost)
+    }
+
+    fn call_with(
+        &self,
+        c: &mut Connection,
+        key: &str,
+        params: &[&str],
+        cost: Option<u64>,
+    ) -> Reply {
+        let args = self.args(key, params, cost);
+        rl(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// A call that must fail: the first parameter (limit or capacity) is 0.
+    fn invalid_call(&self, c: &mut Connection, key: &str) -> String {
+        let mut args = self.args(key, self.hourly, None);
+        args[2] = "0".into();
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        error_of(c, &args)
+    }
+}
+
+/// Asserts a reply's decision and remaining units.
+fn expect(r: Reply, allowed: i64, remaining: i64, what: &str) {
+    assert_eq!(
+        (r.allowed, r.remaining),
+        (allowed, remaining),
+        "{what}: {r:?}"
+    );
+}
+
+/// An integer field of an INFO section.
+fn info_int(c: &mut Connection, section: &str, field: &str) -> i64 {
+    let info: String = cmd("INFO").arg(section).query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}:\n{info}"))
+}
+
+fn repl_offset(c: &mut Connection) -> i64 {
+    info_int(c, "replication", "master_repl_offset")
+}
+
+fn rdb_changes(c: &mut Connection) -> i64 {
+    info_int(c, "persistence", "rdb_changes_since_last_save")
+}
+
+fn wait_until_server_ms(c: &mut Connection, at: i64) {
+    wait_for(Duration::from_secs(10), "the server clock", || {
+        (server_ms(c) >= at).then_some(())
+    });
+}
+
+/// Every key of the database, sorted.
+fn keys(c: &mut Connection) -> Vec<String> {
+    let mut keys: Vec<String> = cmd("KEYS").arg("*").query(c).expect("KEYS");
+    keys.sort();
+    keys
+}
+
+fn dbsize(c: &mut Connection) -> i64 {
+    cmd("DBSIZE").query(c).expect("DBSIZE")
+}
+
+type State = BTreeMap<String, (Option<Vec<u8>>, i64)>;
+
+/// Every key's serialized value and absolute expiry.
+fn state(c: &mut Connection) -> State {
+    keys(c)
+        .into_iter()
+        .map(|k| {
+            let snap = snapshot(c, k.as_bytes());
+            (k, snap)
+        })
+        .collect()
+}
+
+/// Asserts two servers hold the same keys, values and absolute expiries.
+fn assert_same_data(expected: &mut Connection, actual: &mut Connection, what: &str) {
+    let want = state(expected);
+    let got = state(actual);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{what}: same keys"
+    );
+    for (key, snap) in &want {
+        assert_eq!(
+            got.get(key),
+            Some(snap),
+            "{what}: DUMP and PEXPIRETIME of {key}"
+        );
+    }
+    assert_eq!(dbsize(actual), dbsize(expected), "{what}: DBSIZE");
+}
+
+/// Calls of every kind on several keys of each limiter: allowed, rejected, COST 0,
+/// COST n, COST above the limit, inside MULTI/EXEC and from Lua, and units leaving
+/// a short window while the key lives (so the sliding log is trimmed). Every key
+/// left behind expires in about an hour. Returns the keys that must exist, sorted.
+fn mixed_workload(c: &mut Connection) -> Vec<String> {
+    align_to_window(c, HOUR_MS, 30_000);
+    let mut live = Vec::new();
+    for l in LIMITERS {
+        let what = |step: &str| format!("{} {step}", l.name);
+
+        let a = l.key("a");
+        expect(l.call(c, &a, None), 1, 2, &what("a: first unit"));
+        expect(l.call(c, &a, Some(0)), 1, 2, &what("a: COST 0 inspects"));
+        expect(
+            l.call(c, &a, Some(2)),
+            1,
+            0,
+            &what("a: COST 2 takes the rest"),
+        );
+        expect(l.call(c, &a, None), 0, 0, &what("a: full, rejected"));
+        expect(
+            l.call(c, &a, Some(0)),
+            1,
+            0,
+            &what("a: COST 0 on a full key"),
+        );
+
+        let b = l.key("b");
+        expect(l.call(c, &b, Some(2)), 1, 1, &what("b: COST 2"));
+        expect(l.call(c, &b, Some(2)), 0, 1, &what("b: COST 2 rejected"));
+        expect(l.call(c, &b, Some(1)), 1, 0, &what("b: COST 1 fits"));
+
+        expect(
+            l.call(c, &l.key("peek"), Some(0)),
+            1,
+            3,
+            &what("COST 0 on an absent key"),
+        );
+        let never = l.call(c, &l.key("never"), Some(4));
+        assert_eq!(
+            (never.allowed, never.retry_after),
+            (0, -1),
+            "{}",
+            what("COST above the limit")
+        );
+
+        let tx = l.key("tx");
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for _ in 0..2 {
+            let mut command = cmd(l.name);
+            command.arg(&tx).arg(l.hourly);
+            pipe.add_command(command);
+        }
+        let replies: Vec<Vec<i64>> = pipe.query(c).expect("MULTI/EXEC");
+        assert_eq!(
+            replies.iter().map(|r| (r[0], r[2])).collect::<Vec<_>>(),
+            vec![(1, 2), (1, 1)],
+            "{}",
+            what("inside MULTI/EXEC")
+        );
+
+        let lua = l.key("lua");
+        let reply: Vec<i64> = cmd("EVAL")
+            .arg("return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))")
+            .arg(1)
+            .arg(&lua)
+            .arg(l.name)
+            .arg(l.hourly)
+            .arg(&["COST", "2"])
+            .query(c)
+            .expect("EVAL");
+        assert_eq!((reply[0], reply[2]), (1, 1), "{}", what("from Lua"));
+
+        live.extend([a, b, tx, lua]);
+    }
+
+    // Units leave a 2 s window while the key lives: the sliding log drops its
+    // oldest unit, the fixed counter enters a new window, the bucket refills.
+    let roll: Vec<String> = LIMITERS.iter().map(|l| l.key("roll")).collect();
+    for (l, key) in LIMITERS.iter().zip(&roll) {
+        expect(
+            l.call_with(c, key, l.short, None),
+            1,
+            2,
+            "short window, first unit",
+        );
+    }
+    let t0 = server_ms(c);
+    for step in [1_000, 2_000] {
+        wait_until_server_ms(c, t0 + step);
+        for (l, key) in LIMITERS.iter().zip(&roll) {
+            let r = l.call_with(c, key, l.short, None);
+            assert_eq!(
+                r.allowed, 1,
+                "{} short window after {step} ms: {r:?}",
+                l.name
+            );
+        }
+    }
+    // The hourly policy on the same keys, so nothing expires while tests compare.
+    for (l, key) in LIMITERS.iter().zip(&roll) {
+        let r = l.call(c, key, None);
+        assert_eq!(r.allowed, 1, "{} back to hourly: {r:?}", l.name);
+    }
+    live.extend(roll);
+    live.sort();
+    live
+}
+
+fn replica_ends_identical(with_module: bool) {
+    let primary = Server::start();
+    let replica = primary.replica(with_module);
+    let mut c = primary.conn();
+    let live = mixed_workload(&mut c);
+    assert_eq!(
+        keys(&mut c),
+        live,
+        "the primary holds exactly the keys of allowed calls"
+    );
+    primary.sync(&replica);
+    let mut r = replica.conn();
+    assert_same_data(&mut c, &mut r, "replica vs primary");
+    assert_eq!(
+        repl_offset(&mut r),
+        repl_offset(&mut c),
+        "the replica applied the whole stream"
+    );
+}
+
+#[test]
+fn replica_with_the_module_holds_identical_keys_values_and_expiries() {
+    replica_ends_identical(true);
+}
+
+#[test]
+fn replica_without_the_module_holds_identical_data_so_only_native_commands_flow() {
+    replica_ends_identical(false);
+}
+
+#[test]
+fn replica_applying_the_stream_late_keeps_the_primarys_absolute_times() {
+    let primary = Server::start();
+    let replica = primary.replica(true);
+    let mut r = replica.conn();
+    // A replica paused for writes holds back its primary's stream too.
+    let _: () = cmd("CLIENT")
+        .arg(&["PAUSE", "20000", "WRITE"])
+        .query(&mut r)
+        .expect("CLIENT PAUSE");
+    let mut c = primary.conn();
+    align_to_window(&mut c, HOUR_MS, 30_000);
+    for l in LIMITERS {
+        expect(l.call(&mut c, &l.key("k"), Some(2)), 1, 1, l.name);
+    }
+    let last_call = server_ms(&mut c);
+    wait_until_server_ms(&mut c, last_call + 200);
+    assert!(
+        repl_offset(&mut r) < repl_offset(&mut c),
+        "the paused replica must not have applied the calls yet"
+    );
+    let _: () = cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut r)
+        .expect("CLIENT UNPAUSE");
+    primary.sync(&replica);
+    // Had the replica re-run the RL commands 200 ms later, the sliding scores, the
+    // bucket's ts and both expiries would differ.
+    assert_same_data(&mut c, &mut r, "replica applying 200 ms late");
+}
+
+#[test]
+fn replica_refuses_rl_calls_like_any_write() {
+    let primary = Server::start();
+    let replica = primary.replica(true);
+    let mut r = replica.conn();
+    for l in LIMITERS {
+        for cost in [None, Some(0)] {
+            let args = l.args(&l.key("k"), l.hourly, cost);
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            let err = error_of(&mut r, &args);
+            assert!(err.starts_with("READONLY"), "{} {cost:?}: {err}", l.name);
+        }
+    }
+    assert_eq!(dbsize(&mut r), 0, "the replica wrote nothing");
+}
+
+/// Each limiter gets a call that takes its whole limit, then calls that must write,
+/// propagate and dirty nothing. `counter` must grow with the allowed call and stay
+/// put through all the others.
+fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i64, what: &str) {
+    align_to_window(c, HOUR_MS, 30_000);
+    let _: i64 = cmd("RPUSH").arg(&["a-list", "x"]).query(c).expect("RPUSH");
+    for l in LIMITERS {
+        let k = l.key("k");
+        let before = counter(c);
+        expect(l.call(c, &k, Some(3)), 1, 0, l.name);
+        let after = counter(c);
+        assert!(
+            after > before,
+            "{what} grows on an allowed {} call ({before} -> {after})",
+            l.name
+        );
+        let unchanged = |c: &mut Connection, step: &str| {
+            assert_eq!(counter(c), after, "{what} moved on {} {step}", l.name);
+        };
+
+        expect(l.call(c, &k, None), 0, 0, "rejected");
+        unchanged(c, "rejected");
+        expect(l.call(c, &k, Some(0)), 1, 0, "COST 0");
+        unchanged(c, "COST 0 on a used key");
+        expect(l.call(c, &l.key("absent"), Some(0)), 1, 3, "COST 0");
+        unchanged(c, "COST 0 on an absent key");
+        assert_eq!(
+            l.call(c, &k, Some(4)).retry_after,
+            -1,
+            "COST above the limit"
+        );
+        unchanged(c, "COST above the limit");
+        let err = l.invalid_call(c, &k);
+        assert!(err.starts_with("ERR"), "{err}");
+        unchanged(c, "invalid arguments");
+        let args = l.args("a-list", l.hourly, None);
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let err = error_of(c, &args);
+        assert!(err.starts_with("WRONGTYPE"), "{err}");
+        unchanged(c, "a key of another type");
+    }
+}
+
+#[test]
+fn only_allowed_calls_advance_the_replication_offset() {
+    // No keepalive PING may move the offset while the test measures it.
+    let primary = Server::with(Options {
+        args: vec!["--repl-ping-replica-period".into(), "3600".into()],
+        ..Options::default()
+    });
+    // The offset only moves once a replica (and so a backlog) exists.
+    let replica = primary.replica(true);
+    let mut c = primary.conn();
+    only_allowed_calls_move(&mut c, repl_offset, "master_repl_offset");
+    primary.sync(&replica);
+    assert_same_data(&mut c, &mut replica.conn(), "replica vs primary");
+}
+
+#[test]
+fn only_allowed_calls_count_as_changes_since_the_last_save() {
+    let s = Server::start();
+    only_allowed_calls_move(&mut s.conn(), rdb_changes, "rdb_changes_since_last_save");
+}
+
+// ---------------------------------------------------------------- AOF contents
+
+/// A server that appends every write to its AOF before replying.
+const AOF_ARGS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+
+/// The raw AOF increment files of a Redis 7 server, in manifest order.
+fn aof_increments(dir: &Path) -> Vec<Vec<u8>> {
+    let aof_dir = dir.join("appendonlydir");
+    let manifest = std::fs::read_to_string(aof_dir.join("appendonly.aof.manifest"))
+        .expect("appendonlydir/appendonly.aof.manifest");
+    let files: Vec<Vec<u8>> = manifest
+        .lines()
+        .filter_map(|line| {
+            // file <name> seq <n> type <b|h|i>
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(5) == Some(&"i")).then(|| fields[1].to_string())
+        })
+        .map(|name| std::fs::read(aof_dir.join(&name)).expect("AOF increment file"))
+        .collect();
+    assert!(!files.is_empty(), "no increment file in {manifest}");
+    files
+}
+
+/// Splits AOF text (RESP arrays of bulk strings) into commands.
+fn parse_aof(mut rest: &[u8]) -> Vec<Vec<String>> {
+    fn line(b: &[u8]) -> (&[u8], &[u8]) {
+        let end = b
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .unwrap_or_else(|| panic!("unterminated AOF line: {:?}", String::from_utf8_lossy(b)));
+        (&b[..end], &b[end + 2..])
+    }
+    fn number(b: &[u8], prefix: u8) -> usize {
+        assert_eq!(b.first(), Some(&prefix), "{:?}", String::from_utf8_lossy(b));
+        std::str::from_utf8(&b[1..]).unwrap().parse().unwrap()
+    }
+    let mut commands = Vec::new();
+    while !rest.is_empty() {
+        let (header, after) = line(rest);
+        rest = after;
+        if header.starts_with(b"#") {
+            continue; // an annotation, such as a timestamp
+        }
+        let mut command = Vec::new();
+        for _ in 0..number(header, b'*') {
+            let (len, after) = line(rest);
+            let len = number(len, b'$');
+            command.push(String::from_utf8_lossy(&after[..len]).into_owned());
+            assert_eq!(&after[len..len + 2], b"\r\n");
+            rest = &after[len + 2..];
+        }
+        commands.push(command);
+    }
+    commands
+}
+
+fn aof_commands(dir: &Path) -> Vec<Vec<String>> {
+    aof_increments(dir)
+        .iter()
+        .flat_map(|f| parse_aof(f))
+        .collect()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
+    let s = Server::with(Options {
+        args: strings(&AOF_ARGS),
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    let started = server_ms(&mut c);
+    mixed_workload(&mut c);
+
+    let raw = aof_increments(&s.dir).concat().to_ascii_uppercase();
+    assert!(
+        !raw.windows(3).any(|w| w == b"RL."),
+        "the AOF mentions an RL command:\n{}",
+        String::from_utf8_lossy(&raw)
+    );
+    let commands = aof_commands(&s.dir);
+    let mut seen = BTreeMap::<String, usize>::new();
+    for command in &commands {
+        let name = command[0].to_ascii_uppercase();
+        *seen.entry(name.clone()).or_default() += 1;
+        let time = |i: usize| -> i64 {
+            command
+                .get(i)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no time at {i} in {command:?}"))
+        };
+        match name.as_str() {
+            // Redis's own effects: the database and transactions around several
+            // effects of one call, and keys that expired during the workload.
+            "SELECT" | "MULTI" | "EXEC" | "DEL" => {}
+            "SET" => {
+                assert_eq!(command.len(), 5, "{command:?}");
+                assert!(command[2].parse::<u64>().is_ok(), "{command:?}");
+                assert_eq!(command[3].to_ascii_uppercase(), "PXAT", "{command:?}");
+                assert!(time(4) > started, "absolute time in {command:?}");
+            }
+            "PEXPIREAT" => assert!(time(2) > started, "absolute time in {command:?}"),
+            "ZADD" => {
+                assert!(command.len() >= 4 && command.len() % 2 == 0, "{command:?}");
+                for i in (2..command.len()).step_by(2) {
+                    assert!(time(i) >= started, "absolute score in {command:?}");
+                }
+            }
+            "ZREMRANGEBYSCORE" => {
+                assert_eq!(command[2], "-inf", "{command:?}");
+                assert!(time(3) > started - HOUR_MS, "absolute bound in {command:?}");
+            }
+            "HSET" => {
+                assert_eq!(
+                    (&command[2][..], &command[4][..]),
+                    ("tokens", "ts"),
+                    "{command:?}"
+                );
+                assert!(time(5) >= started, "absolute ts in {command:?}");
+            }
+            _ => panic!("unexpected command in the AOF: {command:?}"),
+        }
+    }
+    for name in ["SET", "ZADD", "ZREMRANGEBYSCORE", "HSET", "PEXPIREAT"] {
+        assert!(seen.contains_key(name), "no {name} in the AOF: {seen:?}");
+    }
+}
+
+/// The commands the first allowed call on `key` must have propagated, rebuilt
+/// from the key's state on the primary.
+fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<String>> {
+    let at: i64 = cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME");
+    let at = at.to_string();
+    let wrap = |effects: Vec<Vec<String>>| {
+        let mut all = vec![strings(&["MULTI"])];
+        all.extend(effects);
+        all.push(strings(&["EXEC"]));
+        all
+    };
+    match l.name {
+        "RL.FIXED" => {
+            let used: String = cmd("GET").arg(key).query(c).expect("GET");
+            vec![strings(&["SET", key, &used, "PXAT", &at])]
+        }
+        "RL.SLIDING" => {
+            let members: Vec<(String, String)> = cmd("ZRANGE")
+                .arg(&[key, "0", "-1", "WITHSCORES"])
+                .query(c)
+                .expect("ZRANGE");
+            let mut zadd = strings(&["ZADD", key]);
+            for (member, score) in members {
+                zadd.extend([score, member]);
+            }
+            wrap(vec![zadd, strings(&["PEXPIREAT", key, &at])])
+        }
+        "RL.BUCKET" => {
+            let (tokens, ts): (String, String) = cmd("HMGET")
+                .arg(&[key, "tokens", "ts"])
+                .query(c)
+                .expect("HMGET");
+            wrap(vec![
+                strings(&["HSET", key, "tokens", &tokens, "ts", &ts]),
+                strings(&["PEXPIREAT", key, &at]),
+            ])
+        }
+        other => unreachable!("{other}"),
+    }
+}
+
+#[test]
+fn aof_holds_one_effect_group_per_allowed_call_with_the_primarys_values() {
+    let s = Server::with(Options {
+        args: strings(&AOF_ARGS),
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    align_to_window(&mut c, HOUR_MS, 30_000);
+    let mut expected = vec![strings(&["SELECT", "0"])];
+    for l in LIMITERS {
+        let k = l.key("k");
+        expect(l.call(&mut c, &k, Some(2)), 1, 1, "COST 2");
+        expect(l.call(&mut c, &k, Some(0)), 1, 1, "COST 0");
+        expect(l.call(&mut c, &k, Some(2)), 0, 1, "rejected");
+        assert_eq!(l.call(&mut c, &k, Some(4)).retry_after, -1, "COST 4");
+        l.invalid_call(&mut c, &k);
+        expected.extend(effects_of_first_call(&mut c, &l, &k));
+    }
+    assert_eq!(aof_commands(&s.dir), expected);
+}
+
+// ---------------------------------------------------------------- restarts
+
+/// A directory that outlives server restarts; removed when the test passes.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let dir =
+            std::env::temp_dir().join(format!("rl-replication-{name}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create test dir");
+        TempDir(dir)
+    }
+
+    fn options(&self, args: &[&str]) -> Options {
+        Options {
+            args: strings(args),
+            dir: Some(self.0.clone()),
+            ..Options::default()
+        }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Takes two of the three units of each limiter; returns every key's state.
+fn use_two_of_three(c: &mut Connection) -> State {
+    align_to_window(c, HOUR_MS, 30_000);
+    for l in LIMITERS {
+        let k = l.key("k");
+        expect(l.call(c, &k, None), 1, 2, l.name);
+        expect(l.call(c, &k, Some(1)), 1, 1, l.name);
+        expect(l.call(c, &k, Some(0)), 1, 1, l.name);
+    }
+    let state = state(c);
+    assert_eq!(state.len(), LIMITERS.len(), "{state:?}");
+    state
+}
+
+/// Each limiter goes on from where it was: one unit left, then rejected.
+fn assert_one_unit_left(c: &mut Connection, what: &str) {
+    for l in LIMITERS {
+        let k = l.key("k");
+        expect(
+            l.call(c, &k, None),
+            1,
+            0,
+            &format!("{} after {what}", l.name),
+        );
+        expect(
+            l.call(c, &k, None),
+            0,
+            0,
+            &format!("{} after {what}", l.name),
+        );
+    }
+}
+
+fn assert_restored(c: &mut Connection, before: &State, what: &str) {
+    assert_eq!(&state(c), before, "DUMP and PEXPIRETIME after {what}");
+}
+
+#[test]
+fn aof_restart_restores_every_limiter_and_decisions_continue() {
+    for save in [false, true] {
+        let what = format!(
+            "an AOF restart (SHUTDOWN {})",
+            if save { "SAVE" } else { "NOSAVE" }
+        );
+        let dir = TempDir::new("aof");
+        let opts = dir.options(&AOF_ARGS);
+        let s = Server::with(opts.clone());
+        let before = use_two_of_three(&mut s.conn());
+        s.shutdown(save);
+        let s = Server::with(opts);
+        let mut c = s.conn();
+        assert_restored(&mut c, &before, &what);
+        assert_one_unit_left(&mut c, &what);
+    }
+}
+
+#[test]
+fn aof_replays_on_a_server_without_the_module() {
+    let dir = TempDir::new("aof-plain");
+    let opts = dir.options(&AOF_ARGS);
+    let s = Server::with(opts.clone());
+    let before = use_two_of_three(&mut s.conn());
+    s.shutdown(false);
+    let s = Server::with(Options {
+        without_module: true,
+        ..opts
+    });
+    assert_restored(&mut s.conn(), &before, "an AOF replay without the module");
+}
+
+#[test]
+fn debug_reload_keeps_every_limiter_and_decisions_continue() {
+    let s = Server::with(Options {
+        args: strings(&["--enable-debug-command", "yes"]),
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    let before = use_two_of_three(&mut c);
+    let _: () = cmd("DEBUG")
+        .arg("RELOAD")
+        .query(&mut c)
+        .expect("DEBUG RELOAD");
+    assert_restored(&mut c, &before, "DEBUG RELOAD");
+    assert_one_unit_left(&mut c, "DEBUG RELOAD");
+}
+
+#[test]
+fn save_and_restart_keeps_every_limiter_and_decisions_continue() {
+    let dir = TempDir::new("rdb");
+    let opts = dir.options(&["--dbfilename", "dump.rdb"]);
+    let s = Server::with(opts.clone());
+    let mut c = s.conn();
+    let before = use_two_of_three(&mut c);
+    let _: () = cmd("SAVE").query(&mut c).expect("SAVE");
+    assert_eq!(rdb_changes(&mut c), 0, "SAVE wrote everything");
+    drop(c);
+    s.shutdown(false);
+    assert!(dir.0.join("dump.rdb").exists(), "SAVE wrote dump.rdb");
+    let s = Server::with(opts);
+    let mut c = s.conn();
+    assert_restored(&mut c, &before, "SAVE and a restart");
+    assert_one_unit_left(&mut c, "SAVE and a restart");
+}

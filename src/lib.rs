@@ -11,6 +11,7 @@ mod commands;
 mod config;
 pub mod error;
 mod server;
+mod stats;
 mod storage;
 
 use std::os::raw::c_int;
@@ -38,10 +39,20 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             );
         }
     }
+    // Replaces the crate's default INFO callback with the `# rl` section.
+    unsafe {
+        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
+            register_info(ctx.ctx, Some(stats::info));
+        }
+    }
+    // An `@ratelimit` ACL category where the server lets modules add one (7.4+).
+    let ratelimit = unsafe { raw::RedisModule_AddACLCategory }.is_some_and(
+        |add| unsafe { add(ctx.ctx, c"ratelimit".as_ptr()) } == raw::REDISMODULE_OK as c_int,
+    );
     for result in [
-        register::<Fixed>(ctx.ctx),
-        register::<Sliding>(ctx.ctx),
-        register::<Bucket>(ctx.ctx),
+        register::<Fixed>(ctx.ctx, ratelimit),
+        register::<Sliding>(ctx.ctx, ratelimit),
+        register::<Bucket>(ctx.ctx, ratelimit),
     ] {
         if let Err(e) = result {
             ctx.log_warning(&format!("rl: {e}"));

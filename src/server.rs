@@ -64,3 +64,8 @@ pub fn check_api() -> Result<(), &'static str> {
     );
     Ok(())
 }
+
+/// Writes a warning to the server log.
+pub fn log_warning(ctx: *mut redis_module::raw::RedisModuleCtx, message: &str) {
+    redis_module::Context::new(ctx).log_warning(message);
+}

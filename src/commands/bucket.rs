@@ -10,12 +10,14 @@ use crate::algorithms::bucket::{self, Rate};
 use crate::algorithms::{Cost, Decision, Millis};
 use crate::args;
 use crate::error::Result;
+use crate::stats::CommandId;
 use crate::storage::{hash, Key};
 
 pub struct Bucket;
 
 impl Limiter for Bucket {
     const SPEC: Spec = Spec {
+        id: CommandId::Bucket,
         name: c"RL.BUCKET",
         flags: c"write deny-oom fast",
         summary:

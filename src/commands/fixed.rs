@@ -8,6 +8,7 @@ use super::{Arg, ArgKind, Limiter, Spec};
 use crate::algorithms::{fixed, Cost, Count, Decision, Duration, Millis};
 use crate::args;
 use crate::error::Result;
+use crate::stats::CommandId;
 use crate::storage::{counter, Key};
 
 pub struct Fixed;
@@ -19,6 +20,7 @@ pub struct Params {
 
 impl Limiter for Fixed {
     const SPEC: Spec = Spec {
+        id: CommandId::Fixed,
         name: c"RL.FIXED",
         flags: c"write deny-oom fast",
         summary:

@@ -95,3 +95,37 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Puts the command in ACL categories where the server supports module categories
+/// (Redis 7.2+): `@write`, `@fast` for the O(1) commands, and `@ratelimit`. On 7.0
+/// module commands belong to no category; users list them by name (README).
+/// A failure is logged, never fatal: the command works without categories.
+pub fn categorize(ctx: *mut RedisModuleCtx, spec: &Spec, ratelimit: bool) {
+    let (Some(get_command), Some(set_categories)) =
+        (unsafe { raw::RedisModule_GetCommand }, unsafe {
+            raw::RedisModule_SetCommandACLCategories
+        })
+    else {
+        return;
+    };
+    let fast = spec
+        .flags
+        .to_bytes()
+        .split(|&b| b == b' ')
+        .any(|f| f == b"fast");
+    let categories: &std::ffi::CStr = match (fast, ratelimit) {
+        (true, true) => c"write fast ratelimit",
+        (false, true) => c"write ratelimit",
+        (true, false) => c"write fast",
+        (false, false) => c"write",
+    };
+    let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
+    if command.is_null()
+        || unsafe { set_categories(command, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int
+    {
+        crate::server::log_warning(
+            ctx,
+            &format!("rl: could not set ACL categories of {}", spec.name_str()),
+        );
+    }
+}

@@ -19,6 +19,7 @@ use crate::algorithms::{Cost, Decision, Millis};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server;
+use crate::stats::{self, CommandId, Outcome};
 use crate::storage::{self, rm, Key};
 
 pub use bucket::Bucket;
@@ -41,6 +42,7 @@ pub enum ArgKind {
 
 /// What Redis needs to know about a command: name, flags and documentation.
 pub struct Spec {
+    pub id: CommandId,
     pub name: &'static CStr,
     pub flags: &'static CStr,
     pub summary: &'static CStr,
@@ -95,10 +97,24 @@ pub extern "C" fn dispatch<L: Limiter>(
     }
     let argv = Argv(unsafe { std::slice::from_raw_parts(argv, argc) });
     let outcome = catch_unwind(AssertUnwindSafe(|| run::<L>(ctx, &argv)));
-    match outcome {
-        Ok(Ok(decision)) => reply(ctx, &decision),
-        Ok(Err(e)) => reply_error(ctx, &e),
-        Err(_) => reply_error(ctx, &Error::Internal(L::SPEC.name_str())),
+    let result = match outcome {
+        Ok(result) => result,
+        Err(_) => Err(Error::Internal(L::SPEC.name_str())),
+    };
+    match result {
+        Ok(decision) => {
+            let counted = if decision.allowed {
+                Outcome::Allowed
+            } else {
+                Outcome::Rejected
+            };
+            stats::record(L::SPEC.id, counted);
+            reply(ctx, &decision);
+        }
+        Err(e) => {
+            stats::record(L::SPEC.id, Outcome::Error);
+            reply_error(ctx, &e);
+        }
     }
     raw::REDISMODULE_OK as c_int
 }
@@ -144,8 +160,10 @@ fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
     unsafe { rm!(RedisModule_ReplyWithError)(ctx, line.as_ptr()) };
 }
 
-/// Registers one command with Redis, its key position and its documentation.
-pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx) -> Result<(), String> {
+/// Registers one command with Redis, its key position, its documentation and, on
+/// servers that have them (7.2+), its ACL categories. `ratelimit` is true when the
+/// module's own `@ratelimit` category was created.
+pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
     let spec = &L::SPEC;
     let created = unsafe {
         rm!(RedisModule_CreateCommand)(
@@ -161,5 +179,7 @@ pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx) -> Result<(), String> {
     if created != raw::REDISMODULE_OK as c_int {
         return Err(format!("cannot register {}", spec.name_str()));
     }
-    info::describe(ctx, spec)
+    info::describe(ctx, spec)?;
+    info::categorize(ctx, spec, ratelimit);
+    Ok(())
 }

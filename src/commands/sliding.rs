@@ -9,6 +9,7 @@ use crate::algorithms::{sliding, Cost, Count, Decision, Duration, Millis};
 use crate::args;
 use crate::config;
 use crate::error::{Error, Result};
+use crate::stats::CommandId;
 use crate::storage::{log, Key};
 
 pub struct Sliding;
@@ -20,6 +21,7 @@ pub struct Params {
 
 impl Limiter for Sliding {
     const SPEC: Spec = Spec {
+        id: CommandId::Sliding,
         name: c"RL.SLIDING",
         flags: c"write deny-oom",
         summary: c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",

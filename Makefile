@@ -4,7 +4,7 @@
 PORT ?= 6379
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench
+.PHONY: help deps build run test unit lint fmt clean bench fuzz
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,3 +37,6 @@ clean: ## Remove build output
 
 bench: build ## Benchmark RL against native commands and Lua (ratios to INCR)
 	@scripts/bench.sh
+
+fuzz: ## Fuzz parsing and decisions for FUZZ_SECONDS (default 60)
+	@scripts/fuzz.sh

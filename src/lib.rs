@@ -10,6 +10,8 @@ pub mod args;
 mod commands;
 mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod server;
 mod stats;
 mod storage;
@@ -62,14 +64,14 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     Status::Ok
 }
 
-// Unit tests run outside Redis, where its allocator does not exist.
-#[cfg(not(test))]
+// Unit tests and the fuzzer run outside Redis, where its allocator does not exist.
+#[cfg(not(any(test, feature = "system-alloc")))]
 type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "system-alloc")))]
 const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "system-alloc"))]
 type Allocator = std::alloc::System;
-#[cfg(test)]
+#[cfg(any(test, feature = "system-alloc"))]
 const ALLOCATOR: Allocator = std::alloc::System;
 
 redis_module! {

@@ -4,19 +4,13 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{Arg, ArgKind, Limiter, Spec};
-use crate::algorithms::{fixed, Cost, Count, Decision, Duration, Millis};
-use crate::args;
+use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
+use crate::algorithms::{fixed, Cost, Decision, Millis};
 use crate::error::Result;
 use crate::stats::CommandId;
 use crate::storage::{counter, Key};
 
 pub struct Fixed;
-
-pub struct Params {
-    limit: Count,
-    window: Duration,
-}
 
 impl Limiter for Fixed {
     const SPEC: Spec = Spec {
@@ -41,16 +35,13 @@ impl Limiter for Fixed {
             },
         ],
     };
-    type Params = Params;
+    type Params = LimitWindow;
 
-    fn parse(args: &[&[u8]]) -> Result<Params> {
-        Ok(Params {
-            limit: args::count("limit", args[0])?,
-            window: args::duration("window", args[1])?,
-        })
+    fn parse(args: &[&[u8]]) -> Result<LimitWindow> {
+        LimitWindow::parse(args)
     }
 
-    fn apply(key: &Key, p: &Params, now: Millis, cost: Cost) -> Result<Decision> {
+    fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
         let outcome = fixed::decide(counter::load(key)?, now, p.limit, p.window, cost);
         if let Some(c) = outcome.store {
             counter::store(key, c);

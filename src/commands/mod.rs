@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use crate::algorithms::{Cost, Decision, Millis};
+use crate::algorithms::{Cost, Count, Decision, Duration, Millis};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server;
@@ -59,6 +59,22 @@ impl Spec {
 
     pub fn name_str(&self) -> &'static str {
         self.name.to_str().unwrap_or("RL")
+    }
+}
+
+/// `limit window`: the parameters RL.FIXED and RL.SLIDING share.
+#[derive(Debug, Clone, Copy)]
+pub struct LimitWindow {
+    pub limit: Count,
+    pub window: Duration,
+}
+
+impl LimitWindow {
+    fn parse(args: &[&[u8]]) -> Result<Self> {
+        Ok(LimitWindow {
+            limit: args::count("limit", args[0])?,
+            window: args::duration("window", args[1])?,
+        })
     }
 }
 

@@ -4,20 +4,14 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{Arg, ArgKind, Limiter, Spec};
-use crate::algorithms::{sliding, Cost, Count, Decision, Duration, Millis};
-use crate::args;
+use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
+use crate::algorithms::{sliding, Cost, Decision, Millis};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::CommandId;
 use crate::storage::{log, Key};
 
 pub struct Sliding;
-
-pub struct Params {
-    limit: Count,
-    window: Duration,
-}
 
 impl Limiter for Sliding {
     const SPEC: Spec = Spec {
@@ -32,22 +26,19 @@ impl Limiter for Sliding {
             Arg { name: c"window", kind: ArgKind::Duration },
         ],
     };
-    type Params = Params;
+    type Params = LimitWindow;
 
-    fn parse(args: &[&[u8]]) -> Result<Params> {
-        let limit = args::count("limit", args[0])?;
+    fn parse(args: &[&[u8]]) -> Result<LimitWindow> {
+        let params = LimitWindow::parse(args)?;
         // Memory is one entry per unit: large limits belong to RL.BUCKET.
         let max = config::sliding_max_limit();
-        if limit.get() > max {
+        if params.limit.get() > max {
             return Err(Error::SlidingLimit { max });
         }
-        Ok(Params {
-            limit,
-            window: args::duration("window", args[1])?,
-        })
+        Ok(params)
     }
 
-    fn apply(key: &Key, p: &Params, now: Millis, cost: Cost) -> Result<Decision> {
+    fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
         let log = log::load(key)?;
         let outcome = sliding::decide(&log, now, p.limit, p.window, cost);
         if let Some(append) = outcome.store {

@@ -1,0 +1,146 @@
+//! The in-process fuzz entry point: argument parsing and the decision path with
+//! arbitrary bytes, no server. Used by the libFuzzer target in `fuzz/` (`make fuzz`)
+//! and, over the saved inputs in `fuzz/regressions/`, by `make test`.
+//!
+//! Input layout: byte 0 picks the command; the rest is split on NUL into arguments
+//! (as a client would send them, key first) followed by raw bytes that make up a
+//! stored state and the clock. Every reply must satisfy the contract's invariants;
+//! a violation panics, which the fuzzer reports as a crash.
+
+use crate::algorithms::bucket::{self, Bucket};
+use crate::algorithms::fixed::{self, Counter};
+use crate::algorithms::sliding::{self, Log};
+use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
+use crate::args;
+use crate::commands::{Bucket as BucketCommand, Fixed, Limiter, Sliding};
+use crate::storage::codec;
+
+/// A small log read from the input, sorted.
+struct InputLog(Vec<Millis>);
+
+impl Log for InputLog {
+    fn count_after(&self, after: Millis) -> u64 {
+        self.0.iter().filter(|&&t| t > after).count() as u64
+    }
+    fn nth_after(&self, after: Millis, k: u64) -> Option<Millis> {
+        let k = usize::try_from(k).ok()?.checked_sub(1)?;
+        self.0.iter().copied().filter(|&t| t > after).nth(k)
+    }
+    fn newest(&self) -> Option<Millis> {
+        self.0.last().copied()
+    }
+}
+
+fn take_i64(bytes: &mut &[u8]) -> i64 {
+    let mut buf = [0u8; 8];
+    let n = bytes.len().min(8);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    *bytes = &bytes[n..];
+    i64::from_le_bytes(buf)
+}
+
+fn check(d: &Decision, cost: u64) {
+    assert!(d.remaining <= d.limit, "remaining above limit: {d:?}");
+    assert!(d.reset_after_ms <= MAX_COUNT, "reset_after too long: {d:?}");
+    match d.retry_after {
+        RetryAfter::Now => assert!(d.allowed, "{d:?}"),
+        RetryAfter::Never => assert!(!d.allowed && cost > d.limit, "{d:?}"),
+        RetryAfter::Ms(ms) => assert!(!d.allowed && ms <= MAX_COUNT, "{d:?}"),
+    }
+}
+
+/// Runs one input. Never returns an error: anything wrong is a panic.
+pub fn run(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    // Arguments end at the first 0xFF byte; what follows is state and clock.
+    let (arg_bytes, mut state) = match rest.iter().position(|&b| b == 0xff) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, &b""[..]),
+    };
+    let argv: Vec<&[u8]> = arg_bytes.split(|&b| b == 0).collect();
+    let now = take_i64(&mut state) >> 8;
+    // The stored-content decoders must accept or refuse any bytes without panicking.
+    let _ = codec::parse_uint(state);
+    let _ = codec::parse_micros(state);
+
+    match selector % 3 {
+        0 => {
+            let Some(params) = parse::<Fixed>(&argv) else {
+                return;
+            };
+            let stored = (!state.is_empty()).then(|| Counter {
+                used: take_i64(&mut state) as u64,
+                expires_at: take_i64(&mut state),
+            });
+            let out = fixed::decide(stored, now, params.0.limit, params.0.window, params.1);
+            check(&out.decision, params.1.get());
+        }
+        1 => {
+            let Some(params) = parse::<Sliding>(&argv) else {
+                return;
+            };
+            let mut times: Vec<Millis> = state
+                .chunks(2)
+                .map(|c| {
+                    now.wrapping_sub(i64::from(c[0]) * 97 + i64::from(*c.get(1).unwrap_or(&0)))
+                })
+                .collect();
+            times.sort_unstable();
+            let log = InputLog(times);
+            let out = sliding::decide(&log, now, params.0.limit, params.0.window, params.1);
+            check(&out.decision, params.1.get());
+            if let Some(a) = out.store {
+                assert!(a.at >= now && a.units == params.1.get(), "{a:?}");
+            }
+        }
+        _ => {
+            let Some(params) = parse::<BucketCommand>(&argv) else {
+                return;
+            };
+            let stored = (!state.is_empty()).then(|| Bucket {
+                level_micros: take_i64(&mut state) as u64 as u128
+                    * u128::from(take_i64(&mut state) as u16),
+                ts: take_i64(&mut state),
+            });
+            let out = bucket::decide(stored, now, params.0, params.1);
+            check(&out.decision, params.1.get());
+            if let Some(s) = out.store {
+                let full = u128::from(params.0.capacity.get()) * bucket::MICROS;
+                assert!(s.bucket.level_micros <= full, "{s:?}");
+                let mut buf = [0u8; 48];
+                let text = codec::format_micros(s.bucket.level_micros, &mut buf);
+                assert_eq!(codec::parse_micros(text), Some(s.bucket.level_micros));
+            }
+        }
+    }
+}
+
+/// Parses `key positional… [options]` the way the command does.
+fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, crate::algorithms::Cost)> {
+    let positional = L::SPEC.args.len();
+    if argv.len() < positional {
+        return None;
+    }
+    let params = L::parse(&argv[1..positional]).ok()?;
+    let options = args::options(argv[positional..].iter().copied()).ok()?;
+    Some((params, options.cost))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every input saved under fuzz/regressions (crashes once found, and seeds)
+    /// keeps passing.
+    #[test]
+    fn saved_fuzz_inputs_still_pass() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+        let mut ran = 0;
+        for entry in std::fs::read_dir(&dir).expect("fuzz/regressions") {
+            let path = entry.expect("entry").path();
+            super::run(&std::fs::read(&path).expect("read input"));
+            ran += 1;
+        }
+        assert!(ran > 0, "no inputs in {}", dir.display());
+    }
+}

@@ -30,7 +30,15 @@ pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
 pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Duration> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = bytes.split_at(digits);
-    let ms_per_unit: u64 = match unit.to_ascii_lowercase().as_slice() {
+    // Case-insensitive without allocating: units are at most two letters.
+    let mut lower = [0u8; 2];
+    if unit.len() > lower.len() {
+        return Err(Error::BadDuration(name));
+    }
+    for (l, u) in lower.iter_mut().zip(unit) {
+        *l = u.to_ascii_lowercase();
+    }
+    let ms_per_unit: u64 = match &lower[..unit.len()] {
         b"" | b"s" => 1000,
         b"ms" => 1,
         b"m" => 60_000,

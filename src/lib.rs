@@ -41,6 +41,8 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             );
         }
     }
+    // Constant strings the commands pass to the server, created once now.
+    storage::names::names();
     // Replaces the crate's default INFO callback with the `# rl` section.
     unsafe {
         if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {

@@ -6,6 +6,7 @@ use std::ptr;
 
 use redis_module::raw::{self, RedisModuleString};
 
+use super::names::names;
 use super::{bytes_of, codec, free_string, replicate, Key, Kind};
 use crate::algorithms::bucket::{Bucket, Store};
 use crate::algorithms::MAX_COUNT;
@@ -23,10 +24,10 @@ pub fn load(key: &Key) -> Result<Option<Bucket>> {
             unsafe {
                 rm!(RedisModule_HashGet)(
                     key.raw(),
-                    raw::REDISMODULE_HASH_CFIELDS as c_int,
-                    c"tokens".as_ptr(),
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    names().tokens.ptr(),
                     &mut tokens,
-                    c"ts".as_ptr(),
+                    names().ts.ptr(),
                     &mut ts,
                     ptr::null_mut::<std::os::raw::c_char>(),
                 )
@@ -57,10 +58,10 @@ pub fn store(key: &Key, store: Store) {
         let ts = rm!(RedisModule_CreateStringFromLongLong)(key.ctx(), store.bucket.ts);
         rm!(RedisModule_HashSet)(
             key.raw(),
-            raw::REDISMODULE_HASH_CFIELDS as c_int,
-            c"tokens".as_ptr(),
+            raw::REDISMODULE_HASH_NONE as c_int,
+            names().tokens.ptr(),
             tokens,
-            c"ts".as_ptr(),
+            names().ts.ptr(),
             ts,
             ptr::null_mut::<std::os::raw::c_char>(),
         );

@@ -25,6 +25,7 @@ pub mod counter;
 pub mod hash;
 pub mod key;
 pub mod log;
+pub mod names;
 mod replicate;
 
 pub use key::{Key, Kind};

@@ -9,6 +9,7 @@ use std::os::raw::{c_char, c_longlong};
 
 use redis_module::raw::RedisModuleString;
 
+use super::names::names;
 use super::Key;
 use crate::algorithms::Millis;
 
@@ -30,10 +31,10 @@ pub fn set_pxat(key: &Key, value: u64, at: Millis) {
         rm!(RedisModule_Replicate)(
             key.ctx(),
             c(c"SET"),
-            c(c"slcl"),
+            c(c"slsl"),
             key.name(),
             uint(value),
-            c(c"PXAT"),
+            names().pxat.ptr(),
             ll(at),
         )
     };
@@ -50,12 +51,12 @@ pub fn hset_bucket(key: &Key, tokens: &[u8], ts: Millis) {
         rm!(RedisModule_Replicate)(
             key.ctx(),
             c(c"HSET"),
-            c(c"scbcl"),
+            c(c"ssbsl"),
             key.name(),
-            c(c"tokens"),
+            names().tokens.ptr(),
             tokens.as_ptr().cast::<c_char>(),
             tokens.len(),
-            c(c"ts"),
+            names().ts.ptr(),
             ll(ts),
         )
     };
@@ -67,9 +68,9 @@ pub fn zremrangebyscore(key: &Key, max: Millis) {
         rm!(RedisModule_Replicate)(
             key.ctx(),
             c(c"ZREMRANGEBYSCORE"),
-            c(c"scl"),
+            c(c"ssl"),
             key.name(),
-            c(c"-inf"),
+            names().neg_inf.ptr(),
             ll(max),
         )
     };

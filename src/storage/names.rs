@@ -1,0 +1,53 @@
+//! Constant strings the hot path hands to the server: field names and command
+//! arguments, created once at load instead of allocated on every call.
+
+use std::sync::OnceLock;
+
+use redis_module::raw::{RedisModuleCtx, RedisModuleString};
+
+
+/// A server string kept for the module's lifetime. Only ever used on the main
+/// thread, like every RedisModuleString.
+pub struct Shared(*mut RedisModuleString);
+
+// SAFETY: created once at load and afterwards only read (its pointer passed to the
+// server) from the server's main thread.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    pub fn ptr(&self) -> *mut RedisModuleString {
+        self.0
+    }
+}
+
+pub struct Names {
+    pub tokens: Shared,
+    pub ts: Shared,
+    pub pxat: Shared,
+    pub neg_inf: Shared,
+}
+
+static NAMES: OnceLock<Names> = OnceLock::new();
+
+fn create(text: &str) -> Shared {
+    // A NULL context: the string is not freed with any call's context.
+    Shared(unsafe {
+        rm!(RedisModule_CreateString)(
+            std::ptr::null_mut::<RedisModuleCtx>(),
+            text.as_ptr().cast(),
+            text.len(),
+        )
+    })
+}
+
+/// The strings, created on first use (the module's load calls this once, so no
+/// command pays for it).
+pub fn names() -> &'static Names {
+    NAMES.get_or_init(|| Names {
+        tokens: create("tokens"),
+        ts: create("ts"),
+        pxat: create("PXAT"),
+        neg_inf: create("-inf"),
+    })
+}

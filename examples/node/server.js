@@ -1,0 +1,63 @@
+// Rate-limited HTTP server: Node's http module, ioredis and one RL.BUCKET call per request.
+//
+// Run:  npm ci && node server.js
+// Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (3000),
+//       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
+import http from "node:http";
+import { Redis } from "ioredis";
+
+const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", {
+  // Fail fast while Redis is down instead of queueing every request for seconds.
+  maxRetriesPerRequest: 1,
+});
+redis.on("error", (err) => console.error("redis:", err.message));
+
+const capacity = Number(process.env.RL_CAPACITY ?? 5);
+const tokens = Number(process.env.RL_TOKENS ?? 1);
+const period = process.env.RL_PERIOD ?? "1s"; // RL durations: 1500ms, 60, 1m, ...
+
+// Headers count whole seconds; round up so a client never retries too early.
+const ceilSeconds = (ms) => String(Math.ceil(ms / 1000));
+
+// Middleware: wraps a (req, res) handler, like the ones Express or Connect use.
+function withRateLimit(handler) {
+  return async (req, res) => {
+    // X-User stands in for an authenticated user id; trust such a header only
+    // behind your own auth. Without it, limit by the client's address.
+    const user = req.headers["x-user"] || req.socket.remoteAddress;
+    let reply;
+    try {
+      // One command: Redis reads, decides and writes atomically, so every
+      // instance of this server shares the same bucket without races.
+      reply = await redis.call("RL.BUCKET", `rl:api:${user}`, capacity, tokens, period);
+    } catch (err) {
+      // Fail open: a Redis outage should not take the whole API down.
+      // Answer 503 here instead if the limit protects something costly.
+      console.error("rate limiter unavailable; letting the request through:", err.message);
+      return handler(req, res);
+    }
+    const [allowed, limit, remaining, retryAfterMs, resetAfterMs] = reply;
+
+    // Set on every response, so clients can pace themselves before hitting 429.
+    res.setHeader("RateLimit-Limit", String(limit));
+    res.setHeader("RateLimit-Remaining", String(remaining));
+    res.setHeader("RateLimit-Reset", ceilSeconds(resetAfterMs));
+    if (allowed === 1) return handler(req, res);
+
+    // retryAfterMs is -1 when the call can never succeed (cost > capacity).
+    if (retryAfterMs >= 0) res.setHeader("Retry-After", ceilSeconds(retryAfterMs));
+    res.writeHead(429, { "Content-Type": "text/plain" });
+    res.end("Too Many Requests\n");
+  };
+}
+
+// The application being protected.
+function hello(req, res) {
+  res.writeHead(200, { "Content-Type": "text/plain" });
+  res.end("Hello!\n");
+}
+
+const port = Number(process.env.PORT ?? 3000);
+http.createServer(withRateLimit(hello)).listen(port, "127.0.0.1", () => {
+  console.log(`listening on http://127.0.0.1:${port}`);
+});

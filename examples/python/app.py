@@ -1,0 +1,96 @@
+"""Rate-limited HTTP server: a WSGI middleware that calls RL.BUCKET per request.
+
+Run:  pip install -r requirements.txt && python app.py
+Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
+      RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
+"""
+
+import logging
+import os
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIServer, make_server
+
+import redis
+
+log = logging.getLogger(__name__)
+
+
+def ceil_seconds(ms):
+    # Headers count whole seconds; round up so a client never retries too early.
+    return str(-(-ms // 1000))
+
+
+class RateLimit:
+    """WSGI middleware: wraps any WSGI app (Flask, Django, ...) the same way."""
+
+    def __init__(self, app, client, capacity, tokens, period):
+        self.app = app
+        self.redis = client
+        self.capacity, self.tokens, self.period = capacity, tokens, period
+
+    def __call__(self, environ, start_response):
+        # X-User stands in for an authenticated user id; trust such a header only
+        # behind your own auth. Without it, limit by the client's address.
+        user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+        try:
+            # One command: Redis reads, decides and writes atomically, so every
+            # instance of this app shares the same bucket without races.
+            allowed, limit, remaining, retry_ms, reset_ms = self.redis.execute_command(
+                "RL.BUCKET", f"rl:api:{user}", self.capacity, self.tokens, self.period
+            )
+        except redis.RedisError as err:
+            # Fail open: a Redis outage should not take the whole API down.
+            # Answer 503 here instead if the limit protects something costly.
+            log.warning("rate limiter unavailable (%s); letting the request through", err)
+            return self.app(environ, start_response)
+
+        headers = [
+            ("RateLimit-Limit", str(limit)),
+            ("RateLimit-Remaining", str(remaining)),
+            ("RateLimit-Reset", ceil_seconds(reset_ms)),
+        ]
+        if not allowed:
+            # retry_ms is -1 when the call can never succeed (cost > capacity).
+            if retry_ms >= 0:
+                headers.append(("Retry-After", ceil_seconds(retry_ms)))
+            start_response("429 Too Many Requests", [("Content-Type", "text/plain")] + headers)
+            return [b"Too Many Requests\n"]
+
+        # Allowed: pass the RateLimit-* headers on so clients can pace themselves.
+        def start_with_headers(status, response_headers, exc_info=None):
+            return start_response(status, response_headers + headers, exc_info)
+
+        return self.app(environ, start_with_headers)
+
+
+def hello(environ, start_response):
+    """The application being protected."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"Hello!\n"]
+
+
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    # wsgiref serves one request at a time; a thread per request keeps a slow
+    # client from blocking the others.
+    daemon_threads = True
+
+
+def main():
+    logging.basicConfig(level=logging.INFO)
+    # from_url gives a thread-safe connection pool shared by all requests.
+    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
+    app = RateLimit(
+        hello,
+        client,
+        capacity=int(os.environ.get("RL_CAPACITY", "5")),
+        tokens=int(os.environ.get("RL_TOKENS", "1")),
+        period=os.environ.get("RL_PERIOD", "1s"),  # RL durations: 1500ms, 60, 1m, ...
+    )
+    port = int(os.environ.get("PORT", "8000"))
+    with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
+        log.info("listening on http://127.0.0.1:%d", port)
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Smoke test of the HTTP examples in examples/ (python, node, rust), run by `make test`.
+#
+# Installs what each example needs (a venv under target/examples-venv, npm ci under
+# examples/node, cargo build into target/examples), starts a redis-server with the
+# module on a free port (RL_MODULE, or target/release/librl.so, built when missing),
+# then starts each example on a free port and checks over HTTP that a user gets
+# `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
+# while another user is unaffected. Prints PASS/FAIL per example; exits 1 on any failure.
+# Everything it starts is stopped on exit, also on failure or Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# The examples run with a slow refill (1 token a minute) so that no token comes back
+# while the test runs, however slow the machine: the countdown is then exact.
+capacity=5
+period=60s
+
+say() { echo "examples: $*"; }
+die() { echo "examples: $*" >&2; exit 1; }
+
+command -v python3 >/dev/null 2>&1 ||
+  die "python3 is missing (it runs the HTTP checks): apt-get install python3"
+command -v redis-server >/dev/null 2>&1 ||
+  die "redis-server is missing: run 'make deps' (or apt-get install redis-server)"
+command -v redis-cli >/dev/null 2>&1 ||
+  die "redis-cli is missing: run 'make deps' (or apt-get install redis-tools)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rl-examples.XXXXXX")
+pids=()
+
+stop() { # stop <pid>: TERM, up to 5 s to exit, then KILL
+  local pid=$1 i
+  kill "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local pid
+  for pid in ${pids[@]+"${pids[@]}"}; do stop "$pid"; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port <pid> <port> <seconds>: until something listens on the port; fails early
+# when the process has exited.
+wait_port() {
+  local pid=$1 port=$2 deadline=$((SECONDS + $3))
+  while ((SECONDS < deadline)); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+show_log() { # show_log <file>: the end of a log, indented
+  [ -s "$1" ] && tail -n 30 "$1" | sed 's/^/    | /' >&2
+  return 0
+}
+
+# --- redis-server with the module -------------------------------------------------
+
+module=${RL_MODULE:-$root/target/release/librl.so}
+if [ ! -f "$module" ]; then
+  [ -z "${RL_MODULE:-}" ] || die "RL_MODULE=$RL_MODULE does not exist"
+  say "building the module (cargo build --release)"
+  command -v cargo >/dev/null 2>&1 || die "cargo is missing: install Rust (https://rustup.rs)"
+  cargo build --release --quiet
+fi
+
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp" --save "" --appendonly no \
+  --loadmodule "$module" >"$tmp/redis.log" 2>&1 &
+redis_pid=$!
+pids+=("$redis_pid")
+deadline=$((SECONDS + 10))
+until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ]; do
+  if ! kill -0 "$redis_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+    show_log "$tmp/redis.log"
+    die "redis-server with $module did not start"
+  fi
+  sleep 0.1
+done
+redis_url="redis://127.0.0.1:$redis_port"
+
+# --- the HTTP check ---------------------------------------------------------------
+
+# check <base url> <name>: the contract every example must meet (standard library only).
+check() {
+  python3 - "$1" "$2" "$capacity" <<'PY'
+import sys, urllib.request, urllib.error
+
+base, name, capacity = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def get(user=None):
+    req = urllib.request.Request(base + "/", headers={"X-User": user} if user else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+def expect(cond, what, status, headers):
+    if not cond:
+        shown = {k: headers.get(k) for k in
+                 ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After")}
+        sys.exit(f"{what}: got {status} {shown}")
+
+def num(headers, field):
+    value = headers.get(field)
+    return int(value) if value is not None and value.isdigit() else None
+
+user = f"smoke-{name}"
+for i in range(1, capacity + 1):
+    status, h = get(user)
+    what = f"request {i} of {capacity + 1}"
+    expect(status == 200, f"{what}: want 200", status, h)
+    expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
+    expect(num(h, "RateLimit-Remaining") == capacity - i,
+           f"{what}: want RateLimit-Remaining {capacity - i}", status, h)
+    expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+    expect(h.get("Retry-After") is None, f"{what}: want no Retry-After when allowed", status, h)
+
+status, h = get(user)
+what = f"request {capacity + 1} of {capacity + 1}"
+expect(status == 429, f"{what}: want 429", status, h)
+expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
+expect(num(h, "RateLimit-Remaining") == 0, f"{what}: want RateLimit-Remaining 0", status, h)
+expect((num(h, "Retry-After") or 0) >= 1, f"{what}: want Retry-After >= 1", status, h)
+expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+
+status, h = get(user + "-other")
+expect(status == 200 and num(h, "RateLimit-Remaining") == capacity - 1,
+       f"another user: want 200 with RateLimit-Remaining {capacity - 1}", status, h)
+
+# Without X-User the key is the client's address (shared by the three examples here).
+status, h = get()
+expect(status == 200 and num(h, "RateLimit-Limit") == capacity,
+       "no X-User (keyed by address): want 200", status, h)
+PY
+}
+
+# --- the examples -----------------------------------------------------------------
+# setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
+
+setup_python() {
+  command -v python3 >/dev/null 2>&1 || { echo "python3 is missing"; return 1; }
+  local venv=$root/target/examples-venv req=$root/examples/python/requirements.txt
+  export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+  if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv" >"$tmp/venv.log" 2>&1; then
+    rm -rf "$venv" # Debian without python3-venv leaves a venv without pip behind
+  fi
+  if [ -x "$venv/bin/python" ]; then
+    "$venv/bin/python" -m pip install --quiet -r "$req" || return 1
+    cmd=("$venv/bin/python" -u "$root/examples/python/app.py")
+  else
+    # No venv module: install into a plain directory on PYTHONPATH instead.
+    local deps=$root/target/examples-pydeps
+    python3 -m pip --version >/dev/null 2>&1 ||
+      { echo "neither 'python3 -m venv' nor pip works: apt-get install python3-venv (or python3-pip)"; return 1; }
+    rm -rf "$deps"
+    python3 -m pip install --quiet --target "$deps" -r "$req" || return 1
+    cmd=(env PYTHONPATH="$deps" python3 -u "$root/examples/python/app.py")
+  fi
+}
+
+setup_node() {
+  command -v node >/dev/null 2>&1 || { echo "node is missing: install Node.js 20 or newer"; return 1; }
+  command -v npm >/dev/null 2>&1 || { echo "npm is missing: install npm"; return 1; }
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  ((major >= 20)) || { echo "node $(node --version) is too old: ioredis 6 needs Node.js 20 or newer"; return 1; }
+  # npm ci installs exactly what package-lock.json says.
+  (cd "$root/examples/node" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+  cmd=(node "$root/examples/node/server.js")
+}
+
+setup_rust() {
+  command -v cargo >/dev/null 2>&1 || { echo "cargo is missing: install Rust (https://rustup.rs)"; return 1; }
+  # --locked: build exactly what Cargo.lock says; the example is its own workspace.
+  cargo build --locked --quiet --manifest-path "$root/examples/rust/Cargo.toml" \
+    --target-dir "$root/target/examples" || return 1
+  cmd=("$root/target/examples/debug/rl-example")
+}
+
+passed=0
+failed=0
+for name in python node rust; do
+  log=$tmp/$name.log
+  started=$SECONDS
+  cmd=()
+  if ! setup_"$name" >"$tmp/$name-setup.log" 2>&1; then
+    echo "FAIL $name: could not install or build it" >&2
+    show_log "$tmp/$name-setup.log"
+    failed=$((failed + 1))
+    continue
+  fi
+  port=$(free_port)
+  REDIS_URL=$redis_url PORT=$port RL_CAPACITY=$capacity RL_TOKENS=1 RL_PERIOD=$period \
+    "${cmd[@]}" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  if ! wait_port "$pid" "$port" 20; then
+    echo "FAIL $name: the server did not listen on port $port within 20 s" >&2
+    show_log "$log"
+    failed=$((failed + 1))
+  elif ! reason=$(check "http://127.0.0.1:$port" "$name" 2>&1); then
+    echo "FAIL $name: $reason" >&2
+    show_log "$log"
+    failed=$((failed + 1))
+  else
+    echo "PASS $name: $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected ($((SECONDS - started)) s)"
+    passed=$((passed + 1))
+  fi
+  stop "$pid"
+done
+
+echo "examples: $passed passed, $failed failed"
+((failed == 0))

@@ -4,7 +4,7 @@
 PORT ?= 6379
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench fuzz
+.PHONY: help deps build run test unit lint fmt clean bench fuzz examples
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -19,8 +19,10 @@ build: deps ## Build the module (target/release/librl.so)
 run: build ## Start redis-server with the module on PORT (default 6379)
 	@PORT=$(PORT) scripts/run.sh
 
-test: deps ## Unit, property and integration tests against real redis-servers
+test: build ## Unit, property and integration tests against real redis-servers, examples, bench smoke
 	$(CARGO) test --all-features
+	@scripts/examples.sh
+	@BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
 
 unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test --all-features --lib
@@ -28,6 +30,9 @@ unit: deps ## Only the unit and property tests (no server)
 lint: deps ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --all-features -- -D warnings
+
+examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a fresh redis-server
+	@scripts/examples.sh
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

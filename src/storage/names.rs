@@ -5,7 +5,6 @@ use std::sync::OnceLock;
 
 use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
-
 /// A server string kept for the module's lifetime. Only ever used on the main
 /// thread, like every RedisModuleString.
 pub struct Shared(*mut RedisModuleString);

@@ -19,6 +19,17 @@ if command -v redis-cli >/dev/null 2>&1 && redis-cli -p "$port" ping >/dev/null 
   exit 1
 fi
 
+# The server runs in the foreground of this script; Ctrl-C stops it.
+redis-server --port "$port" --dir "$dir" --save "" --appendonly no \
+  --loadmodule "$module" &
+server=$!
+trap 'kill -INT "$server" 2>/dev/null; wait "$server"; exit 0' INT TERM
+for _ in $(seq 1 100); do
+  redis-cli -p "$port" ping >/dev/null 2>&1 && break
+  kill -0 "$server" 2>/dev/null || { wait "$server"; exit 1; }
+  sleep 0.1
+done
+
 cat <<MSG
 
   RL is loaded in redis-server on port $port. In another terminal, try:
@@ -31,5 +42,4 @@ cat <<MSG
   Stop the server with Ctrl-C.
 
 MSG
-exec redis-server --port "$port" --dir "$dir" --save "" --appendonly no \
-  --loadmodule "$module"
+wait "$server"

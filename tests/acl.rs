@@ -1,0 +1,203 @@
+//! ACL users and RL commands on Redis 7.0.
+//!
+//! Contract: the key is declared (read-write), so ACL key patterns apply to it; a
+//! module command on 7.0 belongs to no ACL category, so users get RL commands by
+//! name (`+rl.fixed`), by `+@all`, or, on servers that let modules add categories
+//! (7.2+), through them. Errors are asserted by code word (`NOPERM`); the texts
+//! differ across versions.
+
+mod common;
+use common::*;
+
+use std::collections::HashMap;
+
+const PASSWORD: &str = "pw";
+
+/// Every RL command with a limit (capacity) of 3 per hour.
+const COMMANDS: [(&str, &[&str]); 3] = [
+    ("RL.FIXED", &["3", "1h"]),
+    ("RL.SLIDING", &["3", "1h"]),
+    ("RL.BUCKET", &["3", "1", "1h"]),
+];
+
+/// ACL rules: the key pattern and the three commands by name.
+fn rl_rules(key_pattern: &str) -> Vec<&str> {
+    vec![key_pattern, "+rl.fixed", "+rl.sliding", "+rl.bucket"]
+}
+
+/// Each command's arguments on its own key `<prefix><command>`, with `cost`.
+fn calls(prefix: &str, cost: Option<u64>) -> Vec<Vec<String>> {
+    COMMANDS
+        .iter()
+        .map(|(name, params)| {
+            let mut args = vec![name.to_string(), format!("{prefix}{name}")];
+            args.extend(params.iter().map(|p| p.to_string()));
+            if let Some(n) = cost {
+                args.extend(["COST".to_string(), n.to_string()]);
+            }
+            args
+        })
+        .collect()
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn as_bytes(args: &[String]) -> Vec<&[u8]> {
+    args.iter().map(|a| a.as_bytes()).collect()
+}
+
+/// Creates `user` with the password and the given rules.
+fn set_user(admin: &mut Connection, user: &str, rules: &[&str]) {
+    let _: () = cmd("ACL")
+        .arg("SETUSER")
+        .arg(user)
+        .arg("on")
+        .arg(format!(">{PASSWORD}"))
+        .arg(rules)
+        .query(admin)
+        .unwrap_or_else(|e| panic!("ACL SETUSER {user} {rules:?}: {e}"));
+}
+
+/// A connection authenticated as `user`.
+fn login(s: &Server, user: &str) -> Connection {
+    let mut c = s.conn();
+    let _: () = cmd("AUTH")
+        .arg(user)
+        .arg(PASSWORD)
+        .query(&mut c)
+        .expect("AUTH");
+    c
+}
+
+fn exists(admin: &mut Connection, key: &str) -> bool {
+    cmd("EXISTS").arg(key).query(admin).expect("EXISTS")
+}
+
+/// The newest ACL LOG entry as (reason, object, username).
+fn last_denial(admin: &mut Connection) -> (String, String, String) {
+    let entries: Vec<HashMap<String, redis::Value>> =
+        cmd("ACL").arg("LOG").arg(1).query(admin).expect("ACL LOG");
+    let entry = entries.first().expect("an ACL LOG entry");
+    let text = |field: &str| -> String {
+        let value = entry
+            .get(field)
+            .unwrap_or_else(|| panic!("no {field} in {entry:?}"));
+        redis::from_redis_value(value).expect("a string")
+    };
+    (text("reason"), text("object"), text("username"))
+}
+
+/// Asserts that `user` is refused `args` with NOPERM for the `reason` (`key` or
+/// `command`) naming `object`, and that nothing was written.
+fn assert_denied(s: &Server, user: &str, args: &[String], reason: &str, object: &str) {
+    let mut admin = s.conn();
+    let err = error_of(&mut login(s, user), &as_bytes(args));
+    assert!(err.starts_with("NOPERM "), "{user} {args:?}: {err}");
+    let (why, what, who) = last_denial(&mut admin);
+    assert_eq!(
+        (why.as_str(), what.to_lowercase(), who.as_str()),
+        (reason, object.to_lowercase(), user),
+        "ACL LOG for {user} {args:?}"
+    );
+    assert!(!exists(&mut admin, &args[1]), "{args:?} created its key");
+}
+
+/// Asserts that `user` may run every RL command on `<prefix><command>` keys.
+fn assert_allowed(s: &Server, user: &str, prefix: &str) {
+    let mut c = login(s, user);
+    for args in calls(prefix, None) {
+        let r = rl(&mut c, &as_strs(&args));
+        assert_eq!((r.allowed, r.remaining), (1, 2), "{user} {args:?}");
+        assert!(exists(&mut s.conn(), &args[1]), "{args:?} wrote its key");
+    }
+}
+
+/// Whether this server lets modules put commands in ACL categories (7.2+).
+fn module_categories_supported(c: &mut Connection) -> bool {
+    let info: String = cmd("INFO").arg("server").query(c).expect("INFO");
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .expect("redis_version");
+    let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap()) >= (7, 2)
+}
+
+#[test]
+fn a_user_with_the_rl_commands_and_an_rl_key_pattern_can_limit_rl_keys() {
+    let s = Server::start();
+    set_user(&mut s.conn(), "limiter", &rl_rules("~rl:*"));
+    assert_allowed(&s, "limiter", "rl:");
+}
+
+#[test]
+fn a_user_with_an_rl_key_pattern_gets_noperm_on_other_keys_and_writes_nothing() {
+    let s = Server::start();
+    set_user(&mut s.conn(), "limiter", &rl_rules("~rl:*"));
+    for cost in [None, Some(0), Some(1)] {
+        for args in calls("secret:", cost) {
+            assert_denied(&s, "limiter", &args, "key", &args[1]);
+        }
+    }
+    let keys: Vec<String> = cmd("KEYS").arg("*").query(&mut s.conn()).expect("KEYS");
+    assert!(keys.is_empty(), "{keys:?}");
+}
+
+#[test]
+fn a_user_without_the_rl_commands_gets_noperm_for_the_command() {
+    let s = Server::start();
+    let mut admin = s.conn();
+    set_user(&mut admin, "reader", &["~*", "+@read"]);
+    set_user(&mut admin, "no-bucket", &["~*", "+@all", "-rl.bucket"]);
+    for args in calls("rl:", None) {
+        assert_denied(&s, "reader", &args, "command", &args[0]);
+    }
+    // `+@all` includes module commands; one can be taken away by name.
+    let mut c = login(&s, "no-bucket");
+    for args in calls("rl:", None) {
+        if args[0] == "RL.BUCKET" {
+            assert_denied(&s, "no-bucket", &args, "command", &args[0]);
+        } else {
+            assert_eq!(rl(&mut c, &as_strs(&args)).allowed, 1, "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn write_category_includes_rl_commands_only_where_modules_can_set_categories() {
+    let s = Server::start();
+    let mut admin = s.conn();
+    set_user(&mut admin, "writer", &["~*", "+@write", "+@read"]);
+    let write: Vec<String> = cmd("ACL")
+        .arg("CAT")
+        .arg("write")
+        .query(&mut admin)
+        .expect("ACL CAT write");
+    let listed: Vec<&String> = write.iter().filter(|c| c.starts_with("rl.")).collect();
+    if module_categories_supported(&mut admin) {
+        assert_eq!(listed.len(), COMMANDS.len(), "{listed:?}");
+        assert_allowed(&s, "writer", "rl:");
+    } else {
+        // Redis 7.0: module commands have no category, `+@write` does not grant them.
+        assert!(listed.is_empty(), "{listed:?}");
+        for args in calls("rl:", None) {
+            assert_denied(&s, "writer", &args, "command", &args[0]);
+        }
+    }
+}
+
+#[test]
+fn rl_keys_need_both_read_and_write_key_permissions() {
+    let s = Server::start();
+    let mut admin = s.conn();
+    for (user, pattern) in [("read-only", "%R~rl:*"), ("write-only", "%W~rl:*")] {
+        set_user(&mut admin, user, &rl_rules(pattern));
+        for args in calls("rl:", None) {
+            assert_denied(&s, user, &args, "key", &args[1]);
+        }
+    }
+    set_user(&mut admin, "read-write", &rl_rules("%RW~rl:*"));
+    assert_allowed(&s, "read-write", "rl:");
+}

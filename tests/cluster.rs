@@ -1,0 +1,469 @@
+//! RL on a real Redis Cluster.
+//!
+//! Contract: the key (first argument) is declared to Redis, so the cluster routes each
+//! call to the node that owns the key's slot, a node refuses keys it does not own
+//! with MOVED, hash tags keep a user's limiters on one slot, and a replica that takes
+//! over a failed primary goes on with the limiter state replicated before the failure.
+
+mod common;
+mod topology;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use redis::cluster::cluster_pipe;
+use redis::cluster_routing::get_slot;
+use topology::{Cluster, Migration, SLOTS};
+
+const DAY_MS: i64 = 86_400_000;
+
+/// One RL command with a limit (capacity) of 3 per day: nothing comes back in a test.
+struct Limiter {
+    name: &'static str,
+    /// Appended to a key's hash tag, so each command has its own key.
+    suffix: &'static str,
+    params: &'static [&'static str],
+}
+
+const LIMITERS: [Limiter; 3] = [
+    Limiter {
+        name: "RL.FIXED",
+        suffix: "fixed",
+        params: &["3", "1d"],
+    },
+    Limiter {
+        name: "RL.SLIDING",
+        suffix: "sliding",
+        params: &["3", "1d"],
+    },
+    Limiter {
+        name: "RL.BUCKET",
+        suffix: "bucket",
+        params: &["3", "1", "1d"],
+    },
+];
+
+/// Five calls on a fresh key with a limit of 3: (allowed, remaining) of each.
+const FIVE_CALLS: [(i64, i64); 5] = [(1, 2), (1, 1), (1, 0), (0, 0), (0, 0)];
+
+impl Limiter {
+    fn key(&self, tag: &str) -> String {
+        format!("{{{tag}}}:{}", self.suffix)
+    }
+
+    fn args(&self, key: &str, cost: Option<u64>) -> Vec<String> {
+        let mut args = vec![self.name.to_string(), key.to_string()];
+        args.extend(self.params.iter().map(|p| p.to_string()));
+        if let Some(n) = cost {
+            args.extend(["COST".to_string(), n.to_string()]);
+        }
+        args
+    }
+
+    fn cmd(&self, key: &str, cost: Option<u64>) -> redis::Cmd {
+        let args = self.args(key, cost);
+        let mut command = cmd(&args[0]);
+        command.arg(&args[1..]);
+        command
+    }
+}
+
+/// (allowed, remaining) of raw replies.
+fn decisions(replies: &[Vec<i64>]) -> Vec<(i64, i64)> {
+    replies.iter().map(|r| (r[0], r[2])).collect()
+}
+
+/// A hash tag for each slot (found with the client's CRC16; the server's view is
+/// checked separately), in slot order.
+fn tags_for(slots: &BTreeSet<u16>) -> Vec<(u16, String)> {
+    let mut found = std::collections::BTreeMap::new();
+    for n in 0u32.. {
+        let tag = format!("t{n}");
+        let slot = get_slot(tag.as_bytes());
+        if slots.contains(&slot) {
+            found.entry(slot).or_insert(tag);
+            if found.len() == slots.len() {
+                return found.into_iter().collect();
+            }
+        }
+    }
+    unreachable!("every slot has a tag")
+}
+
+fn dbsize(c: &mut Connection) -> i64 {
+    cmd("DBSIZE").query(c).expect("DBSIZE")
+}
+
+#[test]
+fn a_cluster_client_runs_every_command_on_keys_across_all_slots_with_exact_per_key_limits() {
+    let cluster = Cluster::start(3, 0);
+    let primaries = cluster.primaries();
+    assert_eq!(primaries.len(), 3, "{primaries:?}");
+    // Every 16th slot, and both ends of each node's range.
+    let mut slots: BTreeSet<u16> = (0..SLOTS).step_by(16).collect();
+    for p in &primaries {
+        slots.extend([p.first_slot(), p.last_slot()]);
+    }
+    let tags = tags_for(&slots);
+    assert!(tags.len() * LIMITERS.len() >= 3000, "{} tags", tags.len());
+    align_to_window(&mut cluster.conn(primaries[0].port), DAY_MS, 60_000);
+
+    let mut client = cluster.client();
+    for chunk in tags.chunks(128) {
+        let mut pipe = cluster_pipe();
+        for (_, tag) in chunk {
+            for l in &LIMITERS {
+                for _ in FIVE_CALLS {
+                    pipe.add_command(l.cmd(&l.key(tag), None));
+                }
+            }
+        }
+        let replies: Vec<Vec<i64>> = pipe.query(&mut client).expect("every call succeeds");
+        let mut per_key = replies.chunks(FIVE_CALLS.len());
+        for (_, tag) in chunk {
+            for l in &LIMITERS {
+                let got = decisions(per_key.next().expect("replies for every key"));
+                assert_eq!(got, FIVE_CALLS, "{} {}", l.name, l.key(tag));
+            }
+        }
+    }
+
+    // Each node holds exactly the keys of the slots it owns, as the server hashes them.
+    for p in &primaries {
+        let mine: Vec<u16> = tags.iter().map(|t| t.0).filter(|&s| p.owns(s)).collect();
+        assert!(mine.len() > 300, "node {} got {} slots", p.port, mine.len());
+        let mut c = cluster.conn(p.port);
+        let mut pipe = redis::pipe();
+        for slot in &mine {
+            pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot);
+        }
+        let counts: Vec<i64> = pipe.query(&mut c).expect("COUNTKEYSINSLOT");
+        for (slot, n) in mine.iter().zip(counts) {
+            assert_eq!(n, LIMITERS.len() as i64, "keys in slot {slot}");
+        }
+        assert_eq!(
+            dbsize(&mut c),
+            (mine.len() * LIMITERS.len()) as i64,
+            "node {}",
+            p.port
+        );
+    }
+}
+
+#[test]
+fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactions_and_scripts() {
+    let cluster = Cluster::start(3, 0);
+    let keys = ["{user42}:api", "{user42}:login", "{user42}:upload"];
+    let slot = cluster.keyslot(keys[0]);
+    for key in keys {
+        assert_eq!(cluster.keyslot(key), slot, "{key}");
+    }
+    let owner = cluster.owner(slot);
+    let mut c = cluster.conn(owner.port);
+    align_to_window(&mut c, DAY_MS, 60_000);
+
+    // One unit of each limiter in one MULTI/EXEC on the owning node.
+    let mut tx = redis::pipe();
+    tx.atomic();
+    for (l, key) in LIMITERS.iter().zip(keys) {
+        tx.add_command(l.cmd(key, None));
+    }
+    let replies: Vec<Vec<i64>> = tx.query(&mut c).expect("MULTI/EXEC");
+    assert_eq!(decisions(&replies), [(1, 2); 3], "inside MULTI/EXEC");
+
+    // The cluster client finds the same state on the same node.
+    let mut client = cluster.client();
+    for (l, key) in LIMITERS.iter().zip(keys) {
+        let replies: Vec<Vec<i64>> = (0..3)
+            .map(|_| l.cmd(key, None).query(&mut client).expect(l.name))
+            .collect();
+        assert_eq!(decisions(&replies), [(1, 1), (1, 0), (0, 0)], "{key}");
+    }
+    for p in cluster.primaries() {
+        let expected = if p.port == owner.port { keys.len() } else { 0 };
+        assert_eq!(dbsize(&mut cluster.conn(p.port)), expected as i64, "{p:?}");
+    }
+
+    // A script may call the limiters of one user, but not of two users.
+    let script = "return {redis.call('RL.FIXED', KEYS[1], 3, '1d', 'COST', 0), \
+                  redis.call('RL.SLIDING', KEYS[2], 3, '1d', 'COST', 0)}";
+    let eval = |a: &str, b: &str| {
+        let mut command = cmd("EVAL");
+        command.arg(script).arg(2).arg(a).arg(b);
+        command
+    };
+    let replies: Vec<Vec<i64>> = eval(keys[0], keys[1])
+        .query(&mut client)
+        .expect("EVAL on one hash tag");
+    assert_eq!(decisions(&replies), [(1, 0); 2], "from Lua");
+    assert_ne!(cluster.keyslot("{user7}:api"), slot, "another user's slot");
+    let err = eval(keys[0], "{user7}:api")
+        .query::<redis::Value>(&mut client)
+        .expect_err("EVAL across slots");
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+}
+
+#[test]
+fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
+    let cluster = Cluster::start(3, 0);
+    let primaries = cluster.primaries();
+    let here = &primaries[0];
+    let mut c = cluster.conn(here.port);
+    for other in &primaries[1..] {
+        let slot = other.first_slot();
+        let (_, tag) = &tags_for(&BTreeSet::from([slot]))[0];
+        for l in &LIMITERS {
+            for cost in [None, Some(0)] {
+                let args = l.args(&l.key(tag), cost);
+                let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+                assert_eq!(
+                    error_of(&mut c, &args),
+                    format!("MOVED {slot} 127.0.0.1:{}", other.port),
+                    "{} {cost:?} on node {}",
+                    l.name,
+                    here.port
+                );
+            }
+        }
+    }
+    let (_, own) = &tags_for(&BTreeSet::from([here.first_slot()]))[0];
+    for l in &LIMITERS {
+        let args = l.args(&l.key(own), None);
+        let r = rl(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            (r.allowed, r.remaining),
+            (1, 2),
+            "{} on its own slot",
+            l.name
+        );
+    }
+    for p in &primaries {
+        let expected = if p.port == here.port {
+            LIMITERS.len()
+        } else {
+            0
+        };
+        assert_eq!(dbsize(&mut cluster.conn(p.port)), expected as i64, "{p:?}");
+    }
+}
+
+#[test]
+fn command_getkeys_finds_the_key_of_every_rl_command_as_read_write() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for l in &LIMITERS {
+        for cost in [None, Some(2)] {
+            let args = l.args("the:key", cost);
+            let keys: Vec<String> = cmd("COMMAND")
+                .arg("GETKEYS")
+                .arg(&args)
+                .query(&mut c)
+                .expect("COMMAND GETKEYS");
+            assert_eq!(keys, ["the:key"], "{args:?}");
+            let flagged: Vec<(String, Vec<String>)> = cmd("COMMAND")
+                .arg("GETKEYSANDFLAGS")
+                .arg(&args)
+                .query(&mut c)
+                .expect("COMMAND GETKEYSANDFLAGS");
+            assert_eq!(flagged.len(), 1, "{flagged:?}");
+            assert_eq!(flagged[0].0, "the:key");
+            assert!(
+                flagged[0].1.iter().any(|f| f == "RW"),
+                "{args:?}: {flagged:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait() {
+    let mut cluster = Cluster::start(3, 1);
+    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("acct7")).collect();
+    let slot = cluster.keyslot(&keys[0]);
+    let primary = cluster.owner(slot);
+    let replica = cluster.replica_of(&primary);
+
+    let mut c = cluster.conn(primary.port);
+    align_to_window(&mut c, DAY_MS, 60_000);
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut c).expect(l.name);
+        assert_eq!(decisions(&[r]), [(1, 1)], "{key} before the failure");
+    }
+    let acked: i64 = cmd("WAIT").arg(1).arg(10_000).query(&mut c).expect("WAIT");
+    assert_eq!(acked, 1, "the replica acknowledged the writes");
+    let before: Vec<_> = keys
+        .iter()
+        .map(|k| snapshot(&mut c, k.as_bytes()))
+        .collect();
+    drop(c);
+
+    cluster.kill(primary.port);
+    cluster.wait_for_owner(slot, replica.port);
+
+    let mut promoted = cluster.conn(replica.port);
+    let after: Vec<_> = keys
+        .iter()
+        .map(|k| snapshot(&mut promoted, k.as_bytes()))
+        .collect();
+    assert_eq!(
+        after, before,
+        "DUMP and PEXPIRETIME on the promoted replica"
+    );
+
+    let mut client = cluster.client();
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let replies: Vec<Vec<i64>> = (0..2)
+            .map(|_| l.cmd(key, None).query(&mut client).expect(l.name))
+            .collect();
+        assert_eq!(
+            decisions(&replies),
+            [(1, 0), (0, 0)],
+            "{key} goes on from 2 of 3"
+        );
+        let fresh: Vec<i64> = l
+            .cmd(&format!("{key}:fresh"), None)
+            .query(&mut client)
+            .expect(l.name);
+        assert_eq!(decisions(&[fresh]), [(1, 2)], "a new key after failover");
+    }
+}
+
+/// Asserts that a key moved by MIGRATE kept its value and (almost) its expiry:
+/// MIGRATE carries a TTL as relative time, so the expiry shifts by the transfer time.
+fn assert_moved_intact(key: &str, before: &(Option<Vec<u8>>, i64), after: &(Option<Vec<u8>>, i64)) {
+    assert!(before.0.is_some(), "{key} existed before");
+    assert_eq!(after.0, before.0, "DUMP of {key} after the move");
+    let shift = after.1 - before.1;
+    assert!(
+        (0..1000).contains(&shift),
+        "PEXPIRETIME of {key} moved by {shift} ms"
+    );
+}
+
+#[test]
+fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
+    let cluster = Cluster::start(3, 0);
+    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("shop9")).collect();
+    let slot = cluster.keyslot(&keys[0]);
+    let from = cluster.owner(slot);
+    let to = cluster
+        .primaries()
+        .into_iter()
+        .find(|n| n.port != from.port)
+        .expect("another primary");
+    let mut source = cluster.conn(from.port);
+    align_to_window(&mut source, DAY_MS, 60_000);
+    let mut client = cluster.client();
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut client).expect(l.name);
+        assert_eq!(decisions(&[r]), [(1, 1)], "{key}");
+    }
+    let before: Vec<_> = keys
+        .iter()
+        .map(|k| snapshot(&mut source, k.as_bytes()))
+        .collect();
+
+    let migration = Migration::begin(&cluster, slot, to.port);
+    migration.migrate(&keys[..1]);
+    // Half-way, the source sends calls on the moved key, and on new keys, to the
+    // target with ASK, and still serves the keys it holds.
+    let fixed = &LIMITERS[0];
+    for key in [keys[0].clone(), format!("{}:new", keys[0])] {
+        let args = fixed.args(&key, None);
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        assert_eq!(
+            error_of(&mut source, &args),
+            format!("ASK {slot} 127.0.0.1:{}", to.port),
+            "{key} during the migration"
+        );
+    }
+    for (l, key) in LIMITERS.iter().zip(&keys).skip(1) {
+        let r: Vec<i64> = l.cmd(key, Some(0)).query(&mut source).expect(l.name);
+        assert_eq!(decisions(&[r]), [(1, 1)], "{key} still on the source");
+    }
+    // A node importing a slot serves its keys only to commands after ASKING.
+    let mut target = cluster.conn(to.port);
+    let moved: (Option<Vec<u8>>, i64) = redis::pipe()
+        .cmd("ASKING")
+        .ignore()
+        .cmd("DUMP")
+        .arg(&keys[0])
+        .cmd("ASKING")
+        .ignore()
+        .cmd("PEXPIRETIME")
+        .arg(&keys[0])
+        .query(&mut target)
+        .expect("DUMP and PEXPIRETIME after ASKING");
+    assert_moved_intact(&keys[0], &before[0], &moved);
+    // The cluster client follows ASK to the counter that moved.
+    let r: Vec<i64> = fixed.cmd(&keys[0], None).query(&mut client).expect("ASK");
+    assert_eq!(decisions(&[r]), [(1, 0)], "{} on the target", keys[0]);
+
+    migration.finish();
+    assert_eq!(dbsize(&mut source), 0, "every key left the source");
+    for (i, key) in keys.iter().enumerate().skip(1) {
+        assert_moved_intact(key, &before[i], &snapshot(&mut target, key.as_bytes()));
+    }
+    let mut client = cluster.client();
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, None).query(&mut client).expect(l.name);
+        let expected = if l.name == fixed.name { (0, 0) } else { (1, 0) };
+        assert_eq!(decisions(&[r]), [expected], "{key} after the move");
+    }
+}
+
+#[test]
+fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
+    let mut cluster = Cluster::start(3, 1);
+    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("acct8")).collect();
+    let slot = cluster.keyslot(&keys[0]);
+    let primary = cluster.owner(slot);
+    let replica = cluster.replica_of(&primary);
+    let wait_replica =
+        |c: &mut Connection, ms: u64| -> i64 { cmd("WAIT").arg(1).arg(ms).query(c).expect("WAIT") };
+
+    let mut c = cluster.conn(primary.port);
+    align_to_window(&mut c, DAY_MS, 60_000);
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, None).query(&mut c).expect(l.name);
+        assert_eq!(decisions(&[r]), [(1, 2)], "{key}");
+    }
+    assert_eq!(
+        wait_replica(&mut c, 10_000),
+        1,
+        "the first unit is replicated"
+    );
+
+    // A replica paused for writes holds back its primary's stream.
+    let mut r = cluster.conn(replica.port);
+    let _: () = cmd("CLIENT")
+        .arg(&["PAUSE", "60000", "WRITE"])
+        .query(&mut r)
+        .expect("CLIENT PAUSE");
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut c).expect(l.name);
+        assert_eq!(decisions(&[r]), [(1, 0)], "{key}");
+    }
+    assert_eq!(
+        wait_replica(&mut c, 300),
+        0,
+        "WAIT tells the rest is not replicated"
+    );
+    drop(c);
+
+    cluster.kill(primary.port);
+    cluster.wait_for_owner(slot, replica.port);
+    let _: () = cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut r)
+        .expect("CLIENT UNPAUSE");
+    let mut client = cluster.client();
+    for (l, key) in LIMITERS.iter().zip(&keys) {
+        let r: Vec<i64> = l.cmd(key, None).query(&mut client).expect(l.name);
+        assert_eq!(
+            decisions(&[r]),
+            [(1, 1)],
+            "{key}: only the acknowledged unit survived"
+        );
+    }
+}

@@ -1,0 +1,341 @@
+//! Many mixed RL calls against a primary with two replicas, one with the module and
+//! one without it.
+//!
+//! Contract: replicas receive only native effects with absolute times, so after they
+//! catch up they hold the primary's keys with byte-identical values (DUMP) and the
+//! same absolute expiries (PEXPIRETIME), and no other keys, whatever mix of allowed,
+//! rejected, COST 0 and COST n calls, and keys expiring and coming back, produced them.
+//!
+//! Keys expire while the servers are compared, so the comparison is made exact:
+//! the primary's key list is read before the replicas', nothing writes meanwhile, and
+//! only keys that outlive the whole comparison (by their absolute expiry) must match.
+
+mod common;
+use common::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const DAY_MS: i64 = 86_400_000;
+const CALLS: usize = 10_000;
+const ROUNDS: usize = 5;
+const PIPELINE: usize = 500;
+/// Server time between the starts of two rounds: longer than any short-lived key
+/// lives, so the next round finds those keys expired.
+const ROUND_GAP_MS: i64 = 250;
+
+/// Keys of one command under one policy.
+struct Policy {
+    command: &'static str,
+    /// How long its keys live: `day`, `seconds` or `short` (< ROUND_GAP_MS).
+    lifetime: &'static str,
+    params: &'static [&'static str],
+    /// Limit (capacity): the first parameter.
+    limit: u64,
+    keys: usize,
+}
+
+const POLICIES: [Policy; 9] = [
+    Policy {
+        command: "RL.FIXED",
+        lifetime: "day",
+        params: &["3", "1d"],
+        limit: 3,
+        keys: 100,
+    },
+    Policy {
+        command: "RL.SLIDING",
+        lifetime: "day",
+        params: &["4", "1d"],
+        limit: 4,
+        keys: 100,
+    },
+    Policy {
+        command: "RL.BUCKET",
+        lifetime: "day",
+        params: &["5", "1", "1d"],
+        limit: 5,
+        keys: 100,
+    },
+    Policy {
+        command: "RL.FIXED",
+        lifetime: "seconds",
+        params: &["4", "2s"],
+        limit: 4,
+        keys: 60,
+    },
+    Policy {
+        command: "RL.SLIDING",
+        lifetime: "seconds",
+        params: &["4", "3s"],
+        limit: 4,
+        keys: 60,
+    },
+    Policy {
+        command: "RL.BUCKET",
+        lifetime: "seconds",
+        params: &["4", "2", "1s"],
+        limit: 4,
+        keys: 60,
+    },
+    Policy {
+        command: "RL.FIXED",
+        lifetime: "short",
+        params: &["2", "100ms"],
+        limit: 2,
+        keys: 40,
+    },
+    Policy {
+        command: "RL.SLIDING",
+        lifetime: "short",
+        params: &["2", "150ms"],
+        limit: 2,
+        keys: 40,
+    },
+    Policy {
+        command: "RL.BUCKET",
+        lifetime: "short",
+        params: &["3", "3", "150ms"],
+        limit: 3,
+        keys: 40,
+    },
+];
+
+/// One call of the workload.
+struct Call {
+    policy: &'static Policy,
+    key: String,
+    cost: Option<u64>,
+}
+
+impl Call {
+    fn cmd(&self) -> redis::Cmd {
+        let mut command = cmd(self.policy.command);
+        command.arg(&self.key).arg(self.policy.params);
+        if let Some(n) = self.cost {
+            command.arg("COST").arg(n);
+        }
+        command
+    }
+
+    /// What the reply says happened.
+    fn outcome(&self, reply: &[i64]) -> &'static str {
+        let limit = self.policy.limit as i64;
+        assert_eq!(reply.len(), 5, "{}: {reply:?}", self.key);
+        assert_eq!(reply[1], limit, "{}: {reply:?}", self.key);
+        assert!((0..=limit).contains(&reply[2]), "{}: {reply:?}", self.key);
+        match (self.cost.unwrap_or(1), reply[0]) {
+            (0, 1) => "inspected",
+            (n, 0) if n > self.policy.limit && reply[3] == -1 => "never",
+            (n, 0) if n <= self.policy.limit && reply[3] > 0 => "rejected",
+            (n, 1) if n > 0 && n <= self.policy.limit && reply[3] == 0 => "allowed",
+            _ => panic!(
+                "{} COST {:?}: impossible reply {reply:?}",
+                self.key, self.cost
+            ),
+        }
+    }
+}
+
+/// xorshift64: the same calls on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// The calls of the workload: every policy, many keys, and the cost mix
+/// 70% default, 10% COST 0, 15% COST 2, 5% COST above the limit.
+fn workload() -> Vec<Call> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    (0..CALLS)
+        .map(|_| {
+            let policy = &POLICIES[rng.below(POLICIES.len())];
+            let key = format!(
+                "{}:{}:{}",
+                policy.command.to_lowercase(),
+                policy.lifetime,
+                rng.below(policy.keys)
+            );
+            let cost = match rng.below(20) {
+                0..=1 => Some(0),
+                2..=4 => Some(2),
+                5 => Some(policy.limit + 1),
+                6..=8 => Some(1),
+                _ => None,
+            };
+            Call { policy, key, cost }
+        })
+        .collect()
+}
+
+fn info_field(c: &mut Connection, section: &str, name: &str) -> i64 {
+    let info: String = cmd("INFO").arg(section).query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+}
+
+fn keys(c: &mut Connection) -> BTreeSet<String> {
+    cmd("KEYS").arg("*").query(c).expect("KEYS")
+}
+
+type Snapshot = (Option<Vec<u8>>, i64);
+
+/// DUMP and PEXPIRETIME of every key, in one pipeline.
+fn snapshots(c: &mut Connection, keys: &BTreeSet<String>) -> BTreeMap<String, Snapshot> {
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+    }
+    let values: Vec<redis::Value> = pipe.query(c).expect("DUMP and PEXPIRETIME");
+    keys.iter()
+        .zip(values.chunks(2))
+        .map(|(key, v)| {
+            let dump = redis::from_redis_value(&v[0]).expect("DUMP");
+            let at = redis::from_redis_value(&v[1]).expect("PEXPIRETIME");
+            (key.clone(), (dump, at))
+        })
+        .collect()
+}
+
+/// Compares the replicas with the primary (no writes may run meanwhile) and returns
+/// the primary's keys with their snapshots. Every key the primary lists has an
+/// expiry; every key that outlives the comparison is on each replica with the same
+/// DUMP and PEXPIRETIME; a replica lists no key the primary did not list before it.
+fn assert_replicas_match(
+    primary: &mut Connection,
+    replicas: &mut [(&str, Connection)],
+) -> BTreeMap<String, Snapshot> {
+    let listed = keys(primary);
+    let listed_by: Vec<BTreeSet<String>> = replicas.iter_mut().map(|(_, c)| keys(c)).collect();
+    let want = snapshots(primary, &listed);
+    let got: Vec<_> = replicas
+        .iter_mut()
+        .map(|(_, c)| snapshots(c, &listed))
+        .collect();
+    // Keys expiring after this instant lived through every read above.
+    let end = server_ms(primary);
+
+    for (key, (_, at)) in &want {
+        // -2: expired since KEYS listed it.
+        assert_ne!(*at, -1, "{key} has no expiry on the primary");
+    }
+    for (((name, _), listed_here), got) in replicas.iter().zip(&listed_by).zip(&got) {
+        let extra: Vec<_> = listed_here.difference(&listed).collect();
+        assert!(
+            extra.is_empty(),
+            "{name} has keys the primary lacks: {extra:?}"
+        );
+        for (key, snap) in want.iter().filter(|(_, (_, at))| *at > end) {
+            assert!(listed_here.contains(key), "{name} lacks {key}");
+            assert_eq!(
+                got.get(key),
+                Some(snap),
+                "{name}: DUMP and PEXPIRETIME of {key}"
+            );
+        }
+    }
+    want
+}
+
+#[test]
+fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_calls() {
+    let primary = Server::start();
+    let with_module = primary.replica(true);
+    let without_module = primary.replica(false);
+    let mut c = primary.conn();
+    // No day-long fixed window ends during the test.
+    align_to_window(&mut c, DAY_MS, 120_000);
+
+    let calls = workload();
+    let mut outcomes = BTreeMap::<(&str, &str), usize>::new();
+    let mut written_for_a_day = BTreeSet::new();
+    let mut next_round_at = 0;
+    for round in calls.chunks(CALLS / ROUNDS) {
+        wait_for(Duration::from_secs(10), "the next round", || {
+            (server_ms(&mut c) >= next_round_at).then_some(())
+        });
+        next_round_at = server_ms(&mut c) + ROUND_GAP_MS;
+        for batch in round.chunks(PIPELINE) {
+            let mut pipe = redis::pipe();
+            for call in batch {
+                pipe.add_command(call.cmd());
+            }
+            let replies: Vec<Vec<i64>> = pipe.query(&mut c).expect("every call succeeds");
+            for (call, reply) in batch.iter().zip(&replies) {
+                let outcome = call.outcome(reply);
+                *outcomes.entry((call.policy.command, outcome)).or_default() += 1;
+                if outcome == "allowed" && call.policy.lifetime == "day" {
+                    written_for_a_day.insert(call.key.clone());
+                }
+            }
+        }
+    }
+    for policy in &POLICIES[..3] {
+        for outcome in ["allowed", "rejected", "inspected", "never"] {
+            let n = outcomes.get(&(policy.command, outcome)).copied();
+            assert!(
+                n.unwrap_or(0) > 0,
+                "no {outcome} {} call: {outcomes:?}",
+                policy.command
+            );
+        }
+    }
+    assert!(
+        info_field(&mut c, "stats", "expired_keys") > 0,
+        "some keys expired during the workload"
+    );
+
+    let mut replicas = [
+        ("the replica with the module", with_module.conn()),
+        ("the replica without the module", without_module.conn()),
+    ];
+    for replica in [&with_module, &without_module] {
+        primary.sync(replica);
+    }
+    let live = assert_replicas_match(&mut c, &mut replicas);
+    let missing: Vec<_> = written_for_a_day
+        .iter()
+        .filter(|k| !live.contains_key(*k))
+        .collect();
+    assert!(missing.is_empty(), "day-long keys missing: {missing:?}");
+
+    // Once every key of a short policy has expired, the servers hold exactly the
+    // same keys, and all of them outlive the comparison.
+    let day_long = server_ms(&mut c) + 60_000;
+    let last_short = live
+        .values()
+        .map(|&(_, at)| at)
+        .filter(|&at| at < day_long)
+        .max()
+        .unwrap_or(0);
+    wait_for(
+        Duration::from_secs(10),
+        "short-lived keys to expire",
+        || (server_ms(&mut c) > last_short).then_some(()),
+    );
+    for replica in [&with_module, &without_module] {
+        primary.sync(replica);
+    }
+    let live = assert_replicas_match(&mut c, &mut replicas);
+    let end = server_ms(&mut c);
+    assert!(live.values().all(|&(_, at)| at > end), "{live:?}");
+    let remaining: BTreeSet<String> = live.into_keys().collect();
+    assert_eq!(
+        remaining, written_for_a_day,
+        "exactly the day-long keys that took units remain"
+    );
+    for (name, r) in &mut replicas {
+        assert_eq!(keys(r), remaining, "{name}: the same keys");
+    }
+    // It holds the data, but could not serve RL calls if it were promoted.
+    let err = error_of(&mut replicas[1].1, &[b"RL.FIXED", b"k", b"3", b"1d"]);
+    assert!(err.starts_with("ERR unknown command"), "{err}");
+}

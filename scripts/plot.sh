@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `make plot`: draws docs/algorithms.png, the same traffic sent to RL.FIXED, RL.SLIDING
+# and RL.BUCKET on a real redis-server (scripts/plot.py).
+#
+#   PLOT_OUT=path   where to write the PNG (default docs/algorithms.png; with
+#                   PLOT_QUICK=1 a temporary file, removed on exit)
+#   PLOT_QUICK=1    smoke mode used by `make test`: about 2 s of traffic
+#   RL_MODULE=path  the module to load (default target/release/librl.so, built when missing)
+#
+# Installs matplotlib (the version pinned in scripts/plot-requirements.txt) into a venv
+# under target/plot-venv, or, where `python3 -m venv` does not work, into
+# target/plot-pydeps on PYTHONPATH. Starts its own redis-server on a free port, stopped
+# on exit, also on failure or Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+say() { echo "plot: $*"; }
+die() { echo "plot: $*" >&2; exit 1; }
+
+command -v python3 >/dev/null 2>&1 || die "python3 is missing: apt-get install python3"
+command -v redis-server >/dev/null 2>&1 ||
+  die "redis-server is missing: run 'make deps' (or apt-get install redis-server)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rl-plot.XXXXXX")
+redis_pid=""
+cleanup() {
+  if [ -n "$redis_pid" ]; then
+    kill "$redis_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+quick=()
+if [ -n "${PLOT_QUICK:-}" ] && [ "${PLOT_QUICK}" != 0 ]; then
+  quick=(--quick)
+  out=${PLOT_OUT:-$tmp/algorithms.png}
+else
+  out=${PLOT_OUT:-$root/docs/algorithms.png}
+fi
+
+# --- matplotlib ---------------------------------------------------------------------
+
+req=$root/scripts/plot-requirements.txt
+venv=$root/target/plot-venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+# Installed already for exactly these requirements: skip pip (it takes seconds).
+installed() { [ -f "$1/.plot-requirements" ] && cmp -s "$req" "$1/.plot-requirements"; }
+
+if [ ! -x "$venv/bin/python" ] && ! python3 -m venv "$venv" >"$tmp/venv.log" 2>&1; then
+  rm -rf "$venv" # Debian without python3-venv leaves a venv without pip behind
+fi
+if [ -x "$venv/bin/python" ]; then
+  if ! installed "$venv"; then
+    say "installing $(grep -v '^#' "$req" | tr '\n' ' ')into $venv"
+    "$venv/bin/python" -m pip install --quiet -r "$req" || die "pip install -r $req failed"
+    cp "$req" "$venv/.plot-requirements"
+  fi
+  python=("$venv/bin/python")
+else
+  # No venv module: install into a plain directory on PYTHONPATH instead.
+  deps=$root/target/plot-pydeps
+  if ! installed "$deps"; then
+    python3 -m pip --version >/dev/null 2>&1 ||
+      die "neither 'python3 -m venv' nor pip works: apt-get install python3-venv (or python3-pip)"
+    say "no venv ('python3 -m venv' failed); installing into $deps"
+    rm -rf "$deps"
+    python3 -m pip install --quiet --no-warn-conflicts --target "$deps" -r "$req" || die "pip install --target failed"
+    cp "$req" "$deps/.plot-requirements"
+  fi
+  python=(env PYTHONPATH="$deps${PYTHONPATH:+:$PYTHONPATH}" python3)
+fi
+# matplotlib's font cache lives with the install, not in the user's home.
+export MPLBACKEND=Agg MPLCONFIGDIR=$root/target/plot-mplconfig
+
+# --- redis-server with the module ---------------------------------------------------
+
+module=${RL_MODULE:-$root/target/release/librl.so}
+if [ ! -f "$module" ]; then
+  [ -z "${RL_MODULE:-}" ] || die "RL_MODULE=$RL_MODULE does not exist"
+  say "building the module (cargo build --release)"
+  command -v cargo >/dev/null 2>&1 || die "cargo is missing: install Rust (https://rustup.rs)"
+  cargo build --release --quiet
+fi
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save "" --appendonly no \
+  --loadmodule "$module" >"$tmp/redis.log" 2>&1 &
+redis_pid=$!
+deadline=$((SECONDS + 10))
+until (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 && read -r -t 2 pong <&3 &&
+  [ "${pong%$'\r'}" = "+PONG" ]) 2>/dev/null; do
+  if ! kill -0 "$redis_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+    tail -n 20 "$tmp/redis.log" | sed 's/^/    | /' >&2
+    die "redis-server with $module did not start (no PONG within 10 s; its log is above)"
+  fi
+  sleep 0.1
+done
+
+"${python[@]}" "$root/scripts/plot.py" --port "$port" --out "$out" ${quick[@]+"${quick[@]}"}
+if [ -n "${quick[*]:-}" ] && [ -z "${PLOT_OUT:-}" ]; then
+  say "(smoke run: the picture is removed on exit; set PLOT_OUT=path to keep it)"
+fi

@@ -2,9 +2,10 @@
 # `make run` and `make test` install what is missing (Debian/apt), then build.
 
 PORT ?= 6379
+BASE_PORT ?= 7000
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench fuzz examples
+.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -23,6 +24,7 @@ test: build ## Unit, property and integration tests against real redis-servers, 
 	$(CARGO) test --all-features
 	@scripts/examples.sh
 	@BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
+	@PLOT_QUICK=1 scripts/plot.sh >/dev/null && echo "plot smoke: ok"
 
 unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test --all-features --lib
@@ -33,6 +35,12 @@ lint: deps ## rustfmt check and clippy with warnings as errors
 
 examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a fresh redis-server
 	@scripts/examples.sh
+
+cluster: build ## Start a local 3-shard Redis Cluster with RL on ports BASE_PORT.. (default 7000); Ctrl-C stops it
+	@BASE_PORT=$(BASE_PORT) scripts/cluster.sh
+
+plot: build ## Draw docs/algorithms.png: the same traffic on the three commands (PLOT_OUT=path)
+	@scripts/plot.sh
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

@@ -9,27 +9,11 @@
 
 use crate::algorithms::bucket::{self, Bucket};
 use crate::algorithms::fixed::{self, Counter};
-use crate::algorithms::sliding::{self, Log};
+use crate::algorithms::sliding::{self, VecLog};
 use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::args;
 use crate::commands::{Bucket as BucketCommand, Fixed, Limiter, Sliding};
 use crate::storage::codec;
-
-/// A small log read from the input, sorted.
-struct InputLog(Vec<Millis>);
-
-impl Log for InputLog {
-    fn count_after(&self, after: Millis) -> u64 {
-        self.0.iter().filter(|&&t| t > after).count() as u64
-    }
-    fn nth_after(&self, after: Millis, k: u64) -> Option<Millis> {
-        let k = usize::try_from(k).ok()?.checked_sub(1)?;
-        self.0.iter().copied().filter(|&t| t > after).nth(k)
-    }
-    fn newest(&self) -> Option<Millis> {
-        self.0.last().copied()
-    }
-}
 
 fn take_i64(bytes: &mut &[u8]) -> i64 {
     let mut buf = [0u8; 8];
@@ -88,7 +72,7 @@ pub fn run(data: &[u8]) {
                 })
                 .collect();
             times.sort_unstable();
-            let log = InputLog(times);
+            let log = VecLog(times);
             let out = sliding::decide(&log, now, params.0.limit, params.0.window, params.1);
             check(&out.decision, params.1.get());
             if let Some(a) = out.store {

@@ -83,12 +83,12 @@ pub fn decide(log: &impl Log, now: Millis, limit: Count, window: Duration, cost:
     }
 }
 
-/// A log kept in a sorted vector: the reference the tests apply outcomes to.
-#[cfg(test)]
+/// A log kept in a sorted vector: what the tests and the fuzzer decide against.
+#[doc(hidden)]
 #[derive(Debug, Default, Clone)]
 pub struct VecLog(pub Vec<Millis>);
 
-#[cfg(test)]
+#[doc(hidden)]
 impl VecLog {
     pub fn apply(&mut self, append: &Append) {
         self.0.retain(|&t| t > append.drop_through);
@@ -98,7 +98,6 @@ impl VecLog {
     }
 }
 
-#[cfg(test)]
 impl Log for VecLog {
     fn count_after(&self, after: Millis) -> u64 {
         self.0.iter().filter(|&&t| t > after).count() as u64

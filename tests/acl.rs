@@ -71,10 +71,6 @@ fn login(s: &Server, user: &str) -> Connection {
     c
 }
 
-fn exists(admin: &mut Connection, key: &str) -> bool {
-    cmd("EXISTS").arg(key).query(admin).expect("EXISTS")
-}
-
 /// The newest ACL LOG entry as (reason, object, username).
 fn last_denial(admin: &mut Connection) -> (String, String, String) {
     let entries: Vec<HashMap<String, redis::Value>> =
@@ -116,12 +112,8 @@ fn assert_allowed(s: &Server, user: &str, prefix: &str) {
 
 /// Whether this server lets modules put commands in ACL categories (7.2+).
 fn module_categories_supported(c: &mut Connection) -> bool {
-    let info: String = cmd("INFO").arg("server").query(c).expect("INFO");
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .expect("redis_version");
-    let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+    let version = info_str(c, "server", "redis_version");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap());
     (parts.next().unwrap(), parts.next().unwrap()) >= (7, 2)
 }
 

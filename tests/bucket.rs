@@ -10,12 +10,7 @@ mod common;
 use common::*;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-const PATIENCE: Duration = Duration::from_secs(20);
-/// How long one reply may take. A MULTI of n commands to a hung server fails
-/// after about n times this (redis-rs reads every reply before reporting).
-const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 const MICROS: i128 = 1_000_000;
 
 /// The parameters of `RL.BUCKET key capacity tokens period`, the period in ms.
@@ -129,10 +124,7 @@ impl Bucket {
     /// be full again; anything else leaves the key byte-identical.
     fn call(&self, c: &mut Connection, key: &str, cost: i64) -> Step {
         let args = self.args(key, cost);
-        let mut call = cmd(&args[0]);
-        for a in &args[1..] {
-            call.arg(a);
-        }
+        let call = command_of(&args);
         let mut p = redis::pipe();
         p.atomic();
         read_state(&mut p, key)
@@ -155,13 +147,7 @@ impl Bucket {
             .query(c)
             .unwrap_or_else(|e| panic!("{args:?} in MULTI: {e}"));
         assert_eq!(raw.len(), 5, "{args:?} replied {raw:?}");
-        let reply = Reply {
-            allowed: raw[0],
-            limit: raw[1],
-            remaining: raw[2],
-            retry_after: raw[3],
-            reset_after: raw[4],
-        };
+        let reply = Reply::of(&raw);
         let (lo, hi) = (ms_of(t0), ms_of(t1));
         let before = parse_hash(&hash_before);
         let step = Step {
@@ -278,31 +264,6 @@ fn format_micros(micros: i128) -> String {
     } else {
         format!("{}.{frac}", micros / MICROS)
     }
-}
-
-/// A connection that gives up on a hung server instead of hanging the test.
-fn connect(s: &Server) -> Connection {
-    let c = s.conn();
-    c.set_read_timeout(Some(REPLY_TIMEOUT))
-        .expect("read timeout");
-    c
-}
-
-/// A TIME reply in ms.
-fn ms_of((s, us): (i64, i64)) -> i64 {
-    s * 1000 + us / 1000
-}
-
-/// Polls the server clock until it reaches `t`; returns the time read.
-fn wait_until(c: &mut Connection, t: i64) -> i64 {
-    wait_for(PATIENCE, "the server clock", || {
-        let now = server_ms(c);
-        (now >= t).then_some(now)
-    })
-}
-
-fn exists(c: &mut Connection, key: &str) -> bool {
-    cmd("EXISTS").arg(key).query::<i64>(c).expect("EXISTS") == 1
 }
 
 #[test]

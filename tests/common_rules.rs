@@ -43,20 +43,23 @@ const HASH: &[&str] = &["HSET", "k", "tokens", "1", "ts", "1"];
 const ZSET: &[&str] = &["ZADD", "k", "1", "a"];
 const STREAM: &[&str] = &["XADD", "k", "*", "a", "1"];
 
+/// `limit window`, as RL.FIXED and RL.SLIDING take them.
+const LIMIT_WINDOW: &[Param] = &[
+    Param {
+        name: "limit",
+        kind: Kind::Count,
+        valid: "5",
+    },
+    Param {
+        name: "window",
+        kind: Kind::Duration,
+        valid: "1h",
+    },
+];
+
 const FIXED: Limiter = Limiter {
     name: "RL.FIXED",
-    params: &[
-        Param {
-            name: "limit",
-            kind: Kind::Count,
-            valid: "5",
-        },
-        Param {
-            name: "window",
-            kind: Kind::Duration,
-            valid: "1h",
-        },
-    ],
+    params: LIMIT_WINDOW,
     arity: -4,
     fast: true,
     native_type: "string",
@@ -74,18 +77,7 @@ const FIXED: Limiter = Limiter {
 
 const SLIDING: Limiter = Limiter {
     name: "RL.SLIDING",
-    params: &[
-        Param {
-            name: "limit",
-            kind: Kind::Count,
-            valid: "5",
-        },
-        Param {
-            name: "window",
-            kind: Kind::Duration,
-            valid: "1h",
-        },
-    ],
+    params: LIMIT_WINDOW,
     arity: -4,
     fast: false,
     native_type: "zset",
@@ -163,13 +155,7 @@ impl Limiter {
         )
         .expect("an array of integers");
         assert_eq!(v.len(), 5, "{} replied {v:?}", self.name);
-        Reply {
-            allowed: v[0],
-            limit: v[1],
-            remaining: v[2],
-            retry_after: v[3],
-            reset_after: v[4],
-        }
+        Reply::of(&v)
     }
 
     /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
@@ -204,17 +190,9 @@ fn error_of_line(c: &mut Connection, line: &[Vec<u8>]) -> String {
     error_of(c, &args)
 }
 
-fn exists(c: &mut Connection, key: &[u8]) -> bool {
-    cmd("EXISTS").arg(key).query::<i64>(c).expect("EXISTS") == 1
-}
-
 /// `rdb_changes_since_last_save` from INFO persistence.
 fn dirty(c: &mut Connection) -> i64 {
-    let info: String = cmd("INFO").arg("persistence").query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("rdb_changes_since_last_save in INFO persistence")
+    info_field(c, "persistence", "rdb_changes_since_last_save")
 }
 
 /// A status, bulk or integer reply as text.
@@ -789,12 +767,7 @@ fn a_read_only_replica_refuses_the_commands() {
 fn commands_are_refused_when_out_of_memory() {
     let s = Server::start();
     let mut c = s.conn();
-    let _: () = cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(1)
-        .query(&mut c)
-        .unwrap();
+    config_set(&mut c, "maxmemory", 1);
     for lim in LIMITERS {
         let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &[]));
         assert!(e.starts_with("OOM "), "{}: {e}", lim.name);

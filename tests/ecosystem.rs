@@ -12,6 +12,15 @@ fn info_rl(c: &mut Connection) -> std::collections::HashMap<String, u64> {
         .collect()
 }
 
+/// CONFIG GET rl.sliding-max-limit: the name and the value.
+fn sliding_max_limit(c: &mut Connection) -> Vec<String> {
+    cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(c)
+        .unwrap()
+}
+
 #[test]
 fn info_counts_allowed_rejected_and_errored_calls_per_command() {
     let s = Server::start();
@@ -54,30 +63,16 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
 fn sliding_max_limit_is_a_module_config() {
     let s = Server::start();
     let mut c = s.conn();
-    let got: Vec<String> = cmd("CONFIG")
-        .arg("GET")
-        .arg("rl.sliding-max-limit")
-        .query(&mut c)
-        .unwrap();
+    let got = sliding_max_limit(&mut c);
     assert_eq!(got, ["rl.sliding-max-limit", "100000"]);
     let e = error_of(&mut c, &[b"RL.SLIDING", b"k", b"100001", b"1s"]);
     assert!(e.contains("100000") && e.contains("RL.BUCKET"), "{e}");
 
-    let _: () = cmd("CONFIG")
-        .arg("SET")
-        .arg("rl.sliding-max-limit")
-        .arg(200_000)
-        .query(&mut c)
-        .unwrap();
+    config_set(&mut c, "rl.sliding-max-limit", 200_000);
     let r = rl(&mut c, &["RL.SLIDING", "k", "100001", "1s", "COST", "0"]);
     assert_eq!(r.limit, 100_001);
 
-    let _: () = cmd("CONFIG")
-        .arg("SET")
-        .arg("rl.sliding-max-limit")
-        .arg(3)
-        .query(&mut c)
-        .unwrap();
+    config_set(&mut c, "rl.sliding-max-limit", 3);
     let e = error_of(&mut c, &[b"RL.SLIDING", b"k", b"4", b"1s"]);
     assert!(e.contains("from 1 to 3"), "{e}");
 
@@ -88,11 +83,7 @@ fn sliding_max_limit_is_a_module_config() {
         );
         assert!(e.starts_with("ERR"), "{bad}: {e}");
     }
-    let got: Vec<String> = cmd("CONFIG")
-        .arg("GET")
-        .arg("rl.sliding-max-limit")
-        .query(&mut c)
-        .unwrap();
+    let got = sliding_max_limit(&mut c);
     assert_eq!(got[1], "3", "a refused value changes nothing");
 }
 
@@ -109,11 +100,7 @@ fn sliding_max_limit_can_be_given_at_load_time() {
         ..Options::default()
     });
     let mut c = s.conn();
-    let got: Vec<String> = cmd("CONFIG")
-        .arg("GET")
-        .arg("rl.sliding-max-limit")
-        .query(&mut c)
-        .unwrap();
+    let got = sliding_max_limit(&mut c);
     assert_eq!(got[1], "250000");
 }
 
@@ -121,10 +108,7 @@ fn sliding_max_limit_can_be_given_at_load_time() {
 fn an_invalid_load_time_setting_stops_the_server_with_a_clear_log() {
     let dir = std::env::temp_dir().join(format!("rl-bad-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap();
+    let port = free_port();
     let out = std::process::Command::new("redis-server")
         .args(["--port", &port.to_string(), "--save", "", "--dir"])
         .arg(&dir)

@@ -23,16 +23,17 @@ fn timed(c: &mut Connection, args: &[&str]) -> (Reply, i64, i64) {
     (r, t0, t1)
 }
 
-fn pexpiretime(c: &mut Connection, key: &str) -> i64 {
-    cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME")
-}
-
 fn get(c: &mut Connection, key: &str) -> Option<String> {
     cmd("GET").arg(key).query(c).expect("GET")
 }
 
-fn exists(c: &mut Connection, key: &str) -> bool {
-    cmd("EXISTS").arg(key).query::<i64>(c).expect("EXISTS") == 1
+/// A call with limit 5 under `window` on a key `k` holding 2 units from another
+/// window: allowed, it keeps the count (3 now). Returns the TIME bracket [t0, t1].
+fn call_keeping_count_of_two(c: &mut Connection, window: &str) -> (i64, i64) {
+    let (r, t0, t1) = timed(c, &["RL.FIXED", "k", "5", window]);
+    assert_eq!((r.allowed, r.remaining), (1, 2), "{r:?}");
+    assert_eq!(get(c, "k").as_deref(), Some("3"));
+    (t0, t1)
 }
 
 /// `ms` is what a call made at some instant in [t0, t1] measures until `end`.
@@ -69,8 +70,11 @@ fn replies_with_five_fields_and_counts_down() {
     );
     let end = now - now % 60_000 + 60_000;
     assert!(r.reset_after > 0 && r.reset_after <= end - now, "{r:?}");
-    let at: i64 = cmd("PEXPIRETIME").arg("user:42").query(&mut c).unwrap();
-    assert_eq!(at, end, "the key expires exactly at the window's end");
+    assert_eq!(
+        pexpiretime(&mut c, "user:42"),
+        end,
+        "the key expires exactly at the window's end"
+    );
     let v: i64 = cmd("GET").arg("user:42").query(&mut c).unwrap();
     assert_eq!(v, 1);
 }
@@ -371,9 +375,7 @@ fn a_longer_window_keeps_the_count_and_expires_at_its_own_end() {
     // 2 s left in the 10 s window, hence in the minute too.
     align_to_window(&mut c, 10_000, 2_000);
     rl(&mut c, &["RL.FIXED", "k", "5", "10s", "COST", "2"]);
-    let (r, t0, t1) = timed(&mut c, &["RL.FIXED", "k", "5", "1m"]);
-    assert_eq!((r.allowed, r.remaining), (1, 2), "{r:?}");
-    assert_eq!(get(&mut c, "k").as_deref(), Some("3"));
+    let (t0, t1) = call_keeping_count_of_two(&mut c, "1m");
     assert_expires_at_window_end(&mut c, "k", 60_000, t0, t1);
 }
 
@@ -393,9 +395,7 @@ fn a_shorter_window_keeps_the_count_and_expires_at_the_current_window_end() {
         },
     );
     rl(&mut c, &["RL.FIXED", "k", "5", "1h", "COST", "2"]);
-    let (r, t0, t1) = timed(&mut c, &["RL.FIXED", "k", "5", "10s"]);
-    assert_eq!((r.allowed, r.remaining), (1, 2), "{r:?}");
-    assert_eq!(get(&mut c, "k").as_deref(), Some("3"));
+    let (t0, t1) = call_keeping_count_of_two(&mut c, "10s");
     assert_expires_at_window_end(&mut c, "k", 10_000, t0, t1);
 }
 
@@ -414,9 +414,7 @@ fn shorter_window_expires_at_the_current_window_end_even_one_window_before_the_o
     });
     let (_, t0, t1) = timed(&mut c, &["RL.FIXED", "k", "5", "2000ms", "COST", "2"]);
     let old_end = assert_expires_at_window_end(&mut c, "k", 2_000, t0, t1);
-    let (r, t0, t1) = timed(&mut c, &["RL.FIXED", "k", "5", "1000ms"]);
-    assert_eq!((r.allowed, r.remaining), (1, 2), "{r:?}");
-    assert_eq!(get(&mut c, "k").as_deref(), Some("3"));
+    let (t0, t1) = call_keeping_count_of_two(&mut c, "1000ms");
     let at = pexpiretime(&mut c, "k");
     assert_eq!(
         at,

@@ -174,14 +174,6 @@ fn workload() -> Vec<Call> {
         .collect()
 }
 
-fn info_field(c: &mut Connection, section: &str, name: &str) -> i64 {
-    let info: String = cmd("INFO").arg(section).query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-}
-
 fn keys(c: &mut Connection) -> BTreeSet<String> {
     cmd("KEYS").arg("*").query(c).expect("KEYS")
 }

@@ -97,21 +97,12 @@ fn expect(r: Reply, allowed: i64, remaining: i64, what: &str) {
     );
 }
 
-/// An integer field of an INFO section.
-fn info_int(c: &mut Connection, section: &str, field: &str) -> i64 {
-    let info: String = cmd("INFO").arg(section).query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}:\n{info}"))
-}
-
 fn repl_offset(c: &mut Connection) -> i64 {
-    info_int(c, "replication", "master_repl_offset")
+    info_field(c, "replication", "master_repl_offset")
 }
 
 fn rdb_changes(c: &mut Connection) -> i64 {
-    info_int(c, "persistence", "rdb_changes_since_last_save")
+    info_field(c, "persistence", "rdb_changes_since_last_save")
 }
 
 fn wait_until_server_ms(c: &mut Connection, at: i64) {
@@ -548,8 +539,7 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
 /// The commands the first allowed call on `key` must have propagated, rebuilt
 /// from the key's state on the primary.
 fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<String>> {
-    let at: i64 = cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME");
-    let at = at.to_string();
+    let at = pexpiretime(c, key).to_string();
     let wrap = |effects: Vec<Vec<String>>| {
         let mut all = vec![strings(&["MULTI"])];
         all.extend(effects);

@@ -410,22 +410,12 @@ fn writes_are_refused_at_maxmemory_and_nothing_is_written() {
             .query(&mut c)
             .unwrap();
     }
-    let info: String = cmd("INFO").arg("memory").query(&mut c).unwrap();
-    let used: i64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory");
+    let used = info_field(&mut c, "memory", "used_memory");
     for (name, value) in [
         ("maxmemory-policy", "noeviction".to_string()),
         ("maxmemory", (used / 2).to_string()),
     ] {
-        let _: () = cmd("CONFIG")
-            .arg("SET")
-            .arg(name)
-            .arg(value)
-            .query(&mut c)
-            .unwrap();
+        config_set(&mut c, name, value);
     }
     for args in [
         &["RL.FIXED", "oom", "5", "1m"][..],
@@ -435,8 +425,7 @@ fn writes_are_refused_at_maxmemory_and_nothing_is_written() {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         let e = error_of(&mut c, &bytes);
         assert!(e.starts_with("OOM"), "{args:?}: {e}");
-        let exists: i64 = cmd("EXISTS").arg("oom").query(&mut c).unwrap();
-        assert_eq!(exists, 0);
+        assert!(!exists(&mut c, "oom"));
     }
 }
 

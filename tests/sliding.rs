@@ -9,12 +9,7 @@
 mod common;
 use common::*;
 
-use std::time::{Duration, Instant};
-
-const PATIENCE: Duration = Duration::from_secs(20);
-/// How long one reply may take. A MULTI of n commands to a hung server fails
-/// after about n times this (redis-rs reads every reply before reporting).
-const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+use std::time::Instant;
 
 /// The log as ZRANGE WITHSCORES shows it: (member, score in ms), oldest first.
 type Units = Vec<(String, i64)>;
@@ -105,10 +100,7 @@ impl Sliding {
     /// when its newest unit leaves; anything else leaves the key byte-identical.
     fn call(&self, c: &mut Connection, key: &str, cost: i64) -> Step {
         let args = self.args(key, cost);
-        let mut call = cmd(&args[0]);
-        for a in &args[1..] {
-            call.arg(a);
-        }
+        let call = command_of(&args);
         let mut p = redis::pipe();
         p.atomic();
         read_state(&mut p, key)
@@ -131,13 +123,7 @@ impl Sliding {
             .query(c)
             .unwrap_or_else(|e| panic!("{args:?} in MULTI: {e}"));
         assert_eq!(raw.len(), 5, "{args:?} replied {raw:?}");
-        let reply = Reply {
-            allowed: raw[0],
-            limit: raw[1],
-            remaining: raw[2],
-            retry_after: raw[3],
-            reset_after: raw[4],
-        };
+        let reply = Reply::of(&raw);
         let (lo, hi) = (ms_of(t0), ms_of(t1));
         let scores: Vec<i64> = before.iter().map(|u| u.1).collect();
         let step = Step {
@@ -230,27 +216,6 @@ fn window_arg(ms: i64) -> String {
     }
 }
 
-/// A connection that gives up on a hung server instead of hanging the test.
-fn connect(s: &Server) -> Connection {
-    let c = s.conn();
-    c.set_read_timeout(Some(REPLY_TIMEOUT))
-        .expect("read timeout");
-    c
-}
-
-/// A TIME reply in ms.
-fn ms_of((s, us): (i64, i64)) -> i64 {
-    s * 1000 + us / 1000
-}
-
-/// Polls the server clock until it reaches `t`; returns the time read.
-fn wait_until(c: &mut Connection, t: i64) -> i64 {
-    wait_for(PATIENCE, "the server clock", || {
-        let now = server_ms(c);
-        (now >= t).then_some(now)
-    })
-}
-
 /// Like [`wait_until`] but reads the clock back to back for the last stretch, so
 /// it returns within a fraction of a millisecond of `t`.
 fn spin_until(c: &mut Connection, t: i64) -> i64 {
@@ -282,10 +247,6 @@ fn wait_until_gone(c: &mut Connection, key: &str) -> i64 {
 
 fn zcard(c: &mut Connection, key: &str) -> i64 {
     cmd("ZCARD").arg(key).query(c).expect("ZCARD")
-}
-
-fn exists(c: &mut Connection, key: &str) -> bool {
-    cmd("EXISTS").arg(key).query::<i64>(c).expect("EXISTS") == 1
 }
 
 #[test]
@@ -404,8 +365,11 @@ fn log_is_a_sorted_set_with_one_member_per_unit_at_server_ms() {
         "setup: expected calls sharing a millisecond, got {batch:?}"
     );
     let newest = units.iter().map(|u| u.1).max().unwrap();
-    let at: i64 = cmd("PEXPIRETIME").arg("log").query(&mut c).unwrap();
-    assert_eq!(at, newest + 10_000, "PEXPIRETIME = newest score + window");
+    assert_eq!(
+        pexpiretime(&mut c, "log"),
+        newest + 10_000,
+        "PEXPIRETIME = newest score + window"
+    );
 }
 
 #[test]

@@ -38,12 +38,20 @@ pub fn module_path() -> PathBuf {
     panic!("cannot find {name} near {}; set RL_MODULE", deps.display());
 }
 
-fn free_port() -> u16 {
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// How long a test waits for the server clock or a key to change.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+/// How long one reply may take on a [`connect`]ed connection. A MULTI of n commands
+/// to a hung server fails after about n times this (redis-rs reads every reply
+/// before reporting).
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Polls `f` until it returns Some, or panics after `limit` with `what`.
 pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -178,8 +186,7 @@ impl Server {
         });
         let mut c = replica.conn();
         wait_for(Duration::from_secs(20), "master_link_status:up", || {
-            let info: String = cmd("INFO").arg("replication").query(&mut c).ok()?;
-            info.contains("master_link_status:up").then_some(())
+            (try_info_str(&mut c, "replication", "master_link_status")? == "up").then_some(())
         });
         replica
     }
@@ -188,15 +195,14 @@ impl Server {
     pub fn sync(&self, replica: &Server) {
         let mut p = self.conn();
         let mut r = replica.conn();
-        let offset = |c: &mut Connection, field: &str| -> Option<i64> {
-            let info: String = cmd("INFO").arg("replication").query(c).ok()?;
-            info.lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().parse().ok())
+        let offset = |c: &mut Connection| -> Option<i64> {
+            try_info_str(c, "replication", "master_repl_offset")?
+                .parse()
+                .ok()
         };
-        let target = offset(&mut p, "master_repl_offset:").expect("primary offset");
+        let target = offset(&mut p).expect("primary offset");
         wait_for(Duration::from_secs(20), "replica to catch up", || {
-            (offset(&mut r, "master_repl_offset:")? >= target).then_some(())
+            (offset(&mut r)? >= target).then_some(())
         });
     }
 
@@ -244,26 +250,38 @@ pub struct Reply {
     pub reset_after: i64,
 }
 
+impl Reply {
+    /// The reply from its five integers, in order.
+    pub fn of(v: &[i64]) -> Reply {
+        Reply {
+            allowed: v[0],
+            limit: v[1],
+            remaining: v[2],
+            retry_after: v[3],
+            reset_after: v[4],
+        }
+    }
+}
+
 /// Runs an RL command and returns its reply, panicking on an error reply.
 pub fn rl(c: &mut Connection, args: &[&str]) -> Reply {
     let v: Vec<i64> = try_rl(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
     assert_eq!(v.len(), 5, "{args:?} replied {v:?}");
-    Reply {
-        allowed: v[0],
-        limit: v[1],
-        remaining: v[2],
-        retry_after: v[3],
-        reset_after: v[4],
-    }
+    Reply::of(&v)
 }
 
 /// Runs an RL command and returns the raw integers or the error.
 pub fn try_rl(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Vec<i64>> {
-    let mut command = cmd(args[0]);
-    for a in &args[1..] {
-        command.arg(*a);
+    command_of(args).query(c)
+}
+
+/// A command from its name and arguments.
+pub fn command_of(args: &[impl redis::ToRedisArgs]) -> redis::Cmd {
+    let mut command = redis::Cmd::new();
+    for a in args {
+        command.arg(a);
     }
-    command.query(c)
+    command
 }
 
 /// The error reply of a command that must fail, as "CODE message".
@@ -306,4 +324,76 @@ pub fn align_to_window(c: &mut Connection, window_ms: i64, margin_ms: i64) -> i6
             (window_ms - now % window_ms >= margin_ms).then_some(now)
         },
     )
+}
+
+/// A connection that gives up on a hung server instead of hanging the test.
+pub fn connect(s: &Server) -> Connection {
+    let c = s.conn();
+    c.set_read_timeout(Some(REPLY_TIMEOUT))
+        .expect("read timeout");
+    c
+}
+
+/// A TIME reply in ms.
+pub fn ms_of((s, us): (i64, i64)) -> i64 {
+    s * 1000 + us / 1000
+}
+
+/// Polls the server clock until it reaches `t`; returns the time read.
+pub fn wait_until(c: &mut Connection, t: i64) -> i64 {
+    wait_for(PATIENCE, "the server clock", || {
+        let now = server_ms(c);
+        (now >= t).then_some(now)
+    })
+}
+
+pub fn exists(c: &mut Connection, key: impl AsRef<[u8]>) -> bool {
+    cmd("EXISTS")
+        .arg(key.as_ref())
+        .query::<i64>(c)
+        .expect("EXISTS")
+        == 1
+}
+
+/// A key's absolute expiry in ms (-1 without one, -2 when absent).
+pub fn pexpiretime(c: &mut Connection, key: impl AsRef<[u8]>) -> i64 {
+    cmd("PEXPIRETIME")
+        .arg(key.as_ref())
+        .query(c)
+        .expect("PEXPIRETIME")
+}
+
+/// CONFIG SET `name` `value`, which must succeed.
+pub fn config_set(c: &mut Connection, name: &str, value: impl redis::ToRedisArgs) {
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(c)
+        .unwrap_or_else(|e| panic!("CONFIG SET {name}: {e}"));
+}
+
+/// The value of field `name` in INFO `section`, or None if the server did not
+/// answer or has no such field.
+pub fn try_info_str(c: &mut Connection, section: &str, name: &str) -> Option<String> {
+    let info: String = cmd("INFO").arg(section).query(c).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+}
+
+/// The value of field `name` in INFO `section`, which must be there.
+pub fn info_str(c: &mut Connection, section: &str, name: &str) -> String {
+    let info: String = cmd("INFO").arg(section).query(c).expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}:\n{info}"))
+}
+
+/// An integer field of an INFO section, which must be there.
+pub fn info_field(c: &mut Connection, section: &str, name: &str) -> i64 {
+    let v = info_str(c, section, name);
+    v.parse()
+        .unwrap_or_else(|e| panic!("INFO {section} {name}:{v} is not an integer: {e}"))
 }

@@ -71,27 +71,10 @@ show_log() { # show_log <file>: the end of a log, indented
 
 # --- redis-server with the module -------------------------------------------------
 
-module=${RL_MODULE:-$root/target/release/librl.so}
-if [ ! -f "$module" ]; then
-  [ -z "${RL_MODULE:-}" ] || die "RL_MODULE=$RL_MODULE does not exist"
-  say "building the module (cargo build --release)"
-  command -v cargo >/dev/null 2>&1 || die "cargo is missing: install Rust (https://rustup.rs)"
-  cargo build --release --quiet
-fi
-
-redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp" --save "" --appendonly no \
-  --loadmodule "$module" >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
+# shellcheck source=scripts/redis-lib.sh
+. "$root/scripts/redis-lib.sh"
+rl_start_redis "$tmp"
 pids+=("$redis_pid")
-deadline=$((SECONDS + 10))
-until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ]; do
-  if ! kill -0 "$redis_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-    show_log "$tmp/redis.log"
-    die "redis-server with $module did not start"
-  fi
-  sleep 0.1
-done
 redis_url="redis://127.0.0.1:$redis_port"
 
 # --- the HTTP check ---------------------------------------------------------------

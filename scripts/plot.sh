@@ -80,27 +80,10 @@ export MPLBACKEND=Agg MPLCONFIGDIR=$root/target/plot-mplconfig
 
 # --- redis-server with the module ---------------------------------------------------
 
-module=${RL_MODULE:-$root/target/release/librl.so}
-if [ ! -f "$module" ]; then
-  [ -z "${RL_MODULE:-}" ] || die "RL_MODULE=$RL_MODULE does not exist"
-  say "building the module (cargo build --release)"
-  command -v cargo >/dev/null 2>&1 || die "cargo is missing: install Rust (https://rustup.rs)"
-  cargo build --release --quiet
-fi
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --save "" --appendonly no \
-  --loadmodule "$module" >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
-deadline=$((SECONDS + 10))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'PING\r\n' >&3 && read -r -t 2 pong <&3 &&
-  [ "${pong%$'\r'}" = "+PONG" ]) 2>/dev/null; do
-  if ! kill -0 "$redis_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-    tail -n 20 "$tmp/redis.log" | sed 's/^/    | /' >&2
-    die "redis-server with $module did not start (no PONG within 10 s; its log is above)"
-  fi
-  sleep 0.1
-done
+# shellcheck source=scripts/redis-lib.sh
+. "$root/scripts/redis-lib.sh"
+rl_start_redis "$tmp"
+port=$redis_port
 
 "${python[@]}" "$root/scripts/plot.py" --port "$port" --out "$out" ${quick[@]+"${quick[@]}"}
 if [ -n "${quick[*]:-}" ] && [ -z "${PLOT_OUT:-}" ]; then

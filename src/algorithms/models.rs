@@ -1,3 +1,4 @@
+//! Compiled only for tests: `#[cfg(test)] mod models;` in algorithms/mod.rs.
 //! Property tests: each algorithm against a reference model written as plainly as
 //! possible (a per-window counter, a list of every accepted timestamp, a bucket in
 //! exact rational arithmetic), over random call sequences with random costs, time

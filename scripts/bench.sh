@@ -101,8 +101,9 @@ run_once() {
   if [ "$keyspace" = hot ]; then key="bench:hot"; else key="bench:__rand_int__"; fi
   cli FLUSHALL >/dev/null
   cli CONFIG RESETSTAT >/dev/null
-  # shellcheck disable=SC2086
   local rps
+  # The command is split into words on purpose.
+  # shellcheck disable=SC2086
   rps=$(redis-benchmark -p "$port" -n "$n" -r "$keys" -P "$pipeline" -c 50 --csv \
         ${command//KEY/$key} 2>/dev/null | tail -n 1 | awk -F'","' '{gsub(/"/,"",$2); print $2}')
   local usec

@@ -124,31 +124,11 @@ impl Bucket {
     /// be full again; anything else leaves the key byte-identical.
     fn call(&self, c: &mut Connection, key: &str, cost: i64) -> Step {
         let args = self.args(key, cost);
-        let call = command_of(&args);
-        let mut p = redis::pipe();
-        p.atomic();
-        read_state(&mut p, key)
-            .cmd("TIME")
-            .add_command(call)
-            .cmd("TIME");
-        read_state(&mut p, key);
-        #[allow(clippy::type_complexity)]
-        let (hash_before, dump_before, at_before, t0, raw, t1, hash_after, dump_after, at_after): (
-            HashMap<String, String>,
-            Option<Vec<u8>>,
-            i64,
-            (i64, i64),
-            Vec<i64>,
-            (i64, i64),
-            HashMap<String, String>,
-            Option<Vec<u8>>,
-            i64,
-        ) = p
-            .query(c)
-            .unwrap_or_else(|e| panic!("{args:?} in MULTI: {e}"));
-        assert_eq!(raw.len(), 5, "{args:?} replied {raw:?}");
-        let reply = Reply::of(&raw);
-        let (lo, hi) = (ms_of(t0), ms_of(t1));
+        let o: Observed<HashMap<String, String>> = observe(c, &args, |p, k| {
+            p.cmd("HGETALL").arg(k);
+        });
+        let (reply, lo, hi) = (o.reply, o.lo, o.hi);
+        let (hash_before, hash_after, at_after) = (o.before, o.after, o.expires_at);
         let before = parse_hash(&hash_before);
         let step = Step {
             reply,
@@ -158,7 +138,7 @@ impl Bucket {
             tokens_field: hash_after.get("tokens").cloned(),
             expires_at: at_after,
         };
-        if (&dump_after, at_after) == (&dump_before, at_before) {
+        if !o.wrote {
             // Nothing written: the reply is the SPEC's at some instant of the bracket.
             let fits = (lo..=hi).any(|now| {
                 let want = self.expect(before, now, cost);
@@ -213,12 +193,6 @@ impl Bucket {
         );
         step
     }
-}
-
-/// Queues HGETALL, DUMP and PEXPIRETIME of `key`.
-fn read_state<'p>(p: &'p mut redis::Pipeline, key: &str) -> &'p mut redis::Pipeline {
-    p.cmd("HGETALL").arg(key);
-    p.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key)
 }
 
 /// The bucket a hash holds: exactly the fields `tokens` (a plain decimal with at

@@ -14,9 +14,6 @@ use std::time::Instant;
 /// The log as ZRANGE WITHSCORES shows it: (member, score in ms), oldest first.
 type Units = Vec<(String, i64)>;
 
-/// A key's serialized value and absolute expiry, as [`snapshot`] reads it.
-type Snapshot = (Option<Vec<u8>>, i64);
-
 /// The parameters of `RL.SLIDING key limit window`, the window in ms.
 #[derive(Debug, Clone, Copy)]
 struct Sliding {
@@ -100,31 +97,11 @@ impl Sliding {
     /// when its newest unit leaves; anything else leaves the key byte-identical.
     fn call(&self, c: &mut Connection, key: &str, cost: i64) -> Step {
         let args = self.args(key, cost);
-        let call = command_of(&args);
-        let mut p = redis::pipe();
-        p.atomic();
-        read_state(&mut p, key)
-            .cmd("TIME")
-            .add_command(call)
-            .cmd("TIME");
-        read_state(&mut p, key);
-        #[allow(clippy::type_complexity)]
-        let (before, dump_before, at_before, t0, raw, t1, after, dump_after, at_after): (
-            Units,
-            Option<Vec<u8>>,
-            i64,
-            (i64, i64),
-            Vec<i64>,
-            (i64, i64),
-            Units,
-            Option<Vec<u8>>,
-            i64,
-        ) = p
-            .query(c)
-            .unwrap_or_else(|e| panic!("{args:?} in MULTI: {e}"));
-        assert_eq!(raw.len(), 5, "{args:?} replied {raw:?}");
-        let reply = Reply::of(&raw);
-        let (lo, hi) = (ms_of(t0), ms_of(t1));
+        let o: Observed<Units> = observe(c, &args, |p, k| {
+            p.cmd("ZRANGE").arg(k).arg(0).arg(-1).arg("WITHSCORES");
+        });
+        let (reply, lo, hi, wrote) = (o.reply, o.lo, o.hi, o.wrote);
+        let (before, after, at_after) = (o.before, o.after, o.expires_at);
         let scores: Vec<i64> = before.iter().map(|u| u.1).collect();
         let step = Step {
             reply,
@@ -134,8 +111,7 @@ impl Sliding {
             after,
             expires_at: at_after,
         };
-        let unchanged: Snapshot = (dump_before.clone(), at_before);
-        if (dump_after, at_after) == unchanged {
+        if !wrote {
             // Nothing written: the reply is the SPEC's at some instant of the bracket.
             let fits = (lo..=hi).any(|now| {
                 let want = self.expect(&scores, now, cost);
@@ -200,12 +176,6 @@ impl Sliding {
         );
         step
     }
-}
-
-/// Queues ZRANGE WITHSCORES, DUMP and PEXPIRETIME of `key`.
-fn read_state<'p>(p: &'p mut redis::Pipeline, key: &str) -> &'p mut redis::Pipeline {
-    p.cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES");
-    p.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key)
 }
 
 fn window_arg(ms: i64) -> String {

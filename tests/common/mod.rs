@@ -397,3 +397,60 @@ pub fn info_field(c: &mut Connection, section: &str, name: &str) -> i64 {
     v.parse()
         .unwrap_or_else(|e| panic!("INFO {section} {name}:{v} is not an integer: {e}"))
 }
+
+/// One RL call observed atomically (inside MULTI): the key's content as read by
+/// `content` (e.g. HGETALL or ZRANGE … WITHSCORES), its DUMP and PEXPIRETIME before
+/// and after, and the server time just before and just after the call.
+pub struct Observed<S> {
+    pub reply: Reply,
+    /// Bounds on the server time the call read.
+    pub lo: i64,
+    pub hi: i64,
+    pub before: S,
+    pub after: S,
+    /// Whether DUMP or PEXPIRETIME changed.
+    pub wrote: bool,
+    /// PEXPIRETIME after the call.
+    pub expires_at: i64,
+}
+
+pub fn observe<S: redis::FromRedisValue>(
+    c: &mut Connection,
+    args: &[String],
+    content: fn(&mut redis::Pipeline, &str),
+) -> Observed<S> {
+    let key = args[1].as_str();
+    let mut p = redis::pipe();
+    p.atomic();
+    let state = |p: &mut redis::Pipeline| {
+        content(p, key);
+        p.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+    };
+    state(&mut p);
+    p.cmd("TIME").add_command(command_of(args)).cmd("TIME");
+    state(&mut p);
+    #[allow(clippy::type_complexity)]
+    let (before, dump_before, at_before, t0, raw, t1, after, dump_after, at_after): (
+        S,
+        Option<Vec<u8>>,
+        i64,
+        (i64, i64),
+        Vec<i64>,
+        (i64, i64),
+        S,
+        Option<Vec<u8>>,
+        i64,
+    ) = p
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?} in MULTI: {e}"));
+    assert_eq!(raw.len(), 5, "{args:?} replied {raw:?}");
+    Observed {
+        reply: Reply::of(&raw),
+        lo: ms_of(t0),
+        hi: ms_of(t1),
+        before,
+        after,
+        wrote: (dump_after, at_after) != (dump_before, at_before),
+        expires_at: at_after,
+    }
+}

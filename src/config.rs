@@ -1,18 +1,247 @@
-//! Module settings, registered as Redis module configs: `CONFIG GET/SET rl.<name>`,
-//! or `--loadmodule librl.so <name> <value>` / a `loadmodule` line in redis.conf.
+//! Module settings: `rl.<name>` server configs (`CONFIG GET/SET`, redis.conf,
+//! `MODULE LOADEX … CONFIG`) that can also be given as module arguments
+//! (`--loadmodule librl.so <name> <value> …`, `MODULE LOADEX … ARGS …`).
+//!
+//! One validation serves every form: [`Setting::check`]. Module arguments are read
+//! here (the server does not know them as configs); an unknown name, a name given
+//! twice or a value out of range fails the load with a line naming the setting and
+//! its range. The other forms reach the same check through the server's bounds and
+//! [`set_numeric`].
 
+use std::ffi::{c_void, CStr};
+use std::os::raw::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicI64, Ordering};
 
-/// Default ceiling on RL.SLIDING's limit: one sorted-set entry per unit, so the
-/// ceiling bounds the memory and the work of one key.
-pub const DEFAULT_SLIDING_MAX_LIMIT: i64 = 100_000;
+use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
 /// Highest value `sliding-max-limit` accepts (about 1 GB for one full log).
 pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
 
-/// `rl.sliding-max-limit`.
-pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_SLIDING_MAX_LIMIT);
+/// `rl.sliding-max-limit`: the highest RL.SLIDING limit. One sorted-set entry per
+/// unit, so it bounds the memory and the work of one key.
+pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(100_000);
 
 pub fn sliding_max_limit() -> u64 {
     u64::try_from(SLIDING_MAX_LIMIT.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+/// One integer setting.
+pub struct Setting {
+    /// The name after `rl.`, as module arguments and configs spell it.
+    pub name: &'static CStr,
+    pub default: i64,
+    pub min: i64,
+    pub max: i64,
+    pub value: &'static AtomicI64,
+}
+
+/// Every setting the module has.
+pub static SETTINGS: [Setting; 1] = [Setting {
+    name: c"sliding-max-limit",
+    default: 100_000,
+    min: 1,
+    max: SLIDING_MAX_LIMIT_CEILING,
+    value: &SLIDING_MAX_LIMIT,
+}];
+
+impl Setting {
+    fn name_str(&self) -> &'static str {
+        self.name.to_str().unwrap_or("setting")
+    }
+
+    /// The one validation every form of setting goes through.
+    pub fn check(&self, value: i64) -> Result<i64, String> {
+        if (self.min..=self.max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.range_error())
+        }
+    }
+
+    fn range_error(&self) -> String {
+        format!(
+            "rl.{} must be an integer from {} to {}",
+            self.name_str(),
+            self.min,
+            self.max
+        )
+    }
+
+    /// Parses a value given as text (a module argument).
+    fn parse(&self, text: &[u8]) -> Result<i64, String> {
+        std::str::from_utf8(text)
+            .ok()
+            .filter(|t| !t.starts_with('+'))
+            .and_then(|t| t.parse::<i64>().ok())
+            .ok_or_else(|| self.range_error())
+            .and_then(|v| self.check(v))
+    }
+}
+
+/// Reads module arguments (`name value` pairs) into the settings' values. Every
+/// setting not named keeps its default.
+pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
+    if args.len() % 2 != 0 {
+        return Err(format!(
+            "module arguments come in pairs `name value`; known names: {}",
+            known_names()
+        ));
+    }
+    let mut given = [false; SETTINGS.len()];
+    let mut values = [0i64; SETTINGS.len()];
+    for pair in args.chunks_exact(2) {
+        let (name, value) = (pair[0], pair[1]);
+        let Some(i) = SETTINGS.iter().position(|s| s.name.to_bytes() == name) else {
+            return Err(format!(
+                "unknown module argument '{}'; known names: {}",
+                name.escape_ascii(),
+                known_names()
+            ));
+        };
+        if given[i] {
+            return Err(format!(
+                "module argument {} given more than once",
+                SETTINGS[i].name_str()
+            ));
+        }
+        given[i] = true;
+        values[i] = SETTINGS[i].parse(value)?;
+    }
+    // Nothing is applied unless every argument is valid.
+    for (setting, (&given, &value)) in SETTINGS.iter().zip(given.iter().zip(&values)) {
+        let v = if given { value } else { setting.default };
+        setting.value.store(v, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn known_names() -> String {
+    let names: Vec<&str> = SETTINGS.iter().map(Setting::name_str).collect();
+    names.join(", ")
+}
+
+/// Registers every setting as an `rl.<name>` server config, starting from the
+/// value the module arguments gave (or the default), then lets the server apply
+/// what redis.conf or `MODULE LOADEX … CONFIG` set (those win over arguments).
+pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
+    // SAFETY: function pointers the server filled in at load (checked by
+    // server::check_api); reading them has no other precondition.
+    let (Some(register_numeric), Some(load_configs)) =
+        (unsafe { raw::RedisModule_RegisterNumericConfig }, unsafe {
+            raw::RedisModule_LoadConfigs
+        })
+    else {
+        return Err("this server has no module configs (Redis 7.0 or newer is required)".into());
+    };
+    for (i, s) in SETTINGS.iter().enumerate() {
+        // SAFETY: `ctx` is the load context; the name is a NUL-terminated static;
+        // the callbacks match the server's signatures and privdata is the
+        // setting's index, read back only by those callbacks.
+        let ok = unsafe {
+            register_numeric(
+                ctx,
+                s.name.as_ptr(),
+                s.value.load(Ordering::Relaxed),
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                s.min,
+                s.max,
+                Some(get_numeric),
+                Some(set_numeric),
+                None,
+                i as *mut c_void,
+            )
+        };
+        if ok != raw::REDISMODULE_OK as c_int {
+            return Err(format!("cannot register the config rl.{}", s.name_str()));
+        }
+    }
+    // SAFETY: `ctx` is the load context, after every config was registered.
+    if unsafe { load_configs(ctx) } != raw::REDISMODULE_OK as c_int {
+        // The server has logged which setting and why.
+        return Err("a setting given in redis.conf or MODULE LOADEX is not valid".into());
+    }
+    Ok(())
+}
+
+fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
+    SETTINGS.get(privdata as usize)
+}
+
+extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    setting_of(privdata).map_or(0, |s| s.value.load(Ordering::Relaxed))
+}
+
+extern "C" fn set_numeric(
+    _name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    err: *mut *mut RedisModuleString,
+) -> c_int {
+    let result = setting_of(privdata)
+        .ok_or_else(|| "unknown setting".to_string())
+        .and_then(|s| s.check(value).map(|v| (s, v)));
+    match result {
+        Ok((s, v)) => {
+            s.value.store(v, Ordering::Relaxed);
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(message) => {
+            if !err.is_null() {
+                // SAFETY: the server hands a valid out-pointer and takes ownership
+                // of the string (created without a context, freed by the server).
+                unsafe {
+                    if let Some(create) = raw::RedisModule_CreateString {
+                        *err = create(std::ptr::null_mut(), message.as_ptr().cast(), message.len());
+                    }
+                }
+            }
+            raw::REDISMODULE_ERR as c_int
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(args: &[&str]) -> Result<i64, String> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        apply_module_args(&bytes).map(|()| SLIDING_MAX_LIMIT.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn module_arguments_are_validated_like_every_other_form() {
+        // One test body: the setting is a process-wide static.
+        assert_eq!(apply(&[]), Ok(100_000));
+        assert_eq!(apply(&["sliding-max-limit", "5"]), Ok(5));
+        assert_eq!(apply(&["sliding-max-limit", "10000000"]), Ok(10_000_000));
+        let range = "rl.sliding-max-limit must be an integer from 1 to 10000000";
+        for bad in ["0", "-5", "10000001", "abc", "", "+5", "1.5", " 5"] {
+            assert_eq!(
+                apply(&["sliding-max-limit", bad]),
+                Err(range.into()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            SLIDING_MAX_LIMIT.load(Ordering::Relaxed),
+            10_000_000,
+            "unchanged"
+        );
+        let unknown = apply(&["foo", "bar"]).unwrap_err();
+        assert!(
+            unknown.contains("'foo'") && unknown.contains("sliding-max-limit"),
+            "{unknown}"
+        );
+        assert!(apply(&["sliding-max-limt", "5"]).is_err(), "misspelled");
+        let twice = apply(&["sliding-max-limit", "5", "sliding-max-limit", "6"]).unwrap_err();
+        assert!(twice.contains("more than once"), "{twice}");
+        assert!(apply(&["sliding-max-limit"]).unwrap_err().contains("pairs"));
+        assert_eq!(
+            SLIDING_MAX_LIMIT.load(Ordering::Relaxed),
+            10_000_000,
+            "unchanged"
+        );
+        assert_eq!(SETTINGS[0].check(0), Err(range.into()));
+    }
 }

@@ -1,15 +1,18 @@
 //! RL: native rate-limit commands for Redis.
 //!
-//! - `algorithms`: the three limiters as pure functions of (state, now, quota, cost);
+//! - `algorithms`: the limiters as pure functions of (state, now, quota, cost);
 //! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
-//! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server.
+//! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
+//! - `config`: module settings; `server`: the clock and the API check;
+//! - this file: what the server calls to load and unload the module.
 
 pub mod algorithms;
 pub mod args;
 mod commands;
 mod config;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod server;
@@ -17,88 +20,104 @@ mod stats;
 mod storage;
 
 use std::os::raw::c_int;
+use std::panic::catch_unwind;
 
-use redis_module::configuration::ConfigurationFlags;
-use redis_module::{raw, redis_module, Context, RedisString, Status};
+use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use commands::{register, Bucket, Fixed, Sliding};
+/// The module's name, as `MODULE LIST` shows it and configs are prefixed (`rl.`).
+const NAME: &std::ffi::CStr = c"rl";
+/// major * 10000 + minor * 100 + patch, as `MODULE LIST` shows it.
+const VERSION: c_int = 100;
 
-/// Called by the server when it loads the module.
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    if let Err(missing) = server::check_api() {
-        ctx.log_warning(&format!(
-            "rl: this server lacks {missing}; Redis 7.0 or newer is required"
-        ));
-        return Status::Err;
+// Inside redis-server every allocation goes through the server's allocator, so
+// `used_memory`, `maxmemory` and `MEMORY USAGE` see RL's memory. Unit tests and the
+// fuzzer run outside Redis, where that allocator does not exist.
+#[cfg(not(any(test, feature = "system-alloc")))]
+#[global_allocator]
+static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
+
+/// Called by the server when it loads the module (`--loadmodule`, `MODULE LOAD`).
+///
+/// The redis-module crate's `redis_module!` macro is not used: it would accept
+/// module arguments without validating them and log a warning about defrag
+/// callbacks on every server before 8.0, and RL needs neither its data types nor
+/// its event plumbing.
+///
+/// # Safety
+/// Called only by the server, with its load context and the module arguments.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnLoad(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: `ctx` is the server's load context; the name is NUL-terminated. This
+    // fills in every RedisModule_* function pointer the server provides.
+    let init = unsafe {
+        raw::Export_RedisModule_Init(
+            ctx,
+            NAME.as_ptr(),
+            VERSION,
+            raw::REDISMODULE_APIVER_1 as c_int,
+        )
+    };
+    if init != raw::REDISMODULE_OK as c_int {
+        return raw::REDISMODULE_ERR as c_int;
     }
-    // Opening a key for writing must not by itself abort WATCHes or invalidate
-    // client caches: only real writes signal (see storage::Key).
-    unsafe {
-        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
-            set_options(
-                ctx.ctx,
-                raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
-            );
+    let args: Vec<&[u8]> = match usize::try_from(argc) {
+        Ok(n) if n > 0 && !argv.is_null() => {
+            // SAFETY: the server passes `argc` valid strings that outlive OnLoad.
+            let strings = unsafe { std::slice::from_raw_parts(argv, n) };
+            // SAFETY: each string is valid for the whole load (see above).
+            strings.iter().map(|&s| storage::bytes_of(s)).collect()
         }
-    }
-    // Constant strings the commands pass to the server, created once now.
-    storage::names::names();
-    // Replaces the crate's default INFO callback with the `# rl` section.
-    unsafe {
-        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
-            register_info(ctx.ctx, Some(stats::info));
+        _ => Vec::new(),
+    };
+    // No panic may unwind into the server, not even while loading.
+    match catch_unwind(|| load(ctx, &args)) {
+        Ok(Ok(())) => raw::REDISMODULE_OK as c_int,
+        Ok(Err(message)) => {
+            server::log_warning(ctx, &format!("rl: not loaded: {message}"));
+            raw::REDISMODULE_ERR as c_int
         }
+        Err(_) => raw::REDISMODULE_ERR as c_int,
     }
-    // An `@ratelimit` ACL category where the server lets modules add one (7.4+).
-    let ratelimit = unsafe { raw::RedisModule_AddACLCategory }.is_some_and(
-        |add| unsafe { add(ctx.ctx, c"ratelimit".as_ptr()) } == raw::REDISMODULE_OK as c_int,
-    );
-    for result in [
-        register::<Fixed>(ctx.ctx, ratelimit),
-        register::<Sliding>(ctx.ctx, ratelimit),
-        register::<Bucket>(ctx.ctx, ratelimit),
-    ] {
-        if let Err(e) = result {
-            ctx.log_warning(&format!("rl: {e}"));
-            return Status::Err;
-        }
-    }
-    Status::Ok
 }
 
-// Unit tests and the fuzzer run outside Redis, where its allocator does not exist.
-#[cfg(not(any(test, feature = "system-alloc")))]
-type Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(not(any(test, feature = "system-alloc")))]
-const ALLOCATOR: Allocator = redis_module::alloc::RedisAlloc;
-#[cfg(any(test, feature = "system-alloc"))]
-type Allocator = std::alloc::System;
-#[cfg(any(test, feature = "system-alloc"))]
-const ALLOCATOR: Allocator = std::alloc::System;
+/// Called by the server on `MODULE UNLOAD`.
+///
+/// # Safety
+/// Called only by the server, with a context for this module.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnUnload(_ctx: *mut RedisModuleCtx) -> c_int {
+    let _ = catch_unwind(storage::names::release);
+    raw::REDISMODULE_OK as c_int
+}
 
-redis_module! {
-    name: "rl",
-    // major * 10000 + minor * 100 + patch, as MODULE LIST shows it.
-    version: 100,
-    allocator: (Allocator, ALLOCATOR),
-    data_types: [],
-    init: init,
-    commands: [],
-    configurations: [
-        i64: [
-            [
-                "sliding-max-limit",
-                &config::SLIDING_MAX_LIMIT,
-                config::DEFAULT_SLIDING_MAX_LIMIT,
-                1,
-                config::SLIDING_MAX_LIMIT_CEILING,
-                ConfigurationFlags::DEFAULT,
-                None
-            ],
-        ],
-        string: [],
-        bool: [],
-        enum: [],
-        module_args_as_configuration: true,
-    ]
+fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
+    server::check_api().map_err(|missing| {
+        format!("this server lacks {missing}; Redis 7.0 or newer is required")
+    })?;
+    config::apply_module_args(args)?;
+    config::register(ctx)?;
+    // Opening a key for writing must not by itself abort WATCHes or invalidate
+    // client caches: only real writes signal (see storage::Key).
+    // SAFETY: `ctx` is the load context; check_api guarantees the pointer.
+    unsafe {
+        storage::rm!(RedisModule_SetModuleOptions)(
+            ctx,
+            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+        )
+    };
+    // Constant strings the commands pass to the server, created once now.
+    storage::names::names();
+    // The `# rl` section of INFO.
+    // SAFETY: `ctx` is the load context; the callback never unwinds (stats::info).
+    unsafe {
+        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
+            register_info(ctx, Some(stats::info));
+        }
+    }
+    let ratelimit = server::acl_category(ctx, c"ratelimit");
+    commands::register_all(ctx, ratelimit)
 }

@@ -6,9 +6,23 @@ use redis_module::raw;
 use crate::algorithms::Millis;
 use crate::storage::rm;
 
-/// The server's clock in ms since the Unix epoch. Read once per call.
+/// The server's time for the running command, in ms since the Unix epoch. Read
+/// once per call.
+///
+/// Since Redis 7.2 (and in every Valkey) a MULTI/EXEC, a Lua script or an FCALL
+/// runs at one frozen instant, the one `TIME` and key expiry use; that instant is
+/// `RedisModule_CachedMicroseconds`. `RedisModule_Milliseconds` is the live clock,
+/// which would decide a call inside a transaction later than the server considers
+/// it, and could see as live a key the server already treats as expired. Redis 7.0
+/// has no such instant (nor the function): there the live clock is the server's.
 pub fn now_ms() -> Millis {
-    unsafe { rm!(RedisModule_Milliseconds)() }
+    // SAFETY: reading a function pointer the server filled in at load; calling it
+    // has no preconditions (it only reads the server's cached time).
+    match unsafe { raw::RedisModule_CachedMicroseconds } {
+        Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
+        // SAFETY: as above; check_api guarantees the pointer at load.
+        None => unsafe { rm!(RedisModule_Milliseconds)() },
+    }
 }
 
 /// Called by `rm!` when a function pointer is missing: a panic the command guard
@@ -32,6 +46,8 @@ pub fn check_api() -> Result<(), &'static str> {
     require!(
         RedisModule_Milliseconds,
         RedisModule_CreateCommand,
+        RedisModule_RegisterNumericConfig,
+        RedisModule_LoadConfigs,
         RedisModule_SetModuleOptions,
         RedisModule_OpenKey,
         RedisModule_CloseKey,
@@ -68,4 +84,32 @@ pub fn check_api() -> Result<(), &'static str> {
 /// Writes a warning to the server log.
 pub fn log_warning(ctx: *mut redis_module::raw::RedisModuleCtx, message: &str) {
     redis_module::Context::new(ctx).log_warning(message);
+}
+
+/// Creates the module's ACL category `name`, or reuses it: after `MODULE UNLOAD`
+/// the server keeps a module's categories, and the next load's
+/// `RedisModule_AddACLCategory` fails with EBUSY. True when commands can be put in
+/// it; false where the server has no module categories (before 7.4).
+pub fn acl_category(ctx: *mut raw::RedisModuleCtx, name: &std::ffi::CStr) -> bool {
+    // SAFETY: reading a function pointer the server filled in at load.
+    let Some(add) = (unsafe { raw::RedisModule_AddACLCategory }) else {
+        return false;
+    };
+    // SAFETY: `ctx` is the load context (the only time categories can be added);
+    // `name` is NUL-terminated.
+    if unsafe { add(ctx, name.as_ptr()) } == raw::REDISMODULE_OK as std::os::raw::c_int {
+        return true;
+    }
+    let error = std::io::Error::last_os_error();
+    if error.kind() == std::io::ErrorKind::ResourceBusy {
+        return true;
+    }
+    log_warning(
+        ctx,
+        &format!(
+            "rl: cannot create the ACL category {}: {error}; commands get @write/@fast only",
+            name.to_string_lossy()
+        ),
+    );
+    false
 }

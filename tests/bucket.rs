@@ -173,14 +173,17 @@ impl Bucket {
             step.tokens_field,
             (level - wanted) as f64 / self.period as f64
         );
-        // Later calls see the stored level: remaining and the reset follow it.
-        let reset = self.ms_to_gain(self.full() - written);
+        // The reply describes the exact level after the call (the stored copy is
+        // only rounded down): remaining, and when it is full again, which is also
+        // when the key expires.
+        let exact = level - wanted;
+        let reset = self.ms_to_gain(self.full() - exact);
         assert_eq!(
             reply,
             Reply {
                 allowed: 1,
                 limit: self.capacity,
-                remaining: (written / self.token()) as i64,
+                remaining: (exact / self.token()) as i64,
                 retry_after: 0,
                 reset_after: reset
             },

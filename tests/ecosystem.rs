@@ -103,25 +103,3 @@ fn sliding_max_limit_can_be_given_at_load_time() {
     let got = sliding_max_limit(&mut c);
     assert_eq!(got[1], "250000");
 }
-
-#[test]
-fn an_invalid_load_time_setting_stops_the_server_with_a_clear_log() {
-    let dir = std::env::temp_dir().join(format!("rl-bad-config-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let out = std::process::Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--dir"])
-        .arg(&dir)
-        .arg("--loadmodule")
-        .arg(module_path())
-        .args(["sliding-max-limit", "lots"])
-        .output()
-        .expect("run redis-server");
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(!out.status.success(), "the server must refuse to start");
-    let log = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        log.contains("initialization failed") && log.contains("invalid digit"),
-        "{log}"
-    );
-}

@@ -81,23 +81,20 @@ pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Ou
     let wanted = u128::from(n) * rate.token();
     let allowed = wanted <= level;
 
-    let store = (allowed && n > 0).then(|| {
-        // Floor to a millionth: the stored level never exceeds the exact one.
-        let level_micros = (level - wanted) / u128::from(rate.period.ms());
-        let stored_level = level_micros * u128::from(rate.period.ms());
-        Store {
-            bucket: Bucket {
-                level_micros,
-                ts: at,
-            },
-            expires_at: at_plus(at, cap(rate.ms_to_gain(full - stored_level))),
-        }
+    // The exact level after this call: what the reply reports and when the bucket
+    // is full again. Only the stored copy is rounded (down, to a millionth).
+    let level_after = if allowed { level - wanted } else { level };
+    let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level_after)));
+    let store = (allowed && n > 0).then(|| Store {
+        bucket: Bucket {
+            level_micros: level_after / u128::from(rate.period.ms()),
+            ts: at,
+        },
+        // The exact model is full again then; until then the stored (lower) level
+        // never grants more than the exact one, and from then on a missing key is
+        // the same full bucket.
+        expires_at: resets_at,
     });
-    // The level after this call, as later calls will see it.
-    let level_after = match store {
-        Some(s) => s.bucket.level_micros * u128::from(rate.period.ms()),
-        None => level,
-    };
     let retry_after = if allowed {
         RetryAfter::Now
     } else if n > rate.capacity.get() {
@@ -109,8 +106,7 @@ pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Ou
     let reset_after_ms = if level_after >= full {
         0
     } else {
-        let wait = cap(rate.ms_to_gain(full - level_after));
-        ms_until(at_plus(at, wait), now)
+        ms_until(resets_at, now)
     };
     Outcome {
         decision: Decision {
@@ -243,9 +239,32 @@ mod tests {
         assert!(out.decision.allowed);
         let s = out.store.unwrap();
         assert_eq!(s.bucket.level_micros, 333_333);
-        // Full again when 2 - 0.333333 tokens have refilled: ceil(1.666667 * 3) = 6 ms.
-        assert_eq!(s.expires_at, 4 + 6);
-        assert_eq!(out.decision.reset_after_ms, 6);
+        // Full again when the exact 5/3 tokens have refilled: 5 ms, not the 6 ms
+        // the stored (rounded) 2 - 0.333333 would take.
+        assert_eq!(s.expires_at, 4 + 5);
+        assert_eq!(out.decision.reset_after_ms, 5);
+    }
+
+    #[test]
+    fn reset_after_comes_from_the_exact_level_not_the_stored_one() {
+        // Capacity 3, 1 token per 300 ms, empty at 0. At 301 ms the level is
+        // 301/300; taking 1 leaves 1/300, full again after (3 - 1/300) * 300 = 899 ms.
+        let r = rate(3, 1, 300);
+        let empty = Some(Bucket {
+            level_micros: 0,
+            ts: 0,
+        });
+        let out = decide(empty, 301, r, cost(1));
+        assert!(out.decision.allowed);
+        assert_eq!(out.decision.remaining, 0);
+        assert_eq!(out.decision.reset_after_ms, 899);
+        let s = out.store.unwrap();
+        assert_eq!(s.bucket.level_micros, 3_333, "stored rounded down");
+        assert_eq!(
+            s.expires_at,
+            301 + 899,
+            "the key expires when the bucket is full"
+        );
     }
 
     #[test]

@@ -294,8 +294,10 @@ proptest! {
 
 // ---------------------------------------------------------------- token bucket
 
-/// The plainest bucket: a rational level, refilled by elapsed · tokens / period,
-/// stored rounded down to a millionth as the contract allows.
+/// The plainest bucket: a rational level, refilled by elapsed · tokens / period.
+/// Replies (remaining, retry_after, reset_after) come from the exact level; the level
+/// carried to the next call is rounded down to a millionth, as the contract allows
+/// for the stored copy.
 struct BucketModel {
     level: BigRational,
     ts: Option<Millis>,
@@ -334,11 +336,15 @@ impl BucketModel {
         };
         let wanted = rat(i128::from(n));
         let allowed = level >= wanted;
-        let mut after = level.clone();
+        // The reply describes the exact level; only the stored copy is rounded down.
+        let after = if allowed {
+            level.clone() - wanted.clone()
+        } else {
+            level.clone()
+        };
         if allowed && n > 0 {
             let micros = rat(1_000_000);
-            after = ((level.clone() - wanted.clone()) * micros.clone()).floor() / micros;
-            self.level = after.clone();
+            self.level = (after.clone() * micros.clone()).floor() / micros;
             self.ts = Some(now);
         }
         let retry_after = if allowed {

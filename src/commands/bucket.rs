@@ -10,14 +10,15 @@ use crate::algorithms::bucket::{self, Rate};
 use crate::algorithms::{Cost, Decision, Millis};
 use crate::args;
 use crate::error::Result;
-use crate::stats::CommandId;
+use crate::stats::Counters;
 use crate::storage::{hash, Key};
 
 pub struct Bucket;
 
+static COUNTERS: Counters = Counters::new();
+
 impl Limiter for Bucket {
     const SPEC: Spec = Spec {
-        id: CommandId::Bucket,
         name: c"RL.BUCKET",
         flags: c"write deny-oom fast",
         summary:
@@ -42,6 +43,7 @@ impl Limiter for Bucket {
             },
         ],
     };
+    const STATS: &'static Counters = &COUNTERS;
     type Params = Rate;
 
     fn parse(args: &[&[u8]]) -> Result<Rate> {

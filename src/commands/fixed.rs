@@ -7,14 +7,15 @@
 use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
 use crate::algorithms::{fixed, Cost, Decision, Millis};
 use crate::error::Result;
-use crate::stats::CommandId;
+use crate::stats::Counters;
 use crate::storage::{counter, Key};
 
 pub struct Fixed;
 
+static COUNTERS: Counters = Counters::new();
+
 impl Limiter for Fixed {
     const SPEC: Spec = Spec {
-        id: CommandId::Fixed,
         name: c"RL.FIXED",
         flags: c"write deny-oom fast",
         summary:
@@ -35,6 +36,7 @@ impl Limiter for Fixed {
             },
         ],
     };
+    const STATS: &'static Counters = &COUNTERS;
     type Params = LimitWindow;
 
     fn parse(args: &[&[u8]]) -> Result<LimitWindow> {

@@ -19,7 +19,7 @@ use crate::algorithms::{Cost, Count, Decision, Duration, Millis};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server;
-use crate::stats::{self, CommandId, Outcome};
+use crate::stats::{Counters, Outcome};
 use crate::storage::{self, rm, Key};
 
 pub use bucket::Bucket;
@@ -42,7 +42,6 @@ pub enum ArgKind {
 
 /// What Redis needs to know about a command: name, flags and documentation.
 pub struct Spec {
-    pub id: CommandId,
     pub name: &'static CStr,
     pub flags: &'static CStr,
     pub summary: &'static CStr,
@@ -88,6 +87,41 @@ pub trait Limiter {
 
     /// Loads the key's state, decides, stores and propagates an allowed write.
     fn apply(key: &Key, params: &Self::Params, now: Millis, cost: Cost) -> Result<Decision>;
+
+    /// This command's INFO counters.
+    const STATS: &'static Counters;
+}
+
+/// One row of [`COMMANDS`].
+pub struct Command {
+    pub spec: &'static Spec,
+    pub stats: &'static Counters,
+    register: fn(*mut RedisModuleCtx, bool) -> Result<(), String>,
+}
+
+impl Command {
+    const fn of<L: Limiter>() -> Command {
+        Command {
+            spec: &L::SPEC,
+            stats: L::STATS,
+            register: register::<L>,
+        }
+    }
+}
+
+/// Every command the module registers. Registration and INFO iterate this list,
+/// so a new command is one row here (and its file).
+pub static COMMANDS: &[Command] = &[
+    Command::of::<Fixed>(),
+    Command::of::<Sliding>(),
+    Command::of::<Bucket>(),
+];
+
+/// Registers every command in [`COMMANDS`].
+pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
+    COMMANDS
+        .iter()
+        .try_for_each(|c| (c.register)(ctx, ratelimit))
 }
 
 /// The argument vector of the running command.
@@ -100,37 +134,43 @@ impl<'a> Argv<'a> {
 }
 
 /// The entry point Redis calls for command `L`. No panic gets past it: a bug
-/// becomes an error reply instead of aborting the server.
+/// becomes an error reply instead of aborting the server, and everything that
+/// could panic (counting, replying) runs inside the guard.
 pub extern "C" fn dispatch<L: Limiter>(
     ctx: *mut RedisModuleCtx,
     argv: *mut *mut RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    let argc = usize::try_from(argc).unwrap_or(0);
-    if argv.is_null() || argc < L::SPEC.min_argc() {
-        unsafe { rm!(RedisModule_WrongArity)(ctx) };
-        return raw::REDISMODULE_OK as c_int;
-    }
-    let argv = Argv(unsafe { std::slice::from_raw_parts(argv, argc) });
-    let outcome = catch_unwind(AssertUnwindSafe(|| run::<L>(ctx, &argv)));
-    let result = match outcome {
-        Ok(result) => result,
-        Err(_) => Err(Error::Internal(L::SPEC.name_str())),
-    };
-    match result {
-        Ok(decision) => {
-            let counted = if decision.allowed {
-                Outcome::Allowed
-            } else {
-                Outcome::Rejected
-            };
-            stats::record(L::SPEC.id, counted);
-            reply(ctx, &decision);
+    let guarded = catch_unwind(AssertUnwindSafe(|| {
+        let argc = usize::try_from(argc).unwrap_or(0);
+        if argv.is_null() || argc < L::SPEC.min_argc() {
+            // SAFETY: `ctx` is the running command's context.
+            unsafe { rm!(RedisModule_WrongArity)(ctx) };
+            L::STATS.record(Outcome::Error);
+            return;
         }
-        Err(e) => {
-            stats::record(L::SPEC.id, Outcome::Error);
-            reply_error(ctx, &e);
+        // SAFETY: the server passes `argc` valid argument strings that live for
+        // the whole call.
+        let argv = Argv(unsafe { std::slice::from_raw_parts(argv, argc) });
+        match run::<L>(ctx, &argv) {
+            Ok(decision) => {
+                L::STATS.record(if decision.allowed {
+                    Outcome::Allowed
+                } else {
+                    Outcome::Rejected
+                });
+                reply(ctx, &decision);
+            }
+            Err(e) => {
+                L::STATS.record(Outcome::Error);
+                reply_error(ctx, &e);
+            }
         }
+    }));
+    if guarded.is_err() {
+        // A bug: the key was opened but nothing reached the reply. Whatever the
+        // panic left half-done, the client gets an error, never a dead server.
+        reply_error(ctx, &Error::Internal(L::SPEC.name_str()));
     }
     raw::REDISMODULE_OK as c_int
 }
@@ -168,12 +208,16 @@ fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
     }
 }
 
+/// Replies with `e`. Never panics: it also runs after the guard caught a panic.
 fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
     // Messages never hold NUL (arguments are escaped when echoed), but a CString
     // must not be able to fail here.
     let line = format!("{} {}", e.code(), e).replace('\0', " ");
     let line = std::ffi::CString::new(line).unwrap_or_default();
-    unsafe { rm!(RedisModule_ReplyWithError)(ctx, line.as_ptr()) };
+    // SAFETY: `ctx` is the running command's context; the pointer is checked.
+    if let Some(reply) = unsafe { raw::RedisModule_ReplyWithError } {
+        unsafe { reply(ctx, line.as_ptr()) };
+    }
 }
 
 /// Registers one command with Redis, its key position, its documentation and, on

@@ -8,14 +8,15 @@ use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
 use crate::algorithms::{sliding, Cost, Decision, Millis};
 use crate::config;
 use crate::error::{Error, Result};
-use crate::stats::CommandId;
+use crate::stats::Counters;
 use crate::storage::{log, Key};
 
 pub struct Sliding;
 
+static COUNTERS: Counters = Counters::new();
+
 impl Limiter for Sliding {
     const SPEC: Spec = Spec {
-        id: CommandId::Sliding,
         name: c"RL.SLIDING",
         flags: c"write deny-oom",
         summary: c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
@@ -26,6 +27,7 @@ impl Limiter for Sliding {
             Arg { name: c"window", kind: ArgKind::Duration },
         ],
     };
+    const STATS: &'static Counters = &COUNTERS;
     type Params = LimitWindow;
 
     fn parse(args: &[&[u8]]) -> Result<LimitWindow> {

@@ -50,3 +50,15 @@ pub fn names() -> &'static Names {
         neg_inf: create("-inf"),
     })
 }
+
+/// Frees the strings when the module unloads (a later load creates new ones).
+pub fn release() {
+    let Some(n) = NAMES.get() else { return };
+    for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
+        // SAFETY: each string was created once by `create` with no context and is
+        // never used again: the module is being unloaded.
+        if let Some(free) = unsafe { redis_module::raw::RedisModule_FreeString } {
+            unsafe { free(std::ptr::null_mut(), s.ptr()) };
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Module settings are validated the same way in every form: module arguments
+//! (`--loadmodule librl.so NAME VALUE`, `MODULE LOADEX … ARGS`), `rl.NAME` in
+//! redis.conf, `MODULE LOADEX … CONFIG` and `CONFIG SET`. A bad one fails the load
+//! with a line naming the setting and the accepted range; nothing half-loads.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+const RANGE: &str = "rl.sliding-max-limit must be an integer from 1 to 10000000";
+
+fn server_binary() -> String {
+    std::env::var("RL_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// Starts redis-server with `args` (logging to stdout) and expects it to refuse to
+/// start; returns what it logged.
+fn refused_start(args: &[String]) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "rl-settings-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(server_binary())
+        .current_dir(&dir)
+        .args(args)
+        .args(["--port", &free_port().to_string(), "--save", "", "--dir"])
+        .arg(&dir)
+        .output()
+        .expect("run redis-server");
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !out.status.success(),
+        "the server started with {args:?}:\n{log}"
+    );
+    log
+}
+
+fn load_args(module_args: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--loadmodule".to_string(),
+        module_path().display().to_string(),
+    ];
+    args.extend(module_args.iter().map(|a| a.to_string()));
+    args
+}
+
+#[test]
+fn bad_module_arguments_stop_the_load_with_a_line_naming_the_setting() {
+    for (module_args, expected) in [
+        (&["sliding-max-limit", "0"][..], RANGE),
+        (&["sliding-max-limit", "-5"], RANGE),
+        (&["sliding-max-limit", "10000001"], RANGE),
+        (&["sliding-max-limit", "abc"], RANGE),
+        (
+            &["foo", "bar"],
+            "unknown module argument 'foo'; known names: sliding-max-limit",
+        ),
+        (
+            &["sliding-max-limt", "5"],
+            "unknown module argument 'sliding-max-limt'",
+        ),
+        (
+            &["sliding-max-limit", "5", "sliding-max-limit", "6"],
+            "module argument sliding-max-limit given more than once",
+        ),
+        (&["sliding-max-limit"], "module arguments come in pairs"),
+    ] {
+        let log = refused_start(&load_args(module_args));
+        assert!(
+            log.contains(&format!("rl: not loaded: {expected}")),
+            "{module_args:?}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn an_out_of_range_setting_in_redis_conf_stops_the_start_naming_it() {
+    let dir = std::env::temp_dir().join(format!("rl-conf-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("redis.conf");
+    for (line, expected) in [
+        ("rl.sliding-max-limit 0", "rl.sliding-max-limit"),
+        ("rl.sliding-max-limit 10000001", "rl.sliding-max-limit"),
+        // The server itself refuses unknown `rl.*` names (its log line, which the
+        // module cannot word, says a module configuration was not applied).
+        ("rl.no-such-setting 5", ""),
+    ] {
+        std::fs::write(
+            &conf,
+            format!("loadmodule {}\n{line}\n", module_path().display()),
+        )
+        .unwrap();
+        let log = refused_start(&[conf.display().to_string()]);
+        assert!(log.contains(expected), "{line}:\n{log}");
+        if line.contains(" 0") {
+            assert!(
+                log.contains("1") && log.contains("10000000"),
+                "names the range:\n{log}"
+            );
+        }
+    }
+    // And a valid one is applied.
+    std::fs::write(
+        &conf,
+        format!(
+            "loadmodule {}\nrl.sliding-max-limit 42\n",
+            module_path().display()
+        ),
+    )
+    .unwrap();
+    let s = Server::with(Options {
+        without_module: true,
+        args: vec![conf.display().to_string()],
+        ..Options::default()
+    });
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut s.conn())
+        .unwrap();
+    assert_eq!(got[1], "42");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn loadex(c: &mut Connection, args: &[&str]) -> redis::RedisResult<String> {
+    let mut command = cmd("MODULE");
+    command
+        .arg("LOADEX")
+        .arg(module_path().display().to_string());
+    for a in args {
+        command.arg(*a);
+    }
+    command.query(c)
+}
+
+/// Whether the module is loaded: its config exists only then.
+fn module_loaded(c: &mut Connection) -> bool {
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(c)
+        .unwrap();
+    !got.is_empty()
+}
+
+#[test]
+fn module_loadex_validates_configs_and_arguments_alike() {
+    let s = Server::with(Options {
+        without_module: true,
+        args: vec!["--enable-module-command".into(), "local".into()],
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    for bad in [
+        &["CONFIG", "rl.sliding-max-limit", "0"][..],
+        &["CONFIG", "rl.sliding-max-limit", "abc"],
+        &["CONFIG", "rl.no-such-setting", "5"],
+        &["ARGS", "sliding-max-limit", "0"],
+        &["ARGS", "sliding-max-limit", "5", "sliding-max-limit", "6"],
+        &["ARGS", "foo", "bar"],
+    ] {
+        assert!(loadex(&mut c, bad).is_err(), "{bad:?} loaded");
+        assert!(!module_loaded(&mut c), "{bad:?} left the module loaded");
+    }
+    assert!(
+        s.log().contains(RANGE),
+        "the log names the setting:\n{}",
+        s.log()
+    );
+
+    loadex(&mut c, &["CONFIG", "rl.sliding-max-limit", "7"]).unwrap();
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "7");
+    let _: String = cmd("MODULE").arg("UNLOAD").arg("rl").query(&mut c).unwrap();
+    loadex(&mut c, &["ARGS", "sliding-max-limit", "9"]).unwrap();
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "9");
+}
+
+#[test]
+fn config_set_out_of_range_is_an_error_that_keeps_the_value() {
+    let s = Server::start();
+    let mut c = s.conn();
+    config_set(&mut c, "rl.sliding-max-limit", 12);
+    for bad in ["0", "-5", "10000001", "abc", ""] {
+        let e = error_of(
+            &mut c,
+            &[b"CONFIG", b"SET", b"rl.sliding-max-limit", bad.as_bytes()],
+        );
+        assert!(
+            e.starts_with("ERR") && e.contains("rl.sliding-max-limit"),
+            "{bad}: {e}"
+        );
+    }
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "12");
+}

@@ -104,18 +104,16 @@ fn an_out_of_range_setting_in_redis_conf_stops_the_start_naming_it() {
             );
         }
     }
-    // And a valid one is applied.
-    std::fs::write(
-        &conf,
-        format!(
-            "loadmodule {}\nrl.sliding-max-limit 42\n",
-            module_path().display()
-        ),
-    )
-    .unwrap();
+    // A valid one is applied (here given on the command line, which the server
+    // reads as more redis.conf lines).
     let s = Server::with(Options {
         without_module: true,
-        args: vec![conf.display().to_string()],
+        args: vec![
+            "--loadmodule".into(),
+            module_path().display().to_string(),
+            "--rl.sliding-max-limit".into(),
+            "42".into(),
+        ],
         ..Options::default()
     });
     let got: Vec<String> = cmd("CONFIG")
@@ -211,4 +209,44 @@ fn config_set_out_of_range_is_an_error_that_keeps_the_value() {
         .query(&mut c)
         .unwrap();
     assert_eq!(got[1], "12");
+}
+
+#[test]
+fn the_ratelimit_acl_category_survives_module_unload_and_load() {
+    let s = Server::with(Options {
+        args: vec!["--enable-module-command".into(), "local".into()],
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    let categories: Vec<String> = cmd("ACL").arg("CAT").query(&mut c).unwrap();
+    if !categories.iter().any(|x| x == "ratelimit") {
+        // Before 7.4 modules cannot add categories; acl.rs covers that case.
+        return;
+    }
+    let _: String = cmd("MODULE").arg("UNLOAD").arg("rl").query(&mut c).unwrap();
+    let _: String = cmd("MODULE")
+        .arg("LOAD")
+        .arg(module_path().display().to_string())
+        .query(&mut c)
+        .unwrap();
+    assert!(!s.log().contains("cannot create the ACL category"), "{}", s.log());
+    let _: String = cmd("ACL")
+        .arg("SETUSER")
+        .arg("limiter")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@ratelimit")
+        .query(&mut c)
+        .unwrap();
+    let mut user = s.conn();
+    let _: String = cmd("AUTH").arg("limiter").arg("pw").query(&mut user).unwrap();
+    for args in [
+        &["RL.FIXED", "f", "5", "1m"][..],
+        &["RL.SLIDING", "s", "5", "1m"],
+        &["RL.BUCKET", "b", "5", "1", "1s"],
+    ] {
+        let reply = try_rl(&mut user, args);
+        assert!(reply.is_ok(), "{args:?}: {reply:?}");
+    }
 }

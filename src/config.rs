@@ -81,7 +81,7 @@ impl Setting {
 /// Reads module arguments (`name value` pairs) into the settings' values. Every
 /// setting not named keeps its default.
 pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(format!(
             "module arguments come in pairs `name value`; known names: {}",
             known_names()

@@ -728,7 +728,10 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
 
 /// An RL.FIXED call on the panic key: an error on a testing build, a reply otherwise.
 fn lim_probe(c: &mut Connection) -> redis::RedisResult<Value> {
-    run(c, &FIXED.line(b"__rl_panic__", &FIXED.valid_params(), &["COST", "0"]))
+    run(
+        c,
+        &FIXED.line(b"__rl_panic__", &FIXED.valid_params(), &["COST", "0"]),
+    )
 }
 
 #[test]

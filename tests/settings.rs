@@ -229,7 +229,11 @@ fn the_ratelimit_acl_category_survives_module_unload_and_load() {
         .arg(module_path().display().to_string())
         .query(&mut c)
         .unwrap();
-    assert!(!s.log().contains("cannot create the ACL category"), "{}", s.log());
+    assert!(
+        !s.log().contains("cannot create the ACL category"),
+        "{}",
+        s.log()
+    );
     let _: String = cmd("ACL")
         .arg("SETUSER")
         .arg("limiter")
@@ -240,7 +244,11 @@ fn the_ratelimit_acl_category_survives_module_unload_and_load() {
         .query(&mut c)
         .unwrap();
     let mut user = s.conn();
-    let _: String = cmd("AUTH").arg("limiter").arg("pw").query(&mut user).unwrap();
+    let _: String = cmd("AUTH")
+        .arg("limiter")
+        .arg("pw")
+        .query(&mut user)
+        .unwrap();
     for args in [
         &["RL.FIXED", "f", "5", "1m"][..],
         &["RL.SLIDING", "s", "5", "1m"],

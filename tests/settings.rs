@@ -11,10 +11,6 @@ use common::*;
 
 const RANGE: &str = "rl.sliding-max-limit must be an integer from 1 to 10000000";
 
-fn server_binary() -> String {
-    std::env::var("RL_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
-}
-
 /// Starts redis-server with `args` (logging to stdout) and expects it to refuse to
 /// start; returns what it logged.
 fn refused_start(args: &[String]) -> String {

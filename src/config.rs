@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
+use crate::server::optional;
+
 /// Highest value `sliding-max-limit` accepts (about 1 GB for one full log).
 pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
 
@@ -124,13 +126,10 @@ fn known_names() -> String {
 /// value the module arguments gave (or the default), then lets the server apply
 /// what redis.conf or `MODULE LOADEX … CONFIG` set (those win over arguments).
 pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
-    // SAFETY: function pointers the server filled in at load (checked by
-    // server::check_api); reading them has no other precondition.
-    let (Some(register_numeric), Some(load_configs)) =
-        (unsafe { raw::RedisModule_RegisterNumericConfig }, unsafe {
-            raw::RedisModule_LoadConfigs
-        })
-    else {
+    let (Some(register_numeric), Some(load_configs)) = (
+        optional!(RedisModule_RegisterNumericConfig),
+        optional!(RedisModule_LoadConfigs),
+    ) else {
         return Err("this server has no module configs (Redis 7.0 or newer is required)".into());
     };
     for (i, s) in SETTINGS.iter().enumerate() {
@@ -187,12 +186,12 @@ extern "C" fn set_numeric(
         }
         Err(message) => {
             if !err.is_null() {
-                // SAFETY: the server hands a valid out-pointer and takes ownership
-                // of the string (created without a context, freed by the server).
-                unsafe {
-                    if let Some(create) = raw::RedisModule_CreateString {
-                        *err = create(std::ptr::null_mut(), message.as_ptr().cast(), message.len());
-                    }
+                if let Some(create) = optional!(RedisModule_CreateString) {
+                    // SAFETY: the server hands a valid out-pointer and takes
+                    // ownership of the string (made without a context).
+                    unsafe {
+                        *err = create(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
+                    };
                 }
             }
             raw::REDISMODULE_ERR as c_int

@@ -102,7 +102,7 @@ fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     config::register(ctx)?;
     // Opening a key for writing must not by itself abort WATCHes or invalidate
     // client caches: only real writes signal (see storage::Key).
-    // SAFETY: `ctx` is the load context; check_api guarantees the pointer.
+    // SAFETY: `ctx` is the load context.
     unsafe {
         storage::rm!(RedisModule_SetModuleOptions)(
             ctx,
@@ -112,11 +112,9 @@ fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     // Constant strings the commands pass to the server, created once now.
     storage::names::names();
     // The `# rl` section of INFO.
-    // SAFETY: `ctx` is the load context; the callback never unwinds (stats::info).
-    unsafe {
-        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
-            register_info(ctx, Some(stats::info));
-        }
+    if let Some(register_info) = server::optional!(RedisModule_RegisterInfoFunc) {
+        // SAFETY: `ctx` is the load context; the callback never unwinds.
+        unsafe { register_info(ctx, Some(stats::info)) };
     }
     let ratelimit = server::acl_category(ctx, c"ratelimit");
     commands::register_all(ctx, ratelimit)

@@ -3,6 +3,19 @@
 
 use redis_module::raw;
 
+/// The server's implementation of a module API function that not every server
+/// has, or None. Required ones go through `rm!` instead.
+macro_rules! optional {
+    ($name:ident) => {{
+        // SAFETY: the pointers are written once, by RedisModule_Init at load before
+        // any of RL's code runs, and only read afterwards, on the main thread.
+        #[allow(unused_unsafe)]
+        let f = unsafe { redis_module::raw::$name };
+        f
+    }};
+}
+pub(crate) use optional;
+
 use crate::algorithms::Millis;
 use crate::storage::rm;
 
@@ -16,9 +29,8 @@ use crate::storage::rm;
 /// it, and could see as live a key the server already treats as expired. Redis 7.0
 /// has no such instant (nor the function): there the live clock is the server's.
 pub fn now_ms() -> Millis {
-    // SAFETY: reading a function pointer the server filled in at load; calling it
-    // has no preconditions (it only reads the server's cached time).
-    match unsafe { raw::RedisModule_CachedMicroseconds } {
+    match optional!(RedisModule_CachedMicroseconds) {
+        // SAFETY: no preconditions: it only reads the server's cached time.
         Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
         // SAFETY: as above; check_api guarantees the pointer at load.
         None => unsafe { rm!(RedisModule_Milliseconds)() },
@@ -37,7 +49,7 @@ pub fn check_api() -> Result<(), &'static str> {
     macro_rules! require {
         ($($name:ident),* $(,)?) => {
             $(
-                if unsafe { raw::$name }.is_none() {
+                if optional!($name).is_none() {
                     return Err(stringify!($name));
                 }
             )*
@@ -91,8 +103,7 @@ pub fn log_warning(ctx: *mut redis_module::raw::RedisModuleCtx, message: &str) {
 /// `RedisModule_AddACLCategory` fails with EBUSY. True when commands can be put in
 /// it; false where the server has no module categories (before 7.4).
 pub fn acl_category(ctx: *mut raw::RedisModuleCtx, name: &std::ffi::CStr) -> bool {
-    // SAFETY: reading a function pointer the server filled in at load.
-    let Some(add) = (unsafe { raw::RedisModule_AddACLCategory }) else {
+    let Some(add) = optional!(RedisModule_AddACLCategory) else {
         return false;
     };
     // SAFETY: `ctx` is the load context (the only time categories can be added);

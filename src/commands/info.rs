@@ -10,17 +10,20 @@ use std::ptr;
 use redis_module::raw::{self, RedisModuleCtx};
 
 use super::{ArgKind, Spec};
+use crate::server::optional;
 
 /// The version of this module, shown in COMMAND DOCS `since`.
 const SINCE: &std::ffi::CStr = c"0.1.0";
 
 pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     // Without SetCommandInfo (Redis < 7.0) the command still works; it only lacks docs.
-    let (Some(get_command), Some(set_info)) = (unsafe { raw::RedisModule_GetCommand }, unsafe {
-        raw::RedisModule_SetCommandInfo
-    }) else {
+    let (Some(get_command), Some(set_info)) = (
+        optional!(RedisModule_GetCommand),
+        optional!(RedisModule_SetCommandInfo),
+    ) else {
         return Ok(());
     };
+    // SAFETY: `ctx` is the load context; the name is a NUL-terminated static.
     let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
     if command.is_null() {
         return Err(format!(
@@ -37,6 +40,8 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     };
 
     // One key at position 1, read and updated in place (as INCR's).
+    // SAFETY: a plain C struct of integers, pointers and unions of those, for
+    // which all-zero is the "unset" value; the zeroed second entry ends the array.
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { zeroed() };
     key_specs[0].flags = u64::from(
         raw::REDISMODULE_CMD_KEY_RW
@@ -55,6 +60,8 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         .args
         .iter()
         .map(|a| {
+            // SAFETY: a plain C struct; all-zero means no token, no flags, no
+            // sub-arguments.
             let mut arg: raw::RedisModuleCommandArg = unsafe { zeroed() };
             arg.name = a.name.as_ptr();
             arg.key_spec_index = -1;
@@ -69,6 +76,7 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
             arg
         })
         .collect();
+    // SAFETY: as above.
     let mut cost: raw::RedisModuleCommandArg = unsafe { zeroed() };
     cost.name = c"cost".as_ptr();
     cost.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER;
@@ -76,7 +84,9 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     cost.token = c"COST".as_ptr();
     cost.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
     args.push(cost);
-    args.push(unsafe { zeroed() });
+    // SAFETY: as above; an all-zero argument ends the server's argument array.
+    let end: raw::RedisModuleCommandArg = unsafe { zeroed() };
+    args.push(end);
 
     let info = raw::RedisModuleCommandInfo {
         version: &version,
@@ -90,6 +100,8 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         key_specs: key_specs.as_mut_ptr(),
         args: args.as_mut_ptr(),
     };
+    // SAFETY: `command` is this module's command, found above; every pointer in
+    // `info` outlives the call (the server copies what it keeps).
     if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
         return Err(format!("cannot describe {}", spec.name_str()));
     }
@@ -101,11 +113,10 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
 /// module commands belong to no category; users list them by name (README).
 /// A failure is logged, never fatal: the command works without categories.
 pub fn categorize(ctx: *mut RedisModuleCtx, spec: &Spec, ratelimit: bool) {
-    let (Some(get_command), Some(set_categories)) =
-        (unsafe { raw::RedisModule_GetCommand }, unsafe {
-            raw::RedisModule_SetCommandACLCategories
-        })
-    else {
+    let (Some(get_command), Some(set_categories)) = (
+        optional!(RedisModule_GetCommand),
+        optional!(RedisModule_SetCommandACLCategories),
+    ) else {
         return;
     };
     let fast = spec
@@ -119,8 +130,10 @@ pub fn categorize(ctx: *mut RedisModuleCtx, spec: &Spec, ratelimit: bool) {
         (true, false) => c"write fast",
         (false, false) => c"write",
     };
+    // SAFETY: `ctx` is the load context; the name is a NUL-terminated static.
     let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
     if command.is_null()
+        // SAFETY: `command` is this module's command; the categories a static.
         || unsafe { set_categories(command, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int
     {
         crate::server::log_warning(

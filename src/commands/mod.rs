@@ -18,7 +18,7 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 use crate::algorithms::{Cost, Count, Decision, Duration, Millis};
 use crate::args;
 use crate::error::{Error, Result};
-use crate::server;
+use crate::server::{self, optional};
 use crate::stats::{Counters, Outcome};
 use crate::storage::{self, rm, Key};
 
@@ -188,6 +188,7 @@ fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
         panic!("injected by the testing feature");
     }
     let now = server::now_ms();
+    // SAFETY: `ctx` and the key name are the running command's.
     let key = unsafe { Key::open(ctx, argv.0[1]) };
     L::apply(&key, &params, now, options.cost)
 }
@@ -200,6 +201,7 @@ fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
         d.retry_after_ms(),
         d.reset_after_ms as i64,
     ];
+    // SAFETY: `ctx` is the running command's context; one array of five integers.
     unsafe {
         rm!(RedisModule_ReplyWithArray)(ctx, fields.len() as c_long);
         for f in fields {
@@ -214,8 +216,8 @@ fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
     // must not be able to fail here.
     let line = format!("{} {}", e.code(), e).replace('\0', " ");
     let line = std::ffi::CString::new(line).unwrap_or_default();
-    // SAFETY: `ctx` is the running command's context; the pointer is checked.
-    if let Some(reply) = unsafe { raw::RedisModule_ReplyWithError } {
+    if let Some(reply) = optional!(RedisModule_ReplyWithError) {
+        // SAFETY: `ctx` is the running command's context; `line` is NUL-terminated.
         unsafe { reply(ctx, line.as_ptr()) };
     }
 }
@@ -225,6 +227,8 @@ fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
 /// module's own `@ratelimit` category was created.
 pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
     let spec = &L::SPEC;
+    // SAFETY: `ctx` is the load context; name and flags are NUL-terminated
+    // statics; `dispatch::<L>` has the server's command signature.
     let created = unsafe {
         rm!(RedisModule_CreateCommand)(
             ctx,

@@ -3,7 +3,7 @@
 //! Arguments are raw bytes (keys and values are binary-safe); anything that is not
 //! exactly the accepted form is an error naming the argument.
 
-use crate::algorithms::{Cost, Count, Duration};
+use crate::algorithms::{Cost, Count, Interval};
 use crate::error::{Error, Result};
 
 /// Parses an unsigned decimal integer the way Redis reads integer arguments:
@@ -27,7 +27,7 @@ pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
 
 /// A window or period: an integer with an optional unit (ms, s, m, h, d; any case);
 /// a bare integer means seconds, as in EXPIRE. 1 ms ..= 10 years.
-pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Duration> {
+pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = bytes.split_at(digits);
     // Case-insensitive without allocating: units are at most two letters.
@@ -48,7 +48,7 @@ pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Duration> {
     };
     parse_u64(number)
         .and_then(|n| n.checked_mul(ms_per_unit))
-        .and_then(Duration::from_ms)
+        .and_then(Interval::from_ms)
         .ok_or(Error::BadDuration(name))
 }
 
@@ -175,7 +175,7 @@ mod tests {
             ("18446744073709551615d", None),
         ] {
             assert_eq!(
-                duration("window", input.as_bytes()).ok().map(Duration::ms),
+                duration("window", input.as_bytes()).ok().map(Interval::ms),
                 want,
                 "{input:?}"
             );

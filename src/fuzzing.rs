@@ -7,7 +7,7 @@
 //! stored state and the clock. Every reply must satisfy the contract's invariants;
 //! a violation panics, which the fuzzer reports as a crash.
 
-use crate::algorithms::bucket::{self, Bucket};
+use crate::algorithms::bucket::{self, State};
 use crate::algorithms::fixed::{self, Counter};
 use crate::algorithms::sliding::{self, VecLog};
 use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
@@ -58,7 +58,7 @@ pub fn run(data: &[u8]) {
                 used: take_i64(&mut state) as u64,
                 expires_at: take_i64(&mut state),
             });
-            let out = fixed::decide(stored, now, params.0.limit, params.0.window, params.1);
+            let out = fixed::decide(stored, now, params.0, params.1);
             check(&out.decision, params.1.get());
         }
         1 => {
@@ -73,7 +73,7 @@ pub fn run(data: &[u8]) {
                 .collect();
             times.sort_unstable();
             let log = VecLog(times);
-            let out = sliding::decide(&log, now, params.0.limit, params.0.window, params.1);
+            let out = sliding::decide(&log, now, params.0, params.1);
             check(&out.decision, params.1.get());
             if let Some(a) = out.store {
                 assert!(a.at >= now && a.units == params.1.get(), "{a:?}");
@@ -83,7 +83,7 @@ pub fn run(data: &[u8]) {
             let Some(params) = parse::<BucketCommand>(&argv) else {
                 return;
             };
-            let stored = (!state.is_empty()).then(|| Bucket {
+            let stored = (!state.is_empty()).then(|| State {
                 level_micros: take_i64(&mut state) as u64 as u128
                     * u128::from(take_i64(&mut state) as u16),
                 ts: take_i64(&mut state),

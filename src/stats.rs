@@ -13,7 +13,7 @@ use redis_module::raw::{self, RedisModuleInfoCtx};
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Verdict {
     Allowed,
     Rejected,
     Error,
@@ -35,11 +35,11 @@ impl Counters {
         }
     }
 
-    pub fn record(&self, outcome: Outcome) {
+    pub fn record(&self, outcome: Verdict) {
         let counter = match outcome {
-            Outcome::Allowed => &self.allowed,
-            Outcome::Rejected => &self.rejected,
-            Outcome::Error => &self.errors,
+            Verdict::Allowed => &self.allowed,
+            Verdict::Rejected => &self.rejected,
+            Verdict::Error => &self.errors,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -85,9 +85,9 @@ mod tests {
         assert_eq!(prefix("RL.SLIDINGCOUNTER"), "slidingcounter");
         assert_eq!(prefix("CL.THROTTLE"), "throttle");
         let c = Counters::new();
-        c.record(Outcome::Rejected);
-        c.record(Outcome::Rejected);
-        c.record(Outcome::Error);
+        c.record(Verdict::Rejected);
+        c.record(Verdict::Rejected);
+        c.record(Verdict::Error);
         assert_eq!(c.fields(), [("allowed", 0), ("rejected", 2), ("errors", 1)]);
     }
 }

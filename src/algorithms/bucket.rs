@@ -10,14 +10,15 @@
 //! a millionth when an allowed call stores the new level, which is always down (never
 //! grants more) and at most 10^-6 token per allowed call.
 
-use super::{at_plus, cap, ms_until, Cost, Count, Decision, Duration, Millis, RetryAfter};
+pub use super::Rate;
+use super::{at_plus, cap, ms_until, Cost, Decision, Millis, Outcome, RetryAfter};
 
 /// Millionths of a token: the stored level's resolution.
 pub const MICROS: u128 = 1_000_000;
 
 /// What the hash holds: the level (in millionths of a token) at time `ts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bucket {
+pub struct State {
     pub level_micros: u128,
     pub ts: Millis,
 }
@@ -26,22 +27,8 @@ pub struct Bucket {
 /// moment the bucket is full again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Store {
-    pub bucket: Bucket,
+    pub bucket: State,
     pub expires_at: Millis,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    pub decision: Decision,
-    pub store: Option<Store>,
-}
-
-/// Bucket parameters of one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
-    pub capacity: Count,
-    pub tokens: Count,
-    pub period: Duration,
 }
 
 impl Rate {
@@ -66,7 +53,7 @@ impl Rate {
 }
 
 /// Decides one call against the stored bucket (None when the key is absent).
-pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Outcome {
+pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Outcome<Store> {
     let full = rate.full();
     // Time never runs backwards for a bucket: a call made while the clock is behind
     // the last write is decided at the write's time, so it refills nothing.
@@ -86,7 +73,7 @@ pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Ou
     let level_after = if allowed { level - wanted } else { level };
     let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level_after)));
     let store = (allowed && n > 0).then(|| Store {
-        bucket: Bucket {
+        bucket: State {
             level_micros: level_after / u128::from(rate.period.ms()),
             ts: at,
         },
@@ -122,7 +109,7 @@ pub fn decide(stored: Option<Bucket>, now: Millis, rate: Rate, cost: Cost) -> Ou
 }
 
 /// The exact level at `at` (>= b.ts), clamped to the capacity.
-fn refill(b: Bucket, at: Millis, rate: Rate) -> u128 {
+fn refill(b: State, at: Millis, rate: Rate) -> u128 {
     let full = rate.full();
     let period = u128::from(rate.period.ms());
     // A stored level above the capacity (the capacity was lowered) is clamped first.
@@ -144,6 +131,7 @@ fn refill(b: Bucket, at: Millis, rate: Rate) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Count, Interval};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
     use num_rational::Ratio;
 
@@ -151,14 +139,14 @@ mod tests {
         Rate {
             capacity: Count::new(capacity).unwrap(),
             tokens: Count::new(tokens).unwrap(),
-            period: Duration::from_ms(period_ms).unwrap(),
+            period: Interval::from_ms(period_ms).unwrap(),
         }
     }
     fn cost(n: u64) -> Cost {
         Cost::new(n).unwrap()
     }
 
-    fn call(state: &mut Option<Bucket>, now: Millis, r: Rate, n: u64) -> Decision {
+    fn call(state: &mut Option<State>, now: Millis, r: Rate, n: u64) -> Decision {
         let out = decide(*state, now, r, cost(n));
         if let Some(s) = out.store {
             *state = Some(s.bucket);
@@ -194,7 +182,7 @@ mod tests {
         assert_eq!(d.reset_after_ms, 3000);
         assert_eq!(
             state,
-            Some(Bucket {
+            Some(State {
                 level_micros: 2_000_000,
                 ts: 3000
             })
@@ -218,7 +206,7 @@ mod tests {
         let out = decide(state, 1, r, cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after_ms(), 2);
-        let state2 = Some(Bucket {
+        let state2 = Some(State {
             level_micros: 0,
             ts: 0,
         });
@@ -231,7 +219,7 @@ mod tests {
         // 1 token per 3 ms, capacity 2, empty at 0; at 1 ms the level is 1/3.
         // Taking nothing is not a write, so take from a fuller bucket: level 4/3 at 4 ms.
         let r = rate(2, 1, 3);
-        let state = Some(Bucket {
+        let state = Some(State {
             level_micros: 0,
             ts: 0,
         });
@@ -250,7 +238,7 @@ mod tests {
         // Capacity 3, 1 token per 300 ms, empty at 0. At 301 ms the level is
         // 301/300; taking 1 leaves 1/300, full again after (3 - 1/300) * 300 = 899 ms.
         let r = rate(3, 1, 300);
-        let empty = Some(Bucket {
+        let empty = Some(State {
             level_micros: 0,
             ts: 0,
         });
@@ -279,7 +267,7 @@ mod tests {
         for r in rates {
             for micros in [0u128, 1, 499_999, 999_999, 1_000_000, 2_345_678] {
                 for n in 1..=r.capacity.get() {
-                    let b = Some(Bucket {
+                    let b = Some(State {
                         level_micros: micros,
                         ts: 1000,
                     });
@@ -307,14 +295,14 @@ mod tests {
     #[test]
     fn level_never_exceeds_capacity_and_lowered_capacity_clamps() {
         let r = rate(5, 1, 1000);
-        let b = Some(Bucket {
+        let b = Some(State {
             level_micros: 2_000_000,
             ts: 0,
         });
         let d = decide(b, 1_000_000, r, cost(0)).decision;
         assert_eq!((d.remaining, d.reset_after_ms), (5, 0));
         // Stored 9 tokens, capacity now 3.
-        let over = Some(Bucket {
+        let over = Some(State {
             level_micros: 9_000_000,
             ts: 0,
         });
@@ -325,7 +313,7 @@ mod tests {
     #[test]
     fn a_clock_stepping_back_refills_nothing() {
         let r = rate(5, 1, 1000);
-        let b = Some(Bucket {
+        let b = Some(State {
             level_micros: 1_000_000,
             ts: 10_000,
         });
@@ -333,7 +321,7 @@ mod tests {
         assert!(out.decision.allowed);
         assert_eq!(
             out.store.map(|s| s.bucket),
-            Some(Bucket {
+            Some(State {
                 level_micros: 0,
                 ts: 10_000
             }),
@@ -355,13 +343,13 @@ mod tests {
         assert!(!d.allowed);
         assert_eq!(d.retry_after_ms(), MAX_COUNT as i64);
         let fast = rate(MAX_COUNT, MAX_COUNT, 1);
-        let b = Some(Bucket {
+        let b = Some(State {
             level_micros: u128::MAX,
             ts: i64::MIN,
         });
         let d = decide(b, i64::MAX, fast, cost(MAX_COUNT)).decision;
         assert!(d.allowed);
-        let b = Some(Bucket {
+        let b = Some(State {
             level_micros: 0,
             ts: i64::MIN,
         });

@@ -4,7 +4,7 @@
 //! state is the units consumed in the current window and the absolute time the key
 //! expires, which is the window's end.
 
-use super::{ms_until, Cost, Count, Decision, Duration, Millis, RetryAfter};
+use super::{ms_until, Cost, Decision, Interval, Millis, Outcome, Quota, RetryAfter};
 
 /// What the key holds: the units used and the absolute expiry (window end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,27 +13,15 @@ pub struct Counter {
     pub expires_at: Millis,
 }
 
-/// The decision and, when something was consumed, the counter to store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    pub decision: Decision,
-    pub store: Option<Counter>,
-}
-
 /// End of the epoch-aligned window that contains `now`.
-pub fn window_end(now: Millis, window: Duration) -> Millis {
+pub fn window_end(now: Millis, window: Interval) -> Millis {
     let w = window.ms_i64();
     now.saturating_sub(now.rem_euclid(w)).saturating_add(w)
 }
 
 /// Decides one call against the stored counter (None when the key is absent).
-pub fn decide(
-    stored: Option<Counter>,
-    now: Millis,
-    limit: Count,
-    window: Duration,
-    cost: Cost,
-) -> Outcome {
+pub fn decide(stored: Option<Counter>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Counter> {
+    let Quota { limit, window } = quota;
     let end = window_end(now, window);
     // A counter whose expiry has passed is empty, even if the server has not yet
     // evicted it.
@@ -82,6 +70,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Count, Interval, Quota};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 
     fn count(n: u64) -> Count {
@@ -90,8 +79,8 @@ mod tests {
     fn cost(n: u64) -> Cost {
         Cost::new(n).unwrap()
     }
-    fn ms(n: u64) -> Duration {
-        Duration::from_ms(n).unwrap()
+    fn ms(n: u64) -> Interval {
+        Interval::from_ms(n).unwrap()
     }
 
     /// Runs calls against one key the way the command does: store what is returned.
@@ -100,7 +89,7 @@ mod tests {
         calls
             .iter()
             .map(|&(now, n)| {
-                let out = decide(state, now, count(limit), ms(window), cost(n));
+                let out = decide(state, now, Quota::new(count(limit), ms(window)), cost(n));
                 if let Some(s) = out.store {
                     state = Some(s);
                 }
@@ -183,7 +172,7 @@ mod tests {
 
     #[test]
     fn cost_above_limit_never_succeeds_and_writes_nothing() {
-        let out = decide(None, 0, count(5), ms(1000), cost(6));
+        let out = decide(None, 0, Quota::new(count(5), ms(1000)), cost(6));
         assert_eq!(out.store, None);
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
@@ -193,7 +182,7 @@ mod tests {
 
     #[test]
     fn cost_zero_reports_state_and_writes_nothing() {
-        let empty = decide(None, 500, count(5), ms(1000), cost(0));
+        let empty = decide(None, 500, Quota::new(count(5), ms(1000)), cost(0));
         assert_eq!(empty.store, None);
         assert_eq!(
             empty.decision,
@@ -209,7 +198,7 @@ mod tests {
             used: 2,
             expires_at: 1000,
         };
-        let used = decide(Some(stored), 500, count(5), ms(1000), cost(0));
+        let used = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(0));
         assert_eq!(used.store, None);
         assert_eq!(used.decision.remaining, 3);
         assert_eq!(used.decision.reset_after_ms, 500);
@@ -221,11 +210,11 @@ mod tests {
             used: 8,
             expires_at: 1000,
         };
-        let out = decide(Some(stored), 100, count(5), ms(1000), cost(1));
+        let out = decide(Some(stored), 100, Quota::new(count(5), ms(1000)), cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         assert_eq!(out.decision.retry_after_ms(), 900);
-        let inspect = decide(Some(stored), 100, count(5), ms(1000), cost(0));
+        let inspect = decide(Some(stored), 100, Quota::new(count(5), ms(1000)), cost(0));
         assert!(
             !inspect.decision.allowed,
             "used > limit even before this call"
@@ -240,7 +229,7 @@ mod tests {
             used: 2,
             expires_at: 1000,
         };
-        let out = decide(Some(stored), 600, count(5), ms(60_000), cost(1));
+        let out = decide(Some(stored), 600, Quota::new(count(5), ms(60_000)), cost(1));
         assert_eq!(
             out.store,
             Some(Counter {
@@ -258,7 +247,7 @@ mod tests {
             used: 2,
             expires_at: 3_600_000,
         };
-        let out = decide(Some(stored), 1_500, count(5), ms(1000), cost(1));
+        let out = decide(Some(stored), 1_500, Quota::new(count(5), ms(1000)), cost(1));
         assert_eq!(
             out.store,
             Some(Counter {
@@ -276,7 +265,7 @@ mod tests {
             used: 2,
             expires_at: 2_000,
         };
-        let out = decide(Some(stored), 500, count(5), ms(1000), cost(1));
+        let out = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(1));
         assert_eq!(
             out.store,
             Some(Counter {
@@ -295,12 +284,12 @@ mod tests {
             used: 5,
             expires_at: 3_000,
         };
-        let out = decide(Some(stored), 1_900, count(5), ms(1000), cost(1));
+        let out = decide(Some(stored), 1_900, Quota::new(count(5), ms(1000)), cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after_ms(), 1_100);
         assert_eq!(out.decision.reset_after_ms, 1_100);
         assert!(
-            decide(Some(stored), 3_000, count(5), ms(1000), cost(1))
+            decide(Some(stored), 3_000, Quota::new(count(5), ms(1000)), cost(1))
                 .decision
                 .allowed
         );
@@ -312,7 +301,7 @@ mod tests {
             used: 5,
             expires_at: 1000,
         };
-        let out = decide(Some(stale), 1000, count(5), ms(1000), cost(1));
+        let out = decide(Some(stale), 1000, Quota::new(count(5), ms(1000)), cost(1));
         assert!(out.decision.allowed);
         assert_eq!(
             out.store,
@@ -329,8 +318,7 @@ mod tests {
         let out = decide(
             None,
             i64::MAX - 5,
-            big,
-            ms(MAX_DURATION_MS),
+            Quota::new(big, ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(out.decision.allowed);
@@ -338,8 +326,7 @@ mod tests {
         let again = decide(
             out.store,
             i64::MAX - 4,
-            big,
-            ms(MAX_DURATION_MS),
+            Quota::new(big, ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(!again.decision.allowed);
@@ -347,11 +334,16 @@ mod tests {
             used: u64::MAX,
             expires_at: i64::MAX,
         };
-        let out = decide(Some(huge), 0, big, ms(1), cost(MAX_COUNT));
+        let out = decide(Some(huge), 0, Quota::new(big, ms(1)), cost(MAX_COUNT));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         assert!(out.decision.reset_after_ms <= MAX_COUNT);
-        let out = decide(None, i64::MIN + 1, count(1), ms(MAX_DURATION_MS), cost(1));
+        let out = decide(
+            None,
+            i64::MIN + 1,
+            Quota::new(count(1), ms(MAX_DURATION_MS)),
+            cost(1),
+        );
         assert!(out.decision.allowed);
     }
 }

@@ -12,7 +12,7 @@ mod models;
 pub mod quota;
 pub mod sliding;
 
-pub use quota::{Cost, Count, Duration, MAX_COUNT, MAX_DURATION_MS};
+pub use quota::{Cost, Count, Interval, Quota, Rate, MAX_COUNT, MAX_DURATION_MS};
 
 /// Server time in milliseconds since the Unix epoch.
 pub type Millis = i64;
@@ -26,6 +26,15 @@ pub enum RetryAfter {
     Ms(u64),
     /// The cost exceeds the limit: no amount of waiting helps (the reply's `-1`).
     Never,
+}
+
+/// What one call decided, and the write it makes when it consumes something
+/// (`store` is None for a rejected call and for COST 0). Every algorithm returns
+/// this shape; `S` is what its storage writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome<S> {
+    pub decision: Decision,
+    pub store: Option<S>,
 }
 
 /// What a call decided: the five fields of the reply.

@@ -10,10 +10,12 @@ use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use proptest::prelude::*;
 
-use super::bucket::{self, Bucket, Rate};
+use super::bucket::{self, Rate, State};
 use super::fixed::{self, Counter};
 use super::sliding::{self, VecLog};
-use super::{Cost, Count, Decision, Duration, Millis, RetryAfter, MAX_COUNT, MAX_DURATION_MS};
+use super::{
+    Cost, Count, Decision, Interval, Millis, Quota, RetryAfter, MAX_COUNT, MAX_DURATION_MS,
+};
 
 const START: Millis = 1_700_000_000_000;
 
@@ -69,8 +71,8 @@ fn c(n: u64) -> Count {
 fn k(n: u64) -> Cost {
     Cost::new(n).unwrap()
 }
-fn d(ms: u64) -> Duration {
-    Duration::from_ms(ms).unwrap()
+fn d(ms: u64) -> Interval {
+    Interval::from_ms(ms).unwrap()
 }
 
 fn ms_between(until: i128, now: i128) -> u64 {
@@ -141,7 +143,7 @@ proptest! {
         let (mut state, mut model, mut now) = (None::<Counter>, FixedModel::default(), START);
         for (step, n) in seq {
             now += step;
-            let out = fixed::decide(state, now, c(limit), d(window), k(n));
+            let out = fixed::decide(state, now, Quota::new(c(limit), d(window)), k(n));
             // A counter the server has evicted is gone.
             let expected = model.call(now, limit, window, n);
             prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
@@ -162,7 +164,7 @@ proptest! {
         for (step, n) in seq {
             now += step;
             let live = state.filter(|s| s.expires_at > now);
-            let out = fixed::decide(live, now, c(limit), d(window), k(n));
+            let out = fixed::decide(live, now, Quota::new(c(limit), d(window)), k(n));
             check_reply(&out.decision, limit, n);
             if let Some(s) = out.store {
                 prop_assert_eq!(s.expires_at.rem_euclid(window as i64), 0, "expiry on a window edge");
@@ -249,7 +251,7 @@ proptest! {
         let (mut log, mut model, mut now) = (VecLog::default(), SlidingModel::default(), START);
         for (step, n) in seq {
             now += step;
-            let out = sliding::decide(&log, now, c(limit), d(window), k(n));
+            let out = sliding::decide(&log, now, Quota::new(c(limit), d(window)), k(n));
             prop_assert_eq!(out.decision, model.call(now, limit, window, n), "at {} cost {}", now, n);
             check_reply(&out.decision, limit, n);
             if let Some(a) = out.store {
@@ -269,13 +271,13 @@ proptest! {
         let mut all: Vec<Millis> = Vec::new();
         for (step, n) in seq {
             now += step;
-            let out = sliding::decide(&log, now, c(limit), d(window), k(n));
+            let out = sliding::decide(&log, now, Quota::new(c(limit), d(window)), k(n));
             check_reply(&out.decision, limit, n);
             if let RetryAfter::Ms(wait) = out.decision.retry_after {
                 let wait = wait as i64;
-                prop_assert!(sliding::decide(&log, now + wait, c(limit), d(window), k(n)).decision.allowed);
+                prop_assert!(sliding::decide(&log, now + wait, Quota::new(c(limit), d(window)), k(n)).decision.allowed);
                 if wait > 0 {
-                    prop_assert!(!sliding::decide(&log, now + wait - 1, c(limit), d(window), k(n)).decision.allowed);
+                    prop_assert!(!sliding::decide(&log, now + wait - 1, Quota::new(c(limit), d(window)), k(n)).decision.allowed);
                 }
             }
             if let Some(a) = out.store {
@@ -378,7 +380,7 @@ proptest! {
             .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, fwd)))
     ) {
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
-        let (mut state, mut model, mut now) = (None::<Bucket>, BucketModel::new(capacity), START);
+        let (mut state, mut model, mut now) = (None::<State>, BucketModel::new(capacity), START);
         for (step, n) in seq {
             now += step;
             let out = bucket::decide(state, now, rate, k(n));
@@ -398,7 +400,7 @@ proptest! {
             .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, back)))
     ) {
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
-        let (mut state, mut now) = (None::<Bucket>, START);
+        let (mut state, mut now) = (None::<State>, START);
         let (mut admitted, mut earliest, mut latest) = (0u64, START, START);
         for (step, n) in seq {
             now += step;

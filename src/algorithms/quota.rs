@@ -52,9 +52,9 @@ impl Cost {
 
 /// A window or refill period: 1 ms ..= 10 years.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Duration(u64);
+pub struct Interval(u64);
 
-impl Duration {
+impl Interval {
     pub const fn from_ms(ms: u64) -> Option<Self> {
         if ms >= 1 && ms <= MAX_DURATION_MS {
             Some(Self(ms))
@@ -71,6 +71,28 @@ impl Duration {
     pub const fn ms_i64(self) -> i64 {
         self.0 as i64
     }
+}
+
+/// At most `limit` units per `window`: the parameters of RL.FIXED and RL.SLIDING.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub limit: Count,
+    pub window: Interval,
+}
+
+impl Quota {
+    pub const fn new(limit: Count, window: Interval) -> Self {
+        Quota { limit, window }
+    }
+}
+
+/// A bucket of `capacity` units that regains `tokens` every `period`: the
+/// parameters of RL.BUCKET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub capacity: Count,
+    pub tokens: Count,
+    pub period: Interval,
 }
 
 #[cfg(test)]
@@ -94,10 +116,10 @@ mod tests {
 
     #[test]
     fn duration_accepts_one_ms_to_ten_years() {
-        assert_eq!(Duration::from_ms(0), None);
-        assert_eq!(Duration::from_ms(1).map(Duration::ms), Some(1));
+        assert_eq!(Interval::from_ms(0), None);
+        assert_eq!(Interval::from_ms(1).map(Interval::ms), Some(1));
         assert_eq!(MAX_DURATION_MS, 315_360_000_000);
-        assert!(Duration::from_ms(MAX_DURATION_MS).is_some());
-        assert_eq!(Duration::from_ms(MAX_DURATION_MS + 1), None);
+        assert!(Interval::from_ms(MAX_DURATION_MS).is_some());
+        assert_eq!(Interval::from_ms(MAX_DURATION_MS + 1), None);
     }
 }

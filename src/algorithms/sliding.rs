@@ -4,7 +4,7 @@
 //! `t > now - window`. Only accepted units are logged, so a client hammering a full
 //! limiter does not extend its own ban.
 
-use super::{at_plus, ms_until, Cost, Count, Decision, Duration, Millis, RetryAfter};
+use super::{at_plus, ms_until, Cost, Decision, Millis, Outcome, Quota, RetryAfter};
 
 /// Read access to the stored log: unit times in ms, oldest first.
 ///
@@ -30,14 +30,9 @@ pub struct Append {
     pub expires_at: Millis,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    pub decision: Decision,
-    pub store: Option<Append>,
-}
-
 /// Decides one call against the stored log.
-pub fn decide(log: &impl Log, now: Millis, limit: Count, window: Duration, cost: Cost) -> Outcome {
+pub fn decide(log: &impl Log, now: Millis, quota: Quota, cost: Cost) -> Outcome<Append> {
+    let Quota { limit, window } = quota;
     let newest = log.newest();
     // Time never runs backwards for a log: a call made while the clock is behind the
     // newest unit is decided as if made at that unit's time, so a clock step back
@@ -114,6 +109,7 @@ impl Log for VecLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Count, Interval, Quota};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 
     fn count(n: u64) -> Count {
@@ -122,12 +118,12 @@ mod tests {
     fn cost(n: u64) -> Cost {
         Cost::new(n).unwrap()
     }
-    fn ms(n: u64) -> Duration {
-        Duration::from_ms(n).unwrap()
+    fn ms(n: u64) -> Interval {
+        Interval::from_ms(n).unwrap()
     }
 
     fn call(log: &mut VecLog, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
-        let out = decide(log, now, count(limit), ms(window), cost(n));
+        let out = decide(log, now, Quota::new(count(limit), ms(window)), cost(n));
         if let Some(append) = out.store {
             log.apply(&append);
         }
@@ -194,7 +190,7 @@ mod tests {
     #[test]
     fn reset_and_expiry_follow_the_newest_unit() {
         let log = VecLog::default();
-        let out = decide(&log, 5000, count(3), ms(2000), cost(2));
+        let out = decide(&log, 5000, Quota::new(count(3), ms(2000)), cost(2));
         assert_eq!(
             out.store,
             Some(Append {
@@ -210,7 +206,12 @@ mod tests {
 
     #[test]
     fn cost_above_limit_is_never_allowed() {
-        let out = decide(&VecLog::default(), 0, count(3), ms(1000), cost(4));
+        let out = decide(
+            &VecLog::default(),
+            0,
+            Quota::new(count(3), ms(1000)),
+            cost(4),
+        );
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
         assert_eq!(out.store, None);
     }
@@ -218,7 +219,7 @@ mod tests {
     #[test]
     fn cost_zero_inspects() {
         let log = VecLog(vec![100, 200]);
-        let out = decide(&log, 500, count(3), ms(1000), cost(0));
+        let out = decide(&log, 500, Quota::new(count(3), ms(1000)), cost(0));
         assert_eq!(out.store, None);
         assert_eq!(
             out.decision,
@@ -230,7 +231,12 @@ mod tests {
                 reset_after_ms: 700
             }
         );
-        let empty = decide(&VecLog::default(), 500, count(3), ms(1000), cost(0));
+        let empty = decide(
+            &VecLog::default(),
+            500,
+            Quota::new(count(3), ms(1000)),
+            cost(0),
+        );
         assert_eq!(empty.decision.reset_after_ms, 0);
         assert_eq!(empty.decision.remaining, 3);
     }
@@ -238,7 +244,7 @@ mod tests {
     #[test]
     fn a_lowered_limit_counts_the_log_against_it() {
         let log = VecLog(vec![100, 200, 300, 400]);
-        let out = decide(&log, 500, count(2), ms(1000), cost(1));
+        let out = decide(&log, 500, Quota::new(count(2), ms(1000)), cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         // 4 + 1 - 2 = 3: the third oldest (300) must leave, at 1300.
@@ -264,8 +270,7 @@ mod tests {
         let out = decide(
             &log,
             0,
-            count(MAX_COUNT),
-            ms(MAX_DURATION_MS),
+            Quota::new(count(MAX_COUNT), ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(!out.decision.allowed);
@@ -274,8 +279,7 @@ mod tests {
         let out = decide(
             &VecLog::default(),
             i64::MAX,
-            count(1),
-            ms(MAX_DURATION_MS),
+            Quota::new(count(1), ms(MAX_DURATION_MS)),
             cost(1),
         );
         assert_eq!(out.store.map(|a| a.expires_at), Some(i64::MAX));

@@ -4,8 +4,8 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
-use crate::algorithms::{fixed, Cost, Decision, Millis};
+use super::{quota, Arg, ArgKind, Limiter, Spec};
+use crate::algorithms::{fixed, Cost, Decision, Millis, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{counter, Key};
@@ -37,14 +37,14 @@ impl Limiter for Fixed {
         ],
     };
     const STATS: &'static Counters = &COUNTERS;
-    type Params = LimitWindow;
+    type Params = Quota;
 
-    fn parse(args: &[&[u8]]) -> Result<LimitWindow> {
-        LimitWindow::parse(args)
+    fn parse(args: &[&[u8]]) -> Result<Quota> {
+        quota(args)
     }
 
-    fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = fixed::decide(counter::load(key)?, now, p.limit, p.window, cost);
+    fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
+        let outcome = fixed::decide(counter::load(key)?, now, *q, cost);
         if let Some(c) = outcome.store {
             counter::store(key, c);
         }

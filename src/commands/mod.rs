@@ -15,11 +15,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use crate::algorithms::{Cost, Count, Decision, Duration, Millis};
+use crate::algorithms::{Cost, Decision, Millis, Quota};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server::{self, optional};
-use crate::stats::{Counters, Outcome};
+use crate::stats::{Counters, Verdict};
 use crate::storage::{self, rm, Key};
 
 pub use bucket::Bucket;
@@ -61,20 +61,12 @@ impl Spec {
     }
 }
 
-/// `limit window`: the parameters RL.FIXED and RL.SLIDING share.
-#[derive(Debug, Clone, Copy)]
-pub struct LimitWindow {
-    pub limit: Count,
-    pub window: Duration,
-}
-
-impl LimitWindow {
-    fn parse(args: &[&[u8]]) -> Result<Self> {
-        Ok(LimitWindow {
-            limit: args::count("limit", args[0])?,
-            window: args::duration("window", args[1])?,
-        })
-    }
+/// Parses `limit window`, the parameters RL.FIXED and RL.SLIDING share.
+fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota::new(
+        args::count("limit", args[0])?,
+        args::duration("window", args[1])?,
+    ))
 }
 
 /// One RL command: how it parses its parameters and how it applies them to a key.
@@ -146,7 +138,7 @@ pub extern "C" fn dispatch<L: Limiter>(
         if argv.is_null() || argc < L::SPEC.min_argc() {
             // SAFETY: `ctx` is the running command's context.
             unsafe { rm!(RedisModule_WrongArity)(ctx) };
-            L::STATS.record(Outcome::Error);
+            L::STATS.record(Verdict::Error);
             return;
         }
         // SAFETY: the server passes `argc` valid argument strings that live for
@@ -155,14 +147,14 @@ pub extern "C" fn dispatch<L: Limiter>(
         match run::<L>(ctx, &argv) {
             Ok(decision) => {
                 L::STATS.record(if decision.allowed {
-                    Outcome::Allowed
+                    Verdict::Allowed
                 } else {
-                    Outcome::Rejected
+                    Verdict::Rejected
                 });
                 reply(ctx, &decision);
             }
             Err(e) => {
-                L::STATS.record(Outcome::Error);
+                L::STATS.record(Verdict::Error);
                 reply_error(ctx, &e);
             }
         }

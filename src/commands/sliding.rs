@@ -4,8 +4,8 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
-use crate::algorithms::{sliding, Cost, Decision, Millis};
+use super::{quota, Arg, ArgKind, Limiter, Spec};
+use crate::algorithms::{sliding, Cost, Decision, Millis, Quota};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
@@ -28,10 +28,10 @@ impl Limiter for Sliding {
         ],
     };
     const STATS: &'static Counters = &COUNTERS;
-    type Params = LimitWindow;
+    type Params = Quota;
 
-    fn parse(args: &[&[u8]]) -> Result<LimitWindow> {
-        let params = LimitWindow::parse(args)?;
+    fn parse(args: &[&[u8]]) -> Result<Quota> {
+        let params = quota(args)?;
         // Memory is one entry per unit: large limits belong to RL.BUCKET.
         let max = config::sliding_max_limit();
         if params.limit.get() > max {
@@ -40,9 +40,9 @@ impl Limiter for Sliding {
         Ok(params)
     }
 
-    fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
+    fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
         let log = log::load(key)?;
-        let outcome = sliding::decide(&log, now, p.limit, p.window, cost);
+        let outcome = sliding::decide(&log, now, *q, cost);
         if let Some(append) = outcome.store {
             let newest = sliding::Log::newest(&log);
             log::store(key, newest, append);

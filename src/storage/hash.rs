@@ -8,14 +8,14 @@ use redis_module::raw::{self, RedisModuleString};
 
 use super::names::names;
 use super::{bytes_of, codec, free_string, replicate, Key, Kind};
-use crate::algorithms::bucket::{Bucket, Store};
+use crate::algorithms::bucket::{State, Store};
 use crate::algorithms::MAX_COUNT;
 use crate::error::{Error, Result};
 
 const WHAT: &str = "an RL.BUCKET (a hash with numeric fields tokens and ts)";
 
 /// Reads the bucket; None for an absent key.
-pub fn load(key: &Key) -> Result<Option<Bucket>> {
+pub fn load(key: &Key) -> Result<Option<State>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::Hash => {
@@ -37,7 +37,7 @@ pub fn load(key: &Key) -> Result<Option<Bucket>> {
             free_string(key.ctx(), tokens);
             free_string(key.ctx(), ts);
             match (level_micros, ts_ms) {
-                (Some(level_micros), Some(ts)) => Ok(Some(Bucket {
+                (Some(level_micros), Some(ts)) => Ok(Some(State {
                     level_micros,
                     ts: ts as i64,
                 })),

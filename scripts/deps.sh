@@ -2,21 +2,41 @@
 # Installs what building and testing RL needs, only when it is missing:
 # redis-server and redis-cli (Debian's redis-server / redis-tools), and the libclang
 # packages redis-module's bindgen build step needs. Idempotent; quiet when all is there.
+#
+#   scripts/deps.sh            what the build and the tests need (make deps)
+#   scripts/deps.sh examples   what the example smoke test (scripts/examples.sh) can get
+#                              from apt: python3 with venv. Node.js 20+ is not in
+#                              Debian bookworm's apt, so examples.sh checks it and skips
+#                              the Node example when it is missing or older.
 set -euo pipefail
 
+mode=${1:-build}
 need=()
-command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
-# bindgen loads libclang at build time and needs clang's builtin headers (stddef.h).
-# (libclang-cpp, present on many images, is not the C API bindgen loads.)
-if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1; then
-  need+=(libclang1-14)
-fi
-if ! ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h >/dev/null 2>&1; then
-  need+=(libclang-common-14-dev)
+if [ "$mode" = examples ]; then
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
+  # Debian splits venv's pip bootstrap (ensurepip) into python3-venv.
+  if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    need+=(python3-venv)
+  fi
+  if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+  fi
 fi
 
-if ! command -v cargo >/dev/null 2>&1; then
+[ "$mode" = examples ] || command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+if [ "$mode" != examples ]; then
+  command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+  # bindgen loads libclang at build time and needs clang's builtin headers (stddef.h).
+  # (libclang-cpp, present on many images, is not the C API bindgen loads.)
+  if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1; then
+    need+=(libclang1-14)
+  fi
+  if ! ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h >/dev/null 2>&1; then
+    need+=(libclang-common-14-dev)
+  fi
+fi
+
+if [ "$mode" != examples ] && ! command -v cargo >/dev/null 2>&1; then
   echo "deps: cargo is missing: install Rust (https://rustup.rs) and run this again." >&2
   exit 1
 fi

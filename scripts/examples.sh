@@ -6,8 +6,12 @@
 # module on a free port (RL_MODULE, or target/release/librl.so, built when missing),
 # then starts each example on a free port and checks over HTTP that a user gets
 # `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
-# while another user is unaffected. Prints PASS/FAIL per example; exits 1 on any failure.
-# Everything it starts is stopped on exit, also on failure or Ctrl-C.
+# while another user is unaffected. Prints PASS/FAIL/SKIP per example; exits 1 on any
+# failure. Everything it starts is stopped on exit, also on failure or Ctrl-C.
+#
+# Python 3 with venv is installed with apt when missing (scripts/deps.sh examples).
+# Node.js 20+ is not: without it (or with an older one) the Node example is skipped
+# with a message saying so, and the Python and Rust examples still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,6 +24,10 @@ period=60s
 say() { echo "examples: $*"; }
 die() { echo "examples: $*" >&2; exit 1; }
 
+# python3 and its venv module, from apt where possible; without them the checks below
+# say what is missing.
+"$root/scripts/deps.sh" examples ||
+  say "could not install python3-venv with apt; trying without it"
 command -v python3 >/dev/null 2>&1 ||
   die "python3 is missing (it runs the HTTP checks): apt-get install python3"
 command -v redis-server >/dev/null 2>&1 ||
@@ -136,6 +144,9 @@ PY
 
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
+# It returns 1 when installing or building failed, and 2 when the example cannot run
+# on this machine for a reason the user must fix outside this script (a missing or
+# too old Node.js): that example is skipped, not failed.
 
 setup_python() {
   command -v python3 >/dev/null 2>&1 || { echo "python3 is missing"; return 1; }
@@ -159,11 +170,15 @@ setup_python() {
 }
 
 setup_node() {
-  command -v node >/dev/null 2>&1 || { echo "node is missing: install Node.js 20 or newer"; return 1; }
-  command -v npm >/dev/null 2>&1 || { echo "npm is missing: install npm"; return 1; }
   local major
-  major=$(node -p 'process.versions.node.split(".")[0]')
-  ((major >= 20)) || { echo "node $(node --version) is too old: ioredis 6 needs Node.js 20 or newer"; return 1; }
+  command -v node >/dev/null 2>&1 ||
+    { echo "Node.js is not installed; the Node example needs Node.js 20 or newer (https://nodejs.org)"; return 2; }
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  [[ $major =~ ^[0-9]+$ ]] || major=0
+  ((major >= 20)) ||
+    { echo "Node.js $(node --version 2>/dev/null) is too old; the Node example needs Node.js 20 or newer (https://nodejs.org)"; return 2; }
+  command -v npm >/dev/null 2>&1 ||
+    { echo "npm is missing (Node.js $(node --version) is there); install npm to run the Node example"; return 2; }
   # npm ci installs exactly what package-lock.json says.
   (cd "$root/examples/node" && npm ci --no-audit --no-fund --loglevel=error) || return 1
   cmd=(node "$root/examples/node/server.js")
@@ -179,11 +194,18 @@ setup_rust() {
 
 passed=0
 failed=0
+skipped=0
 for name in python node rust; do
   log=$tmp/$name.log
   started=$SECONDS
   cmd=()
-  if ! setup_"$name" >"$tmp/$name-setup.log" 2>&1; then
+  rc=0
+  setup_"$name" >"$tmp/$name-setup.log" 2>&1 || rc=$?
+  if ((rc == 2)); then
+    echo "SKIP $name: $(tail -n 1 "$tmp/$name-setup.log")"
+    skipped=$((skipped + 1))
+    continue
+  elif ((rc != 0)); then
     echo "FAIL $name: could not install or build it" >&2
     show_log "$tmp/$name-setup.log"
     failed=$((failed + 1))
@@ -209,5 +231,5 @@ for name in python node rust; do
   stop "$pid"
 done
 
-echo "examples: $passed passed, $failed failed"
+echo "examples: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -5,7 +5,8 @@
 
 mod common;
 
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -20,20 +21,42 @@ fn refused_start(args: &[String]) -> String {
         free_port()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(server_binary())
+    let log_path = dir.join("start.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(server_binary())
         .current_dir(&dir)
         .args(args)
         .args(["--port", &free_port().to_string(), "--save", "", "--dir"])
         .arg(&dir)
-        .output()
+        .stdout(log_file)
+        .stderr(Stdio::null())
+        .spawn()
         .expect("run redis-server");
+    // A server that accepted the setting keeps running: stop it and fail.
+    let exited = wait_for_exit(&mut child, Duration::from_secs(10));
+    if exited.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let log = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
-        !out.status.success(),
+        exited.is_some_and(|status| !status.success()),
         "the server started with {args:?}:\n{log}"
     );
     log
+}
+
+/// The child's exit status, or None if it is still running after `limit`.
+fn wait_for_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
 }
 
 fn load_args(module_args: &[&str]) -> Vec<String> {

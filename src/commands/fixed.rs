@@ -8,7 +8,7 @@ use super::{Arg, ArgKind, LimitWindow, Limiter, Spec};
 use crate::algorithms::{fixed, Cost, Decision, Millis};
 use crate::error::Result;
 use crate::stats::CommandId;
-use crate::storage::{counter, Key};
+use crate::storage::{self, Key};
 
 pub struct Fixed;
 
@@ -42,9 +42,9 @@ impl Limiter for Fixed {
     }
 
     fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = fixed::decide(counter::load(key)?, now, p.limit, p.window, cost);
+        let outcome = fixed::decide(storage::fixed::load(key)?, now, p.limit, p.window, cost);
         if let Some(c) = outcome.store {
-            counter::store(key, c);
+            storage::fixed::store(key, c)?;
         }
         Ok(outcome.decision)
     }

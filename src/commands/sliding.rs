@@ -9,7 +9,7 @@ use crate::algorithms::{sliding, Cost, Decision, Millis};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::CommandId;
-use crate::storage::{log, Key};
+use crate::storage::{self, Key};
 
 pub struct Sliding;
 
@@ -39,11 +39,11 @@ impl Limiter for Sliding {
     }
 
     fn apply(key: &Key, p: &LimitWindow, now: Millis, cost: Cost) -> Result<Decision> {
-        let log = log::load(key)?;
+        let log = storage::sliding::load(key)?;
         let outcome = sliding::decide(&log, now, p.limit, p.window, cost);
         if let Some(append) = outcome.store {
             let newest = sliding::Log::newest(&log);
-            log::store(key, newest, append);
+            storage::sliding::store(key, newest, append)?;
         }
         Ok(outcome.decision)
     }

@@ -10,8 +10,10 @@ use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 pub struct Shared(*mut RedisModuleString);
 
 // SAFETY: created once at load and afterwards only read (its pointer passed to the
-// server) from the server's main thread.
+// server) from the server's main thread; never freed.
 unsafe impl Send for Shared {}
+// SAFETY: as for Send: nothing mutates the string after creation, and every use is
+// on the server's main thread.
 unsafe impl Sync for Shared {}
 
 impl Shared {
@@ -31,6 +33,8 @@ static NAMES: OnceLock<Names> = OnceLock::new();
 
 fn create(text: &str) -> Shared {
     // A NULL context: the string is not freed with any call's context.
+    // SAFETY: `text` is a valid buffer of `text.len()` bytes, copied by the call.
+    // The server aborts on out-of-memory rather than return NULL.
     Shared(unsafe {
         rm!(RedisModule_CreateString)(
             std::ptr::null_mut::<RedisModuleCtx>(),

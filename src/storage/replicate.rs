@@ -4,7 +4,7 @@
 //! derives each format letter from the piece that also produces the matching
 //! arguments, so the two cannot disagree.
 //!
-//! ```ignore
+//! ```text
 //! replicate!(key, c"SET"; int(value), shared(&names().pxat), int(at))?;
 //! ```
 //!

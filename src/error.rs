@@ -40,6 +40,11 @@ pub enum Error {
     #[error("key does not hold {0}")]
     NotALimiter(&'static str),
 
+    /// A write to the key failed. Nothing that failed was propagated; see the store
+    /// functions for what a partial write leaves.
+    #[error("could not update the key ({0})")]
+    WriteFailed(&'static str),
+
     /// A panic caught by the command guard: reported, never propagated into Redis.
     #[error("internal error in {0}; nothing was changed (please report this)")]
     Internal(&'static str),

@@ -7,6 +7,9 @@
 //! - `config`: module settings; `server`: the clock and the API check;
 //! - this file: what the server calls to load and unload the module.
 
+// Every unsafe block says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod algorithms;
 pub mod args;
 mod commands;
@@ -69,7 +72,11 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
             // SAFETY: the server passes `argc` valid strings that outlive OnLoad.
             let strings = unsafe { std::slice::from_raw_parts(argv, n) };
             // SAFETY: each string is valid for the whole load (see above).
-            strings.iter().map(|&s| storage::bytes_of(s)).collect()
+            // SAFETY: each string is valid for the whole load (see above).
+            strings
+                .iter()
+                .map(|&s| unsafe { storage::bytes_of(s) })
+                .collect()
         }
         _ => Vec::new(),
     };

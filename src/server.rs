@@ -72,6 +72,8 @@ required_api!(
     RedisModule_OpenKey,
     RedisModule_CloseKey,
     RedisModule_KeyType,
+    RedisModule_DeleteKey,
+    RedisModule_NotifyKeyspaceEvent,
     RedisModule_ValueLength,
     RedisModule_GetAbsExpire,
     RedisModule_SetAbsExpire,

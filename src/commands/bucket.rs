@@ -11,7 +11,7 @@ use crate::algorithms::{Cost, Decision, Millis};
 use crate::args;
 use crate::error::Result;
 use crate::stats::Counters;
-use crate::storage::{hash, Key};
+use crate::storage::{self, Key};
 
 pub struct Bucket;
 
@@ -55,9 +55,9 @@ impl Limiter for Bucket {
     }
 
     fn apply(key: &Key, rate: &Rate, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = bucket::decide(hash::load(key)?, now, *rate, cost);
+        let outcome = bucket::decide(storage::bucket::load(key)?, now, *rate, cost);
         if let Some(s) = outcome.store {
-            hash::store(key, s);
+            storage::bucket::store(key, s)?;
         }
         Ok(outcome.decision)
     }

@@ -8,7 +8,7 @@ use super::{quota, Arg, ArgKind, Limiter, Spec};
 use crate::algorithms::{fixed, Cost, Decision, Millis, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
-use crate::storage::{counter, Key};
+use crate::storage::{self, Key};
 
 pub struct Fixed;
 
@@ -44,9 +44,9 @@ impl Limiter for Fixed {
     }
 
     fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = fixed::decide(counter::load(key)?, now, *q, cost);
+        let outcome = fixed::decide(storage::fixed::load(key)?, now, *q, cost);
         if let Some(c) = outcome.store {
-            counter::store(key, c);
+            storage::fixed::store(key, c)?;
         }
         Ok(outcome.decision)
     }

@@ -121,7 +121,9 @@ struct Argv<'a>(&'a [*mut RedisModuleString]);
 
 impl<'a> Argv<'a> {
     fn bytes(&self, i: usize) -> &'a [u8] {
-        storage::bytes_of(self.0[i])
+        // SAFETY: the argument vector of the running command: its strings stay alive
+        // and unmodified until the command returns, which outlives 'a.
+        unsafe { storage::bytes_of(self.0[i]) }
     }
 }
 

@@ -9,7 +9,7 @@ use crate::algorithms::{sliding, Cost, Decision, Millis, Quota};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
-use crate::storage::{log, Key};
+use crate::storage::{self, Key};
 
 pub struct Sliding;
 
@@ -41,11 +41,11 @@ impl Limiter for Sliding {
     }
 
     fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        let log = log::load(key)?;
+        let log = storage::sliding::load(key)?;
         let outcome = sliding::decide(&log, now, *q, cost);
         if let Some(append) = outcome.store {
             let newest = sliding::Log::newest(&log);
-            log::store(key, newest, append);
+            storage::sliding::store(key, newest, append)?;
         }
         Ok(outcome.decision)
     }

@@ -31,9 +31,11 @@ impl Key {
     /// Opens `name` in the caller's database.
     ///
     /// # Safety
-    /// `ctx` and `name` must be the live context and argument of the running command.
+    /// `ctx` and `name` must be the live context and argument of the running command,
+    /// and the key must be dropped before that command returns.
     pub unsafe fn open(ctx: *mut RedisModuleCtx, name: *mut RedisModuleString) -> Self {
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        // SAFETY: `ctx` and `name` are live (the caller's contract).
         let ptr = unsafe { rm!(RedisModule_OpenKey)(ctx, name, mode) }.cast::<RedisModuleKey>();
         Self { ctx, name, ptr }
     }
@@ -50,7 +52,16 @@ impl Key {
         self.ptr
     }
 
+    /// The key's name, borrowed while the key is open.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) fn name_bytes(&self) -> &[u8] {
+        // SAFETY: the name is an argument of the running command (`open`'s contract),
+        // alive and unmodified for the whole call, which outlives `self`.
+        unsafe { super::bytes_of(self.name) }
+    }
+
     pub fn kind(&self) -> Kind {
+        // SAFETY: `self.ptr` is the key opened by `open`, still open.
         let t = unsafe { rm!(RedisModule_KeyType)(self.ptr) } as isize;
         match t {
             raw::REDISMODULE_KEYTYPE_EMPTY => Kind::Empty,
@@ -63,22 +74,36 @@ impl Key {
 
     /// The absolute expiry in ms, None for a key without one.
     pub fn expires_at(&self) -> Option<Millis> {
+        // SAFETY: `self.ptr` is the key opened by `open`, still open.
         let at = unsafe { rm!(RedisModule_GetAbsExpire)(self.ptr) };
         (at != Millis::from(raw::REDISMODULE_NO_EXPIRE)).then_some(at)
     }
 
-    pub fn set_expires_at(&self, at: Millis) {
-        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) };
+    /// Sets the absolute expiry; false if the server refused (an empty key), in which
+    /// case nothing changed.
+    #[must_use]
+    pub fn set_expires_at(&self, at: Millis) -> bool {
+        // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
+        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) == raw::REDISMODULE_OK as c_int }
+    }
+
+    /// Deletes the key; false if the server refused.
+    #[must_use]
+    pub fn delete(&self) -> bool {
+        // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
+        unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == raw::REDISMODULE_OK as c_int }
     }
 
     /// Number of elements (members of a sorted set, fields of a hash).
     pub fn element_count(&self) -> u64 {
+        // SAFETY: `self.ptr` is the key opened by `open`, still open.
         unsafe { rm!(RedisModule_ValueLength)(self.ptr) as u64 }
     }
 
     /// Tells WATCH and client-side caching that the key changed. Called once per
     /// allowed write, never for a rejected call or an inspection.
     pub fn signal_modified(&self) {
+        // SAFETY: `ctx` and `name` are the running command's (`open`'s contract).
         unsafe { rm!(RedisModule_SignalModifiedKey)(self.ctx, self.name) };
     }
 }
@@ -86,7 +111,9 @@ impl Key {
 impl Drop for Key {
     fn drop(&mut self) {
         // Not rm!: a drop must never panic (it may run while unwinding).
+        // SAFETY: a plain load of a function pointer the loader wrote before any command.
         if let Some(close) = unsafe { raw::RedisModule_CloseKey } {
+            // SAFETY: `self.ptr` was opened by `open` and is closed exactly once, here.
             unsafe { close(self.ptr) };
         }
     }

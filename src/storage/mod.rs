@@ -2,14 +2,20 @@
 //!
 //! Everything here goes through the module key API (no `RedisModule_Call` on the
 //! hot path) and replicates effects with absolute times, never the RL command.
+//! Modules are named after the limiter whose state they hold (`fixed`, `sliding`,
+//! `bucket`); `record` is the integer-with-expiry string several limiters share.
+//!
+//! Every store returns `Err` when a write fails, and propagates (and notifies) only
+//! writes that happened, after they happened.
 
 /// Resolves a module API function pointer. All of them are checked when the module
 /// loads ([`crate::server::check_api`]), so a missing one here is a bug that the command
 /// guard turns into an error reply.
 macro_rules! rm {
     ($name:ident) => {{
-        // Reading the pointer is unsafe (a mutable static); callers are often
-        // already inside an unsafe block.
+        // Callers are often already inside an unsafe block.
+        // SAFETY: a plain load of a function-pointer static that the server's loader
+        // wrote once, before any command ran, and that nothing writes afterwards.
         #[allow(unused_unsafe)]
         let f = match unsafe { redis_module::raw::$name } {
             Some(f) => f,
@@ -20,34 +26,35 @@ macro_rules! rm {
 }
 pub(crate) use rm;
 
+pub mod bucket;
 pub mod codec;
-pub mod counter;
-pub mod hash;
+mod effects;
+pub mod fixed;
 pub mod key;
-pub mod log;
 pub mod names;
+pub mod record;
 mod replicate;
+pub mod sliding;
+mod string;
 
 pub use key::{Key, Kind};
+pub(crate) use string::{bytes_of, ServerString, StrRef};
 
-use redis_module::raw::{RedisModuleCtx, RedisModuleString};
-
-/// The bytes of a server string, borrowed for as long as the string lives.
-pub(crate) fn bytes_of<'a>(s: *const RedisModuleString) -> &'a [u8] {
-    if s.is_null() {
-        return &[];
-    }
-    let mut len = 0usize;
-    let p = unsafe { rm!(RedisModule_StringPtrLen)(s, &mut len) };
-    if p.is_null() {
-        return &[];
-    }
-    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+/// Test builds only: a key whose name starts with `__rl_fail_<step>__` makes that
+/// write step fail as if the server had refused it, so tests can follow a failed
+/// write through to what is replied and propagated. Steps: `resize` and `expiry`
+/// (records), `hset` and `expiry` (buckets), `remove` and `add` (sliding logs; they
+/// fail at the second member, after one succeeded) and `expiry`.
+#[cfg(feature = "testing")]
+fn injected(key: &Key, step: &str) -> bool {
+    key.name_bytes()
+        .strip_prefix(b"__rl_fail_".as_slice())
+        .and_then(|rest| rest.strip_prefix(step.as_bytes()))
+        .is_some_and(|rest| rest.starts_with(b"__"))
 }
 
-/// Releases a string this module created or was handed ownership of.
-pub(crate) fn free_string(ctx: *mut RedisModuleCtx, s: *mut RedisModuleString) {
-    if !s.is_null() {
-        unsafe { rm!(RedisModule_FreeString)(ctx, s) };
-    }
+#[cfg(not(feature = "testing"))]
+#[inline(always)]
+fn injected(_key: &Key, _step: &str) -> bool {
+    false
 }

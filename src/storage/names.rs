@@ -10,8 +10,10 @@ use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 pub struct Shared(*mut RedisModuleString);
 
 // SAFETY: created once at load and afterwards only read (its pointer passed to the
-// server) from the server's main thread.
+// server) from the server's main thread; never freed.
 unsafe impl Send for Shared {}
+// SAFETY: as for Send: nothing mutates the string after creation, and every use is
+// on the server's main thread.
 unsafe impl Sync for Shared {}
 
 impl Shared {
@@ -31,6 +33,8 @@ static NAMES: OnceLock<Names> = OnceLock::new();
 
 fn create(text: &str) -> Shared {
     // A NULL context: the string is not freed with any call's context.
+    // SAFETY: `text` is a valid buffer of `text.len()` bytes, copied by the call.
+    // The server aborts on out-of-memory rather than return NULL.
     Shared(unsafe {
         rm!(RedisModule_CreateString)(
             std::ptr::null_mut::<RedisModuleCtx>(),
@@ -55,9 +59,9 @@ pub fn names() -> &'static Names {
 pub fn release() {
     let Some(n) = NAMES.get() else { return };
     for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
-        // SAFETY: each string was created once by `create` with no context and is
-        // never used again: the module is being unloaded.
-        if let Some(free) = unsafe { redis_module::raw::RedisModule_FreeString } {
+        if let Some(free) = crate::server::optional!(RedisModule_FreeString) {
+            // SAFETY: each string was created once by `create` with no context and
+            // is never used again: the module is being unloaded.
             unsafe { free(std::ptr::null_mut(), s.ptr()) };
         }
     }

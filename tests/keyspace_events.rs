@@ -1,0 +1,244 @@
+//! Keyspace notifications against real redis-servers.
+//!
+//! Contract: with `notify-keyspace-events KEA`, an allowed write fires the events its
+//! propagated native commands fire, with the same classes, so a primary and its
+//! replicas notify alike: RL.FIXED `set` + `expire`; RL.SLIDING `zremrangebyscore`
+//! (only when units left the window; plus `del` when that emptied the set), `zadd`,
+//! `expire`; RL.BUCKET `hset` + `expire`. A rejected call, COST 0 and an error fire
+//! none.
+//!
+//! No key expires during these tests (an expiry fires `expired` on the primary and
+//! `del` on a replica, natively too): windows and periods are long, and the one
+//! short window used to trim a log is followed at once by a long one.
+
+mod common;
+use common::*;
+
+/// One published notification: (channel, payload).
+type Event = (String, String);
+
+/// Subscribed to every keyspace and keyevent channel of db 0 of one server.
+struct Listener {
+    ps: redis::PubSub<'static>,
+}
+
+impl Listener {
+    fn new(server: &Server) -> Listener {
+        // Leaked so the subscription (which a dropped PubSub cancels) lives as long
+        // as the test; the socket closes when the server is killed.
+        let conn: &'static mut Connection = Box::leak(Box::new(server.conn()));
+        let mut ps = conn.as_pubsub();
+        ps.psubscribe("__keyevent@0__:*").expect("PSUBSCRIBE");
+        ps.psubscribe("__keyspace@0__:*").expect("PSUBSCRIBE");
+        ps.set_read_timeout(Some(REPLY_TIMEOUT)).expect("timeout");
+        Listener { ps }
+    }
+
+    /// Every event up to and including the keyevent of `SET <marker>` (the last
+    /// message of the marker write, which the caller issues after its workload: pub/sub
+    /// is ordered, so everything before it has arrived), the marker's own two dropped.
+    fn until_marker(&mut self, marker: &str) -> Vec<Event> {
+        let ps = &mut self.ps;
+        let mut events = Vec::new();
+        loop {
+            let msg = ps
+                .get_message()
+                .unwrap_or_else(|e| panic!("waiting for the marker {marker}: {e}"));
+            let event = (
+                msg.get_channel_name().to_string(),
+                msg.get_payload::<String>().expect("payload"),
+            );
+            if event == ("__keyevent@0__:set".to_string(), marker.to_string()) {
+                break;
+            }
+            if event.0 != format!("__keyspace@0__:{marker}") {
+                events.push(event);
+            }
+        }
+        events
+    }
+}
+
+/// The keyevent notifications only, as (event, key).
+fn keyevents(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|(ch, key)| {
+            Some((ch.strip_prefix("__keyevent@0__:")?.to_string(), key.clone()))
+        })
+        .collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+fn primary_and_replica() -> (Server, Server) {
+    let primary = Server::with(Options {
+        args: vec!["--notify-keyspace-events".into(), "KEA".into()],
+        ..Options::default()
+    });
+    // Without the module: the replica applies native commands only.
+    let replica = primary.replica(false);
+    config_set(&mut replica.conn(), "notify-keyspace-events", "KEA");
+    (primary, replica)
+}
+
+fn marker(c: &mut Connection, name: &str) {
+    let _: () = cmd("SET").arg(name).arg(1).query(c).expect("SET marker");
+}
+
+fn allowed(r: Reply, what: &str) {
+    assert_eq!(r.allowed, 1, "{what} should be allowed: {r:?}");
+}
+
+#[test]
+fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_replica() {
+    let (primary, replica) = primary_and_replica();
+    let mut on_primary = Listener::new(&primary);
+    let mut on_replica = Listener::new(&replica);
+    let mut c = connect(&primary);
+
+    // RL.FIXED: SET … PXAT → set, expire.
+    allowed(rl(&mut c, &["RL.FIXED", "f", "3", "3650d"]), "fixed 1");
+    allowed(
+        rl(&mut c, &["RL.FIXED", "f", "3", "3650d", "COST", "2"]),
+        "fixed 2",
+    );
+    // RL.BUCKET: HSET + PEXPIREAT → hset, expire.
+    allowed(rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1h"]), "bucket");
+    // RL.SLIDING, nothing left the window: ZADD + PEXPIREAT → zadd, expire.
+    let t0 = server_ms(&mut c);
+    allowed(rl(&mut c, &["RL.SLIDING", "s1", "5", "60s"]), "s1 first");
+    allowed(
+        rl(&mut c, &["RL.SLIDING", "s2", "5", "60s", "COST", "2"]),
+        "s2 first",
+    );
+    wait_until(&mut c, t0 + 1500);
+    allowed(rl(&mut c, &["RL.SLIDING", "s1", "5", "60s"]), "s1 second");
+    // A 1 s window now: s1's first unit (≥ 1.5 s old) leaves, its second stays:
+    // zremrangebyscore, zadd, expire. s2's units all leave: the replica's
+    // ZREMRANGEBYSCORE deletes the key (del) before ZADD recreates it.
+    allowed(rl(&mut c, &["RL.SLIDING", "s1", "5", "1s"]), "s1 trims");
+    allowed(rl(&mut c, &["RL.SLIDING", "s2", "5", "1s"]), "s2 trims all");
+    // Back to a long window at once, so neither key expires during the test
+    // (nothing more leaves: everything left is under 1 s old).
+    allowed(rl(&mut c, &["RL.SLIDING", "s1", "5", "60s"]), "s1 long");
+    allowed(rl(&mut c, &["RL.SLIDING", "s2", "5", "60s"]), "s2 long");
+    marker(&mut c, "end");
+
+    let from_primary = on_primary.until_marker("end");
+    let from_replica = on_replica.until_marker("end");
+    let expected = pairs(&[
+        ("set", "f"),
+        ("expire", "f"),
+        ("set", "f"),
+        ("expire", "f"),
+        ("hset", "b"),
+        ("expire", "b"),
+        ("zadd", "s1"),
+        ("expire", "s1"),
+        ("zadd", "s2"),
+        ("expire", "s2"),
+        ("zadd", "s1"),
+        ("expire", "s1"),
+        ("zremrangebyscore", "s1"),
+        ("zadd", "s1"),
+        ("expire", "s1"),
+        ("zremrangebyscore", "s2"),
+        ("del", "s2"),
+        ("zadd", "s2"),
+        ("expire", "s2"),
+        ("zadd", "s1"),
+        ("expire", "s1"),
+        ("zadd", "s2"),
+        ("expire", "s2"),
+    ]);
+    assert_eq!(
+        keyevents(&from_replica),
+        expected,
+        "replica (native commands)"
+    );
+    assert_eq!(keyevents(&from_primary), expected, "primary");
+    // Keyspace channels too, interleaved in the same order.
+    assert_eq!(from_primary, from_replica);
+    assert_eq!(from_primary.len(), 2 * expected.len());
+}
+
+#[test]
+fn rejected_calls_cost_0_and_errors_fire_nothing() {
+    let (primary, replica) = primary_and_replica();
+    let mut c = connect(&primary);
+    allowed(rl(&mut c, &["RL.FIXED", "f", "1", "3650d"]), "fixed");
+    allowed(rl(&mut c, &["RL.SLIDING", "s", "1", "1h"]), "sliding");
+    allowed(rl(&mut c, &["RL.BUCKET", "b", "1", "1", "1h"]), "bucket");
+    marker(&mut c, "ready");
+    primary.sync(&replica);
+
+    let mut on_primary = Listener::new(&primary);
+    let mut on_replica = Listener::new(&replica);
+    for (args, what) in [
+        (&["RL.FIXED", "f", "1", "3650d"][..], "full"),
+        (&["RL.SLIDING", "s", "1", "1h"][..], "full"),
+        (&["RL.BUCKET", "b", "1", "1", "1h"][..], "empty"),
+        (
+            &["RL.FIXED", "new", "1", "3650d", "COST", "2"][..],
+            "cost above limit",
+        ),
+        (
+            &["RL.SLIDING", "new", "1", "1h", "COST", "2"][..],
+            "cost above limit",
+        ),
+        (
+            &["RL.BUCKET", "new", "1", "1", "1h", "COST", "2"][..],
+            "cost above capacity",
+        ),
+    ] {
+        assert_eq!(rl(&mut c, args).allowed, 0, "{args:?} ({what})");
+    }
+    for key in ["f", "s", "b", "new"] {
+        for args in [
+            vec!["RL.FIXED", key, "5", "3650d", "COST", "0"],
+            vec!["RL.SLIDING", key, "5", "1h", "COST", "0"],
+            vec!["RL.BUCKET", key, "5", "1", "1h", "COST", "0"],
+        ] {
+            // Inspections of a key of another type are WRONGTYPE errors: also silent.
+            let _ = try_rl(&mut c, &args);
+        }
+    }
+    for args in [
+        &["RL.FIXED", "f", "0", "3650d"][..],
+        &["RL.SLIDING", "s", "1", "0ms"][..],
+        &["RL.BUCKET", "b", "1", "1", "1h", "COST"][..],
+        &["RL.FIXED", "s", "1", "3650d"][..],
+        &["RL.BUCKET", "f", "1", "1", "1h"][..],
+    ] {
+        assert!(try_rl(&mut c, args).is_err(), "{args:?} should fail");
+    }
+    marker(&mut c, "end");
+    assert_eq!(
+        on_primary.until_marker("end"),
+        Vec::<Event>::new(),
+        "primary"
+    );
+    assert_eq!(
+        on_replica.until_marker("end"),
+        Vec::<Event>::new(),
+        "replica"
+    );
+}
+
+#[test]
+fn no_events_without_notify_keyspace_events() {
+    // The default (notifications off) publishes nothing, as for native commands.
+    let server = Server::start();
+    let mut c = connect(&server);
+    let mut listener = Listener::new(&server);
+    allowed(rl(&mut c, &["RL.FIXED", "f", "3", "3650d"]), "fixed");
+    config_set(&mut c, "notify-keyspace-events", "KEA");
+    marker(&mut c, "end");
+    assert_eq!(listener.until_marker("end"), Vec::<Event>::new());
+}

@@ -12,6 +12,7 @@ use proptest::prelude::*;
 
 use super::bucket::{self, Rate, State};
 use super::fixed::{self, Counter};
+use super::gcra::{self, Emission, Tat};
 use super::sliding::{self, VecLog};
 use super::{
     Cost, Count, Decision, Interval, Millis, Quota, RetryAfter, MAX_COUNT, MAX_DURATION_MS,
@@ -303,6 +304,9 @@ proptest! {
 struct BucketModel {
     level: BigRational,
     ts: Option<Millis>,
+    /// Round the carried level down to a millionth (RL.BUCKET's stored copy); off,
+    /// the model is the exact bucket RL.GCRA must equal.
+    round: bool,
 }
 
 fn rat(n: i128) -> BigRational {
@@ -323,6 +327,14 @@ impl BucketModel {
         BucketModel {
             level: rat(i128::from(capacity)),
             ts: None,
+            round: true,
+        }
+    }
+
+    fn exact(capacity: u64) -> Self {
+        BucketModel {
+            round: false,
+            ..BucketModel::new(capacity)
         }
     }
 
@@ -346,7 +358,11 @@ impl BucketModel {
         };
         if allowed && n > 0 {
             let micros = rat(1_000_000);
-            self.level = (after.clone() * micros.clone()).floor() / micros;
+            self.level = if self.round {
+                (after.clone() * micros.clone()).floor() / micros
+            } else {
+                after.clone()
+            };
             self.ts = Some(now);
         }
         let retry_after = if allowed {
@@ -421,6 +437,80 @@ proptest! {
         let refill = BigRational::new(BigInt::from(tokens), BigInt::from(period)) * rat(i128::from(latest - earliest));
         prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
     }
+}
+
+// ---------------------------------------------------------------- GCRA
+
+/// Rates whose period in ns is a multiple of `tokens` (so T is exact): tokens =
+/// a·b with a dividing 10^6, period = b·q ms.
+fn exact_rate() -> impl Strategy<Value = (u64, u64)> {
+    let a = prop::sample::select(vec![1u64, 2, 4, 5, 8, 10, 25, 40, 125, 1000, 1_000_000]);
+    (
+        a,
+        1u64..=5,
+        prop_oneof![4 => 1u64..=2000, 1 => 1u64..=(MAX_DURATION_MS / 5)],
+    )
+        .prop_map(|(a, b, q)| (a * b, b * q))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn gcra_decides_exactly_as_the_exact_bucket_when_t_is_exact(
+        (capacity, (tokens, period), seq) in (count(), exact_rate())
+            .prop_flat_map(|(c, r)| (Just(c), Just(r), calls(c, r.1, fwd)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let emission = Emission::new(rate).unwrap();
+        let (mut state, mut model, mut now) = (None::<Tat>, BucketModel::exact(capacity), START);
+        for (step, n) in seq {
+            now += step;
+            let out = gcra::decide(state, now, emission, k(n));
+            prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
+            check_reply(&out.decision, capacity, n);
+            if let Some(s) = out.store {
+                prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                state = Some(s.tat);
+            }
+        }
+    }
+
+    #[test]
+    fn gcra_never_admits_more_than_capacity_plus_refill_and_retry_is_exact(
+        (capacity, tokens, period, seq) in (1u64..=20, 1u64..=20, 1u64..=5000)
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, back)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let emission = Emission::new(rate).unwrap();
+        let (mut state, mut now) = (None::<Tat>, START);
+        let (mut admitted, mut earliest, mut latest) = (0u64, START, START);
+        for (step, n) in seq {
+            now += step;
+            earliest = earliest.min(now);
+            latest = latest.max(now);
+            let out = gcra::decide(state, now, emission, k(n));
+            check_reply(&out.decision, capacity, n);
+            if let RetryAfter::Ms(wait) = out.decision.retry_after {
+                let wait = wait as i64;
+                prop_assert!(wait > 0);
+                prop_assert!(gcra::decide(state, now + wait, emission, k(n)).decision.allowed);
+                prop_assert!(!gcra::decide(state, now + wait - 1, emission, k(n)).decision.allowed);
+            }
+            if out.decision.allowed { admitted += n; }
+            if let Some(s) = out.store { state = Some(s.tat); }
+        }
+        // T may be rounded down (faster than nominal) by under 1 ns per unit.
+        let per_ms = BigRational::new(BigInt::from(1_000_000), BigInt::from(emission_ns(emission)));
+        let refill = per_ms * rat(i128::from(latest - earliest));
+        prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
+    }
+}
+
+fn emission_ns(e: Emission) -> i128 {
+    // The emission interval, recovered from one unit's debt.
+    let out = gcra::decide(None, 0, e, Cost::ONE);
+    out.store.map_or(1, |s| s.tat.0 as i128)
 }
 
 #[test]

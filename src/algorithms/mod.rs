@@ -12,6 +12,7 @@ pub mod gcra;
 mod models;
 pub mod quota;
 pub mod sliding;
+pub mod sliding_counter;
 
 pub use quota::{Cost, Count, Interval, Quota, Rate, MAX_COUNT, MAX_DURATION_MS};
 

@@ -106,14 +106,12 @@ fn wait(cur: u128, prev: u128, limit: u128, n: u128, w: u128, e: u128) -> u128 {
     let left = w - e;
     // Within this window, once the previous window weighs little enough:
     // prev·(W − e′) ≤ (limit − cur − n)·W.
-    if let Some(need) = limit.checked_sub(cur + n) {
-        if prev > 0 {
-            let weight_ok = need * w / prev;
-            if weight_ok > 0 {
-                // The call is rejected, so left > weight_ok: the wait is ≥ 1.
-                return left - weight_ok.min(left - 1);
-            }
-        }
+    let weight_ok = limit
+        .checked_sub(cur + n)
+        .and_then(|need| (need * w).checked_div(prev));
+    if let Some(weight_ok) = weight_ok.filter(|&ok| ok > 0) {
+        // The call is rejected, so left > weight_ok: the wait is ≥ 1.
+        return left - weight_ok.min(left - 1);
     }
     // Otherwise in the next window, where this window's count is the previous
     // one: cur·(W − e₂) ≤ (limit − n)·W.

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Draw docs/algorithms.png: the same traffic sent to RL.FIXED, RL.SLIDING and RL.BUCKET.
+"""Draw docs/algorithms.png: the same traffic sent to all of RL's limiters.
 
 Run it through scripts/plot.sh (`make plot`), which installs matplotlib and starts a
 redis-server with the module. This script only needs a server to talk to:
 
     python3 scripts/plot.py --port 6379 --out docs/algorithms.png [--quick]
 
-The traffic, sent to the three limiters at once (one MULTI/EXEC per request):
+The limiters: RL.FIXED, RL.SLIDING, RL.SLIDINGCOUNTER (limit per window), RL.BUCKET and
+RL.GCRA (capacity, refilled at limit per window). The traffic, sent to all of them at
+once (one MULTI/EXEC per request):
 a steady request every STEADY_MS, plus a burst of BURST requests in the last BURST_MS
 before a fixed-window boundary and BURST more in the first BURST_MS after it. The
 start and the burst are aligned to real window boundaries of the server clock (TIME).
@@ -14,8 +16,9 @@ Every decision is recorded at the server time the module made it, then each limi
 gets one panel: accepted and rejected requests, and how many were accepted in the
 trailing 1 s (the fixed window's double burst shows as a peak near 2 x limit).
 
-Exits 1 when the server breaks a limiter's own guarantee (a window over its limit,
-a sliding 1 s span over the limit, a bucket over capacity + refill).
+Exits 1 when the server breaks a limiter's own guarantee (a fixed or counter window
+over its limit, a sliding 1 s span over the limit, a bucket or GCRA over capacity +
+refill).
 """
 
 import argparse
@@ -24,8 +27,8 @@ import socket
 import sys
 import time
 
-LIMIT = 10  # RL.FIXED / RL.SLIDING limit, RL.BUCKET capacity and tokens
-WINDOW = "1s"  # RL.FIXED / RL.SLIDING window, RL.BUCKET period ...
+LIMIT = 10  # RL.FIXED / RL.SLIDING / RL.SLIDINGCOUNTER limit, RL.BUCKET / RL.GCRA capacity and tokens
+WINDOW = "1s"  # their window, or period ...
 WINDOW_MS = 1000  # ... in ms
 STEADY_MS = 180  # one steady request every STEADY_MS (not a divisor of the window, so
 #                  a new request never lands in the very ms an old one leaves the window)
@@ -36,8 +39,12 @@ ALGOS = [
     # (name, the command, "{key}" standing for its key)
     ("fixed", ["RL.FIXED", "{key}", LIMIT, WINDOW]),
     ("sliding", ["RL.SLIDING", "{key}", LIMIT, WINDOW]),
+    ("counter", ["RL.SLIDINGCOUNTER", "{key}", LIMIT, WINDOW]),
     ("bucket", ["RL.BUCKET", "{key}", LIMIT, LIMIT, WINDOW]),
+    ("gcra", ["RL.GCRA", "{key}", LIMIT, LIMIT, WINDOW]),
 ]
+KINDS = {"fixed": "fixed window", "sliding": "sliding log", "counter": "sliding window counter",
+         "bucket": "token bucket", "gcra": "GCRA (the bucket as one timestamp)"}
 
 
 # --- a minimal RESP2 client (standard library only) ---------------------------------
@@ -133,10 +140,16 @@ def decision_time(name, reply, extra, t0, t1):
 
     TIME just before and just after the call bracket it (usually the same ms). An
     allowed RL.SLIDING logs its units at `now` (the newest score); an allowed
-    RL.BUCKET stores ts = now; RL.FIXED's reset_after_ms is window end - now, and the
-    window end is the one multiple of the window in [t0 + reset, t1 + reset].
+    RL.BUCKET stores ts = now; an allowed RL.SLIDINGCOUNTER's reset_after_ms is
+    start + 2 x window - now, start read back with GET; RL.FIXED's reset_after_ms is
+    window end - now, and the window end is the one multiple of the window in
+    [t0 + reset, t1 + reset]. RL.GCRA: t0 (its state is in ns, its durations rounded).
     """
     allowed = reply[0] == 1
+    if name == "counter" and allowed and extra is not None:
+        t = int(extra.split(b" ")[0]) + 2 * WINDOW_MS - reply[4]
+        if t0 <= t <= t1:
+            return t
     if name == "sliding" and allowed and extra:
         return int(float(extra[1]))
     if name == "bucket" and allowed and extra is not None:
@@ -173,6 +186,9 @@ def run(r, quick, run_id):
             ["ZRANGE", keys["sliding"], -1, -1, "WITHSCORES"],
             cmds["bucket"],
             ["HGET", keys["bucket"], "ts"],
+            cmds["counter"],
+            ["GET", keys["counter"]],
+            cmds["gcra"],
             ["TIME"],
             ["EXEC"],
         ])
@@ -183,10 +199,11 @@ def run(r, quick, run_id):
             if isinstance(x, RedisError):
                 raise x
         t0 = int(res[0][0]) * 1000 + int(res[0][1]) // 1000
-        t1 = int(res[6][0]) * 1000 + int(res[6][1]) // 1000
+        t1 = int(res[9][0]) * 1000 + int(res[9][1]) // 1000
         lateness.append(t0 - (start + offset))
         for name, reply, extra in (("fixed", res[1], None), ("sliding", res[2], res[3]),
-                                   ("bucket", res[4], res[5])):
+                                   ("bucket", res[4], res[5]), ("counter", res[6], res[7]),
+                                   ("gcra", res[8], None)):
             t = decision_time(name, reply, extra, t0, t1)
             records[name].append((t - start, reply[0] == 1, kind))
     r.call("DEL", *keys.values())
@@ -214,24 +231,30 @@ def max_in_span(times, span_ms):
 def check_guarantees(records):
     """The limiters' own promises, on the decisions just recorded: [problem, ...]."""
     problems = []
-    fixed = accepted_times(records["fixed"])
-    per_window = {}
-    for t in fixed:
-        per_window[t // WINDOW_MS] = per_window.get(t // WINDOW_MS, 0) + 1
-    for w, n in per_window.items():
-        if n > LIMIT:
-            problems.append(f"RL.FIXED accepted {n} > {LIMIT} in window {w}")
+    # Fixed windows; the counter too never takes more than the limit in one of its
+    # (epoch-aligned) windows: (current + n)·W ≤ limit·W.
+    for name, command in (("fixed", "RL.FIXED"), ("counter", "RL.SLIDINGCOUNTER")):
+        per_window = {}
+        for t in accepted_times(records[name]):
+            per_window[t // WINDOW_MS] = per_window.get(t // WINDOW_MS, 0) + 1
+        for w, n in per_window.items():
+            if n > LIMIT:
+                problems.append(f"{command} accepted {n} > {LIMIT} in window {w}")
     n, _ = max_in_span(accepted_times(records["sliding"]), WINDOW_MS)
     if n > LIMIT:
         problems.append(f"RL.SLIDING accepted {n} > {LIMIT} within {WINDOW_MS} ms")
-    bucket = accepted_times(records["bucket"])
-    for i in range(len(bucket)):
-        for j in range(i, len(bucket)):
-            allowed = LIMIT + (bucket[j] - bucket[i]) * LIMIT / WINDOW_MS
-            if j - i + 1 > allowed + 1e-6:
-                problems.append(f"RL.BUCKET accepted {j - i + 1} > {allowed:g} "
-                                f"within {bucket[j] - bucket[i]} ms")
-                return problems
+    for name, command in (("bucket", "RL.BUCKET"), ("gcra", "RL.GCRA")):
+        bucket = accepted_times(records[name])
+        for i in range(len(bucket)):
+            for j in range(i, len(bucket)):
+                allowed = LIMIT + (bucket[j] - bucket[i]) * LIMIT / WINDOW_MS
+                if j - i + 1 > allowed + 1e-6:
+                    problems.append(f"{command} accepted {j - i + 1} > {allowed:g} "
+                                    f"within {bucket[j] - bucket[i]} ms")
+                    break
+            else:
+                continue
+            break
     return problems
 
 
@@ -248,11 +271,11 @@ def draw(records, duration, boundary, out):
 
     green, red, blue, amber = "#2ca02c", "#d62728", "#1f4e9c", "#f2a900"
     titles = {
-        name: " ".join(str(a) for a in args).format(key="key") + "  —  " + kind
-        for (name, args), kind in zip(ALGOS, ["fixed window", "sliding log", "token bucket"])
+        name: " ".join(str(a) for a in args).format(key="key") + "  —  " + KINDS[name]
+        for name, args in ALGOS
     }
     plt.rcParams.update({"font.size": 10, "axes.titlesize": 11})
-    fig, axes = plt.subplots(3, 1, sharex=True, figsize=(10, 8), dpi=100)
+    fig, axes = plt.subplots(len(ALGOS), 1, sharex=True, figsize=(10, 12.5), dpi=100)
     grid = np.arange(0, duration + 1)
     end_s = duration / 1000
     ymax = 2 * LIMIT + 4
@@ -275,7 +298,7 @@ def draw(records, duration, boundary, out):
         ax.axvline(boundary / 1000, color=amber, lw=1.5, zorder=1)
         ax.axhline(LIMIT, color="#555555", lw=1, ls="--", zorder=1)
         ax.axhline(2 * LIMIT, color=red, lw=0.8, ls="--", alpha=0.5, zorder=1)
-        ax.text(0.02, LIMIT + 0.4, f"{'capacity' if name == 'bucket' else 'limit'} {LIMIT}", ha="left", va="bottom",
+        ax.text(0.02, LIMIT + 0.4, f"{'capacity' if name in ('bucket', 'gcra') else 'limit'} {LIMIT}", ha="left", va="bottom",
                 color="#555555", fontsize=9)
         ax.text(0.02, 2 * LIMIT + 0.4, "2 × limit", ha="left", va="bottom",
                 color=red, alpha=0.8, fontsize=9)
@@ -324,6 +347,22 @@ def draw(records, duration, boundary, out):
                     f"the burst gets what is left ({before + after}),\n"
                     f"then each request waits for an\n"
                     f"accepted one to turn 1 s old")
+        elif name == "counter":
+            exact, _ = max_in_span(accepted_times(records["sliding"]), WINDOW_MS)
+            differ = sum(1 for (t, a, _), (_, b, _) in zip(records["counter"], records["sliding"])
+                         if 0 <= t < duration and a != b)
+            note = (f"an estimate in two counts: the last window's\n"
+                    f"count, weighted by how much of it the sliding\n"
+                    f"window still covers, plus this window's;\n"
+                    f"{differ} of {len(recs)} decisions differ from the log's,\n"
+                    f"most in any 1 s: {peak} (the exact log: {exact})")
+        elif name == "gcra":
+            same = sum(1 for (t, a, _), (_, b, _) in zip(records["gcra"], records["bucket"])
+                       if 0 <= t < duration and a == b)
+            note = (f"the token bucket kept as one integer (its\n"
+                    f"theoretical arrival time): {same} of {len(recs)}\n"
+                    f"decisions equal RL.BUCKET's; a 1 s span\n"
+                    f"can hold capacity + refill (here {peak})")
         else:
             note = (f"no window edges: the burst takes the\n"
                     f"{LIMIT} stored tokens + refill ({before + after} in "
@@ -340,7 +379,7 @@ def draw(records, duration, boundary, out):
                     zorder=5)
         ann.set_in_layout(False)  # the arrow may cross the title; the layout ignores it
 
-    axes[1].set_ylabel("accepted in the trailing 1 s")
+    axes[len(ALGOS) // 2].set_ylabel("accepted in the trailing 1 s")
     axes[-1].set_xlabel("time (s, server clock); dotted lines: RL.FIXED window boundaries")
     handles = [
         Line2D([], [], color=green, marker="o", ls="", ms=5, label="accepted"),
@@ -350,15 +389,15 @@ def draw(records, duration, boundary, out):
                                  label=f"burst: {BURST} + {BURST} requests"),
     ]
     fig.legend(handles=handles, loc="upper center", ncol=4, frameon=False,
-               bbox_to_anchor=(0.5, 0.93), fontsize=9)
-    fig.suptitle(f"Same traffic, three limiters of {LIMIT} per second: RL.FIXED lets "
+               bbox_to_anchor=(0.5, 0.952), fontsize=9)
+    fig.suptitle(f"Same traffic, five limiters of {LIMIT} per second: RL.FIXED lets "
                  f"2 × limit through at a boundary",
-                 fontsize=12.5, fontweight="bold", y=0.985)
-    fig.text(0.5, 0.945, f"traffic: a request every {STEADY_MS} ms, plus {BURST} requests in "
+                 fontsize=12.5, fontweight="bold", y=0.99)
+    fig.text(0.5, 0.966, f"traffic: a request every {STEADY_MS} ms, plus {BURST} requests in "
              f"the {BURST_MS} ms before the window boundary at {boundary / 1000:g} s "
              f"and {BURST} in the {BURST_MS} ms after it", ha="center", va="top", fontsize=10,
              color="#333333")
-    fig.subplots_adjust(left=0.065, right=0.985, bottom=0.065, top=0.86, hspace=0.32)
+    fig.subplots_adjust(left=0.065, right=0.985, bottom=0.045, top=0.905, hspace=0.3)
     tmp = out + ".tmp.png"
     fig.savefig(tmp, dpi=100)
     plt.close(fig)

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# `make plot`: draws docs/algorithms.png, the same traffic sent to RL.FIXED, RL.SLIDING
-# and RL.BUCKET on a real redis-server (scripts/plot.py).
+# `make plot`: draws docs/algorithms.png, the same traffic sent to RL.FIXED, RL.SLIDING,
+# RL.SLIDINGCOUNTER, RL.BUCKET and RL.GCRA on a real redis-server (scripts/plot.py),
+# then measures RL.SLIDINGCOUNTER's decisions against RL.SLIDING's exact log on the
+# same traffic shapes and writes docs/accuracy.md (scripts/accuracy.py).
 #
 #   PLOT_OUT=path   where to write the PNG (default docs/algorithms.png; with
 #                   PLOT_QUICK=1 a temporary file, removed on exit)
-#   PLOT_QUICK=1    smoke mode used by `make test`: about 2 s of traffic
+#   PLOT_ACCURACY_OUT=path  where to write the accuracy report (default
+#                   docs/accuracy.md; with PLOT_QUICK=1 a temporary file)
+#   PLOT_QUICK=1    smoke mode used by `make test`: about 2 + 3 s of traffic
 #   RL_MODULE=path  the module to load (default target/release/librl.so, built when missing)
 #
 # Installs matplotlib (the version pinned in scripts/plot-requirements.txt) into a venv
@@ -40,8 +44,10 @@ quick=()
 if [ -n "${PLOT_QUICK:-}" ] && [ "${PLOT_QUICK}" != 0 ]; then
   quick=(--quick)
   out=${PLOT_OUT:-$tmp/algorithms.png}
+  accuracy_out=${PLOT_ACCURACY_OUT:-$tmp/accuracy.md}
 else
   out=${PLOT_OUT:-$root/docs/algorithms.png}
+  accuracy_out=${PLOT_ACCURACY_OUT:-$root/docs/accuracy.md}
 fi
 
 # --- matplotlib ---------------------------------------------------------------------
@@ -86,6 +92,8 @@ rl_start_redis "$tmp"
 port=$redis_port
 
 "${python[@]}" "$root/scripts/plot.py" --port "$port" --out "$out" ${quick[@]+"${quick[@]}"}
+# RL.SLIDINGCOUNTER against the exact log on the same server (standard library only).
+"${python[@]}" "$root/scripts/accuracy.py" --port "$port" --md "$accuracy_out" ${quick[@]+"${quick[@]}"}
 if [ -n "${quick[*]:-}" ] && [ -z "${PLOT_OUT:-}" ]; then
-  say "(smoke run: the picture is removed on exit; set PLOT_OUT=path to keep it)"
+  say "(smoke run: the picture and report are removed on exit; set PLOT_OUT=path and PLOT_ACCURACY_OUT=path to keep them)"
 fi

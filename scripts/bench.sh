@@ -88,6 +88,9 @@ cases=(
   "RL.FIXED|RL.FIXED KEY 1000000 1m|RL.FIXED"
   "RL.SLIDING|RL.SLIDING KEY 128 1m|RL.SLIDING"
   "RL.BUCKET|RL.BUCKET KEY 1000000 1000 1s|RL.BUCKET"
+  "RL.GCRA|RL.GCRA KEY 1000000 1000 1s|RL.GCRA"
+  "CL.THROTTLE|CL.THROTTLE KEY 999999 1000 1|CL.THROTTLE"
+  "RL.SLIDINGCOUNTER|RL.SLIDINGCOUNTER KEY 1000000 1m|RL.SLIDINGCOUNTER"
   "Lua fixed|EVALSHA $sha_fixed 1 KEY 1000000 60000|evalsha"
   "Lua sliding|EVALSHA $sha_sliding 1 KEY 128 60000|evalsha"
   "Lua bucket|EVALSHA $sha_bucket 1 KEY 1000000 1000 1000|evalsha"
@@ -128,26 +131,50 @@ for shape in "pipelined -P 16|16|random" "pipelined -P 16, one hot key|16|hot" \
   done
   keyspace_text="$keys random keys"; [ "$keyspace" = hot ] && keyspace_text="one key"
   printf '\n### %s (%s, %s requests)\n\n' "$title" "$keyspace_text" "$n"
-  printf '| command | ops/s | × INCR | usec/call (server) | × INCR |\n|---|---:|---:|---:|---:|\n'
+  printf '| command | ops/s | × INCR | × RL.FIXED | usec/call (server) | × INCR |\n|---|---:|---:|---:|---:|---:|\n'
   for c in "${cases[@]}"; do
     IFS='|' read -r name _ _ <<<"$c"
-    awk -v name="$name" -v o="${ops[$name]}" -v oi="${ops[INCR]}" -v u="${usec[$name]}" -v ui="${usec[INCR]}" \
-      'BEGIN { printf "| %s | %.0f | %.2f | %.2f | %.2f |\n", name, o, (oi > 0 ? o / oi : 0), u, (u > 0 ? ui / u : 0) }'
+    awk -v name="$name" -v o="${ops[$name]}" -v oi="${ops[INCR]}" -v of="${ops[RL.FIXED]}" \
+      -v u="${usec[$name]}" -v ui="${usec[INCR]}" \
+      'BEGIN { printf "| %s | %.0f | %.2f | %.2f | %.2f | %.2f |\n", name, o, (oi > 0 ? o / oi : 0),
+               (of > 0 ? o / of : 0), u, (u > 0 ? ui / u : 0) }'
   done
   unset ops usec
 done
 
 # --- memory per key -----------------------------------------------------------------
+# Key names of 21 bytes (as in issue 13): the prefix, then zeros and 42.
+key21() { printf '%s%0*d' "$1" $((21 - ${#1})) 42; }
+# shellcheck disable=SC2016 # the backquotes are markdown
+mem_row() { # <label> <key>
+  printf '| %s | `%s` | %s |  |\n' "$1" "$(cli GET "$2" 2>/dev/null | head -c 40)" "$(cli MEMORY USAGE "$2")"
+}
 cli FLUSHALL >/dev/null
-cli RL.FIXED mem:fixed 100 1m >/dev/null
-cli RL.BUCKET mem:bucket 100 10 1s >/dev/null
-printf '\n### Memory (MEMORY USAGE, key names like mem:sliding:128)\n\n| key | bytes | per unit |\n|---|---:|---:|\n'
-printf '| RL.FIXED counter | %s | |\n' "$(cli MEMORY USAGE mem:fixed)"
-printf '| RL.BUCKET hash | %s | |\n' "$(cli MEMORY USAGE mem:bucket)"
+big=9007199254740991
+k_fixed=$(key21 rl:fixed:); k_gcra=$(key21 rl:gcra:); k_cell=$(key21 rl:cell:)
+k_sc=$(key21 rl:sc:); k_sc_big=$(key21 rl:scbig:); k_bucket=$(key21 rl:bucket:)
+cli RL.FIXED "$k_fixed" 100 1m >/dev/null
+cli RL.GCRA "$k_gcra" 100 10 1s >/dev/null
+cli CL.THROTTLE "$k_cell" 99 10 1 >/dev/null
+cli RL.SLIDINGCOUNTER "$k_sc" 100 1m >/dev/null
+# The counter at its largest below 10^9: a previous window of 999,999,999, as many now.
+now_ms=$(cli TIME | awk 'NR == 1 {s = $1} NR == 2 {printf "%.0f", s * 1000 + int($1 / 1000)}')
+hour_start=$((now_ms - now_ms % 3600000))
+cli SET "$k_sc_big" "$((hour_start - 3600000)) 999999999 0" PXAT "$((hour_start + 3600000))" >/dev/null
+cli RL.SLIDINGCOUNTER "$k_sc_big" "$big" 1h COST 999999999 >/dev/null
+cli RL.BUCKET "$k_bucket" 100 10 1s >/dev/null
+printf '\n### Memory (MEMORY USAGE, key names of 21 bytes)\n\n| key | value | bytes | per unit |\n|---|---|---:|---:|\n'
+mem_row "RL.FIXED counter" "$k_fixed"
+mem_row "RL.GCRA TAT (ns)" "$k_gcra"
+mem_row "CL.THROTTLE TAT (ns)" "$k_cell"
+mem_row "RL.SLIDINGCOUNTER, first call" "$k_sc"
+mem_row "RL.SLIDINGCOUNTER, counts 999999999" "$k_sc_big"
+printf '| RL.BUCKET hash | | %s | |\n' "$(cli MEMORY USAGE "$k_bucket")"
 for units in 10 128 1000; do
-  cli RL.SLIDING "mem:sliding:$units" 100000 1h COST "$units" >/dev/null
-  bytes=$(cli MEMORY USAGE "mem:sliding:$units")
-  awk -v u="$units" -v b="$bytes" 'BEGIN { printf "| RL.SLIDING, %d units | %d | %.1f |\n", u, b, b / u }'
+  k=$(key21 "rl:sliding:$units:")
+  cli RL.SLIDING "$k" 100000 1h COST "$units" >/dev/null
+  bytes=$(cli MEMORY USAGE "$k")
+  awk -v u="$units" -v b="$bytes" 'BEGIN { printf "| RL.SLIDING, %d units | | %d | %.1f |\n", u, b, b / u }'
 done
 echo
 echo "(× INCR: ops/s ratio; for usec/call, INCR's time divided by the command's, so higher is better in both.)"

@@ -65,10 +65,32 @@ fn an_rl_fixed_counter_is_a_raw_string_8_bytes_above_a_native_int() {
     assert_eq!(ours.1, "raw");
     assert_eq!(
         ours.0 - native.0,
-        8,
+        raw_overhead(&mut c),
         "RL.FIXED {ours:?} vs native SET {native:?}: the documented difference is the \
-         8-byte sds buffer of a raw string (80 vs 72 B with jemalloc)"
+         sds buffer of a raw string (80 vs 72 B with jemalloc)"
     );
+}
+
+/// What a one-digit raw string costs over an int-encoded one: its sds buffer, 8 B
+/// with jemalloc (the servers' default). Servers built with libc malloc (some
+/// packaged Valkey builds) round small allocations up further: there only "more"
+/// is asserted, through the measured difference itself.
+fn raw_overhead(c: &mut Connection) -> i64 {
+    let allocator = info_str(c, "memory", "mem_allocator");
+    if allocator.starts_with("jemalloc") {
+        8
+    } else {
+        // Measured: a native raw string "5" (APPEND turns the int into a raw string)
+        // against the same value int-encoded.
+        let key = "rl-memory-probe-raw-x";
+        let _: () = cmd("SET").arg(key).arg("5").query(c).expect("SET");
+        let int = usage(c, key);
+        let _: i64 = cmd("APPEND").arg(key).arg("").query(c).expect("APPEND");
+        let raw = usage(c, key);
+        let _: i64 = cmd("DEL").arg(key).query(c).expect("DEL");
+        assert!(raw > int, "{raw} vs {int}");
+        raw - int
+    }
 }
 
 #[test]
@@ -113,7 +135,8 @@ fn reading_a_native_int_encoded_counter_makes_it_raw_but_changes_nothing_else() 
 
     assert_eq!(rl(&mut c, &["RL.FIXED", KEY, "5", "1h"]).allowed, 0);
 
-    assert_eq!(footprint(&mut c, KEY), (bytes + 8, "raw".to_string()));
+    let overhead = raw_overhead(&mut c);
+    assert_eq!(footprint(&mut c, KEY), (bytes + overhead, "raw".to_string()));
     assert_eq!(snapshot(&mut c, KEY.as_bytes()), before);
     let exec: Option<(String,)> = redis::pipe()
         .atomic()

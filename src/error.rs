@@ -12,6 +12,19 @@ pub enum Error {
     #[error("{name} must be an integer from {min} to {MAX_COUNT}")]
     BadCount { name: &'static str, min: u64 },
 
+    #[error("{name} must be an integer from {min} to {max}")]
+    BadInteger {
+        name: &'static str,
+        min: u64,
+        max: u64,
+    },
+
+    #[error(
+        "tokens per period is too high for a GCRA limiter: at most one token per \
+         nanosecond (1000000 per ms)"
+    )]
+    RateTooHigh,
+
     #[error(
         "{0} must be a duration from 1ms to 10 years: an integer with an optional unit \
          ms, s, m, h or d (a bare integer means seconds)"

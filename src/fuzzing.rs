@@ -9,10 +9,13 @@
 
 use crate::algorithms::bucket::{self, State};
 use crate::algorithms::fixed::{self, Counter};
+use crate::algorithms::gcra::{self, Tat};
 use crate::algorithms::sliding::{self, VecLog};
+use crate::algorithms::sliding_counter::{self, Counts};
 use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
-use crate::args;
-use crate::commands::{Bucket as BucketCommand, Fixed, Limiter, Sliding};
+use crate::commands::{
+    Bucket as BucketCommand, CostArg, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
+};
 use crate::storage::codec;
 
 fn take_i64(bytes: &mut &[u8]) -> i64 {
@@ -49,7 +52,7 @@ pub fn run(data: &[u8]) {
     let _ = codec::parse_uint(state);
     let _ = codec::parse_micros(state);
 
-    match selector % 3 {
+    match selector % 6 {
         0 => {
             let Some(params) = parse::<Fixed>(&argv) else {
                 return;
@@ -79,6 +82,40 @@ pub fn run(data: &[u8]) {
                 assert!(a.at >= now && a.units == params.1.get(), "{a:?}");
             }
         }
+        3 | 4 => {
+            // RL.GCRA and CL.THROTTLE: the same decision on a TAT.
+            let parsed = if selector % 6 == 3 {
+                parse::<Gcra>(&argv)
+            } else {
+                parse::<Throttle>(&argv)
+            };
+            let Some((emission, cost)) = parsed else {
+                return;
+            };
+            let stored = (!state.is_empty()).then(|| {
+                Tat(u128::from(take_i64(&mut state) as u64) << (take_i64(&mut state) & 63))
+            });
+            let out = gcra::decide(stored, now, emission, cost);
+            check(&out.decision, cost.get());
+            if let Some(s) = out.store {
+                assert!(s.expires_at >= now, "{s:?}");
+            }
+        }
+        5 => {
+            let Some((quota, cost)) = parse::<SlidingCounter>(&argv) else {
+                return;
+            };
+            let stored = (!state.is_empty()).then(|| Counts {
+                start: take_i64(&mut state),
+                current: take_i64(&mut state) as u64,
+                previous: take_i64(&mut state) as u64,
+            });
+            let out = sliding_counter::decide(stored, now, quota, cost);
+            check(&out.decision, cost.get());
+            if let Some(s) = out.store {
+                assert!(s.counts.current >= cost.get(), "{s:?}");
+            }
+        }
         _ => {
             let Some(params) = parse::<BucketCommand>(&argv) else {
                 return;
@@ -101,15 +138,18 @@ pub fn run(data: &[u8]) {
     }
 }
 
-/// Parses `key positional… [options]` the way the command does.
+/// Parses `key args…` the way the command does (arity included).
 fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, crate::algorithms::Cost)> {
     let positional = L::SPEC.args.len();
     if argv.len() < positional {
         return None;
     }
-    let params = L::parse(&argv[1..positional]).ok()?;
-    let options = args::options(argv[positional..].iter().copied()).ok()?;
-    Some((params, options.cost))
+    if let CostArg::Positional(_) = L::SPEC.cost {
+        if argv.len() > positional + 1 {
+            return None;
+        }
+    }
+    L::parse(&argv[1..]).ok()
 }
 
 #[cfg(test)]

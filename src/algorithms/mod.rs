@@ -1,4 +1,4 @@
-//! The three limiters as pure arithmetic.
+//! The limiters as pure arithmetic.
 //!
 //! Nothing here touches Redis or reads a clock: each algorithm is a function of
 //! (stored state, `now`, quota, cost) that returns a [`Decision`] and, when the call
@@ -7,10 +7,12 @@
 
 pub mod bucket;
 pub mod fixed;
+pub mod gcra;
 #[cfg(test)]
 mod models;
 pub mod quota;
 pub mod sliding;
+pub mod sliding_counter;
 
 pub use quota::{Cost, Count, Interval, Quota, Rate, MAX_COUNT, MAX_DURATION_MS};
 

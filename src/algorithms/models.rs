@@ -12,7 +12,9 @@ use proptest::prelude::*;
 
 use super::bucket::{self, Rate, State};
 use super::fixed::{self, Counter};
+use super::gcra::{self, Emission, Tat};
 use super::sliding::{self, VecLog};
+use super::sliding_counter::{self, Counts};
 use super::{
     Cost, Count, Decision, Interval, Millis, Quota, RetryAfter, MAX_COUNT, MAX_DURATION_MS,
 };
@@ -303,6 +305,9 @@ proptest! {
 struct BucketModel {
     level: BigRational,
     ts: Option<Millis>,
+    /// Round the carried level down to a millionth (RL.BUCKET's stored copy); off,
+    /// the model is the exact bucket RL.GCRA must equal.
+    round: bool,
 }
 
 fn rat(n: i128) -> BigRational {
@@ -323,6 +328,14 @@ impl BucketModel {
         BucketModel {
             level: rat(i128::from(capacity)),
             ts: None,
+            round: true,
+        }
+    }
+
+    fn exact(capacity: u64) -> Self {
+        BucketModel {
+            round: false,
+            ..BucketModel::new(capacity)
         }
     }
 
@@ -346,7 +359,11 @@ impl BucketModel {
         };
         if allowed && n > 0 {
             let micros = rat(1_000_000);
-            self.level = (after.clone() * micros.clone()).floor() / micros;
+            self.level = if self.round {
+                (after.clone() * micros.clone()).floor() / micros
+            } else {
+                after.clone()
+            };
             self.ts = Some(now);
         }
         let retry_after = if allowed {
@@ -420,6 +437,186 @@ proptest! {
         // Over the whole run, from the earliest to the latest clock reading:
         let refill = BigRational::new(BigInt::from(tokens), BigInt::from(period)) * rat(i128::from(latest - earliest));
         prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
+    }
+}
+
+// ---------------------------------------------------------------- GCRA
+
+/// Rates whose period in ns is a multiple of `tokens` (so T is exact): tokens =
+/// a·b with a dividing 10^6, period = b·q ms.
+fn exact_rate() -> impl Strategy<Value = (u64, u64)> {
+    let a = prop::sample::select(vec![1u64, 2, 4, 5, 8, 10, 25, 40, 125, 1000, 1_000_000]);
+    (
+        a,
+        1u64..=5,
+        prop_oneof![4 => 1u64..=2000, 1 => 1u64..=(MAX_DURATION_MS / 5)],
+    )
+        .prop_map(|(a, b, q)| (a * b, b * q))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn gcra_decides_exactly_as_the_exact_bucket_when_t_is_exact(
+        (capacity, (tokens, period), seq) in (count(), exact_rate())
+            .prop_flat_map(|(c, r)| (Just(c), Just(r), calls(c, r.1, fwd)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let emission = Emission::new(rate).unwrap();
+        let (mut state, mut model, mut now) = (None::<Tat>, BucketModel::exact(capacity), START);
+        for (step, n) in seq {
+            now += step;
+            let out = gcra::decide(state, now, emission, k(n));
+            prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
+            check_reply(&out.decision, capacity, n);
+            if let Some(s) = out.store {
+                prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                state = Some(s.tat);
+            }
+        }
+    }
+
+    #[test]
+    fn gcra_never_admits_more_than_capacity_plus_refill_and_retry_is_exact(
+        (capacity, tokens, period, seq) in (1u64..=20, 1u64..=20, 1u64..=5000)
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, back)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let emission = Emission::new(rate).unwrap();
+        let (mut state, mut now) = (None::<Tat>, START);
+        let (mut admitted, mut earliest, mut latest) = (0u64, START, START);
+        for (step, n) in seq {
+            now += step;
+            earliest = earliest.min(now);
+            latest = latest.max(now);
+            let out = gcra::decide(state, now, emission, k(n));
+            check_reply(&out.decision, capacity, n);
+            if let RetryAfter::Ms(wait) = out.decision.retry_after {
+                let wait = wait as i64;
+                prop_assert!(wait > 0);
+                prop_assert!(gcra::decide(state, now + wait, emission, k(n)).decision.allowed);
+                prop_assert!(!gcra::decide(state, now + wait - 1, emission, k(n)).decision.allowed);
+            }
+            if out.decision.allowed { admitted += n; }
+            if let Some(s) = out.store { state = Some(s.tat); }
+        }
+        // T may be rounded down (faster than nominal) by under 1 ns per unit.
+        let per_ms = BigRational::new(BigInt::from(1_000_000), BigInt::from(emission_ns(emission)));
+        let refill = per_ms * rat(i128::from(latest - earliest));
+        prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
+    }
+}
+
+fn emission_ns(e: Emission) -> i128 {
+    // The emission interval, recovered from one unit's debt.
+    let out = gcra::decide(None, 0, e, Cost::ONE);
+    out.store.map_or(1, |s| s.tat.0 as i128)
+}
+
+// ---------------------------------------------------------------- sliding counter
+
+/// The plainest sliding window counter: every accepted unit's window index, and the
+/// weighted estimate in exact rationals.
+#[derive(Default)]
+struct CounterModel {
+    per_window: std::collections::BTreeMap<i64, u64>,
+}
+
+impl CounterModel {
+    fn call(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
+        let w = window as i64;
+        let i = now.div_euclid(w);
+        let cur = self.per_window.get(&i).copied().unwrap_or(0);
+        let prev = self.per_window.get(&(i - 1)).copied().unwrap_or(0);
+        let e = now - i * w;
+        let weight = BigRational::new(BigInt::from(w - e), BigInt::from(w));
+        let weighted = weight * rat(i128::from(prev));
+        let allowed =
+            n <= limit && rat(i128::from(cur + n)) + weighted.clone() <= rat(i128::from(limit));
+        let cur_after = if allowed { cur + n } else { cur };
+        if allowed && n > 0 {
+            self.per_window.insert(i, cur_after);
+        }
+        let left = rat(i128::from(limit)) - rat(i128::from(cur_after)) - weighted;
+        let remaining = if left.is_negative() {
+            0
+        } else {
+            left.floor().to_integer().to_u64().unwrap_or(0)
+        };
+        let reset = if cur_after > 0 {
+            2 * w - e
+        } else if prev > 0 {
+            w - e
+        } else {
+            0
+        };
+        Decision {
+            allowed,
+            limit,
+            remaining: remaining.min(limit),
+            // Checked against decide() itself (allowed at it, not 1 ms before).
+            retry_after: if allowed {
+                RetryAfter::Now
+            } else if n > limit {
+                RetryAfter::Never
+            } else {
+                RetryAfter::Ms(0)
+            },
+            reset_after_ms: reset as u64,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn sliding_counter_matches_the_rational_model_when_time_moves_forward(
+        (limit, window, seq) in (count(), 1u64..=5000).prop_flat_map(|(l, w)| (Just(l), Just(w), calls(l, w, fwd)))
+    ) {
+        let q = Quota::new(c(limit), d(window));
+        let (mut state, mut model, mut now) = (None::<Counts>, CounterModel::default(), START);
+        for (step, n) in seq {
+            now += step;
+            let out = sliding_counter::decide(state, now, q, k(n));
+            let mut expected = model.call(now, limit, window, n);
+            if let (RetryAfter::Ms(_), RetryAfter::Ms(got)) = (expected.retry_after, out.decision.retry_after) {
+                expected.retry_after = RetryAfter::Ms(got);
+                let wait = got as i64;
+                prop_assert!(wait >= 1);
+                prop_assert!(sliding_counter::decide(state, now + wait, q, k(n)).decision.allowed, "allowed after {}", wait);
+                prop_assert!(!sliding_counter::decide(state, now + wait - 1, q, k(n)).decision.allowed, "not before {}", wait);
+            }
+            prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
+            check_reply(&out.decision, limit, n);
+            if let Some(s) = out.store {
+                prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                state = Some(s.counts);
+            }
+        }
+    }
+
+    #[test]
+    fn sliding_counter_replies_hold_when_the_clock_steps_back_or_the_window_changes(
+        (limit, seq) in (1u64..=20).prop_flat_map(|l| (Just(l), proptest::collection::vec((any_step(3000), cost(l), 1u64..=3000), 1..48)))
+    ) {
+        let (mut state, mut now) = (None::<Counts>, START);
+        for (step, n, window) in seq {
+            now += step;
+            let q = Quota::new(c(limit), d(window));
+            let out = sliding_counter::decide(state, now, q, k(n));
+            check_reply(&out.decision, limit, n);
+            if let RetryAfter::Ms(wait) = out.decision.retry_after {
+                let wait = wait as i64;
+                prop_assert!(wait >= 1);
+                prop_assert!(sliding_counter::decide(state, now + wait, q, k(n)).decision.allowed);
+            }
+            if let Some(s) = out.store {
+                prop_assert!(s.counts.current <= limit.max(state.map_or(0, |c| c.current)) + n);
+                state = Some(s.counts);
+            }
+        }
     }
 }
 

@@ -5,10 +5,9 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::{Arg, ArgKind, Limiter, Spec};
+use super::{rate, CostArg, Limiter, Spec, RATE_ARGS};
 use crate::algorithms::bucket::{self, Rate};
 use crate::algorithms::{Cost, Decision, Millis};
-use crate::args;
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -24,34 +23,15 @@ impl Limiter for Bucket {
         summary:
             c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
         complexity: c"O(1)",
-        args: &[
-            Arg {
-                name: c"key",
-                kind: ArgKind::Key,
-            },
-            Arg {
-                name: c"capacity",
-                kind: ArgKind::Integer,
-            },
-            Arg {
-                name: c"tokens",
-                kind: ArgKind::Integer,
-            },
-            Arg {
-                name: c"period",
-                kind: ArgKind::Duration,
-            },
-        ],
+        args: RATE_ARGS,
+        cost: CostArg::Option,
+        optional: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Rate;
 
-    fn parse(args: &[&[u8]]) -> Result<Rate> {
-        Ok(Rate {
-            capacity: args::count("capacity", args[0])?,
-            tokens: args::count("tokens", args[1])?,
-            period: args::duration("period", args[2])?,
-        })
+    fn parse_params(args: &[&[u8]]) -> Result<Rate> {
+        rate(args)
     }
 
     fn apply(key: &Key, rate: &Rate, now: Millis, cost: Cost) -> Result<Decision> {

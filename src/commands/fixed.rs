@@ -4,7 +4,7 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, Arg, ArgKind, Limiter, Spec};
+use super::{quota, CostArg, Limiter, Spec, QUOTA_ARGS};
 use crate::algorithms::{fixed, Cost, Decision, Millis, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
@@ -21,25 +21,14 @@ impl Limiter for Fixed {
         summary:
             c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
         complexity: c"O(1)",
-        args: &[
-            Arg {
-                name: c"key",
-                kind: ArgKind::Key,
-            },
-            Arg {
-                name: c"limit",
-                kind: ArgKind::Integer,
-            },
-            Arg {
-                name: c"window",
-                kind: ArgKind::Duration,
-            },
-        ],
+        args: QUOTA_ARGS,
+        cost: CostArg::Option,
+        optional: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
 
-    fn parse(args: &[&[u8]]) -> Result<Quota> {
+    fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         quota(args)
     }
 

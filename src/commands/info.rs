@@ -9,7 +9,7 @@ use std::ptr;
 
 use redis_module::raw::{self, RedisModuleCtx};
 
-use super::{ArgKind, Spec};
+use super::{ArgKind, CostArg, Spec};
 use crate::server::optional;
 
 /// The version of this module, shown in COMMAND DOCS `since`.
@@ -78,10 +78,15 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         .collect();
     // SAFETY: as above.
     let mut cost: raw::RedisModuleCommandArg = unsafe { zeroed() };
-    cost.name = c"cost".as_ptr();
     cost.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER;
     cost.key_spec_index = -1;
-    cost.token = c"COST".as_ptr();
+    match spec.cost {
+        CostArg::Option => {
+            cost.name = c"cost".as_ptr();
+            cost.token = c"COST".as_ptr();
+        }
+        CostArg::Positional(name) => cost.name = name.as_ptr(),
+    }
     cost.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
     args.push(cost);
     // SAFETY: as above; an all-zero argument ends the server's argument array.

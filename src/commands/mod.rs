@@ -6,8 +6,11 @@
 
 mod bucket;
 mod fixed;
+mod gcra;
 pub mod info;
 mod sliding;
+mod sliding_counter;
+mod throttle;
 
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_long, c_longlong};
@@ -15,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use crate::algorithms::{Cost, Decision, Millis, Quota};
+use crate::algorithms::{Cost, Decision, Millis, Quota, Rate};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server::{self, optional};
@@ -24,12 +27,21 @@ use crate::storage::{self, rm, Key};
 
 pub use bucket::Bucket;
 pub use fixed::Fixed;
+pub use gcra::Gcra;
 pub use sliding::Sliding;
+pub use sliding_counter::SlidingCounter;
+pub use throttle::Throttle;
 
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
     pub kind: ArgKind,
+}
+
+impl Arg {
+    const fn new(name: &'static CStr, kind: ArgKind) -> Self {
+        Arg { name, kind }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -46,8 +58,22 @@ pub struct Spec {
     pub flags: &'static CStr,
     pub summary: &'static CStr,
     pub complexity: &'static CStr,
-    /// Positional arguments, the key first; `[COST n]` follows them all.
+    /// Positional arguments, the key first; the cost follows them all.
     pub args: &'static [Arg],
+    /// How the cost is given.
+    pub cost: CostArg,
+    /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
+    /// taken, RL loads without it and logs so.
+    pub optional: bool,
+}
+
+/// How a command takes its cost.
+#[derive(Clone, Copy)]
+pub enum CostArg {
+    /// `[COST n]`, RL's option.
+    Option,
+    /// A last optional positional argument with this name (CL.THROTTLE's quantity).
+    Positional(&'static CStr),
 }
 
 impl Spec {
@@ -56,12 +82,36 @@ impl Spec {
         1 + self.args.len()
     }
 
+    /// At most this many (a positional cost is the only optional argument).
+    fn max_argc(&self) -> Option<usize> {
+        match self.cost {
+            CostArg::Option => None,
+            CostArg::Positional(_) => Some(self.min_argc() + 1),
+        }
+    }
+
     pub fn name_str(&self) -> &'static str {
         self.name.to_str().unwrap_or("RL")
     }
 }
 
-/// Parses `limit window`, the parameters RL.FIXED and RL.SLIDING share.
+/// `key limit window`: RL.FIXED's, RL.SLIDING's and RL.SLIDINGCOUNTER's arguments.
+const QUOTA_ARGS: &[Arg] = &[
+    Arg::new(c"key", ArgKind::Key),
+    Arg::new(c"limit", ArgKind::Integer),
+    Arg::new(c"window", ArgKind::Duration),
+];
+
+/// `key capacity tokens period`: RL.BUCKET's and RL.GCRA's arguments.
+const RATE_ARGS: &[Arg] = &[
+    Arg::new(c"key", ArgKind::Key),
+    Arg::new(c"capacity", ArgKind::Integer),
+    Arg::new(c"tokens", ArgKind::Integer),
+    Arg::new(c"period", ArgKind::Duration),
+];
+
+/// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
+/// RL.SLIDINGCOUNTER share.
 fn quota(args: &[&[u8]]) -> Result<Quota> {
     Ok(Quota::new(
         args::count("limit", args[0])?,
@@ -74,11 +124,34 @@ pub trait Limiter {
     const SPEC: Spec;
     type Params;
 
-    /// Parses the positional arguments after the key.
-    fn parse(args: &[&[u8]]) -> Result<Self::Params>;
+    /// Parses the positional arguments after the key (not the cost).
+    fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
+
+    /// Parses every argument after the key: the positional ones, then the options
+    /// (`[COST n]`). CL.THROTTLE replaces it (a positional quantity, no options).
+    fn parse(args: &[&[u8]]) -> Result<(Self::Params, Cost)> {
+        let (positional, options) = args.split_at(Self::SPEC.args.len() - 1);
+        let params = Self::parse_params(positional)?;
+        Ok((params, args::options(options.iter().copied())?.cost))
+    }
 
     /// Loads the key's state, decides, stores and propagates an allowed write.
     fn apply(key: &Key, params: &Self::Params, now: Millis, cost: Cost) -> Result<Decision>;
+
+    /// Replies with the decision: RL's five integers unless the command says
+    /// otherwise (CL.THROTTLE).
+    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+        reply_integers(
+            ctx,
+            [
+                i64::from(d.allowed),
+                d.limit as i64,
+                d.remaining as i64,
+                d.retry_after_ms(),
+                d.reset_after_ms as i64,
+            ],
+        );
+    }
 
     /// This command's INFO counters.
     const STATS: &'static Counters;
@@ -107,6 +180,9 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<Fixed>(),
     Command::of::<Sliding>(),
     Command::of::<Bucket>(),
+    Command::of::<Gcra>(),
+    Command::of::<SlidingCounter>(),
+    Command::of::<Throttle>(),
 ];
 
 /// Registers every command in [`COMMANDS`].
@@ -137,7 +213,8 @@ pub extern "C" fn dispatch<L: Limiter>(
 ) -> c_int {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
         let argc = usize::try_from(argc).unwrap_or(0);
-        if argv.is_null() || argc < L::SPEC.min_argc() {
+        let too_many = L::SPEC.max_argc().is_some_and(|max| argc > max);
+        if argv.is_null() || argc < L::SPEC.min_argc() || too_many {
             // SAFETY: `ctx` is the running command's context.
             unsafe { rm!(RedisModule_WrongArity)(ctx) };
             L::STATS.record(Verdict::Error);
@@ -153,7 +230,7 @@ pub extern "C" fn dispatch<L: Limiter>(
                 } else {
                     Verdict::Rejected
                 });
-                reply(ctx, &decision);
+                L::reply(ctx, &decision);
             }
             Err(e) => {
                 L::STATS.record(Verdict::Error);
@@ -169,14 +246,24 @@ pub extern "C" fn dispatch<L: Limiter>(
     raw::REDISMODULE_OK as c_int
 }
 
+/// How many arguments after the key a call may have without allocating.
+const INLINE_ARGS: usize = 8;
+
 fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
-    let positional = L::SPEC.args.len();
-    let mut fixed_args: [&[u8]; 4] = [&[]; 4];
-    for (i, slot) in fixed_args.iter_mut().enumerate().take(positional - 1) {
-        *slot = argv.bytes(2 + i);
-    }
-    let params = L::parse(&fixed_args[..positional - 1])?;
-    let options = args::options((1 + positional..argv.0.len()).map(|i| argv.bytes(i)))?;
+    let rest = 2..argv.0.len();
+    // The arguments after the key, on the stack for every well-formed call.
+    let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let spilled: Vec<&[u8]>;
+    let args: &[&[u8]] = if rest.len() <= INLINE_ARGS {
+        for (slot, i) in inline.iter_mut().zip(rest.clone()) {
+            *slot = argv.bytes(i);
+        }
+        &inline[..rest.len()]
+    } else {
+        spilled = rest.map(|i| argv.bytes(i)).collect();
+        &spilled
+    };
+    let (params, cost) = L::parse(args)?;
     #[cfg(feature = "testing")]
     if argv.bytes(1) == b"__rl_panic__" {
         panic!("injected by the testing feature");
@@ -184,20 +271,14 @@ fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
     let now = server::now_ms();
     // SAFETY: `ctx` and the key name are the running command's.
     let key = unsafe { Key::open(ctx, argv.0[1]) };
-    L::apply(&key, &params, now, options.cost)
+    L::apply(&key, &params, now, cost)
 }
 
-fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
-    let fields = [
-        i64::from(d.allowed),
-        d.limit as i64,
-        d.remaining as i64,
-        d.retry_after_ms(),
-        d.reset_after_ms as i64,
-    ];
-    // SAFETY: `ctx` is the running command's context; one array of five integers.
+/// Replies with an array of integers.
+fn reply_integers<const N: usize>(ctx: *mut RedisModuleCtx, fields: [i64; N]) {
+    // SAFETY: `ctx` is the running command's context; one array of N integers.
     unsafe {
-        rm!(RedisModule_ReplyWithArray)(ctx, fields.len() as c_long);
+        rm!(RedisModule_ReplyWithArray)(ctx, N as c_long);
         for f in fields {
             rm!(RedisModule_ReplyWithLongLong)(ctx, f as c_longlong);
         }
@@ -235,9 +316,28 @@ pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result
         )
     };
     if created != raw::REDISMODULE_OK as c_int {
+        if spec.optional {
+            server::log_warning(
+                ctx,
+                &format!(
+                    "rl: {} is already registered (by redis-cell?): loading without RL's",
+                    spec.name_str()
+                ),
+            );
+            return Ok(());
+        }
         return Err(format!("cannot register {}", spec.name_str()));
     }
     info::describe(ctx, spec)?;
     info::categorize(ctx, spec, ratelimit);
     Ok(())
+}
+
+/// Parses `capacity tokens period`, the parameters RL.BUCKET and RL.GCRA share.
+fn rate(args: &[&[u8]]) -> Result<Rate> {
+    Ok(Rate {
+        capacity: args::count("capacity", args[0])?,
+        tokens: args::count("tokens", args[1])?,
+        period: args::duration("period", args[2])?,
+    })
 }

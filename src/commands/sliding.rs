@@ -4,7 +4,7 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, Arg, ArgKind, Limiter, Spec};
+use super::{quota, CostArg, Limiter, Spec, QUOTA_ARGS};
 use crate::algorithms::{sliding, Cost, Decision, Millis, Quota};
 use crate::config;
 use crate::error::{Error, Result};
@@ -21,16 +21,14 @@ impl Limiter for Sliding {
         flags: c"write deny-oom",
         summary: c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
         complexity: c"O(log N + M) with N the units logged and M those that left the window or the cost",
-        args: &[
-            Arg { name: c"key", kind: ArgKind::Key },
-            Arg { name: c"limit", kind: ArgKind::Integer },
-            Arg { name: c"window", kind: ArgKind::Duration },
-        ],
+        args: QUOTA_ARGS,
+        cost: CostArg::Option,
+        optional: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
 
-    fn parse(args: &[&[u8]]) -> Result<Quota> {
+    fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         let params = quota(args)?;
         // Memory is one entry per unit: large limits belong to RL.BUCKET.
         let max = config::sliding_max_limit();

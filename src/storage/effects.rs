@@ -18,7 +18,7 @@ use super::names::names;
 use super::replicate::replicate;
 use super::{Key, StrRef};
 use crate::algorithms::Millis;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Event classes (`notify-keyspace-events` letters).
 #[derive(Clone, Copy)]
@@ -48,13 +48,9 @@ fn notify(key: &Key, class: Class, event: &'static CStr) {
     };
 }
 
-fn value_i64(value: u64) -> Result<i64> {
-    i64::try_from(value).map_err(|_| Error::WriteFailed("a value beyond 2^63-1"))
-}
-
 /// `SET key value PXAT at`: events `set`, `expire`.
-pub fn set_pxat(key: &Key, value: u64, at: Millis) -> Result<()> {
-    replicate!(key, c"SET"; int(value_i64(value)?), shared(&names().pxat), int(at))?;
+pub fn set_pxat(key: &Key, value: &[u8], at: Millis) -> Result<()> {
+    replicate!(key, c"SET"; bytes(value), shared(&names().pxat), int(at))?;
     notify(key, Class::String, c"set");
     notify(key, Class::Generic, c"expire");
     Ok(())

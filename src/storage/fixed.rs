@@ -9,10 +9,16 @@ const WHAT: &str = "an RL.FIXED counter (a non-negative integer with an expiry)"
 
 /// Reads the counter; None for an absent key.
 pub fn load(key: &Key) -> Result<Option<Counter>> {
-    Ok(record::load(key, WHAT)?.map(|(used, expires_at)| Counter { used, expires_at }))
+    let used = |bytes: &[u8]| record::parse_canonical(bytes).and_then(|v| u64::try_from(v).ok());
+    Ok(record::load(key, WHAT, used)?.map(|(used, expires_at)| Counter { used, expires_at }))
 }
 
 /// Stores the counter and propagates `SET key used PXAT expires_at`.
 pub fn store(key: &Key, counter: Counter) -> Result<()> {
-    record::store(key, counter.used, counter.expires_at)
+    let mut digits = itoa::Buffer::new();
+    record::store(
+        key,
+        digits.format(counter.used).as_bytes(),
+        counter.expires_at,
+    )
 }

@@ -30,11 +30,13 @@ pub mod bucket;
 pub mod codec;
 mod effects;
 pub mod fixed;
+pub mod gcra;
 pub mod key;
 pub mod names;
 pub mod record;
 mod replicate;
 pub mod sliding;
+pub mod sliding_counter;
 mod string;
 
 pub use key::{Key, Kind};

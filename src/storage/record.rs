@@ -1,7 +1,7 @@
-//! An integer with an absolute expiry: a native string holding one canonical
-//! non-negative decimal integer (no sign, no leading zeros: what `GET` shows and
-//! `INCR` accepts) on a key with a TTL. RL.FIXED keeps its used units in one;
-//! RL.GCRA will keep its TAT in ns (≈1.8·10^18, within u64) in one.
+//! A value with an absolute expiry: a native string on a key with a TTL. RL.FIXED
+//! keeps its used units in one, RL.GCRA its TAT in ns, RL.SLIDINGCOUNTER its
+//! `"<start> <current> <previous>"`: each as plain decimals (canonical: no sign, no
+//! leading zeros — what `GET` shows and `INCR` accepts), parsed by its limiter.
 //!
 //! Written in place (`StringTruncate` + `StringDMA`), propagated as
 //! `SET key value PXAT at`.
@@ -33,13 +33,17 @@ use super::{effects, injected, Key, Kind};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
 
-/// Reads the record: None for an absent key; `what` names the limiter in the error
-/// for a key of the right type whose content is not a record.
-pub fn load(key: &Key, what: &'static str) -> Result<Option<(u64, Millis)>> {
+/// Reads the record: None for an absent key. `parse` reads the value; it and a
+/// missing expiry make the "does not hold" error naming `what`.
+pub fn load<T>(
+    key: &Key,
+    what: &'static str,
+    parse: impl FnOnce(&[u8]) -> Option<T>,
+) -> Result<Option<(T, Millis)>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::String => {
-            let value = parse_canonical(value(key)).ok_or(Error::NotALimiter(what))?;
+            let value = parse(value(key)).ok_or(Error::NotALimiter(what))?;
             // A value without an expiry never resets: not one RL wrote.
             let expires_at = key.expires_at().ok_or(Error::NotALimiter(what))?;
             Ok(Some((value, expires_at)))
@@ -48,12 +52,16 @@ pub fn load(key: &Key, what: &'static str) -> Result<Option<(u64, Millis)>> {
     }
 }
 
-/// A canonical non-negative decimal integer that fits u64.
-fn parse_canonical(bytes: &[u8]) -> Option<u64> {
-    if bytes.len() > 1 && bytes[0] == b'0' {
+/// A canonical non-negative decimal integer (no sign, no leading zeros) that fits
+/// u128.
+pub fn parse_canonical(bytes: &[u8]) -> Option<u128> {
+    if bytes.is_empty() || bytes.len() > 39 || (bytes.len() > 1 && bytes[0] == b'0') {
         return None;
     }
-    super::codec::parse_uint(bytes)
+    bytes.iter().try_fold(0u128, |acc, &b| {
+        let digit = char::from(b).to_digit(10)?;
+        acc.checked_mul(10)?.checked_add(u128::from(digit))
+    })
 }
 
 /// The string's bytes, borrowed from the server while `key` is borrowed.
@@ -72,7 +80,7 @@ fn value(key: &Key) -> &[u8] {
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
 }
 
-/// Writes `value` in place, sets the absolute expiry, and only then propagates
+/// Writes `digits` in place, sets the absolute expiry, and only then propagates
 /// `SET key value PXAT expires_at` (events `set`, `expire`) and signals the key.
 ///
 /// Failures: the first write (resizing the string) changes nothing when it fails,
@@ -81,12 +89,10 @@ fn value(key: &Key) -> &[u8] {
 /// the replicas do not have, so the key is deleted and `DEL` propagated: primary and
 /// replicas agree (the limiter restarts from its initial state) and the caller gets
 /// the error.
-pub fn store(key: &Key, value: u64, expires_at: Millis) -> Result<()> {
+pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     if !matches!(key.kind(), Kind::Empty | Kind::String) {
         return Err(Error::WrongType);
     }
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(value).as_bytes();
     // SAFETY: the key is open for writing; resizing a string key (or creating one
     // for an empty key) is what the call does.
     let resized = !injected(key, "resize")
@@ -109,7 +115,7 @@ pub fn store(key: &Key, value: u64, expires_at: Millis) -> Result<()> {
     if injected(key, "expiry") || !key.set_expires_at(expires_at) {
         return undo(key, "setting the expiry");
     }
-    effects::set_pxat(key, value, expires_at)?;
+    effects::set_pxat(key, digits, expires_at)?;
     key.signal_modified();
     Ok(())
 }
@@ -136,7 +142,14 @@ mod tests {
             parse_canonical(b"1800000000000000000"),
             Some(1_800_000_000_000_000_000)
         );
-        assert_eq!(parse_canonical(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(
+            parse_canonical(b"18446744073709551615"),
+            Some(u128::from(u64::MAX))
+        );
+        assert_eq!(
+            parse_canonical(u128::MAX.to_string().as_bytes()),
+            Some(u128::MAX)
+        );
         for bad in [
             "",
             "00",
@@ -145,7 +158,7 @@ mod tests {
             "+1",
             "1.0",
             " 1",
-            "18446744073709551616",
+            "340282366920938463463374607431768211456",
         ] {
             assert_eq!(parse_canonical(bad.as_bytes()), None, "{bad:?}");
         }

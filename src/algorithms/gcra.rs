@@ -1,0 +1,285 @@
+//! Generic cell rate algorithm: the token bucket kept as one integer.
+//!
+//! The same limiter as RL.BUCKET (`capacity` units at once, `tokens` more every
+//! `period`), stored as the TAT, the "theoretical arrival time": the instant (ns
+//! since the Unix epoch) the limiter is back to its initial state. Each unit moves
+//! the TAT `T` later, where `T` is the emission interval (`period / tokens`); the
+//! limiter holds at most `D = capacity · T` of such debt. This is redis-cell's
+//! state (CL.THROTTLE), so the two commands share keys.
+//!
+//! All arithmetic is exact integer arithmetic in nanoseconds (u128: a debt can reach
+//! 2^53 · 10 years in ns, beyond u64); the only rounding is `T = floor(period_ns /
+//! tokens)`, which is exact whenever the period in ns is a multiple of `tokens`, and
+//! the ms of the reply, rounded up (never too early).
+
+use super::{cap, Cost, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT};
+
+/// Nanoseconds per millisecond.
+pub const NS_PER_MS: u128 = 1_000_000;
+
+/// A rate whose emission interval is at least 1 ns: what RL.GCRA can represent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Emission {
+    /// The emission interval T in ns: the debt one unit adds.
+    interval: u128,
+    capacity: u64,
+}
+
+impl Emission {
+    /// None when `tokens` per `period` is more than one per nanosecond.
+    pub fn new(rate: Rate) -> Option<Self> {
+        let period_ns = u128::from(rate.period.ms()) * NS_PER_MS;
+        let interval = period_ns / u128::from(rate.tokens.get());
+        (interval >= 1).then_some(Emission {
+            interval,
+            capacity: rate.capacity.get(),
+        })
+    }
+
+    /// The debt the limiter tolerates: `capacity · T`.
+    fn tolerance(&self) -> u128 {
+        u128::from(self.capacity) * self.interval
+    }
+}
+
+/// What the key holds: the TAT in ns since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tat(pub u128);
+
+/// The TAT to store after an allowed call, and when its key expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Store {
+    pub tat: Tat,
+    /// ceil(TAT / 10^6) ms, capped at 2^53 − 1 ms from now.
+    pub expires_at: Millis,
+}
+
+/// Decides one call against the stored TAT (None when the key is absent).
+pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> Outcome<Store> {
+    // Times before the epoch do not occur on a server; clamp rather than wrap.
+    let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
+    // A TAT in the past is the initial state; a clock that stepped back only
+    // increases the debt, so it never grants more.
+    let base = stored.map_or(now_ns, |t| t.0.max(now_ns));
+    let debt = base - now_ns;
+    let (t, d) = (rate.interval, rate.tolerance());
+    let n = cost.get();
+    let increment = u128::from(n) * t;
+    let allowed = n <= rate.capacity && debt.saturating_add(increment) <= d;
+    let debt_after = if allowed { debt + increment } else { debt };
+
+    let store = (allowed && n > 0).then(|| {
+        let tat = base + increment;
+        Store {
+            tat: Tat(tat),
+            expires_at: expiry(now, debt_after),
+        }
+    });
+    let retry_after = if allowed {
+        RetryAfter::Now
+    } else if n > rate.capacity {
+        RetryAfter::Never
+    } else {
+        // debt + increment > d here.
+        RetryAfter::Ms(cap((debt + increment - d).div_ceil(NS_PER_MS)))
+    };
+    let remaining = d.saturating_sub(debt_after) / t;
+    Outcome {
+        decision: Decision {
+            allowed,
+            limit: rate.capacity,
+            remaining: u64::try_from(remaining).map_or(rate.capacity, |r| r.min(rate.capacity)),
+            retry_after,
+            reset_after_ms: cap(debt_after.div_ceil(NS_PER_MS)),
+        },
+        store,
+    }
+}
+
+/// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when
+/// `now` is a whole ms (it always is), capped like every reply duration.
+fn expiry(now: Millis, debt: u128) -> Millis {
+    let ms = cap(debt.div_ceil(NS_PER_MS)).min(MAX_COUNT);
+    super::at_plus(now, ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithms::{Count, Interval, MAX_DURATION_MS};
+
+    fn rate(capacity: u64, tokens: u64, period_ms: u64) -> Emission {
+        Emission::new(Rate {
+            capacity: Count::new(capacity).unwrap(),
+            tokens: Count::new(tokens).unwrap(),
+            period: Interval::from_ms(period_ms).unwrap(),
+        })
+        .unwrap()
+    }
+    fn cost(n: u64) -> Cost {
+        Cost::new(n).unwrap()
+    }
+    fn fields(d: &Decision) -> (i64, u64, u64, i64, u64) {
+        (
+            i64::from(d.allowed),
+            d.limit,
+            d.remaining,
+            d.retry_after_ms(),
+            d.reset_after_ms,
+        )
+    }
+
+    fn call(state: &mut Option<Tat>, now: Millis, r: Emission, n: u64) -> Decision {
+        let out = decide(*state, now, r, cost(n));
+        if let Some(s) = out.store {
+            *state = Some(s.tat);
+        }
+        out.decision
+    }
+
+    #[test]
+    fn spec_vector_capacity_5_one_per_second() {
+        let r = rate(5, 1, 1000);
+        let mut s = None;
+        assert_eq!(fields(&call(&mut s, 0, r, 6)), (0, 5, 5, -1, 0));
+        for (remaining, reset) in [(4, 1000), (3, 2000), (2, 3000), (1, 4000), (0, 5000)] {
+            assert_eq!(fields(&call(&mut s, 0, r, 1)), (1, 5, remaining, 0, reset));
+        }
+        assert_eq!(fields(&call(&mut s, 0, r, 1)), (0, 5, 0, 1000, 5000));
+        assert_eq!(fields(&call(&mut s, 3000, r, 1)), (1, 5, 2, 0, 3000));
+        assert_eq!(fields(&call(&mut s, 3100, r, 1)), (1, 5, 1, 0, 3900));
+        assert_eq!(s, Some(Tat(7_000_000_000)));
+    }
+
+    #[test]
+    fn redis_cell_vectors() {
+        // CL.THROTTLE user123 15 30 60: capacity 16, 30 per 60 s.
+        let out = decide(None, 0, rate(16, 30, 60_000), cost(1));
+        assert_eq!(fields(&out.decision), (1, 16, 15, 0, 2000));
+        // CL.THROTTLE k 0 1 2: capacity 1, 1 per 2 s; at once again → limited 2 s.
+        let r = rate(1, 1, 2000);
+        let mut s = None;
+        assert_eq!(fields(&call(&mut s, 0, r, 1)), (1, 1, 0, 0, 2000));
+        assert_eq!(fields(&call(&mut s, 0, r, 1)), (0, 1, 0, 2000, 2000));
+        // redis-cell's it_rate_limits: burst 5 (capacity 6), 1 per second; six
+        // at once pass, the seventh waits a second.
+        let r = rate(6, 1, 1000);
+        let mut s = None;
+        for remaining in (0..6).rev() {
+            let d = call(&mut s, 1_000_000, r, 1);
+            assert!(d.allowed);
+            assert_eq!(d.remaining, remaining);
+        }
+        let d = call(&mut s, 1_000_000, r, 1);
+        assert_eq!(fields(&d), (0, 6, 0, 1000, 6000));
+    }
+
+    #[test]
+    fn state_is_the_tat_and_the_key_expires_at_it() {
+        let out = decide(None, 1_700_000_000_000, rate(5, 1, 1000), cost(2));
+        let s = out.store.unwrap();
+        assert_eq!(s.tat, Tat(1_700_000_002_000_000_000));
+        assert_eq!(s.expires_at, 1_700_000_002_000);
+    }
+
+    #[test]
+    fn an_emission_interval_under_a_millisecond_keeps_its_state() {
+        // 2000 per second: T = 0.5 ms. redis-cell sets a 0 ms TTL and forgets.
+        let r = rate(1, 2000, 1000);
+        let out = decide(None, 10, r, cost(1));
+        let s = out.store.unwrap();
+        assert_eq!(s.tat, Tat(10_500_000));
+        assert_eq!(s.expires_at, 11, "ceil to the next ms, never 0 ms");
+        assert_eq!(out.decision.reset_after_ms, 1);
+        assert!(!decide(Some(s.tat), 10, r, cost(1)).decision.allowed);
+        assert!(decide(Some(s.tat), 11, r, cost(1)).decision.allowed);
+    }
+
+    #[test]
+    fn too_many_tokens_per_period_is_unrepresentable() {
+        let r = Rate {
+            capacity: Count::new(1).unwrap(),
+            tokens: Count::new(1_000_001).unwrap(),
+            period: Interval::from_ms(1).unwrap(),
+        };
+        assert_eq!(Emission::new(r), None);
+        let r = Rate {
+            tokens: Count::new(1_000_000).unwrap(),
+            ..r
+        };
+        assert!(Emission::new(r).is_some());
+    }
+
+    #[test]
+    fn remaining_never_exceeds_the_limit_and_cost_zero_writes_nothing() {
+        // A TAT far in the past (redis-cell can report remaining above the limit).
+        let r = rate(6000, 6000, 1000);
+        let out = decide(Some(Tat(1)), 1_000_000, r, cost(0));
+        assert_eq!(out.store, None);
+        assert_eq!(fields(&out.decision), (1, 6000, 6000, 0, 0));
+        let out = decide(None, 5, r, cost(1));
+        assert_eq!(out.decision.remaining, 5999);
+    }
+
+    #[test]
+    fn a_lowered_capacity_rejects_until_the_debt_drains() {
+        // Debt of 10 s under capacity 10; capacity now 3 (D = 3 s).
+        let tat = Some(Tat(10_000_000_000));
+        let r = rate(3, 1, 1000);
+        let d = decide(tat, 0, r, cost(1)).decision;
+        assert_eq!(fields(&d), (0, 3, 0, 8000, 10_000));
+        let d = decide(tat, 0, r, cost(0)).decision;
+        assert_eq!(fields(&d), (0, 3, 0, 7000, 10_000));
+        assert!(decide(tat, 8000, r, cost(1)).decision.allowed);
+    }
+
+    #[test]
+    fn a_clock_stepping_back_grants_nothing_more() {
+        let r = rate(2, 1, 1000);
+        let mut s = None;
+        call(&mut s, 10_000, r, 2);
+        assert!(!call(&mut s, 5_000, r, 1).allowed, "debt measured from 5 s");
+        assert!(!call(&mut s, 10_999, r, 1).allowed);
+        assert!(call(&mut s, 11_000, r, 1).allowed);
+    }
+
+    #[test]
+    fn retry_after_is_exact_to_the_millisecond() {
+        for r in [
+            rate(5, 1, 1000),
+            rate(3, 7, 1000),
+            rate(10, 3, 7),
+            rate(1, 2000, 1000),
+        ] {
+            for start_debt_ns in [0u128, 1, 499_999, 1_000_000, 2_345_678_901] {
+                let tat = Some(Tat(1_000_000_000 + start_debt_ns));
+                for n in 1..=r.capacity.min(12) {
+                    let d = decide(tat, 1000, r, cost(n)).decision;
+                    let RetryAfter::Ms(wait) = d.retry_after else {
+                        continue;
+                    };
+                    let wait = wait as i64;
+                    assert!(wait > 0);
+                    assert!(decide(tat, 1000 + wait, r, cost(n)).decision.allowed);
+                    assert!(!decide(tat, 1000 + wait - 1, r, cost(n)).decision.allowed);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_do_not_overflow() {
+        let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
+        let out = decide(None, i64::MAX / 2_000_000, r, cost(MAX_COUNT));
+        assert!(out.decision.allowed);
+        assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
+        let s = out.store.unwrap();
+        let d = decide(Some(s.tat), 0, r, cost(MAX_COUNT)).decision;
+        assert!(!d.allowed);
+        assert!(d.retry_after_ms() <= MAX_COUNT as i64);
+        let d = decide(Some(Tat(u128::MAX)), i64::MAX, r, cost(1)).decision;
+        assert!(!d.allowed && d.remaining == 0);
+        let d = decide(None, i64::MIN, rate(1, 1, 1), cost(1)).decision;
+        assert!(d.allowed);
+    }
+}

@@ -1,0 +1,293 @@
+//! Sliding window counter: constant memory at any limit and rate.
+//!
+//! Two epoch-aligned fixed windows are kept: the current one's count, and the
+//! previous one's, weighted by how much of it the sliding window still overlaps
+//! (`(W − e) / W`, with `e` the time into the current window). An estimate: it
+//! assumes the previous window's units arrived evenly. The comparison is exact
+//! integer arithmetic (multiplied through by W): `(cur + n)·W + prev·(W − e) ≤
+//! limit·W`, so nothing is floored into an extra unit.
+
+use super::{at_plus, cap, Cost, Decision, Millis, Outcome, Quota, RetryAfter};
+
+/// What the key holds: `"<start> <current> <previous>"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Start (server ms) of the window `current` counts.
+    pub start: Millis,
+    pub current: u64,
+    /// The count of the window before `start`'s.
+    pub previous: u64,
+}
+
+/// The counts to store after an allowed call, and when the key expires (when
+/// the current window stops weighing: start + 2·window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Store {
+    pub counts: Counts,
+    pub expires_at: Millis,
+}
+
+/// Decides one call against the stored counts (None when the key is absent).
+pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Store> {
+    let w = quota.window.ms_i64();
+    let stored = stored.unwrap_or(Counts {
+        start: now,
+        current: 0,
+        previous: 0,
+    });
+    // Time never runs backwards for the counter: a call while the clock is behind
+    // the stored window is decided at its start, and its durations are measured
+    // from the call's own time (so neither is ever too early).
+    let at = now.max(stored.start);
+    let lag = u128::try_from(i128::from(at) - i128::from(now)).unwrap_or(0);
+    let i = at.div_euclid(w);
+    let j = stored.start.div_euclid(w);
+    let (cur, prev) = if j == i {
+        (stored.current, stored.previous)
+    } else if i.checked_sub(j) == Some(1) {
+        (0, stored.current)
+    } else {
+        (0, 0)
+    };
+    let window_start = i * w;
+    let e = u128::try_from(at - window_start).unwrap_or(0);
+    let (w, limit, n) = (
+        u128::try_from(w).unwrap_or(1),
+        quota.limit.get(),
+        cost.get(),
+    );
+    let (cur_w, prev_w, limit_w) = (u128::from(cur), u128::from(prev), u128::from(limit));
+    let n_w = u128::from(n);
+    // Everything below is in "unit·ms": counts multiplied through by W.
+    let weighted_prev = prev_w * (w - e);
+    let allowed = n <= limit && (cur_w + n_w) * w + weighted_prev <= limit_w * w;
+    let cur_after = if allowed { cur + n } else { cur };
+
+    let store = (allowed && n > 0).then(|| Store {
+        counts: Counts {
+            start: window_start,
+            current: cur_after,
+            previous: prev,
+        },
+        expires_at: at_plus(window_start, cap(2 * w)),
+    });
+    let remaining = limit_w
+        .saturating_sub(u128::from(cur_after))
+        .saturating_sub(weighted_prev.div_ceil(w));
+    let retry_after = if allowed {
+        RetryAfter::Now
+    } else if n > limit {
+        RetryAfter::Never
+    } else {
+        RetryAfter::Ms(cap(lag + wait(cur_w, prev_w, limit_w, n_w, w, e)))
+    };
+    let until = if cur_after > 0 {
+        2 * w - e
+    } else if prev > 0 {
+        w - e
+    } else {
+        0
+    };
+    Outcome {
+        decision: Decision {
+            allowed,
+            limit,
+            remaining: u64::try_from(remaining).unwrap_or(limit).min(limit),
+            retry_after,
+            reset_after_ms: if until == 0 { 0 } else { cap(lag + until) },
+        },
+        store,
+    }
+}
+
+/// The smallest wait ≥ 1 ms after which a rejected call of `n` (≤ limit) would be
+/// allowed if nothing else happens, `e` ms into the current window.
+fn wait(cur: u128, prev: u128, limit: u128, n: u128, w: u128, e: u128) -> u128 {
+    let left = w - e;
+    // Within this window, once the previous window weighs little enough:
+    // prev·(W − e′) ≤ (limit − cur − n)·W.
+    let weight_ok = limit
+        .checked_sub(cur + n)
+        .and_then(|need| (need * w).checked_div(prev));
+    if let Some(weight_ok) = weight_ok.filter(|&ok| ok > 0) {
+        // The call is rejected, so left > weight_ok: the wait is ≥ 1.
+        return left - weight_ok.min(left - 1);
+    }
+    // Otherwise in the next window, where this window's count is the previous
+    // one: cur·(W − e₂) ≤ (limit − n)·W.
+    let e2 = if cur + n <= limit {
+        0
+    } else {
+        w - ((limit - n) * w / cur).min(w)
+    };
+    left + e2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithms::{Count, Interval, MAX_COUNT, MAX_DURATION_MS};
+
+    fn quota(limit: u64, window_ms: u64) -> Quota {
+        Quota::new(
+            Count::new(limit).unwrap(),
+            Interval::from_ms(window_ms).unwrap(),
+        )
+    }
+    fn cost(n: u64) -> Cost {
+        Cost::new(n).unwrap()
+    }
+    const MIN: i64 = 60_000;
+
+    /// Previous window 8, current 3, 15 s into a 60 s window (SPEC).
+    fn spec_state() -> (Option<Counts>, Millis) {
+        let start = 1000 * MIN;
+        let counts = Counts {
+            start,
+            current: 3,
+            previous: 8,
+        };
+        (Some(counts), start + 15_000)
+    }
+
+    #[test]
+    fn spec_vectors() {
+        let (stored, now) = spec_state();
+        let out = decide(stored, now, quota(10, 60_000), cost(1));
+        assert!(out.decision.allowed, "3 + 1 + 6 = 10");
+        assert_eq!(out.decision.remaining, 0);
+        let s = out.store.unwrap();
+        assert_eq!(
+            s.counts,
+            Counts {
+                start: 1000 * MIN,
+                current: 4,
+                previous: 8
+            }
+        );
+        assert_eq!(s.expires_at, 1002 * MIN);
+        assert_eq!(out.decision.reset_after_ms, 2 * 60_000 - 15_000);
+        let out = decide(stored, now, quota(10, 60_000), cost(2));
+        assert!(!out.decision.allowed);
+        assert_eq!(out.store, None);
+        // limit 50, previous 42, current 18, 15 s in: 18 + 1 + 31.5 > 50.
+        let counts = Counts {
+            start: 1000 * MIN,
+            current: 18,
+            previous: 42,
+        };
+        let out = decide(Some(counts), now, quota(50, 60_000), cost(1));
+        assert!(!out.decision.allowed, "no flooring of the weighted 31.5");
+        assert_eq!(out.decision.remaining, 0, "50 - 18 - ceil(31.5)");
+    }
+
+    #[test]
+    fn retry_after_is_exact_within_the_window_and_across_it() {
+        let (stored, now) = spec_state();
+        let q = quota(10, 60_000);
+        for n in 1..=10 {
+            let d = decide(stored, now, q, cost(n)).decision;
+            let RetryAfter::Ms(wait) = d.retry_after else {
+                assert!(d.allowed);
+                continue;
+            };
+            let wait = wait as i64;
+            assert!(
+                decide(stored, now + wait, q, cost(n)).decision.allowed,
+                "n {n}"
+            );
+            assert!(
+                !decide(stored, now + wait - 1, q, cost(n)).decision.allowed,
+                "n {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn windows_roll_over_and_a_key_idle_two_windows_is_fresh() {
+        let q = quota(10, 1000);
+        let out = decide(None, 5_500, q, cost(4));
+        let s = out.store.unwrap();
+        assert_eq!(
+            s.counts,
+            Counts {
+                start: 5_000,
+                current: 4,
+                previous: 0
+            }
+        );
+        assert_eq!(s.expires_at, 7_000);
+        // Next window, 250 ms in: previous 4 weighs 3.
+        let out = decide(Some(s.counts), 6_250, q, cost(0));
+        assert_eq!(out.decision.remaining, 7);
+        assert_eq!(
+            out.decision.reset_after_ms, 750,
+            "previous stops weighing at 7000"
+        );
+        let out = decide(Some(s.counts), 6_250, q, cost(1));
+        assert_eq!(
+            out.store.unwrap().counts,
+            Counts {
+                start: 6_000,
+                current: 1,
+                previous: 4
+            }
+        );
+        let out = decide(Some(s.counts), 7_000, q, cost(0));
+        assert_eq!(
+            (out.decision.remaining, out.decision.reset_after_ms),
+            (10, 0)
+        );
+    }
+
+    #[test]
+    fn cost_above_limit_and_cost_zero() {
+        let out = decide(None, 0, quota(3, 1000), cost(4));
+        assert_eq!(out.decision.retry_after, RetryAfter::Never);
+        assert_eq!(out.store, None);
+        let out = decide(None, 0, quota(3, 1000), cost(0));
+        assert_eq!(out.store, None);
+        assert_eq!(
+            (out.decision.remaining, out.decision.reset_after_ms),
+            (3, 0)
+        );
+    }
+
+    #[test]
+    fn a_clock_stepping_back_decides_at_the_window_start_and_waits_from_now() {
+        let q = quota(2, 1000);
+        let counts = Counts {
+            start: 10_000,
+            current: 2,
+            previous: 0,
+        };
+        let d = decide(Some(counts), 9_500, q, cost(1)).decision;
+        assert!(!d.allowed);
+        // Decided at 10 000; allowed at 11 000 + e₂ where cur 2 weighs ≤ 1:
+        // 2·(1000 − e₂) ≤ 1000 → e₂ = 500: 11 500, i.e. 2000 ms from 9 500.
+        assert_eq!(d.retry_after_ms(), 2000);
+        assert!(decide(Some(counts), 11_500, q, cost(1)).decision.allowed);
+        assert!(!decide(Some(counts), 11_499, q, cost(1)).decision.allowed);
+        assert_eq!(d.reset_after_ms, 2500, "the key's own expiry, 12 000");
+    }
+
+    #[test]
+    fn bounds_do_not_overflow() {
+        let big = quota(MAX_COUNT, MAX_DURATION_MS);
+        let out = decide(None, 1_700_000_000_000, big, cost(MAX_COUNT));
+        assert!(out.decision.allowed);
+        let s = out.store.unwrap();
+        let d = decide(Some(s.counts), 1_700_000_000_001, big, cost(1)).decision;
+        assert!(!d.allowed);
+        assert!(d.retry_after_ms() <= MAX_COUNT as i64);
+        let huge = Counts {
+            start: i64::MAX,
+            current: u64::MAX,
+            previous: u64::MAX,
+        };
+        let d = decide(Some(huge), 0, quota(1, 1), cost(1)).decision;
+        assert!(!d.allowed && d.remaining == 0 && d.reset_after_ms <= MAX_COUNT);
+        let d = decide(Some(huge), i64::MIN, big, cost(0)).decision;
+        assert!(d.reset_after_ms <= MAX_COUNT);
+    }
+}

@@ -1,0 +1,53 @@
+//! `RL.GCRA key capacity tokens period [COST n]`
+//!
+//! The token bucket of RL.BUCKET kept as one integer (the TAT in ns), so it costs
+//! what RL.FIXED costs. The key is a native string in redis-cell's format, shared
+//! with CL.THROTTLE. Reply: `[allowed, capacity, remaining, retry_after_ms,
+//! reset_after_ms]`.
+
+use super::{rate, CostArg, Limiter, Spec, RATE_ARGS};
+use crate::algorithms::gcra::{self, Emission};
+use crate::algorithms::{Cost, Decision, Millis};
+use crate::error::{Error, Result};
+use crate::stats::Counters;
+use crate::storage::{self, Key};
+
+pub struct Gcra;
+
+static COUNTERS: Counters = Counters::new();
+
+/// The emission interval of `capacity tokens period`: at most one token per ns.
+pub(super) fn emission(args: &[&[u8]]) -> Result<Emission> {
+    Emission::new(rate(args)?).ok_or(Error::RateTooHigh)
+}
+
+/// Decides on the TAT, stores and propagates `SET key TAT PXAT t` when allowed.
+pub(super) fn apply(key: &Key, e: Emission, now: Millis, cost: Cost) -> Result<Decision> {
+    let outcome = gcra::decide(storage::gcra::load(key)?, now, e, cost);
+    if let Some(s) = outcome.store {
+        storage::gcra::store(key, s)?;
+    }
+    Ok(outcome.decision)
+}
+
+impl Limiter for Gcra {
+    const SPEC: Spec = Spec {
+        name: c"RL.GCRA",
+        flags: c"write deny-oom fast",
+        summary: c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
+        complexity: c"O(1)",
+        args: RATE_ARGS,
+        cost: CostArg::Option,
+        optional: false,
+    };
+    const STATS: &'static Counters = &COUNTERS;
+    type Params = Emission;
+
+    fn parse_params(args: &[&[u8]]) -> Result<Emission> {
+        emission(args)
+    }
+
+    fn apply(key: &Key, e: &Emission, now: Millis, cost: Cost) -> Result<Decision> {
+        apply(key, *e, now, cost)
+    }
+}

@@ -1,0 +1,86 @@
+//! `CL.THROTTLE key max_burst count period [quantity]`
+//!
+//! redis-cell's command, answered as redis-cell answers it, on the same keys:
+//! `RL.GCRA key (max_burst + 1) count period COST quantity`, with the reply
+//! `[limited, limit, remaining, retry_after_s, reset_after_s]` (limited is 1 when
+//! rejected; seconds are rounded up; retry_after is -1 when allowed).
+
+use super::gcra::apply;
+use super::{Arg, ArgKind, CostArg, Limiter, Spec};
+use crate::algorithms::gcra::Emission;
+use crate::algorithms::{Cost, Count, Decision, Millis, Rate, RetryAfter, MAX_COUNT};
+use crate::args;
+use crate::error::{Error, Result};
+use crate::stats::Counters;
+use crate::storage::Key;
+
+pub struct Throttle;
+
+static COUNTERS: Counters = Counters::new();
+
+/// Seconds as redis-cell reports them: every fraction rounds up.
+fn seconds(ms: u64) -> i64 {
+    i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX)
+}
+
+impl Limiter for Throttle {
+    const SPEC: Spec = Spec {
+        name: c"CL.THROTTLE",
+        flags: c"write deny-oom fast",
+        summary:
+            c"redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA)",
+        complexity: c"O(1)",
+        args: &[
+            Arg::new(c"key", ArgKind::Key),
+            Arg::new(c"max_burst", ArgKind::Integer),
+            Arg::new(c"count", ArgKind::Integer),
+            Arg::new(c"period", ArgKind::Duration),
+        ],
+        cost: CostArg::Positional(c"quantity"),
+        optional: true,
+    };
+    const STATS: &'static Counters = &COUNTERS;
+    type Params = Emission;
+
+    fn parse_params(args: &[&[u8]]) -> Result<Emission> {
+        // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
+        let burst = args::integer("max_burst", args[0], 0, MAX_COUNT - 1)?;
+        let rate = Rate {
+            capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
+            tokens: args::count("count", args[1])?,
+            period: args::duration("period", args[2])?,
+        };
+        Emission::new(rate).ok_or(Error::RateTooHigh)
+    }
+
+    /// The three parameters, then an optional quantity (no options).
+    fn parse(args: &[&[u8]]) -> Result<(Emission, Cost)> {
+        let e = Self::parse_params(&args[..3])?;
+        let quantity = match args.get(3) {
+            Some(q) => args::cost("quantity", q)?,
+            None => Cost::ONE,
+        };
+        Ok((e, quantity))
+    }
+
+    fn apply(key: &Key, e: &Emission, now: Millis, cost: Cost) -> Result<Decision> {
+        apply(key, *e, now, cost)
+    }
+
+    fn reply(ctx: *mut redis_module::raw::RedisModuleCtx, d: &Decision) {
+        let retry = match d.retry_after {
+            RetryAfter::Ms(ms) => seconds(ms),
+            RetryAfter::Now | RetryAfter::Never => -1,
+        };
+        super::reply_integers(
+            ctx,
+            [
+                i64::from(!d.allowed),
+                d.limit as i64,
+                d.remaining as i64,
+                retry,
+                seconds(d.reset_after_ms),
+            ],
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! RL.GCRA's (and CL.THROTTLE's) state: a [`record`](super::record) holding the TAT
+//! in ns since the epoch as a canonical decimal — redis-cell's format, so keys
+//! written by either module are read by the other — expiring at ceil(TAT / 10^6) ms.
+
+use super::{record, Key};
+use crate::algorithms::gcra::{Store, Tat};
+use crate::error::Result;
+
+const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns with an expiry)";
+
+/// Reads the TAT; None for an absent key.
+pub fn load(key: &Key) -> Result<Option<Tat>> {
+    Ok(record::load(key, WHAT, record::parse_canonical)?.map(|(tat, _)| Tat(tat)))
+}
+
+/// Stores the TAT and propagates `SET key TAT PXAT expires_at`.
+pub fn store(key: &Key, store: Store) -> Result<()> {
+    let mut digits = itoa::Buffer::new();
+    record::store(key, digits.format(store.tat.0).as_bytes(), store.expires_at)
+}

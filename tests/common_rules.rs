@@ -266,7 +266,7 @@ fn content_rl_did_not_write_is_an_error_and_untouched() {
                 let before = snapshot(&mut c, b"k");
                 let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
                 assert!(
-                    e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.name),
+                    e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.holds),
                     "{} on {setup:?}: {e}",
                     lim.name
                 );

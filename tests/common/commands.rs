@@ -40,19 +40,24 @@ pub enum Style {
 
 /// One RL command and what the shared tests need to know about it.
 ///
-/// A new command's row needs: `name`; `short` (its INFO field prefix and its keys'
-/// prefix: `RL.GCRA` → `gcra`); its positional `params` (name, [`Kind`], a valid
-/// value, the maximum); `arity` and `fast` as COMMAND INFO reports them;
-/// `native_type` (TYPE of its key) and `read`, a read-only command showing the
-/// whole state; `wrong_types` (setups of keys of other types) and `foreign` (keys of
-/// the right type with content it did not write, each a "does not hold" error);
-/// `policy`, its parameters for "n units per window w"; `propagates` and `events`,
-/// the native commands an allowed call propagates and the keyevents a first allowed
-/// call on an absent key fires; `style`. Use `k` as the key in setups and `read`.
+/// A new command's row needs:
+/// - `name`, and `short`: its INFO field prefix and its keys' prefix in tests
+///   (`RL.GCRA` → `gcra`);
+/// - `params`: its positional parameters (name, [`Kind`], a valid value, the maximum),
+///   and `policy`: those parameters for "n units per window w";
+/// - `arity` and `fast`, as COMMAND INFO reports them;
+/// - `native_type` (TYPE of its key), `read` (a read-only command showing the whole
+///   state) and, for a string state, `string_state` (whether a value is one it writes);
+/// - `wrong_types` (keys of other types) and `foreign` (keys of the right type with
+///   content it did not write), with `holds`, what their "does not hold" error names;
+/// - `propagates` (native commands an allowed call propagates) and `events` (the
+///   keyevents of an allowed call on an absent key);
+/// - `too_fast`: the error for a rate it cannot hold, if any;
+/// - `style`: how it takes its cost and replies.
 ///
-/// RL.GCRA is RL.BUCKET's row with string state (`SET k 3` style foreign contents,
-/// `propagates: &["SET"]`); RL.SLIDINGCOUNTER is RL.FIXED's params with string state
-/// `"<start> <current> <previous>"`; CL.THROTTLE needs a new [`Style`].
+/// Setups and `read` use `k` as the key. RL.GCRA and RL.SLIDINGCOUNTER were one row
+/// each; CL.THROTTLE (positional quantity, redis-cell's reply) needs a new [`Style`]
+/// and the tests that read replies or send `COST` to match on it.
 #[derive(Debug)]
 pub struct Command {
     pub name: &'static str,
@@ -71,13 +76,21 @@ pub struct Command {
     pub wrong_types: &'static [&'static [&'static str]],
     /// Keys of the right type at `k` with content the command did not write.
     pub foreign: &'static [&'static [&'static str]],
+    /// What the "does not hold" error for [`Command::foreign`] keys names: the
+    /// command, or the state it shares with another command.
+    pub holds: &'static str,
     /// The parameters for a limit (capacity) of `n` units per `window`: for a bucket,
     /// capacity `n` refilled with `n` tokens every `window`.
     pub policy: fn(n: u64, window: &str) -> Vec<String>,
+    /// For a string state: whether a value is one the command writes.
+    pub string_state: Option<fn(&str) -> bool>,
     /// The native commands an allowed call propagates (and the AOF records).
     pub propagates: &'static [&'static str],
     /// The keyevents of an allowed call on an absent key, in order.
     pub events: &'static [&'static str],
+    /// The error for more than one `tokens` per ns of `period` (GCRA's emission
+    /// interval is a whole number of ns); None when every rate is valid.
+    pub too_fast: Option<&'static str>,
     pub style: Style,
 }
 
@@ -132,6 +145,11 @@ const CAPACITY_TOKENS_PERIOD: &[Param] = &[
     },
 ];
 
+/// A decimal integer as RL writes it: digits only, no leading zero.
+fn canonical(v: &str) -> bool {
+    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'))
+}
+
 fn limit_window(n: u64, window: &str) -> Vec<String> {
     vec![n.to_string(), window.to_string()]
 }
@@ -157,9 +175,12 @@ pub const FIXED: Command = Command {
         &["SET", "k", "18446744073709551616", "EX", "1000"],
         &["SET", "k", "3"],
     ],
+    holds: "RL.FIXED",
     policy: limit_window,
+    string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
     propagates: &["SET"],
     events: &["set", "expire"],
+    too_fast: None,
     style: Style::Rl,
 };
 
@@ -189,9 +210,12 @@ pub const SLIDING: Command = Command {
         &["ZADD", "k", "-1", "a", "1", "b"],
         &["ZADD", "k", "1e300", "a"],
     ],
+    holds: "RL.SLIDING",
     policy: limit_window,
+    string_state: None,
     propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
     events: &["zadd", "expire"],
+    too_fast: None,
     style: Style::Rl,
 };
 
@@ -215,14 +239,86 @@ pub const BUCKET: Command = Command {
         &["HSET", "k", "tokens", "inf", "ts", "1"],
         &["HSET", "k", "tokens", "nan", "ts", "1"],
     ],
+    holds: "RL.BUCKET",
     policy: capacity_tokens_period,
+    string_state: None,
     propagates: &["HSET", "PEXPIREAT"],
     events: &["hset", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
+pub const GCRA: Command = Command {
+    name: "RL.GCRA",
+    short: "gcra",
+    params: CAPACITY_TOKENS_PERIOD,
+    arity: -5,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "+3", "EX", "1000"],
+        &["SET", "k", "03", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &[
+            "SET",
+            "k",
+            "340282366920938463463374607431768211456",
+            "EX",
+            "1000",
+        ],
+        &["SET", "k", "3"],
+    ],
+    holds: "GCRA state",
+    policy: capacity_tokens_period,
+    string_state: Some(|v| canonical(v) && v.parse::<u128>().is_ok()),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: Some("tokens per period is too high"),
+    style: Style::Rl,
+};
+
+pub const SLIDINGCOUNTER: Command = Command {
+    name: "RL.SLIDINGCOUNTER",
+    short: "slidingcounter",
+    params: LIMIT_WINDOW,
+    arity: -4,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "3", "EX", "1000"],
+        &["SET", "k", "1 2", "EX", "1000"],
+        &["SET", "k", "1 2 3 4", "EX", "1000"],
+        &["SET", "k", "1  2 3", "EX", "1000"],
+        &["SET", "k", "-1 2 3", "EX", "1000"],
+        &["SET", "k", "1 2 x", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "1 2 3"],
+    ],
+    holds: "RL.SLIDINGCOUNTER",
+    policy: limit_window,
+    string_state: Some(|v| {
+        let fields: Vec<&str> = v.split(' ').collect();
+        fields.len() == 3
+            && fields
+                .iter()
+                .all(|f| canonical(f) && f.parse::<u64>().is_ok())
+    }),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: None,
     style: Style::Rl,
 };
 
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
-pub const COMMANDS: &[&Command] = &[&FIXED, &SLIDING, &BUCKET];
+pub const COMMANDS: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER];
 
 /// Command lines and calls built from a row.
 impl Command {

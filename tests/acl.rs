@@ -14,30 +14,23 @@ use std::collections::HashMap;
 
 const PASSWORD: &str = "pw";
 
-/// Every RL command with a limit (capacity) of 3 per hour.
-const COMMANDS: [(&str, &[&str]); 3] = [
-    ("RL.FIXED", &["3", "1h"]),
-    ("RL.SLIDING", &["3", "1h"]),
-    ("RL.BUCKET", &["3", "1", "1h"]),
-];
-
-/// ACL rules: the key pattern and the three commands by name.
-fn rl_rules(key_pattern: &str) -> Vec<&str> {
-    vec![key_pattern, "+rl.fixed", "+rl.sliding", "+rl.bucket"]
+/// ACL rules: the key pattern and every RL command by name.
+fn rl_rules(key_pattern: &str) -> Vec<String> {
+    let mut rules = vec![key_pattern.to_string()];
+    rules.extend(
+        COMMANDS
+            .iter()
+            .map(|c| format!("+{}", c.name.to_lowercase())),
+    );
+    rules
 }
 
-/// Each command's arguments on its own key `<prefix><command>`, with `cost`.
+/// Each command's arguments on its own key `<prefix><command>`, with `cost`, at a
+/// limit (capacity) of 3 per hour.
 fn calls(prefix: &str, cost: Option<u64>) -> Vec<Vec<String>> {
     COMMANDS
         .iter()
-        .map(|(name, params)| {
-            let mut args = vec![name.to_string(), format!("{prefix}{name}")];
-            args.extend(params.iter().map(|p| p.to_string()));
-            if let Some(n) = cost {
-                args.extend(["COST".to_string(), n.to_string()]);
-            }
-            args
-        })
+        .map(|c| c.args(&format!("{prefix}{}", c.name), &c.per(3, "1h"), cost))
         .collect()
 }
 
@@ -50,13 +43,14 @@ fn as_bytes(args: &[String]) -> Vec<&[u8]> {
 }
 
 /// Creates `user` with the password and the given rules.
-fn set_user(admin: &mut Connection, user: &str, rules: &[&str]) {
+fn set_user(admin: &mut Connection, user: &str, rules: &[impl AsRef<str>]) {
+    let rules: Vec<&str> = rules.iter().map(AsRef::as_ref).collect();
     let _: () = cmd("ACL")
         .arg("SETUSER")
         .arg(user)
         .arg("on")
         .arg(format!(">{PASSWORD}"))
-        .arg(rules)
+        .arg(&rules)
         .query(admin)
         .unwrap_or_else(|e| panic!("ACL SETUSER {user} {rules:?}: {e}"));
 }
@@ -152,17 +146,21 @@ fn a_user_without_the_rl_commands_gets_noperm_for_the_command() {
     let s = Server::start();
     let mut admin = s.conn();
     set_user(&mut admin, "reader", &["~*", "+@read"]);
-    set_user(&mut admin, "no-bucket", &["~*", "+@all", "-rl.bucket"]);
     for args in calls("rl:", None) {
         assert_denied(&s, "reader", &args, "command", &args[0]);
     }
     // `+@all` includes module commands; one can be taken away by name.
-    let mut c = login(&s, "no-bucket");
-    for args in calls("rl:", None) {
-        if args[0] == "RL.BUCKET" {
-            assert_denied(&s, "no-bucket", &args, "command", &args[0]);
-        } else {
-            assert_eq!(rl(&mut c, &as_strs(&args)).allowed, 1, "{args:?}");
+    for taken in COMMANDS {
+        let user = format!("no-{}", taken.short);
+        let minus = format!("-{}", taken.name.to_lowercase());
+        set_user(&mut admin, &user, &["~*", "+@all", &minus]);
+        let mut c = login(&s, &user);
+        for args in calls(&format!("{user}:"), None) {
+            if taken.is(&args[0]) {
+                assert_denied(&s, &user, &args, "command", &args[0]);
+            } else {
+                assert_eq!(rl(&mut c, &as_strs(&args)).allowed, 1, "{user} {args:?}");
+            }
         }
     }
 }
@@ -174,12 +172,12 @@ fn write_category_includes_rl_commands_only_where_modules_can_set_categories() {
     set_user(&mut admin, "writer", &["~*", "+@write", "+@read"]);
     let in_write: Vec<&str> = COMMANDS
         .iter()
-        .map(|(name, _)| *name)
+        .map(|c| c.name)
         .filter(|name| categories_of(&mut admin, name).contains(&"@write".to_string()))
         .collect();
     // Whether ACL CAT lists module commands, and in which case, differs between
     // servers (7.2, 7.4 and Valkey 8.0 list none; 8.0 and Valkey 8.1+ list
-    // `RL.FIXED`): when it lists them it lists all three, in any case.
+    // `RL.FIXED`): when it lists them it lists all of them, in any case.
     let write: Vec<String> = cmd("ACL")
         .arg("CAT")
         .arg("write")
@@ -188,7 +186,7 @@ fn write_category_includes_rl_commands_only_where_modules_can_set_categories() {
     let mut listed: Vec<String> = write
         .iter()
         .map(|c| c.to_lowercase())
-        .filter(|c| c.starts_with("rl."))
+        .filter(|c| c.starts_with("rl.") || COMMANDS.iter().any(|x| x.is(c)))
         .collect();
     listed.sort();
     if in_write.is_empty() {
@@ -199,8 +197,10 @@ fn write_category_includes_rl_commands_only_where_modules_can_set_categories() {
         }
     } else {
         assert_eq!(in_write.len(), COMMANDS.len(), "in @write: {in_write:?}");
+        let mut all: Vec<String> = COMMANDS.iter().map(|c| c.name.to_lowercase()).collect();
+        all.sort();
         assert!(
-            listed.is_empty() || listed == ["rl.bucket", "rl.fixed", "rl.sliding"],
+            listed.is_empty() || listed == all,
             "ACL CAT write lists {listed:?}"
         );
         assert_allowed(&s, "writer", "rl:");

@@ -17,13 +17,12 @@ fn an_aof_replayed_after_the_windows_passed_yields_no_live_keys() {
     };
     let s = Server::with(aof(None));
     let mut c = s.conn();
-    let keys = ["rl:fixed", "rl:sliding", "rl:bucket"];
-    rl(&mut c, &["RL.FIXED", keys[0], "5", "300ms"]);
-    rl(&mut c, &["RL.SLIDING", keys[1], "5", "300ms", "COST", "2"]);
-    rl(
-        &mut c,
-        &["RL.BUCKET", keys[2], "5", "5", "300ms", "COST", "5"],
-    );
+    let keys: Vec<String> = COMMANDS.iter().map(|l| format!("rl:{}", l.short)).collect();
+    // Each command takes 1 (by default), 2 or all 5 of its units in a 300 ms window.
+    for (i, (l, key)) in COMMANDS.iter().zip(&keys).enumerate() {
+        let cost = [None, Some(2), Some(5)][i % 3];
+        l.call(&mut c, key, &l.per(5, "300ms"), cost);
+    }
     let last_expiry = keys
         .iter()
         .map(|k| snapshot(&mut c, k.as_bytes()).1)
@@ -47,13 +46,15 @@ fn an_aof_replayed_after_the_windows_passed_yields_no_live_keys() {
     let mut c = restarted.conn();
     let live: Vec<String> = cmd("KEYS").arg("*").query(&mut c).unwrap();
     assert!(live.is_empty(), "live keys after replay: {live:?}");
-    for k in keys {
+    for k in &keys {
         let exists: i64 = cmd("EXISTS").arg(k).query(&mut c).unwrap();
         assert_eq!(exists, 0, "{k}");
     }
     // And the limiters start afresh.
-    let r = rl(&mut c, &["RL.BUCKET", keys[2], "5", "5", "300ms"]);
-    assert_eq!((r.allowed, r.remaining), (1, 4));
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r = l.call(&mut c, key, &l.per(5, "300ms"), None);
+        assert_eq!((r.allowed, r.remaining), (1, 4), "{}", l.name);
+    }
     drop(restarted);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -17,54 +17,28 @@ use topology::{Cluster, Migration, SLOTS};
 
 const DAY_MS: i64 = 86_400_000;
 
-/// One RL command with a limit (capacity) of 3 per day: nothing comes back in a test.
-struct Limiter {
-    name: &'static str,
-    /// Appended to a key's hash tag, so each command has its own key.
-    suffix: &'static str,
-    params: &'static [&'static str],
-}
-
-const LIMITERS: [Limiter; 3] = [
-    Limiter {
-        name: "RL.FIXED",
-        suffix: "fixed",
-        params: &["3", "1d"],
-    },
-    Limiter {
-        name: "RL.SLIDING",
-        suffix: "sliding",
-        params: &["3", "1d"],
-    },
-    Limiter {
-        name: "RL.BUCKET",
-        suffix: "bucket",
-        params: &["3", "1", "1d"],
-    },
-];
-
 /// Five calls on a fresh key with a limit of 3: (allowed, remaining) of each.
 const FIVE_CALLS: [(i64, i64); 5] = [(1, 2), (1, 1), (1, 0), (0, 0), (0, 0)];
 
-impl Limiter {
+/// Calls with a limit (capacity) of 3 per day: nothing comes back in a test.
+trait Daily {
+    /// The command's key under hash tag `tag`, so each command has its own key.
+    fn key(&self, tag: &str) -> String;
+    fn daily_args(&self, key: &str, cost: Option<u64>) -> Vec<String>;
+    fn daily(&self, key: &str, cost: Option<u64>) -> redis::Cmd;
+}
+
+impl Daily for Command {
     fn key(&self, tag: &str) -> String {
-        format!("{{{tag}}}:{}", self.suffix)
+        format!("{{{tag}}}:{}", self.short)
     }
 
-    fn args(&self, key: &str, cost: Option<u64>) -> Vec<String> {
-        let mut args = vec![self.name.to_string(), key.to_string()];
-        args.extend(self.params.iter().map(|p| p.to_string()));
-        if let Some(n) = cost {
-            args.extend(["COST".to_string(), n.to_string()]);
-        }
-        args
+    fn daily_args(&self, key: &str, cost: Option<u64>) -> Vec<String> {
+        self.args(key, &self.per(3, "1d"), cost)
     }
 
-    fn cmd(&self, key: &str, cost: Option<u64>) -> redis::Cmd {
-        let args = self.args(key, cost);
-        let mut command = cmd(&args[0]);
-        command.arg(&args[1..]);
-        command
+    fn daily(&self, key: &str, cost: Option<u64>) -> redis::Cmd {
+        command_of(&self.daily_args(key, cost))
     }
 }
 
@@ -105,23 +79,23 @@ fn a_cluster_client_runs_every_command_on_keys_across_all_slots_with_exact_per_k
         slots.extend([p.first_slot(), p.last_slot()]);
     }
     let tags = tags_for(&slots);
-    assert!(tags.len() * LIMITERS.len() >= 3000, "{} tags", tags.len());
+    assert!(tags.len() * COMMANDS.len() >= 3000, "{} tags", tags.len());
     align_to_window(&mut cluster.conn(primaries[0].port), DAY_MS, 60_000);
 
     let mut client = cluster.client();
     for chunk in tags.chunks(128) {
         let mut pipe = cluster_pipe();
         for (_, tag) in chunk {
-            for l in &LIMITERS {
+            for l in COMMANDS {
                 for _ in FIVE_CALLS {
-                    pipe.add_command(l.cmd(&l.key(tag), None));
+                    pipe.add_command(l.daily(&l.key(tag), None));
                 }
             }
         }
         let replies: Vec<Vec<i64>> = pipe.query(&mut client).expect("every call succeeds");
         let mut per_key = replies.chunks(FIVE_CALLS.len());
         for (_, tag) in chunk {
-            for l in &LIMITERS {
+            for l in COMMANDS {
                 let got = decisions(per_key.next().expect("replies for every key"));
                 assert_eq!(got, FIVE_CALLS, "{} {}", l.name, l.key(tag));
             }
@@ -139,11 +113,11 @@ fn a_cluster_client_runs_every_command_on_keys_across_all_slots_with_exact_per_k
         }
         let counts: Vec<i64> = pipe.query(&mut c).expect("COUNTKEYSINSLOT");
         for (slot, n) in mine.iter().zip(counts) {
-            assert_eq!(n, LIMITERS.len() as i64, "keys in slot {slot}");
+            assert_eq!(n, COMMANDS.len() as i64, "keys in slot {slot}");
         }
         assert_eq!(
             dbsize(&mut c),
-            (mine.len() * LIMITERS.len()) as i64,
+            (mine.len() * COMMANDS.len()) as i64,
             "node {}",
             p.port
         );
@@ -153,9 +127,9 @@ fn a_cluster_client_runs_every_command_on_keys_across_all_slots_with_exact_per_k
 #[test]
 fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactions_and_scripts() {
     let cluster = Cluster::start(3, 0);
-    let keys = ["{user42}:api", "{user42}:login", "{user42}:upload"];
-    let slot = cluster.keyslot(keys[0]);
-    for key in keys {
+    let keys: Vec<String> = COMMANDS.iter().map(|l| l.key("user42")).collect();
+    let slot = cluster.keyslot(&keys[0]);
+    for key in &keys {
         assert_eq!(cluster.keyslot(key), slot, "{key}");
     }
     let owner = cluster.owner(slot);
@@ -165,17 +139,21 @@ fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactio
     // One unit of each limiter in one MULTI/EXEC on the owning node.
     let mut tx = redis::pipe();
     tx.atomic();
-    for (l, key) in LIMITERS.iter().zip(keys) {
-        tx.add_command(l.cmd(key, None));
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        tx.add_command(l.daily(key, None));
     }
     let replies: Vec<Vec<i64>> = tx.query(&mut c).expect("MULTI/EXEC");
-    assert_eq!(decisions(&replies), [(1, 2); 3], "inside MULTI/EXEC");
+    assert_eq!(
+        decisions(&replies),
+        vec![(1, 2); COMMANDS.len()],
+        "inside MULTI/EXEC"
+    );
 
     // The cluster client finds the same state on the same node.
     let mut client = cluster.client();
-    for (l, key) in LIMITERS.iter().zip(keys) {
+    for (l, key) in COMMANDS.iter().zip(&keys) {
         let replies: Vec<Vec<i64>> = (0..3)
-            .map(|_| l.cmd(key, None).query(&mut client).expect(l.name))
+            .map(|_| l.daily(key, None).query(&mut client).expect(l.name))
             .collect();
         assert_eq!(decisions(&replies), [(1, 1), (1, 0), (0, 0)], "{key}");
     }
@@ -185,19 +163,34 @@ fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactio
     }
 
     // A script may call the limiters of one user, but not of two users.
-    let script = "return {redis.call('RL.FIXED', KEYS[1], 3, '1d', 'COST', 0), \
-                  redis.call('RL.SLIDING', KEYS[2], 3, '1d', 'COST', 0)}";
-    let eval = |a: &str, b: &str| {
+    let calls: Vec<String> = COMMANDS
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut args = vec![format!("'{}'", l.name), format!("KEYS[{}]", i + 1)];
+            let line = l.daily_args("", Some(0));
+            args.extend(line[2..].iter().map(|a| format!("'{a}'")));
+            format!("redis.call({})", args.join(", "))
+        })
+        .collect();
+    let script = format!("return {{{}}}", calls.join(", "));
+    let eval = |keys: &[String]| {
         let mut command = cmd("EVAL");
-        command.arg(script).arg(2).arg(a).arg(b);
+        command.arg(&script).arg(keys.len()).arg(keys);
         command
     };
-    let replies: Vec<Vec<i64>> = eval(keys[0], keys[1])
+    let replies: Vec<Vec<i64>> = eval(&keys)
         .query(&mut client)
         .expect("EVAL on one hash tag");
-    assert_eq!(decisions(&replies), [(1, 0); 2], "from Lua");
+    assert_eq!(
+        decisions(&replies),
+        vec![(1, 0); COMMANDS.len()],
+        "from Lua"
+    );
     assert_ne!(cluster.keyslot("{user7}:api"), slot, "another user's slot");
-    let err = eval(keys[0], "{user7}:api")
+    let mut across = keys.clone();
+    *across.last_mut().unwrap() = "{user7}:api".to_string();
+    let err = eval(&across)
         .query::<redis::Value>(&mut client)
         .expect_err("EVAL across slots");
     assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
@@ -212,9 +205,9 @@ fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
     for other in &primaries[1..] {
         let slot = other.first_slot();
         let (_, tag) = &tags_for(&BTreeSet::from([slot]))[0];
-        for l in &LIMITERS {
+        for l in COMMANDS {
             for cost in [None, Some(0)] {
-                let args = l.args(&l.key(tag), cost);
+                let args = l.daily_args(&l.key(tag), cost);
                 let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
                 assert_eq!(
                     error_of(&mut c, &args),
@@ -227,8 +220,8 @@ fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
         }
     }
     let (_, own) = &tags_for(&BTreeSet::from([here.first_slot()]))[0];
-    for l in &LIMITERS {
-        let args = l.args(&l.key(own), None);
+    for l in COMMANDS {
+        let args = l.daily_args(&l.key(own), None);
         let r = rl(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(
             (r.allowed, r.remaining),
@@ -239,7 +232,7 @@ fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
     }
     for p in &primaries {
         let expected = if p.port == here.port {
-            LIMITERS.len()
+            COMMANDS.len()
         } else {
             0
         };
@@ -251,9 +244,9 @@ fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
 fn command_getkeys_finds_the_key_of_every_rl_command_as_read_write() {
     let s = Server::start();
     let mut c = s.conn();
-    for l in &LIMITERS {
+    for l in COMMANDS {
         for cost in [None, Some(2)] {
-            let args = l.args("the:key", cost);
+            let args = l.daily_args("the:key", cost);
             let keys: Vec<String> = cmd("COMMAND")
                 .arg("GETKEYS")
                 .arg(&args)
@@ -278,15 +271,15 @@ fn command_getkeys_finds_the_key_of_every_rl_command_as_read_write() {
 #[test]
 fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait() {
     let mut cluster = Cluster::start(3, 1);
-    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("acct7")).collect();
+    let keys: Vec<String> = COMMANDS.iter().map(|l| l.key("acct7")).collect();
     let slot = cluster.keyslot(&keys[0]);
     let primary = cluster.owner(slot);
     let replica = cluster.replica_of(&primary);
 
     let mut c = cluster.conn(primary.port);
     align_to_window(&mut c, DAY_MS, 60_000);
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut c).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, Some(2)).query(&mut c).expect(l.name);
         assert_eq!(decisions(&[r]), [(1, 1)], "{key} before the failure");
     }
     let acked: i64 = cmd("WAIT").arg(1).arg(10_000).query(&mut c).expect("WAIT");
@@ -311,9 +304,9 @@ fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait
     );
 
     let mut client = cluster.client();
-    for (l, key) in LIMITERS.iter().zip(&keys) {
+    for (l, key) in COMMANDS.iter().zip(&keys) {
         let replies: Vec<Vec<i64>> = (0..2)
-            .map(|_| l.cmd(key, None).query(&mut client).expect(l.name))
+            .map(|_| l.daily(key, None).query(&mut client).expect(l.name))
             .collect();
         assert_eq!(
             decisions(&replies),
@@ -321,7 +314,7 @@ fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait
             "{key} goes on from 2 of 3"
         );
         let fresh: Vec<i64> = l
-            .cmd(&format!("{key}:fresh"), None)
+            .daily(&format!("{key}:fresh"), None)
             .query(&mut client)
             .expect(l.name);
         assert_eq!(decisions(&[fresh]), [(1, 2)], "a new key after failover");
@@ -343,7 +336,7 @@ fn assert_moved_intact(key: &str, before: &(Option<Vec<u8>>, i64), after: &(Opti
 #[test]
 fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     let cluster = Cluster::start(3, 0);
-    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("shop9")).collect();
+    let keys: Vec<String> = COMMANDS.iter().map(|l| l.key("shop9")).collect();
     let slot = cluster.keyslot(&keys[0]);
     let from = cluster.owner(slot);
     let to = cluster
@@ -354,8 +347,8 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     let mut source = cluster.conn(from.port);
     align_to_window(&mut source, DAY_MS, 60_000);
     let mut client = cluster.client();
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut client).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, Some(2)).query(&mut client).expect(l.name);
         assert_eq!(decisions(&[r]), [(1, 1)], "{key}");
     }
     let before: Vec<_> = keys
@@ -367,9 +360,9 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     migration.migrate(&keys[..1]);
     // Half-way, the source sends calls on the moved key, and on new keys, to the
     // target with ASK, and still serves the keys it holds.
-    let fixed = &LIMITERS[0];
+    let fixed = COMMANDS[0];
     for key in [keys[0].clone(), format!("{}:new", keys[0])] {
-        let args = fixed.args(&key, None);
+        let args = fixed.daily_args(&key, None);
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         assert_eq!(
             error_of(&mut source, &args),
@@ -377,8 +370,8 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
             "{key} during the migration"
         );
     }
-    for (l, key) in LIMITERS.iter().zip(&keys).skip(1) {
-        let r: Vec<i64> = l.cmd(key, Some(0)).query(&mut source).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys).skip(1) {
+        let r: Vec<i64> = l.daily(key, Some(0)).query(&mut source).expect(l.name);
         assert_eq!(decisions(&[r]), [(1, 1)], "{key} still on the source");
     }
     // A node importing a slot serves its keys only to commands after ASKING.
@@ -396,7 +389,7 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
         .expect("DUMP and PEXPIRETIME after ASKING");
     assert_moved_intact(&keys[0], &before[0], &moved);
     // The cluster client follows ASK to the counter that moved.
-    let r: Vec<i64> = fixed.cmd(&keys[0], None).query(&mut client).expect("ASK");
+    let r: Vec<i64> = fixed.daily(&keys[0], None).query(&mut client).expect("ASK");
     assert_eq!(decisions(&[r]), [(1, 0)], "{} on the target", keys[0]);
 
     migration.finish();
@@ -405,8 +398,8 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
         assert_moved_intact(key, &before[i], &snapshot(&mut target, key.as_bytes()));
     }
     let mut client = cluster.client();
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, None).query(&mut client).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, None).query(&mut client).expect(l.name);
         let expected = if l.name == fixed.name { (0, 0) } else { (1, 0) };
         assert_eq!(decisions(&[r]), [expected], "{key} after the move");
     }
@@ -415,7 +408,7 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
 #[test]
 fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
     let mut cluster = Cluster::start(3, 1);
-    let keys: Vec<String> = LIMITERS.iter().map(|l| l.key("acct8")).collect();
+    let keys: Vec<String> = COMMANDS.iter().map(|l| l.key("acct8")).collect();
     let slot = cluster.keyslot(&keys[0]);
     let primary = cluster.owner(slot);
     let replica = cluster.replica_of(&primary);
@@ -424,8 +417,8 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
 
     let mut c = cluster.conn(primary.port);
     align_to_window(&mut c, DAY_MS, 60_000);
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, None).query(&mut c).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, None).query(&mut c).expect(l.name);
         assert_eq!(decisions(&[r]), [(1, 2)], "{key}");
     }
     assert_eq!(
@@ -440,8 +433,8 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
         .arg(&["PAUSE", "60000", "WRITE"])
         .query(&mut r)
         .expect("CLIENT PAUSE");
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, Some(2)).query(&mut c).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, Some(2)).query(&mut c).expect(l.name);
         assert_eq!(decisions(&[r]), [(1, 0)], "{key}");
     }
     assert_eq!(
@@ -458,8 +451,8 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
         .query(&mut r)
         .expect("CLIENT UNPAUSE");
     let mut client = cluster.client();
-    for (l, key) in LIMITERS.iter().zip(&keys) {
-        let r: Vec<i64> = l.cmd(key, None).query(&mut client).expect(l.name);
+    for (l, key) in COMMANDS.iter().zip(&keys) {
+        let r: Vec<i64> = l.daily(key, None).query(&mut client).expect(l.name);
         assert_eq!(
             decisions(&[r]),
             [(1, 1)],

@@ -1,154 +1,32 @@
-//! Rules every RL command shares (SPEC "Common rules"), checked table-driven over
-//! RL.FIXED, RL.SLIDING and RL.BUCKET against real redis-servers.
+//! Rules every RL command shares (SPEC "Common rules"), checked over every row of
+//! `common::COMMANDS` against real redis-servers.
 
 mod common;
 use common::*;
 
 use std::time::Duration;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Count,
-    Duration,
-}
-
-struct Param {
-    name: &'static str,
-    kind: Kind,
-    valid: &'static str,
-}
-
-/// One RL command and what the shared rules need to know about it.
-struct Limiter {
-    name: &'static str,
-    /// The positional parameters after the key. Every limiter here has room for
-    /// 5 units and barely refills during a test.
-    params: &'static [Param],
-    arity: i64,
-    fast: bool,
-    /// TYPE of the key it writes.
-    native_type: &'static str,
-    /// A read-only command that reads the whole key (for client tracking).
-    read: &'static [&'static str],
-    /// Keys of other types, as the commands that create them at key `k`.
-    wrong_types: &'static [&'static [&'static str]],
-    /// Keys of the right type with content the command did not write.
-    foreign: &'static [&'static [&'static str]],
-}
-
-const LIST: &[&str] = &["RPUSH", "k", "a"];
-const SET: &[&str] = &["SADD", "k", "a"];
-const STRING: &[&str] = &["SET", "k", "3", "EX", "1000"];
-const HASH: &[&str] = &["HSET", "k", "tokens", "1", "ts", "1"];
-const ZSET: &[&str] = &["ZADD", "k", "1", "a"];
-const STREAM: &[&str] = &["XADD", "k", "*", "a", "1"];
-
-/// `limit window`, as RL.FIXED and RL.SLIDING take them.
-const LIMIT_WINDOW: &[Param] = &[
-    Param {
-        name: "limit",
-        kind: Kind::Count,
-        valid: "5",
-    },
-    Param {
-        name: "window",
-        kind: Kind::Duration,
-        valid: "1h",
-    },
-];
-
-const FIXED: Limiter = Limiter {
-    name: "RL.FIXED",
-    params: LIMIT_WINDOW,
-    arity: -4,
-    fast: true,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-    foreign: &[
-        &["SET", "k", "abc", "EX", "1000"],
-        &["SET", "k", "-3", "EX", "1000"],
-        &["SET", "k", "1.5", "EX", "1000"],
-        &["SET", "k", "", "EX", "1000"],
-        &["SET", "k", "18446744073709551616", "EX", "1000"],
-        &["SET", "k", "3"],
-    ],
-};
-
-const SLIDING: Limiter = Limiter {
-    name: "RL.SLIDING",
-    params: LIMIT_WINDOW,
-    arity: -4,
-    fast: false,
-    native_type: "zset",
-    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
-    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
-    foreign: &[
-        &["ZADD", "k", "+inf", "a"],
-        &["ZADD", "k", "-inf", "a"],
-        &["ZADD", "k", "-5", "a"],
-        &["ZADD", "k", "1", "a", "+inf", "b"],
-        &["ZADD", "k", "-1", "a", "1", "b"],
-        &["ZADD", "k", "1e300", "a"],
-    ],
-};
-
-const BUCKET: Limiter = Limiter {
-    name: "RL.BUCKET",
-    params: &[
-        Param {
-            name: "capacity",
-            kind: Kind::Count,
-            valid: "5",
-        },
-        Param {
-            name: "tokens",
-            kind: Kind::Count,
-            valid: "1",
-        },
-        Param {
-            name: "period",
-            kind: Kind::Duration,
-            valid: "1h",
-        },
-    ],
-    arity: -5,
-    fast: true,
-    native_type: "hash",
-    read: &["HGETALL", "k"],
-    wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
-    foreign: &[
-        &["HSET", "k", "a", "1"],
-        &["HSET", "k", "tokens", "1"],
-        &["HSET", "k", "ts", "1"],
-        &["HSET", "k", "tokens", "abc", "ts", "1"],
-        &["HSET", "k", "tokens", "1", "ts", "abc"],
-        &["HSET", "k", "tokens", "-1", "ts", "1"],
-        &["HSET", "k", "tokens", "1", "ts", "-1"],
-        &["HSET", "k", "tokens", "inf", "ts", "1"],
-        &["HSET", "k", "tokens", "nan", "ts", "1"],
-    ],
-};
-
-const LIMITERS: [&Limiter; 3] = [&FIXED, &SLIDING, &BUCKET];
-
 const BAD_COUNTS: &[&str] = &["0", "-1", "1.5", "9007199254740992", "abc", ""];
 const BAD_DURATIONS: &[&str] = &["0", "0ms", "-1", "1.5s", "1w", "315360000001ms", "ms", ""];
 
-impl Limiter {
-    fn valid_params(&self) -> Vec<&'static str> {
-        self.params.iter().map(|p| p.valid).collect()
-    }
-
+/// Calls on byte keys with the table's valid parameters.
+trait Rules {
     /// The command line: name, key, `params`, `extra`.
+    fn line(&self, key: &[u8], params: &[&str], extra: &[&str]) -> Vec<Vec<u8>>;
+    /// A valid call with the table's parameters and `extra` options.
+    fn invoke(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply;
+    /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
+    fn nearly_fill(&self, c: &mut Connection, key: &[u8]);
+}
+
+impl Rules for Command {
     fn line(&self, key: &[u8], params: &[&str], extra: &[&str]) -> Vec<Vec<u8>> {
         let mut v = vec![self.name.as_bytes().to_vec(), key.to_vec()];
         v.extend(params.iter().chain(extra).map(|a| a.as_bytes().to_vec()));
         v
     }
 
-    /// A valid call with the table's parameters and `extra` options.
-    fn call(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply {
+    fn invoke(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply {
         let v: Vec<i64> = redis::from_owned_redis_value(
             run(c, &self.line(key, &self.valid_params(), extra))
                 .unwrap_or_else(|e| panic!("{} {key:?} {extra:?}: {e}", self.name)),
@@ -158,9 +36,8 @@ impl Limiter {
         Reply::of(&v)
     }
 
-    /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
     fn nearly_fill(&self, c: &mut Connection, key: &[u8]) {
-        let r = self.call(c, key, &["COST", "4"]);
+        let r = self.invoke(c, key, &["COST", "4"]);
         assert_eq!((r.allowed, r.remaining), (1, 1), "{}: {r:?}", self.name);
     }
 }
@@ -237,13 +114,13 @@ fn field<'v>(v: &'v Value, name: &str) -> &'v Value {
 /// absent, no change counted for RDB).
 fn assert_error_changes_nothing(
     c: &mut Connection,
-    lim: &Limiter,
+    lim: &Command,
     line: impl Fn(&[u8]) -> Vec<Vec<u8>>,
     code: &str,
     fragment: &str,
 ) {
     let live = format!("{}:live", lim.name).into_bytes();
-    lim.call(c, &live, &[]);
+    lim.invoke(c, &live, &[]);
     let _: i64 = cmd("DEL").arg("absent").query(c).unwrap();
     for key in [&live[..], b"absent"] {
         let before = snapshot(c, key);
@@ -268,7 +145,7 @@ fn assert_error_changes_nothing(
 fn wrong_arity_is_redis_standard_error_and_changes_nothing() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let message = format!("wrong number of arguments for '{}' command", lim.name);
         let valid = lim.valid_params();
         for given in 0..valid.len() {
@@ -289,7 +166,7 @@ fn wrong_arity_is_redis_standard_error_and_changes_nothing() {
 fn bad_counts_and_durations_are_errors_naming_the_argument() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for (i, p) in lim.params.iter().enumerate() {
             let bad = match p.kind {
                 Kind::Count => BAD_COUNTS,
@@ -329,7 +206,7 @@ fn bad_options_are_errors_naming_cost() {
         // Echoed options must not break the error line.
         &["a\r\nb\x00c"],
     ];
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for options in bad {
             assert_error_changes_nothing(
                 &mut c,
@@ -346,9 +223,9 @@ fn bad_options_are_errors_naming_cost() {
 fn options_are_case_insensitive() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for (key, option) in [(&b"a"[..], "COST"), (b"b", "cost"), (b"c", "CoSt")] {
-            let r = lim.call(&mut c, key, &[option, "3"]);
+            let r = lim.invoke(&mut c, key, &[option, "3"]);
             assert_eq!((r.allowed, r.remaining), (1, 2), "{} {option}", lim.name);
         }
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
@@ -359,7 +236,7 @@ fn options_are_case_insensitive() {
 fn keys_of_another_type_are_wrongtype_and_untouched() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for setup in lim.wrong_types {
             let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
             run_str(&mut c, setup);
@@ -381,7 +258,7 @@ fn keys_of_another_type_are_wrongtype_and_untouched() {
 fn content_rl_did_not_write_is_an_error_and_untouched() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for setup in lim.foreign {
             let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
             run_str(&mut c, setup);
@@ -389,7 +266,7 @@ fn content_rl_did_not_write_is_an_error_and_untouched() {
                 let before = snapshot(&mut c, b"k");
                 let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
                 assert!(
-                    e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.name),
+                    e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.holds),
                     "{} on {setup:?}: {e}",
                     lim.name
                 );
@@ -420,12 +297,12 @@ fn binary_keys_are_distinct_limiters_and_getkeys_returns_them() {
     let mut c = s.conn();
     let key: &[u8] = b"a\x00b\xff\r\n c";
     let sibling: &[u8] = b"a\x00c\xff\r\n c";
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
-        assert_eq!(lim.call(&mut c, key, &["COST", "2"]).remaining, 3);
-        assert_eq!(lim.call(&mut c, key, &[]).remaining, 2, "{}", lim.name);
+        assert_eq!(lim.invoke(&mut c, key, &["COST", "2"]).remaining, 3);
+        assert_eq!(lim.invoke(&mut c, key, &[]).remaining, 2, "{}", lim.name);
         assert_eq!(
-            lim.call(&mut c, sibling, &[]).remaining,
+            lim.invoke(&mut c, sibling, &[]).remaining,
             4,
             "{}: bytes after NUL make another key",
             lim.name
@@ -444,7 +321,7 @@ fn binary_keys_are_distinct_limiters_and_getkeys_returns_them() {
 fn getkeys_returns_only_the_first_argument() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for (key, extra) in [("k", &[][..]), ("{user42}:api", &["COST", "3"])] {
             let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
             getkeys.extend(lim.line(key.as_bytes(), &lim.valid_params(), extra));
@@ -459,7 +336,7 @@ fn getkeys_returns_only_the_first_argument() {
 fn command_info_declares_arity_flags_and_key_spec() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let info: Value = cmd("COMMAND")
             .arg("INFO")
             .arg(lim.name)
@@ -499,7 +376,7 @@ fn command_info_declares_arity_flags_and_key_spec() {
 fn command_docs_describe_summary_since_and_arguments() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let docs: Value = cmd("COMMAND")
             .arg("DOCS")
             .arg(lim.name)
@@ -552,7 +429,7 @@ fn module_list_names_the_module_rl() {
 fn multi_exec_returns_the_replies_of_queued_calls() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let _: () = cmd("MULTI").query(&mut c).unwrap();
         for extra in [&[][..], &["COST", "2"], &["COST", "0"]] {
             let line = lim.line(b"k", &lim.valid_params(), extra);
@@ -561,7 +438,7 @@ fn multi_exec_returns_the_replies_of_queued_calls() {
         let replies: Vec<Vec<i64>> = cmd("EXEC").query(&mut c).unwrap();
         let head: Vec<(i64, i64, i64)> = replies.iter().map(|r| (r[0], r[1], r[2])).collect();
         assert_eq!(head, [(1, 5, 4), (1, 5, 2), (1, 5, 2)], "{}", lim.name);
-        assert_eq!(lim.call(&mut c, b"k", &["COST", "0"]).remaining, 2);
+        assert_eq!(lim.invoke(&mut c, b"k", &["COST", "0"]).remaining, 2);
         let _: i64 = cmd("DEL").arg("k").query(&mut c).unwrap();
     }
 }
@@ -577,7 +454,7 @@ fn lua_scripts_can_call_the_commands() {
         .query(&mut c)
         .unwrap();
     assert_eq!(&v[..4], [1, 5, 4, 0]);
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let script = "return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))";
         for remaining in [4, 3] {
             let mut eval = cmd("EVAL");
@@ -610,7 +487,7 @@ fn exec_survives(s: &Server, key: &[u8], action: impl FnOnce(&mut Connection)) -
 fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
         lim.nearly_fill(&mut c, b"k");
         let untouched: [(&str, &[&str]); 3] = [
@@ -620,7 +497,7 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
         ];
         for (what, extra) in untouched {
             let survived = exec_survives(&s, b"k", |a| {
-                let r = lim.call(a, b"k", extra);
+                let r = lim.invoke(a, b"k", extra);
                 assert_eq!(r.allowed, i64::from(what == "COST 0"), "{what}: {r:?}");
             });
             assert!(survived, "{}: a {what} call aborted the WATCH", lim.name);
@@ -630,12 +507,12 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
         });
         assert!(survived, "{}: an error aborted the WATCH", lim.name);
         let survived = exec_survives(&s, b"absent", |a| {
-            lim.call(a, b"absent", &["COST", "0"]);
+            lim.invoke(a, b"absent", &["COST", "0"]);
         });
         assert!(survived, "{}: COST 0 on an absent key", lim.name);
 
         let survived = exec_survives(&s, b"k", |a| {
-            assert_eq!(lim.call(a, b"k", &[]).allowed, 1);
+            assert_eq!(lim.invoke(a, b"k", &[]).allowed, 1);
         });
         assert!(
             !survived,
@@ -643,7 +520,7 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
             lim.name
         );
         let survived = exec_survives(&s, b"new", |a| {
-            assert_eq!(lim.call(a, b"new", &[]).allowed, 1);
+            assert_eq!(lim.invoke(a, b"new", &[]).allowed, 1);
         });
         assert!(
             !survived,
@@ -680,7 +557,7 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
         .query(&mut tracker)
         .unwrap();
 
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         // Keys of their own for each command, so no round hears of another.
         let key = format!("{}:k", lim.name).into_bytes();
         let sentinel = format!("{}:sentinel", lim.name).into_bytes();
@@ -691,9 +568,9 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
 
         // Calls that write nothing: no invalidation for the key. The sentinel's
         // write is the next thing the subscriber hears of.
-        assert_eq!(lim.call(&mut actor, &key, &["COST", "2"]).allowed, 0);
-        assert_eq!(lim.call(&mut actor, &key, &["COST", "0"]).allowed, 1);
-        assert_eq!(lim.call(&mut actor, &key, &["COST", "6"]).allowed, 0);
+        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "2"]).allowed, 0);
+        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "0"]).allowed, 1);
+        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "6"]).allowed, 0);
         error_of_line(
             &mut actor,
             &lim.line(&key, &lim.valid_params(), &["COST", "x"]),
@@ -706,7 +583,7 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
             lim.name
         );
 
-        assert_eq!(lim.call(&mut actor, &key, &[]).allowed, 1);
+        assert_eq!(lim.invoke(&mut actor, &key, &[]).allowed, 1);
         assert_eq!(
             next_invalidation(&mut ps),
             [key],
@@ -720,19 +597,19 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
 fn only_allowed_calls_count_as_changes_for_rdb() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
         let before = dirty(&mut c);
         lim.nearly_fill(&mut c, b"k");
         let after_allowed = dirty(&mut c);
         assert!(after_allowed > before, "{}: allowed call", lim.name);
         for extra in [&["COST", "2"][..], &["COST", "0"], &["COST", "6"]] {
-            lim.call(&mut c, b"k", extra);
+            lim.invoke(&mut c, b"k", extra);
             assert_eq!(dirty(&mut c), after_allowed, "{} {extra:?}", lim.name);
         }
-        lim.call(&mut c, b"absent", &["COST", "0"]);
+        lim.invoke(&mut c, b"absent", &["COST", "0"]);
         assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
-        lim.call(&mut c, b"k", &[]);
+        lim.invoke(&mut c, b"k", &[]);
         assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
     }
 }
@@ -760,7 +637,7 @@ fn a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on() {
         "{} is not a build with --features testing: set RL_TESTING_MODULE (make test does)",
         testing_module_path().display()
     );
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for _ in 0..3 {
             let e = error_of_line(&mut c, &lim.line(b"__rl_panic__", &lim.valid_params(), &[]));
             assert!(
@@ -772,7 +649,7 @@ fn a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on() {
         assert!(!exists(&mut c, b"__rl_panic__"));
         let pong: String = cmd("PING").query(&mut c).unwrap();
         assert_eq!(pong, "PONG");
-        let r = lim.call(&mut c, b"after", &[]);
+        let r = lim.invoke(&mut c, b"after", &[]);
         assert_eq!((r.allowed, r.remaining), (1, 4), "{}", lim.name);
         let _: i64 = cmd("DEL").arg("after").query(&mut c).unwrap();
     }
@@ -784,7 +661,7 @@ fn a_read_only_replica_refuses_the_commands() {
     let primary = Server::start();
     let replica = primary.replica(true);
     let mut c = replica.conn();
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         for extra in [&[][..], &["COST", "0"]] {
             let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
             assert!(e.starts_with("READONLY "), "{}: {e}", lim.name);
@@ -798,7 +675,7 @@ fn commands_are_refused_when_out_of_memory() {
     let s = Server::start();
     let mut c = s.conn();
     config_set(&mut c, "maxmemory", 1);
-    for lim in LIMITERS {
+    for lim in COMMANDS {
         let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &[]));
         assert!(e.starts_with("OOM "), "{}: {e}", lim.name);
         assert!(!exists(&mut c, b"k"));

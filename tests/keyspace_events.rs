@@ -87,6 +87,10 @@ fn primary_and_replica() -> (Server, Server) {
     (primary, replica)
 }
 
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 fn marker(c: &mut Connection, name: &str) {
     let _: () = cmd("SET").arg(name).arg(1).query(c).expect("SET marker");
 }
@@ -102,15 +106,23 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
     let mut on_replica = Listener::new(&replica);
     let mut c = connect(&primary);
 
-    // RL.FIXED: SET … PXAT → set, expire.
-    allowed(rl(&mut c, &["RL.FIXED", "f", "3", "3650d"]), "fixed 1");
-    allowed(
-        rl(&mut c, &["RL.FIXED", "f", "3", "3650d", "COST", "2"]),
-        "fixed 2",
-    );
-    // RL.BUCKET: HSET + PEXPIREAT → hset, expire.
-    allowed(rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1h"]), "bucket");
-    // RL.SLIDING, nothing left the window: ZADD + PEXPIREAT → zadd, expire.
+    // Every command, twice on a fresh key: the events of its propagated commands
+    // (RL.FIXED: SET … PXAT → set, expire; RL.BUCKET: HSET + PEXPIREAT → hset, expire;
+    // RL.SLIDING: ZADD + PEXPIREAT → zadd, expire).
+    let mut expected = Vec::new();
+    for l in COMMANDS {
+        let params = l.per(3, "3650d");
+        for cost in [None, Some(2)] {
+            allowed(l.call(&mut c, l.short, &params, cost), l.name);
+            expected.extend(
+                l.events
+                    .iter()
+                    .map(|e| (e.to_string(), l.short.to_string())),
+            );
+        }
+    }
+    // RL.SLIDING trimming its log (its own events). Nothing left the window yet:
+    // ZADD + PEXPIREAT → zadd, expire.
     let t0 = server_ms(&mut c);
     allowed(rl(&mut c, &["RL.SLIDING", "s1", "5", "60s"]), "s1 first");
     allowed(
@@ -132,13 +144,7 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
 
     let from_primary = on_primary.until_marker("end");
     let from_replica = on_replica.until_marker("end");
-    let expected = pairs(&[
-        ("set", "f"),
-        ("expire", "f"),
-        ("set", "f"),
-        ("expire", "f"),
-        ("hset", "b"),
-        ("expire", "b"),
+    expected.extend(pairs(&[
         ("zadd", "s1"),
         ("expire", "s1"),
         ("zadd", "s2"),
@@ -156,7 +162,7 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
         ("expire", "s1"),
         ("zadd", "s2"),
         ("expire", "s2"),
-    ]);
+    ]));
     assert_eq!(
         keyevents(&from_replica),
         expected,
@@ -172,51 +178,52 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
 fn rejected_calls_cost_0_and_errors_fire_nothing() {
     let (primary, replica) = primary_and_replica();
     let mut c = connect(&primary);
-    allowed(rl(&mut c, &["RL.FIXED", "f", "1", "3650d"]), "fixed");
-    allowed(rl(&mut c, &["RL.SLIDING", "s", "1", "1h"]), "sliding");
-    allowed(rl(&mut c, &["RL.BUCKET", "b", "1", "1", "1h"]), "bucket");
+    // Each command's key at its limit (capacity) 1, which never comes back.
+    let long = |l: &Command, n: u64| l.per(n, "3650d");
+    for l in COMMANDS {
+        allowed(l.call(&mut c, l.short, &long(l, 1), None), l.name);
+    }
     marker(&mut c, "ready");
     primary.sync(&replica);
 
     let mut on_primary = Listener::new(&primary);
     let mut on_replica = Listener::new(&replica);
-    for (args, what) in [
-        (&["RL.FIXED", "f", "1", "3650d"][..], "full"),
-        (&["RL.SLIDING", "s", "1", "1h"][..], "full"),
-        (&["RL.BUCKET", "b", "1", "1", "1h"][..], "empty"),
-        (
-            &["RL.FIXED", "new", "1", "3650d", "COST", "2"][..],
-            "cost above limit",
-        ),
-        (
-            &["RL.SLIDING", "new", "1", "1h", "COST", "2"][..],
-            "cost above limit",
-        ),
-        (
-            &["RL.BUCKET", "new", "1", "1", "1h", "COST", "2"][..],
-            "cost above capacity",
-        ),
-    ] {
-        assert_eq!(rl(&mut c, args).allowed, 0, "{args:?} ({what})");
+    for l in COMMANDS {
+        let full = l.call(&mut c, l.short, &long(l, 1), None);
+        assert_eq!(full.allowed, 0, "{} full", l.name);
+        let above = l.call(&mut c, "new", &long(l, 1), Some(2));
+        assert_eq!(above.allowed, 0, "{} cost above the limit", l.name);
     }
-    for key in ["f", "s", "b", "new"] {
-        for args in [
-            vec!["RL.FIXED", key, "5", "3650d", "COST", "0"],
-            vec!["RL.SLIDING", key, "5", "1h", "COST", "0"],
-            vec!["RL.BUCKET", key, "5", "1", "1h", "COST", "0"],
-        ] {
+    for key in COMMANDS.iter().map(|l| l.short).chain(["new"]) {
+        for l in COMMANDS {
             // Inspections of a key of another type are WRONGTYPE errors: also silent.
-            let _ = try_rl(&mut c, &args);
+            let _ = try_rl(&mut c, &as_strs(&l.args(key, &long(l, 5), Some(0))));
         }
     }
-    for args in [
-        &["RL.FIXED", "f", "0", "3650d"][..],
-        &["RL.SLIDING", "s", "1", "0ms"][..],
-        &["RL.BUCKET", "b", "1", "1", "1h", "COST"][..],
-        &["RL.FIXED", "s", "1", "3650d"][..],
-        &["RL.BUCKET", "f", "1", "1", "1h"][..],
-    ] {
-        assert!(try_rl(&mut c, args).is_err(), "{args:?} should fail");
+    for l in COMMANDS {
+        let mut failing = Vec::new();
+        // A count of 0, a duration of 0 ms, COST without a value.
+        for (i, p) in l.params.iter().enumerate() {
+            let mut params = long(l, 1);
+            params[i] = match p.kind {
+                Kind::Count => "0".into(),
+                Kind::Duration => "0ms".into(),
+            };
+            failing.push(l.args(l.short, &params, None));
+        }
+        let mut no_value = l.args(l.short, &long(l, 1), None);
+        no_value.push("COST".into());
+        failing.push(no_value);
+        // Another command's key of another type.
+        for other in COMMANDS.iter().filter(|o| o.native_type != l.native_type) {
+            failing.push(l.args(other.short, &long(l, 1), None));
+        }
+        for args in failing {
+            assert!(
+                try_rl(&mut c, &as_strs(&args)).is_err(),
+                "{args:?} should fail"
+            );
+        }
     }
     marker(&mut c, "end");
     assert_eq!(
@@ -237,7 +244,9 @@ fn no_events_without_notify_keyspace_events() {
     let server = Server::start();
     let mut c = connect(&server);
     let mut listener = Listener::new(&server);
-    allowed(rl(&mut c, &["RL.FIXED", "f", "3", "3650d"]), "fixed");
+    for l in COMMANDS {
+        allowed(l.call(&mut c, l.short, &l.per(3, "3650d"), None), l.name);
+    }
     config_set(&mut c, "notify-keyspace-events", "KEA");
     marker(&mut c, "end");
     assert_eq!(listener.until_marker("end"), Vec::<Event>::new());

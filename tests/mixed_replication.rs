@@ -26,96 +26,54 @@ const ROUND_GAP_MS: i64 = 250;
 
 /// Keys of one command under one policy.
 struct Policy {
-    command: &'static str,
+    command: &'static Command,
     /// How long its keys live: `day`, `seconds` or `short` (< ROUND_GAP_MS).
     lifetime: &'static str,
-    params: &'static [&'static str],
-    /// Limit (capacity): the first parameter.
+    params: Vec<String>,
+    /// Limit (capacity).
     limit: u64,
     keys: usize,
 }
 
-const POLICIES: [Policy; 9] = [
-    Policy {
-        command: "RL.FIXED",
-        lifetime: "day",
-        params: &["3", "1d"],
-        limit: 3,
-        keys: 100,
-    },
-    Policy {
-        command: "RL.SLIDING",
-        lifetime: "day",
-        params: &["4", "1d"],
-        limit: 4,
-        keys: 100,
-    },
-    Policy {
-        command: "RL.BUCKET",
-        lifetime: "day",
-        params: &["5", "1", "1d"],
-        limit: 5,
-        keys: 100,
-    },
-    Policy {
-        command: "RL.FIXED",
-        lifetime: "seconds",
-        params: &["4", "2s"],
-        limit: 4,
-        keys: 60,
-    },
-    Policy {
-        command: "RL.SLIDING",
-        lifetime: "seconds",
-        params: &["4", "3s"],
-        limit: 4,
-        keys: 60,
-    },
-    Policy {
-        command: "RL.BUCKET",
-        lifetime: "seconds",
-        params: &["4", "2", "1s"],
-        limit: 4,
-        keys: 60,
-    },
-    Policy {
-        command: "RL.FIXED",
-        lifetime: "short",
-        params: &["2", "100ms"],
-        limit: 2,
-        keys: 40,
-    },
-    Policy {
-        command: "RL.SLIDING",
-        lifetime: "short",
-        params: &["2", "150ms"],
-        limit: 2,
-        keys: 40,
-    },
-    Policy {
-        command: "RL.BUCKET",
-        lifetime: "short",
-        params: &["3", "3", "150ms"],
-        limit: 3,
-        keys: 40,
-    },
+/// (lifetime, window, keys per command, limit of the i-th command).
+#[allow(clippy::type_complexity)]
+const LIFETIMES: [(&str, &str, usize, fn(usize) -> u64); 3] = [
+    ("day", "1d", 100, |i| 3 + i as u64),
+    ("seconds", "2s", 60, |_| 4),
+    ("short", "150ms", 40, |i| 2 + (i % 2) as u64),
 ];
 
+/// Every command under every lifetime.
+fn policies() -> Vec<Policy> {
+    LIFETIMES
+        .iter()
+        .flat_map(|&(lifetime, window, keys, limit)| {
+            COMMANDS
+                .iter()
+                .enumerate()
+                .map(move |(i, &command)| Policy {
+                    command,
+                    lifetime,
+                    params: command.per(limit(i), window),
+                    limit: limit(i),
+                    keys,
+                })
+        })
+        .collect()
+}
+
 /// One call of the workload.
-struct Call {
-    policy: &'static Policy,
+struct Call<'p> {
+    policy: &'p Policy,
     key: String,
     cost: Option<u64>,
 }
 
-impl Call {
+impl Call<'_> {
     fn cmd(&self) -> redis::Cmd {
-        let mut command = cmd(self.policy.command);
-        command.arg(&self.key).arg(self.policy.params);
-        if let Some(n) = self.cost {
-            command.arg("COST").arg(n);
-        }
-        command
+        self.policy
+            .command
+            .cmd(&self.key, &self.policy.params, self.cost)
     }
 
     /// What the reply says happened.
@@ -151,14 +109,14 @@ impl Rng {
 
 /// The calls of the workload: every policy, many keys, and the cost mix
 /// 70% default, 10% COST 0, 15% COST 2, 5% COST above the limit.
-fn workload() -> Vec<Call> {
+fn workload(policies: &[Policy]) -> Vec<Call<'_>> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     (0..CALLS)
         .map(|_| {
-            let policy = &POLICIES[rng.below(POLICIES.len())];
+            let policy = &policies[rng.below(policies.len())];
             let key = format!(
                 "{}:{}:{}",
-                policy.command.to_lowercase(),
+                policy.command.short,
                 policy.lifetime,
                 rng.below(policy.keys)
             );
@@ -246,7 +204,8 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
     // No day-long fixed window ends during the test.
     align_to_window(&mut c, DAY_MS, 120_000);
 
-    let calls = workload();
+    let policies = policies();
+    let calls = workload(&policies);
     let mut outcomes = BTreeMap::<(&str, &str), usize>::new();
     let mut written_for_a_day = BTreeSet::new();
     let mut next_round_at = 0;
@@ -263,20 +222,22 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
             let replies: Vec<Vec<i64>> = pipe.query(&mut c).expect("every call succeeds");
             for (call, reply) in batch.iter().zip(&replies) {
                 let outcome = call.outcome(reply);
-                *outcomes.entry((call.policy.command, outcome)).or_default() += 1;
+                *outcomes
+                    .entry((call.policy.command.name, outcome))
+                    .or_default() += 1;
                 if outcome == "allowed" && call.policy.lifetime == "day" {
                     written_for_a_day.insert(call.key.clone());
                 }
             }
         }
     }
-    for policy in &POLICIES[..3] {
+    for policy in policies.iter().filter(|p| p.lifetime == "day") {
         for outcome in ["allowed", "rejected", "inspected", "never"] {
-            let n = outcomes.get(&(policy.command, outcome)).copied();
+            let n = outcomes.get(&(policy.command.name, outcome)).copied();
             assert!(
                 n.unwrap_or(0) > 0,
                 "no {outcome} {} call: {outcomes:?}",
-                policy.command
+                policy.command.name
             );
         }
     }
@@ -328,6 +289,10 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
         assert_eq!(keys(r), remaining, "{name}: the same keys");
     }
     // It holds the data, but could not serve RL calls if it were promoted.
-    let err = error_of(&mut replicas[1].1, &[b"RL.FIXED", b"k", b"3", b"1d"]);
-    assert!(err.starts_with("ERR unknown command"), "{err}");
+    for l in COMMANDS {
+        let args = l.args("k", &l.per(3, "1d"), None);
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let err = error_of(&mut replicas[1].1, &args);
+        assert!(err.starts_with("ERR unknown command"), "{}: {err}", l.name);
+    }
 }

@@ -15,73 +15,39 @@ use std::time::Duration;
 
 const HOUR_MS: i64 = 3_600_000;
 
-/// One RL command and the parameters that follow its key.
-#[derive(Clone, Copy, Debug)]
-struct Limiter {
-    name: &'static str,
-    /// Key prefix, so each limiter has its own keys.
-    prefix: &'static str,
+/// Each command's calls in these tests.
+trait Limiter {
+    /// Its key `<short>:<name>`, so each command has its own keys.
+    fn key(&self, name: &str) -> String;
     /// Limit (capacity) 3 per hour: nothing comes back within a test.
-    hourly: &'static [&'static str],
+    fn hourly(&self) -> Vec<String>;
     /// Limit (capacity) 3 per two seconds: units leave while a test waits.
-    short: &'static [&'static str],
+    fn two_seconds(&self) -> Vec<String>;
+    /// A call with the hourly parameters; `cost` None sends no COST option.
+    fn hour_call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply;
+    /// A call that must fail: the first parameter (limit or capacity) is 0.
+    fn invalid_call(&self, c: &mut Connection, key: &str) -> String;
 }
 
-const LIMITERS: [Limiter; 3] = [
-    Limiter {
-        name: "RL.FIXED",
-        prefix: "fixed",
-        hourly: &["3", "1h"],
-        short: &["3", "2s"],
-    },
-    Limiter {
-        name: "RL.SLIDING",
-        prefix: "sliding",
-        hourly: &["3", "1h"],
-        short: &["3", "2s"],
-    },
-    Limiter {
-        name: "RL.BUCKET",
-        prefix: "bucket",
-        hourly: &["3", "1", "1h"],
-        short: &["3", "3", "2s"],
-    },
-];
-
-impl Limiter {
+impl Limiter for Command {
     fn key(&self, name: &str) -> String {
-        format!("{}:{name}", self.prefix)
+        format!("{}:{name}", self.short)
     }
 
-    /// The full command line; `cost` None sends no COST option.
-    fn args(&self, key: &str, params: &[&str], cost: Option<u64>) -> Vec<String> {
-        let mut args = vec![self.name.to_string(), key.to_string()];
-        args.extend(params.iter().map(|p| p.to_string()));
-        if let Some(n) = cost {
-            args.extend(["COST".to_string(), n.to_string()]);
-        }
-        args
+    fn hourly(&self) -> Vec<String> {
+        self.per(3, "1h")
     }
 
-    /// A call with the hourly parameters.
-    fn call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply {
-        self.call_with(c, key, self.hourly, cost)
+    fn two_seconds(&self) -> Vec<String> {
+        self.per(3, "2s")
     }
 
-    fn call_with(
-        &self,
-        c: &mut Connection,
-        key: &str,
-        params: &[&str],
-        cost: Option<u64>,
-    ) -> Reply {
-        let args = self.args(key, params, cost);
-        rl(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    fn hour_call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply {
+        self.call(c, key, &self.hourly(), cost)
     }
 
-    /// A call that must fail: the first parameter (limit or capacity) is 0.
     fn invalid_call(&self, c: &mut Connection, key: &str) -> String {
-        let mut args = self.args(key, self.hourly, None);
+        let mut args = self.args(key, &self.hourly(), None);
         args[2] = "0".into();
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         error_of(c, &args)
@@ -161,38 +127,48 @@ fn assert_same_data(expected: &mut Connection, actual: &mut Connection, what: &s
 fn mixed_workload(c: &mut Connection) -> Vec<String> {
     align_to_window(c, HOUR_MS, 30_000);
     let mut live = Vec::new();
-    for l in LIMITERS {
+    for l in COMMANDS {
         let what = |step: &str| format!("{} {step}", l.name);
 
         let a = l.key("a");
-        expect(l.call(c, &a, None), 1, 2, &what("a: first unit"));
-        expect(l.call(c, &a, Some(0)), 1, 2, &what("a: COST 0 inspects"));
+        expect(l.hour_call(c, &a, None), 1, 2, &what("a: first unit"));
         expect(
-            l.call(c, &a, Some(2)),
+            l.hour_call(c, &a, Some(0)),
+            1,
+            2,
+            &what("a: COST 0 inspects"),
+        );
+        expect(
+            l.hour_call(c, &a, Some(2)),
             1,
             0,
             &what("a: COST 2 takes the rest"),
         );
-        expect(l.call(c, &a, None), 0, 0, &what("a: full, rejected"));
+        expect(l.hour_call(c, &a, None), 0, 0, &what("a: full, rejected"));
         expect(
-            l.call(c, &a, Some(0)),
+            l.hour_call(c, &a, Some(0)),
             1,
             0,
             &what("a: COST 0 on a full key"),
         );
 
         let b = l.key("b");
-        expect(l.call(c, &b, Some(2)), 1, 1, &what("b: COST 2"));
-        expect(l.call(c, &b, Some(2)), 0, 1, &what("b: COST 2 rejected"));
-        expect(l.call(c, &b, Some(1)), 1, 0, &what("b: COST 1 fits"));
+        expect(l.hour_call(c, &b, Some(2)), 1, 1, &what("b: COST 2"));
+        expect(
+            l.hour_call(c, &b, Some(2)),
+            0,
+            1,
+            &what("b: COST 2 rejected"),
+        );
+        expect(l.hour_call(c, &b, Some(1)), 1, 0, &what("b: COST 1 fits"));
 
         expect(
-            l.call(c, &l.key("peek"), Some(0)),
+            l.hour_call(c, &l.key("peek"), Some(0)),
             1,
             3,
             &what("COST 0 on an absent key"),
         );
-        let never = l.call(c, &l.key("never"), Some(4));
+        let never = l.hour_call(c, &l.key("never"), Some(4));
         assert_eq!(
             (never.allowed, never.retry_after),
             (0, -1),
@@ -205,7 +181,7 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
         pipe.atomic();
         for _ in 0..2 {
             let mut command = cmd(l.name);
-            command.arg(&tx).arg(l.hourly);
+            command.arg(&tx).arg(l.hourly());
             pipe.add_command(command);
         }
         let replies: Vec<Vec<i64>> = pipe.query(c).expect("MULTI/EXEC");
@@ -222,7 +198,7 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
             .arg(1)
             .arg(&lua)
             .arg(l.name)
-            .arg(l.hourly)
+            .arg(l.hourly())
             .arg(&["COST", "2"])
             .query(c)
             .expect("EVAL");
@@ -233,10 +209,10 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
 
     // Units leave a 2 s window while the key lives: the sliding log drops its
     // oldest unit, the fixed counter enters a new window, the bucket refills.
-    let roll: Vec<String> = LIMITERS.iter().map(|l| l.key("roll")).collect();
-    for (l, key) in LIMITERS.iter().zip(&roll) {
+    let roll: Vec<String> = COMMANDS.iter().map(|l| l.key("roll")).collect();
+    for (l, key) in COMMANDS.iter().zip(&roll) {
         expect(
-            l.call_with(c, key, l.short, None),
+            l.call(c, key, &l.two_seconds(), None),
             1,
             2,
             "short window, first unit",
@@ -245,8 +221,8 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
     let t0 = server_ms(c);
     for step in [1_000, 2_000] {
         wait_until_server_ms(c, t0 + step);
-        for (l, key) in LIMITERS.iter().zip(&roll) {
-            let r = l.call_with(c, key, l.short, None);
+        for (l, key) in COMMANDS.iter().zip(&roll) {
+            let r = l.call(c, key, &l.two_seconds(), None);
             assert_eq!(
                 r.allowed, 1,
                 "{} short window after {step} ms: {r:?}",
@@ -254,9 +230,11 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
             );
         }
     }
-    // The hourly policy on the same keys, so nothing expires while tests compare.
-    for (l, key) in LIMITERS.iter().zip(&roll) {
-        let r = l.call(c, key, None);
+    // An hourly policy on the same keys, so nothing expires while tests compare. Its
+    // limit is 4: a sliding counter read under a new window counts every unit of the
+    // last two seconds (SPEC: parameters come with every call).
+    for (l, key) in COMMANDS.iter().zip(&roll) {
+        let r = l.call(c, key, &l.per(4, "1h"), None);
         assert_eq!(r.allowed, 1, "{} back to hourly: {r:?}", l.name);
     }
     live.extend(roll);
@@ -306,8 +284,8 @@ fn replica_applying_the_stream_late_keeps_the_primarys_absolute_times() {
         .expect("CLIENT PAUSE");
     let mut c = primary.conn();
     align_to_window(&mut c, HOUR_MS, 30_000);
-    for l in LIMITERS {
-        expect(l.call(&mut c, &l.key("k"), Some(2)), 1, 1, l.name);
+    for l in COMMANDS {
+        expect(l.hour_call(&mut c, &l.key("k"), Some(2)), 1, 1, l.name);
     }
     let last_call = server_ms(&mut c);
     wait_until_server_ms(&mut c, last_call + 200);
@@ -330,9 +308,9 @@ fn replica_refuses_rl_calls_like_any_write() {
     let primary = Server::start();
     let replica = primary.replica(true);
     let mut r = replica.conn();
-    for l in LIMITERS {
+    for l in COMMANDS {
         for cost in [None, Some(0)] {
-            let args = l.args(&l.key("k"), l.hourly, cost);
+            let args = l.args(&l.key("k"), &l.hourly(), cost);
             let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
             let err = error_of(&mut r, &args);
             assert!(err.starts_with("READONLY"), "{} {cost:?}: {err}", l.name);
@@ -347,10 +325,10 @@ fn replica_refuses_rl_calls_like_any_write() {
 fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i64, what: &str) {
     align_to_window(c, HOUR_MS, 30_000);
     let _: i64 = cmd("RPUSH").arg(&["a-list", "x"]).query(c).expect("RPUSH");
-    for l in LIMITERS {
+    for l in COMMANDS {
         let k = l.key("k");
         let before = counter(c);
-        expect(l.call(c, &k, Some(3)), 1, 0, l.name);
+        expect(l.hour_call(c, &k, Some(3)), 1, 0, l.name);
         let after = counter(c);
         assert!(
             after > before,
@@ -361,14 +339,14 @@ fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i
             assert_eq!(counter(c), after, "{what} moved on {} {step}", l.name);
         };
 
-        expect(l.call(c, &k, None), 0, 0, "rejected");
+        expect(l.hour_call(c, &k, None), 0, 0, "rejected");
         unchanged(c, "rejected");
-        expect(l.call(c, &k, Some(0)), 1, 0, "COST 0");
+        expect(l.hour_call(c, &k, Some(0)), 1, 0, "COST 0");
         unchanged(c, "COST 0 on a used key");
-        expect(l.call(c, &l.key("absent"), Some(0)), 1, 3, "COST 0");
+        expect(l.hour_call(c, &l.key("absent"), Some(0)), 1, 3, "COST 0");
         unchanged(c, "COST 0 on an absent key");
         assert_eq!(
-            l.call(c, &k, Some(4)).retry_after,
+            l.hour_call(c, &k, Some(4)).retry_after,
             -1,
             "COST above the limit"
         );
@@ -376,7 +354,7 @@ fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i
         let err = l.invalid_call(c, &k);
         assert!(err.starts_with("ERR"), "{err}");
         unchanged(c, "invalid arguments");
-        let args = l.args("a-list", l.hourly, None);
+        let args = l.args("a-list", &l.hourly(), None);
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         let err = error_of(c, &args);
         assert!(err.starts_with("WRONGTYPE"), "{err}");
@@ -468,10 +446,6 @@ fn aof_commands(dir: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
 #[test]
 fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
     let s = Server::with(Options {
@@ -518,7 +492,16 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
             n if n == expiry => {}
             "SET" => {
                 assert_eq!(command.len(), 5, "{command:?}");
-                assert!(command[2].parse::<u64>().is_ok(), "{command:?}");
+                // The value in the format of the command whose key it is.
+                let short = command[1].split(':').next().unwrap_or_default();
+                let l = COMMANDS
+                    .iter()
+                    .find(|l| l.short == short)
+                    .unwrap_or_else(|| panic!("no command writes {command:?}"));
+                let valid = l
+                    .string_state
+                    .unwrap_or_else(|| panic!("{}: {command:?}", l.name));
+                assert!(valid(&command[2]), "{command:?}");
                 assert_eq!(command[3].to_ascii_uppercase(), "PXAT", "{command:?}");
                 assert!(time(4) > started, "absolute time in {command:?}");
             }
@@ -544,14 +527,20 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
             _ => panic!("unexpected command in the AOF: {command:?}"),
         }
     }
-    for name in ["SET", "ZADD", "ZREMRANGEBYSCORE", "HSET", "PEXPIREAT"] {
-        assert!(seen.contains_key(name), "no {name} in the AOF: {seen:?}");
+    for l in COMMANDS {
+        for name in l.propagates {
+            assert!(
+                seen.contains_key(*name),
+                "no {name} ({}) in the AOF: {seen:?}",
+                l.name
+            );
+        }
     }
 }
 
 /// The commands the first allowed call on `key` must have propagated, rebuilt
 /// from the key's state on the primary.
-fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<String>> {
+fn effects_of_first_call(c: &mut Connection, l: &Command, key: &str) -> Vec<Vec<String>> {
     let at = pexpiretime(c, key).to_string();
     let wrap = |effects: Vec<Vec<String>>| {
         let mut all = vec![strings(&["MULTI"])];
@@ -559,12 +548,12 @@ fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<
         all.push(strings(&["EXEC"]));
         all
     };
-    match l.name {
-        "RL.FIXED" => {
+    match l.native_type {
+        "string" => {
             let used: String = cmd("GET").arg(key).query(c).expect("GET");
             vec![strings(&["SET", key, &used, "PXAT", &at])]
         }
-        "RL.SLIDING" => {
+        "zset" => {
             let members: Vec<(String, String)> = cmd("ZRANGE")
                 .arg(&[key, "0", "-1", "WITHSCORES"])
                 .query(c)
@@ -575,7 +564,7 @@ fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<
             }
             wrap(vec![zadd, strings(&["PEXPIREAT", key, &at])])
         }
-        "RL.BUCKET" => {
+        "hash" => {
             let (tokens, ts): (String, String) = cmd("HMGET")
                 .arg(&[key, "tokens", "ts"])
                 .query(c)
@@ -585,7 +574,7 @@ fn effects_of_first_call(c: &mut Connection, l: &Limiter, key: &str) -> Vec<Vec<
                 strings(&["PEXPIREAT", key, &at]),
             ])
         }
-        other => unreachable!("{other}"),
+        other => unreachable!("{}: {other}", l.name),
     }
 }
 
@@ -598,14 +587,14 @@ fn aof_holds_one_effect_group_per_allowed_call_with_the_primarys_values() {
     let mut c = s.conn();
     align_to_window(&mut c, HOUR_MS, 30_000);
     let mut expected = vec![strings(&["SELECT", "0"])];
-    for l in LIMITERS {
+    for l in COMMANDS {
         let k = l.key("k");
-        expect(l.call(&mut c, &k, Some(2)), 1, 1, "COST 2");
-        expect(l.call(&mut c, &k, Some(0)), 1, 1, "COST 0");
-        expect(l.call(&mut c, &k, Some(2)), 0, 1, "rejected");
-        assert_eq!(l.call(&mut c, &k, Some(4)).retry_after, -1, "COST 4");
+        expect(l.hour_call(&mut c, &k, Some(2)), 1, 1, "COST 2");
+        expect(l.hour_call(&mut c, &k, Some(0)), 1, 1, "COST 0");
+        expect(l.hour_call(&mut c, &k, Some(2)), 0, 1, "rejected");
+        assert_eq!(l.hour_call(&mut c, &k, Some(4)).retry_after, -1, "COST 4");
         l.invalid_call(&mut c, &k);
-        expected.extend(effects_of_first_call(&mut c, &l, &k));
+        expected.extend(effects_of_first_call(&mut c, l, &k));
     }
     assert_eq!(aof_commands(&s.dir), expected);
 }
@@ -647,29 +636,29 @@ impl Drop for TempDir {
 /// Takes two of the three units of each limiter; returns every key's state.
 fn use_two_of_three(c: &mut Connection) -> State {
     align_to_window(c, HOUR_MS, 30_000);
-    for l in LIMITERS {
+    for l in COMMANDS {
         let k = l.key("k");
-        expect(l.call(c, &k, None), 1, 2, l.name);
-        expect(l.call(c, &k, Some(1)), 1, 1, l.name);
-        expect(l.call(c, &k, Some(0)), 1, 1, l.name);
+        expect(l.hour_call(c, &k, None), 1, 2, l.name);
+        expect(l.hour_call(c, &k, Some(1)), 1, 1, l.name);
+        expect(l.hour_call(c, &k, Some(0)), 1, 1, l.name);
     }
     let state = state(c);
-    assert_eq!(state.len(), LIMITERS.len(), "{state:?}");
+    assert_eq!(state.len(), COMMANDS.len(), "{state:?}");
     state
 }
 
 /// Each limiter goes on from where it was: one unit left, then rejected.
 fn assert_one_unit_left(c: &mut Connection, what: &str) {
-    for l in LIMITERS {
+    for l in COMMANDS {
         let k = l.key("k");
         expect(
-            l.call(c, &k, None),
+            l.hour_call(c, &k, None),
             1,
             0,
             &format!("{} after {what}", l.name),
         );
         expect(
-            l.call(c, &k, None),
+            l.hour_call(c, &k, None),
             0,
             0,
             &format!("{} after {what}", l.name),

@@ -147,39 +147,49 @@ fn seed_keys(c: &mut Connection) {
 /// One random RL call. Half are well-formed (so the decision path runs on every
 /// kind of key), half draw each argument from the hostile pool.
 fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
-    let (command, positional) = *rng.pick(&[
-        ("RL.FIXED", 2),
-        ("RL.SLIDING", 2),
-        ("RL.BUCKET", 3),
-        ("rl.fixed", 2),
-        ("Rl.Bucket", 3),
-    ]);
+    let command = rng.pick(COMMANDS);
+    // The name as the table spells it, in lower case, or in title case (`Rl.Bucket`).
+    let name = match rng.below(3) {
+        0 => command.name.to_string(),
+        1 => command.name.to_lowercase(),
+        _ => title_case(command.name),
+    };
     let mut args = vec![rng.pick(&KEYS).as_bytes().to_vec()];
     let counts = ["1", "5", "100", "9007199254740991"];
     let durations = ["1ms", "100ms", "1s", "1m", "3650d"];
     if rng.below(2) == 0 {
-        for i in 0..positional {
-            let from: &[&str] = if i + 1 == positional {
-                &durations
-            } else {
-                &counts
+        for p in command.params {
+            let from: &[&str] = match p.kind {
+                Kind::Count => &counts,
+                Kind::Duration => &durations,
             };
             args.push(rng.pick(from).as_bytes().to_vec());
         }
         if rng.below(2) == 0 {
-            args.push(b"COST".to_vec());
-            args.push(
-                rng.pick(&["0", "1", "3", "9007199254740991"])
-                    .as_bytes()
-                    .to_vec(),
-            );
+            let cost = rng.pick(&[0, 1, 3, 9_007_199_254_740_991]);
+            args.extend(command.cost_args(*cost).into_iter().map(String::into_bytes));
         }
     } else {
         for _ in 0..rng.below(8) {
             args.push(rng.pick(pool).clone());
         }
     }
-    (command.to_string(), args)
+    (name, args)
+}
+
+/// `RL.BUCKET` → `Rl.Bucket`.
+fn title_case(name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for ch in name.chars() {
+        out.push(if upper {
+            ch.to_ascii_uppercase()
+        } else {
+            ch.to_ascii_lowercase()
+        });
+        upper = !ch.is_ascii_alphanumeric();
+    }
+    out
 }
 
 fn is_reply(v: &Value) -> bool {
@@ -307,28 +317,25 @@ fn concurrent_clients_are_counted_exactly() {
     let mut c = server.conn();
     // Stay inside one hour-long fixed window.
     align_to_window(&mut c, 3_600_000, 120_000);
-    for (name, base) in [
-        ("fixed", vec!["RL.FIXED", "race:fixed", "5000", "1h"]),
-        ("sliding", vec!["RL.SLIDING", "race:sliding", "5000", "1h"]),
-        // One token per ten years: no refill during the test.
-        (
-            "bucket",
-            vec!["RL.BUCKET", "race:bucket", "5000", "1", "3650d"],
-        ),
-    ] {
+    for l in COMMANDS {
+        // 5000 per ten years: nothing comes back during the test.
+        let key = format!("race:{}", l.short);
+        let params = l.per(5000, "3650d");
+        let base = l.args(&key, &params, None);
+        let base: Vec<&str> = base.iter().map(String::as_str).collect();
         let allowed = hammer(&server, &base, 32, 20_000);
         assert_eq!(
             allowed, 5000,
-            "{name}: admitted {allowed} of 20000 with limit 5000"
+            "{}: admitted {allowed} of 20000 with limit 5000",
+            l.name
         );
-        let mut with_cost = base.clone();
-        let key = format!("{}:cost", base[1]);
-        with_cost[1] = &key;
-        with_cost.extend(["COST", "3"]);
+        let with_cost = l.args(&format!("{key}:cost"), &params, Some(3));
+        let with_cost: Vec<&str> = with_cost.iter().map(String::as_str).collect();
         let allowed = hammer(&server, &with_cost, 32, 20_000);
         assert_eq!(
             allowed, 1666,
-            "{name} COST 3: admitted {allowed} calls (limit 5000)"
+            "{} COST 3: admitted {allowed} calls (limit 5000)",
+            l.name
         );
     }
 }
@@ -337,25 +344,56 @@ fn concurrent_clients_are_counted_exactly() {
 fn extreme_parameters_do_not_overflow() {
     let server = Server::start();
     let mut c = server.conn();
-    let max = "9007199254740991";
-    for args in [
-        vec!["RL.FIXED", "x:f", max, "3650d", "COST", max],
-        vec!["RL.FIXED", "x:f1", max, "1ms", "COST", max],
-        vec!["RL.SLIDING", "x:s", "100000", "3650d", "COST", "100000"],
-        vec!["RL.SLIDING", "x:s1", "1", "1ms", "COST", max],
-        vec!["RL.BUCKET", "x:b", max, "1", "3650d", "COST", max],
-        vec!["RL.BUCKET", "x:b1", max, max, "1ms", "COST", max],
-        vec!["RL.BUCKET", "x:b2", "1", max, "3650d", "COST", "1"],
-    ] {
-        for _ in 0..2 {
-            let r = rl(&mut c, &args);
-            let cap = 9_007_199_254_740_991;
-            assert!(
-                r.remaining >= 0 && r.remaining <= r.limit,
-                "{args:?}: {r:?}"
-            );
-            assert!((-1..=cap).contains(&r.retry_after), "{args:?}: {r:?}");
-            assert!((0..=cap).contains(&r.reset_after), "{args:?}: {r:?}");
+    let max = MAX_COUNT;
+    let cap = 9_007_199_254_740_991;
+    for l in COMMANDS {
+        // Every count at 1 and at its maximum, every duration at 1 ms and 10 years,
+        // with COST 1, the first count's maximum and 2^53-1.
+        let mut lines: Vec<Vec<String>> = vec![vec![]];
+        for p in l.params {
+            let values = match p.kind {
+                Kind::Count => ["1", p.max],
+                Kind::Duration => ["1ms", MAX_DURATION],
+            };
+            lines = lines
+                .into_iter()
+                .flat_map(|line| {
+                    values.map(|v| {
+                        let mut line = line.clone();
+                        line.push(v.to_string());
+                        line
+                    })
+                })
+                .collect();
+        }
+        for (i, params) in lines.iter().enumerate() {
+            for (j, cost) in ["1", l.params[0].max, max].iter().enumerate() {
+                let key = format!("x:{}:{i}:{j}", l.short);
+                let mut args = l.args(&key, params, None);
+                args.extend(l.cost_args(cost.parse().unwrap()));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                // More than one token per ns (10 years is 3.2e20 ns, 1 ms 1e6 ns).
+                let fast = l
+                    .params
+                    .iter()
+                    .zip(params)
+                    .any(|(p, v)| p.name == "tokens" && v == max)
+                    && params.last().map(String::as_str) == Some("1ms");
+                if let (true, Some(error)) = (fast, l.too_fast) {
+                    let e = try_rl(&mut c, &args).expect_err("a rate above one token per ns");
+                    assert!(e.to_string().contains(error), "{args:?}: {e}");
+                    continue;
+                }
+                for _ in 0..2 {
+                    let r = rl(&mut c, &args);
+                    assert!(
+                        r.remaining >= 0 && r.remaining <= r.limit,
+                        "{args:?}: {r:?}"
+                    );
+                    assert!((-1..=cap).contains(&r.retry_after), "{args:?}: {r:?}");
+                    assert!((0..=cap).contains(&r.reset_after), "{args:?}: {r:?}");
+                }
+            }
         }
     }
     // The bucket drained to zero at one token per ten years: full again in 2^53-1 ms (capped).
@@ -417,11 +455,8 @@ fn writes_are_refused_at_maxmemory_and_nothing_is_written() {
     ] {
         config_set(&mut c, name, value);
     }
-    for args in [
-        &["RL.FIXED", "oom", "5", "1m"][..],
-        &["RL.SLIDING", "oom", "5", "1m"][..],
-        &["RL.BUCKET", "oom", "5", "1", "1s"][..],
-    ] {
+    for l in COMMANDS {
+        let args = l.args("oom", &l.per(5, "1m"), None);
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         let e = error_of(&mut c, &bytes);
         assert!(e.starts_with("OOM"), "{args:?}: {e}");

@@ -8,11 +8,15 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub use redis::{cmd, Connection, Value};
+
+pub mod commands;
+#[allow(unused_imports)]
+pub use commands::*;
 
 /// The module under test: `RL_MODULE`, or the .so cargo built next to this test.
 pub fn module_path() -> PathBuf {
@@ -129,7 +133,7 @@ impl Server {
         });
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let log = dir.join("redis.log");
-        let mut command = Command::new(server_binary());
+        let mut command = std::process::Command::new(server_binary());
         command
             .arg("--port")
             .arg(port.to_string())

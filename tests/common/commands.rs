@@ -1,0 +1,387 @@
+//! Every RL command, one row each, with what the cross-cutting tests (common rules,
+//! ACL, cluster, replication, AOF, robustness, INFO, keyspace events) need to know
+//! about it. Those tests iterate [`COMMANDS`]: a new command is covered by adding
+//! its row here.
+
+use super::{rl, Connection, Reply};
+
+/// What a positional parameter holds (SPEC "Counts" and "Durations").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An integer 1 ..= 2^53−1 (`limit`, `capacity`, `tokens`).
+    Count,
+    /// A positive duration with an optional unit, 1 ms ..= 10 years.
+    Duration,
+}
+
+/// One positional parameter after the key.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    /// As errors and COMMAND DOCS name it.
+    pub name: &'static str,
+    pub kind: Kind,
+    /// A valid value, chosen so that [`Command::valid_params`] gives room for 5 units
+    /// that barely come back during a test.
+    pub valid: &'static str,
+    /// The largest valid value (a [`Kind::Duration`]'s is 10 years, `3650d`).
+    pub max: &'static str,
+}
+
+/// How a command takes its cost and what it replies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// `[COST n]` after the parameters; the reply is RL's five integers
+    /// `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
+    Rl,
+    // CL.THROTTLE adds `Throttle`: the quantity is the last positional argument and
+    // the reply is redis-cell's `[limited, limit, remaining, retry_s, reset_s]`;
+    // [`Command::cost_args`] and the tests that read replies then match on it.
+}
+
+/// One RL command and what the shared tests need to know about it.
+///
+/// A new command's row needs:
+/// - `name`, and `short`: its INFO field prefix and its keys' prefix in tests
+///   (`RL.GCRA` → `gcra`);
+/// - `params`: its positional parameters (name, [`Kind`], a valid value, the maximum),
+///   and `policy`: those parameters for "n units per window w";
+/// - `arity` and `fast`, as COMMAND INFO reports them;
+/// - `native_type` (TYPE of its key), `read` (a read-only command showing the whole
+///   state) and, for a string state, `string_state` (whether a value is one it writes);
+/// - `wrong_types` (keys of other types) and `foreign` (keys of the right type with
+///   content it did not write), with `holds`, what their "does not hold" error names;
+/// - `propagates` (native commands an allowed call propagates) and `events` (the
+///   keyevents of an allowed call on an absent key);
+/// - `too_fast`: the error for a rate it cannot hold, if any;
+/// - `style`: how it takes its cost and replies.
+///
+/// Setups and `read` use `k` as the key. RL.GCRA and RL.SLIDINGCOUNTER were one row
+/// each; CL.THROTTLE (positional quantity, redis-cell's reply) needs a new [`Style`]
+/// and the tests that read replies or send `COST` to match on it.
+#[derive(Debug)]
+pub struct Command {
+    pub name: &'static str,
+    /// INFO field prefix (`rl_<short>_allowed`) and key prefix in tests.
+    pub short: &'static str,
+    pub params: &'static [Param],
+    /// COMMAND INFO arity: negative, the minimum number of arguments with the name.
+    pub arity: i64,
+    /// Whether COMMAND INFO flags it `fast` (O(1)).
+    pub fast: bool,
+    /// TYPE of the key it writes.
+    pub native_type: &'static str,
+    /// A read-only command that reads the whole key `k` (for client tracking).
+    pub read: &'static [&'static str],
+    /// Keys of other types, as the commands that create them at key `k`.
+    pub wrong_types: &'static [&'static [&'static str]],
+    /// Keys of the right type at `k` with content the command did not write.
+    pub foreign: &'static [&'static [&'static str]],
+    /// What the "does not hold" error for [`Command::foreign`] keys names: the
+    /// command, or the state it shares with another command.
+    pub holds: &'static str,
+    /// The parameters for a limit (capacity) of `n` units per `window`: for a bucket,
+    /// capacity `n` refilled with `n` tokens every `window`.
+    pub policy: fn(n: u64, window: &str) -> Vec<String>,
+    /// For a string state: whether a value is one the command writes.
+    pub string_state: Option<fn(&str) -> bool>,
+    /// The native commands an allowed call propagates (and the AOF records).
+    pub propagates: &'static [&'static str],
+    /// The keyevents of an allowed call on an absent key, in order.
+    pub events: &'static [&'static str],
+    /// The error for more than one `tokens` per ns of `period` (GCRA's emission
+    /// interval is a whole number of ns); None when every rate is valid.
+    pub too_fast: Option<&'static str>,
+    pub style: Style,
+}
+
+/// Setups of keys of each type at `k`.
+pub const LIST: &[&str] = &["RPUSH", "k", "a"];
+pub const SET: &[&str] = &["SADD", "k", "a"];
+pub const STRING: &[&str] = &["SET", "k", "3", "EX", "1000"];
+pub const HASH: &[&str] = &["HSET", "k", "tokens", "1", "ts", "1"];
+pub const ZSET: &[&str] = &["ZADD", "k", "1", "a"];
+pub const STREAM: &[&str] = &["XADD", "k", "*", "a", "1"];
+
+/// 2^53−1, the largest count.
+pub const MAX_COUNT: &str = "9007199254740991";
+/// 10 years, the longest duration.
+pub const MAX_DURATION: &str = "3650d";
+
+/// `limit window`, as RL.FIXED and RL.SLIDING take them.
+const LIMIT_WINDOW: &[Param] = &[
+    Param {
+        name: "limit",
+        kind: Kind::Count,
+        valid: "5",
+        max: MAX_COUNT,
+    },
+    Param {
+        name: "window",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+];
+
+/// `capacity tokens period`, as RL.BUCKET takes them.
+const CAPACITY_TOKENS_PERIOD: &[Param] = &[
+    Param {
+        name: "capacity",
+        kind: Kind::Count,
+        valid: "5",
+        max: MAX_COUNT,
+    },
+    Param {
+        name: "tokens",
+        kind: Kind::Count,
+        valid: "1",
+        max: MAX_COUNT,
+    },
+    Param {
+        name: "period",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+];
+
+/// A decimal integer as RL writes it: digits only, no leading zero.
+fn canonical(v: &str) -> bool {
+    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'))
+}
+
+fn limit_window(n: u64, window: &str) -> Vec<String> {
+    vec![n.to_string(), window.to_string()]
+}
+
+fn capacity_tokens_period(n: u64, period: &str) -> Vec<String> {
+    vec![n.to_string(), n.to_string(), period.to_string()]
+}
+
+pub const FIXED: Command = Command {
+    name: "RL.FIXED",
+    short: "fixed",
+    params: LIMIT_WINDOW,
+    arity: -4,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "18446744073709551616", "EX", "1000"],
+        &["SET", "k", "3"],
+    ],
+    holds: "RL.FIXED",
+    policy: limit_window,
+    string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
+pub const SLIDING: Command = Command {
+    name: "RL.SLIDING",
+    short: "sliding",
+    params: &[
+        Param {
+            name: "limit",
+            kind: Kind::Count,
+            valid: "5",
+            // rl.sliding-max-limit's default.
+            max: "100000",
+        },
+        LIMIT_WINDOW[1],
+    ],
+    arity: -4,
+    fast: false,
+    native_type: "zset",
+    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
+    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
+    foreign: &[
+        &["ZADD", "k", "+inf", "a"],
+        &["ZADD", "k", "-inf", "a"],
+        &["ZADD", "k", "-5", "a"],
+        &["ZADD", "k", "1", "a", "+inf", "b"],
+        &["ZADD", "k", "-1", "a", "1", "b"],
+        &["ZADD", "k", "1e300", "a"],
+    ],
+    holds: "RL.SLIDING",
+    policy: limit_window,
+    string_state: None,
+    propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+    events: &["zadd", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
+pub const BUCKET: Command = Command {
+    name: "RL.BUCKET",
+    short: "bucket",
+    params: CAPACITY_TOKENS_PERIOD,
+    arity: -5,
+    fast: true,
+    native_type: "hash",
+    read: &["HGETALL", "k"],
+    wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
+    foreign: &[
+        &["HSET", "k", "a", "1"],
+        &["HSET", "k", "tokens", "1"],
+        &["HSET", "k", "ts", "1"],
+        &["HSET", "k", "tokens", "abc", "ts", "1"],
+        &["HSET", "k", "tokens", "1", "ts", "abc"],
+        &["HSET", "k", "tokens", "-1", "ts", "1"],
+        &["HSET", "k", "tokens", "1", "ts", "-1"],
+        &["HSET", "k", "tokens", "inf", "ts", "1"],
+        &["HSET", "k", "tokens", "nan", "ts", "1"],
+    ],
+    holds: "RL.BUCKET",
+    policy: capacity_tokens_period,
+    string_state: None,
+    propagates: &["HSET", "PEXPIREAT"],
+    events: &["hset", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
+pub const GCRA: Command = Command {
+    name: "RL.GCRA",
+    short: "gcra",
+    params: CAPACITY_TOKENS_PERIOD,
+    arity: -5,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "+3", "EX", "1000"],
+        &["SET", "k", "03", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &[
+            "SET",
+            "k",
+            "340282366920938463463374607431768211456",
+            "EX",
+            "1000",
+        ],
+        &["SET", "k", "3"],
+    ],
+    holds: "GCRA state",
+    policy: capacity_tokens_period,
+    string_state: Some(|v| canonical(v) && v.parse::<u128>().is_ok()),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: Some("tokens per period is too high"),
+    style: Style::Rl,
+};
+
+pub const SLIDINGCOUNTER: Command = Command {
+    name: "RL.SLIDINGCOUNTER",
+    short: "slidingcounter",
+    params: LIMIT_WINDOW,
+    arity: -4,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "3", "EX", "1000"],
+        &["SET", "k", "1 2", "EX", "1000"],
+        &["SET", "k", "1 2 3 4", "EX", "1000"],
+        &["SET", "k", "1  2 3", "EX", "1000"],
+        &["SET", "k", "-1 2 3", "EX", "1000"],
+        &["SET", "k", "1 2 x", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "1 2 3"],
+    ],
+    holds: "RL.SLIDINGCOUNTER",
+    policy: limit_window,
+    string_state: Some(|v| {
+        let fields: Vec<&str> = v.split(' ').collect();
+        fields.len() == 3
+            && fields
+                .iter()
+                .all(|f| canonical(f) && f.parse::<u64>().is_ok())
+    }),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
+/// Every RL command. A new command is one row: see [`Command`] for its fields.
+pub const COMMANDS: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER];
+
+/// Command lines and calls built from a row.
+impl Command {
+    /// The table's valid parameters, in order.
+    pub fn valid_params(&self) -> Vec<&'static str> {
+        self.params.iter().map(|p| p.valid).collect()
+    }
+
+    /// The parameters for `n` units per `window`.
+    pub fn per(&self, n: u64, window: &str) -> Vec<String> {
+        (self.policy)(n, window)
+    }
+
+    /// The arguments that make a call cost `n` units.
+    pub fn cost_args(&self, n: u64) -> Vec<String> {
+        match self.style {
+            Style::Rl => vec!["COST".to_string(), n.to_string()],
+        }
+    }
+
+    /// `name key params…`, plus the cost arguments when `cost` is given.
+    pub fn args(&self, key: &str, params: &[String], cost: Option<u64>) -> Vec<String> {
+        let mut args = vec![self.name.to_string(), key.to_string()];
+        args.extend(params.iter().cloned());
+        if let Some(n) = cost {
+            args.extend(self.cost_args(n));
+        }
+        args
+    }
+
+    /// [`Command::args`] as a command to send.
+    pub fn cmd(&self, key: &str, params: &[String], cost: Option<u64>) -> redis::Cmd {
+        super::command_of(&self.args(key, params, cost))
+    }
+
+    /// A call that must succeed; its reply.
+    pub fn call(
+        &self,
+        c: &mut Connection,
+        key: &str,
+        params: &[String],
+        cost: Option<u64>,
+    ) -> Reply {
+        let args = self.args(key, params, cost);
+        rl(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Whether a name is this command's, in any case.
+    pub fn is(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+    }
+}
+
+/// The command named `name` (any case).
+pub fn command(name: &str) -> &'static Command {
+    COMMANDS
+        .iter()
+        .copied()
+        .find(|c| c.is(name))
+        .unwrap_or_else(|| panic!("no command {name} in the table"))
+}
+
+/// Strings from string slices.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}

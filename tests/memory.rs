@@ -136,7 +136,10 @@ fn reading_a_native_int_encoded_counter_makes_it_raw_but_changes_nothing_else() 
     assert_eq!(rl(&mut c, &["RL.FIXED", KEY, "5", "1h"]).allowed, 0);
 
     let overhead = raw_overhead(&mut c);
-    assert_eq!(footprint(&mut c, KEY), (bytes + overhead, "raw".to_string()));
+    assert_eq!(
+        footprint(&mut c, KEY),
+        (bytes + overhead, "raw".to_string())
+    );
     assert_eq!(snapshot(&mut c, KEY.as_bytes()), before);
     let exec: Option<(String,)> = redis::pipe()
         .atomic()

@@ -94,7 +94,8 @@ impl Key {
         unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == raw::REDISMODULE_OK as c_int }
     }
 
-    /// Number of elements (members of a sorted set, fields of a hash).
+    /// Number of elements (members of a sorted set, fields of a hash), or a
+    /// string's length in bytes.
     pub fn element_count(&self) -> u64 {
         // SAFETY: `self.ptr` is the key opened by `open`, still open.
         unsafe { rm!(RedisModule_ValueLength)(self.ptr) as u64 }

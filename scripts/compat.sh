@@ -223,6 +223,12 @@ servers_done=$SECONDS
 cd "$root"
 export RL_MODULE=${RL_MODULE:-$root/target/release/librl.so}
 export RL_TESTING_MODULE=${RL_TESTING_MODULE:-$root/target/testing/librl.so}
+# redis-cell for the differential tests, when its source is there (they skip, saying
+# so, when RL_REDIS_CELL is unset).
+if [ -z "${RL_REDIS_CELL:-}" ] && [ -f "$vendor/redis-cell-0.5.0.tar.gz" ]; then
+  RL_REDIS_CELL=$(RL_VENDOR="$vendor" CARGO="$cargo" "$root/scripts/redis-cell.sh")
+  export RL_REDIS_CELL
+fi
 say "building the module, its testing build and the integration tests"
 "$cargo" build --release --quiet
 "$cargo" build --profile testing --features testing --quiet

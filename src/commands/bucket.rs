@@ -5,7 +5,7 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::{rate, CostArg, Limiter, Spec, RATE_ARGS};
+use super::{decide_and_store, rate, Limiter, Spec, RATE_ARGS};
 use crate::algorithms::bucket::{self, Rate};
 use crate::algorithms::{Cost, Decision, Millis};
 use crate::error::Result;
@@ -17,16 +17,13 @@ pub struct Bucket;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Bucket {
-    const SPEC: Spec = Spec {
-        name: c"RL.BUCKET",
-        flags: c"write deny-oom fast",
-        summary:
-            c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
-        complexity: c"O(1)",
-        args: RATE_ARGS,
-        cost: CostArg::Option,
-        optional: false,
-    };
+    const SPEC: Spec = Spec::rl(
+        c"RL.BUCKET",
+        c"write deny-oom fast",
+        c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
+        c"O(1)",
+        RATE_ARGS,
+    );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Rate;
 
@@ -35,10 +32,10 @@ impl Limiter for Bucket {
     }
 
     fn apply(key: &Key, rate: &Rate, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = bucket::decide(storage::bucket::load(key)?, now, *rate, cost);
-        if let Some(s) = outcome.store {
-            storage::bucket::store(key, s)?;
-        }
-        Ok(outcome.decision)
+        decide_and_store(
+            storage::bucket::load(key)?,
+            |s| bucket::decide(s, now, *rate, cost),
+            |w| storage::bucket::store(key, w),
+        )
     }
 }

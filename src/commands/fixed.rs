@@ -4,7 +4,7 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, CostArg, Limiter, Spec, QUOTA_ARGS};
+use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
 use crate::algorithms::{fixed, Cost, Decision, Millis, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
@@ -15,16 +15,13 @@ pub struct Fixed;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Fixed {
-    const SPEC: Spec = Spec {
-        name: c"RL.FIXED",
-        flags: c"write deny-oom fast",
-        summary:
-            c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
-        complexity: c"O(1)",
-        args: QUOTA_ARGS,
-        cost: CostArg::Option,
-        optional: false,
-    };
+    const SPEC: Spec = Spec::rl(
+        c"RL.FIXED",
+        c"write deny-oom fast",
+        c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
+        c"O(1)",
+        QUOTA_ARGS,
+    );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
 
@@ -33,10 +30,10 @@ impl Limiter for Fixed {
     }
 
     fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = fixed::decide(storage::fixed::load(key)?, now, *q, cost);
-        if let Some(c) = outcome.store {
-            storage::fixed::store(key, c)?;
-        }
-        Ok(outcome.decision)
+        decide_and_store(
+            storage::fixed::load(key)?,
+            |s| fixed::decide(s, now, *q, cost),
+            |w| storage::fixed::store(key, w),
+        )
     }
 }

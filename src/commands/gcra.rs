@@ -5,7 +5,7 @@
 //! with CL.THROTTLE. Reply: `[allowed, capacity, remaining, retry_after_ms,
 //! reset_after_ms]`.
 
-use super::{rate, CostArg, Limiter, Spec, RATE_ARGS};
+use super::{decide_and_store, rate, Limiter, Spec, RATE_ARGS};
 use crate::algorithms::gcra::{self, Emission};
 use crate::algorithms::{Cost, Decision, Millis};
 use crate::error::{Error, Result};
@@ -23,23 +23,21 @@ pub(super) fn emission(args: &[&[u8]]) -> Result<Emission> {
 
 /// Decides on the TAT, stores and propagates `SET key TAT PXAT t` when allowed.
 pub(super) fn apply(key: &Key, e: Emission, now: Millis, cost: Cost) -> Result<Decision> {
-    let outcome = gcra::decide(storage::gcra::load(key)?, now, e, cost);
-    if let Some(s) = outcome.store {
-        storage::gcra::store(key, s)?;
-    }
-    Ok(outcome.decision)
+    decide_and_store(
+        storage::gcra::load(key)?,
+        |s| gcra::decide(s, now, e, cost),
+        |w| storage::gcra::store(key, w),
+    )
 }
 
 impl Limiter for Gcra {
-    const SPEC: Spec = Spec {
-        name: c"RL.GCRA",
-        flags: c"write deny-oom fast",
-        summary: c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
-        complexity: c"O(1)",
-        args: RATE_ARGS,
-        cost: CostArg::Option,
-        optional: false,
-    };
+    const SPEC: Spec = Spec::rl(
+        c"RL.GCRA",
+        c"write deny-oom fast",
+        c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
+        c"O(1)",
+        RATE_ARGS,
+    );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
 

@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use crate::algorithms::{Cost, Decision, Millis, Quota, Rate};
+use crate::algorithms::{Cost, Decision, Millis, Outcome, Quota, Rate};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server::{self, optional};
@@ -77,6 +77,25 @@ pub enum CostArg {
 }
 
 impl Spec {
+    /// An RL.* command: `[COST n]` after its positional arguments, registered always.
+    const fn rl(
+        name: &'static CStr,
+        flags: &'static CStr,
+        summary: &'static CStr,
+        complexity: &'static CStr,
+        args: &'static [Arg],
+    ) -> Spec {
+        Spec {
+            name,
+            flags,
+            summary,
+            complexity,
+            args,
+            cost: CostArg::Option,
+            optional: false,
+        }
+    }
+
     /// Arguments including the command name, as Redis counts them.
     fn min_argc(&self) -> usize {
         1 + self.args.len()
@@ -331,6 +350,20 @@ pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result
     info::describe(ctx, spec)?;
     info::categorize(ctx, spec, ratelimit);
     Ok(())
+}
+
+/// The step every command's `apply` ends with: decide on the loaded state, store
+/// what an allowed call writes (which also propagates it), return the decision.
+fn decide_and_store<S, W>(
+    loaded: S,
+    decide: impl FnOnce(S) -> Outcome<W>,
+    store: impl FnOnce(W) -> Result<()>,
+) -> Result<Decision> {
+    let outcome = decide(loaded);
+    if let Some(write) = outcome.store {
+        store(write)?;
+    }
+    Ok(outcome.decision)
 }
 
 /// Parses `capacity tokens period`, the parameters RL.BUCKET and RL.GCRA share.

@@ -4,7 +4,7 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, CostArg, Limiter, Spec, QUOTA_ARGS};
+use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
 use crate::algorithms::{sliding, Cost, Decision, Millis, Quota};
 use crate::config;
 use crate::error::{Error, Result};
@@ -16,15 +16,13 @@ pub struct Sliding;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Sliding {
-    const SPEC: Spec = Spec {
-        name: c"RL.SLIDING",
-        flags: c"write deny-oom",
-        summary: c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
-        complexity: c"O(log N + M) with N the units logged and M those that left the window or the cost",
-        args: QUOTA_ARGS,
-        cost: CostArg::Option,
-        optional: false,
-    };
+    const SPEC: Spec = Spec::rl(
+        c"RL.SLIDING",
+        c"write deny-oom",
+        c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
+        c"O(log N + M) with N the units logged and M those that left the window or the cost",
+        QUOTA_ARGS,
+    );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
 
@@ -40,11 +38,11 @@ impl Limiter for Sliding {
 
     fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
         let log = storage::sliding::load(key)?;
-        let outcome = sliding::decide(&log, now, *q, cost);
-        if let Some(append) = outcome.store {
-            let newest = sliding::Log::newest(&log);
-            storage::sliding::store(key, newest, append)?;
-        }
-        Ok(outcome.decision)
+        let newest = sliding::Log::newest(&log);
+        decide_and_store(
+            &log,
+            |log| sliding::decide(log, now, *q, cost),
+            |append| storage::sliding::store(key, newest, append),
+        )
     }
 }

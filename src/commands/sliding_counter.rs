@@ -5,7 +5,7 @@
 //! any limit and rate. The key is a native string `"<start> <current> <previous>"`.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, CostArg, Limiter, Spec, QUOTA_ARGS};
+use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
 use crate::algorithms::{sliding_counter, Cost, Decision, Millis, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
@@ -16,15 +16,13 @@ pub struct SlidingCounter;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for SlidingCounter {
-    const SPEC: Spec = Spec {
-        name: c"RL.SLIDINGCOUNTER",
-        flags: c"write deny-oom fast",
-        summary: c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",
-        complexity: c"O(1)",
-        args: QUOTA_ARGS,
-        cost: CostArg::Option,
-        optional: false,
-    };
+    const SPEC: Spec = Spec::rl(
+        c"RL.SLIDINGCOUNTER",
+        c"write deny-oom fast",
+        c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",
+        c"O(1)",
+        QUOTA_ARGS,
+    );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
 
@@ -33,10 +31,10 @@ impl Limiter for SlidingCounter {
     }
 
     fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        let outcome = sliding_counter::decide(storage::sliding_counter::load(key)?, now, *q, cost);
-        if let Some(s) = outcome.store {
-            storage::sliding_counter::store(key, s)?;
-        }
-        Ok(outcome.decision)
+        decide_and_store(
+            storage::sliding_counter::load(key)?,
+            |s| sliding_counter::decide(s, now, *q, cost),
+            |w| storage::sliding_counter::store(key, w),
+        )
     }
 }

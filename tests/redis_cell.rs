@@ -331,11 +331,15 @@ fn a_key_written_by_redis_cell_is_continued_by_rl() {
     let rs = Server::start();
     let (mut a, mut b) = (cs.conn(), rs.conn());
     let call = throttle("m", 4, 1, 60, 1);
-    let (_, r, _) = burst(&mut a, &[call.clone(), call.clone(), call.clone()]);
+    let (_, r, cell_after) = burst(&mut a, &[call.clone(), call.clone(), call.clone()]);
     let remaining: Vec<i64> = r.iter().map(|r| r[2]).collect();
     assert_eq!(remaining, [4, 3, 2], "redis-cell: {r:?}");
     let written = tat(&mut a, "m");
     move_key(&mut a, &mut b, "m");
+    // redis-cell read the system clock to the ns; RL reads the server's, in whole
+    // ms. Continue once RL's clock is a full ms past redis-cell's calls, so the
+    // debt RL sees is below redis-cell's three units, as it would be in service.
+    wait_until(&mut b, cell_after / 1000 + 2);
 
     // RL's CL.THROTTLE takes the fourth unit: one T later, to the ns.
     let (_, r, _) = burst(&mut b, std::slice::from_ref(&call));

@@ -697,6 +697,16 @@ fn native_usage(c: &mut Connection, value: &str) -> i64 {
         .arg(3_600_000)
         .query(c)
         .expect("SET");
+    // As a raw string, the encoding any in-place update gives (APPEND of nothing
+    // unshares it): with jemalloc it costs what the embstr SET stores; with libc
+    // malloc (some packaged Valkey builds) a raw string's two allocations cost more.
+    let _: i64 = cmd("APPEND").arg(key).arg("").query(c).expect("APPEND");
+    let encoding: String = cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(key)
+        .query(c)
+        .expect("OBJECT ENCODING");
+    assert_eq!(encoding, "raw");
     let bytes = usage(c, key);
     let _: () = cmd("DEL").arg(key).query(c).expect("DEL");
     bytes

@@ -13,14 +13,6 @@ use common::*;
 /// 21 bytes, as in the measurement.
 const KEY: &str = "rl:fixed:user:0000042";
 
-fn usage(c: &mut Connection, key: &str) -> i64 {
-    cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .query(c)
-        .expect("MEMORY USAGE")
-}
-
 fn encoding(c: &mut Connection, key: &str) -> String {
     cmd("OBJECT")
         .arg("ENCODING")

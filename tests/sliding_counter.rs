@@ -679,14 +679,6 @@ fn a_replica_without_the_module_ends_byte_identical_and_only_allowed_calls_propa
 /// 21 bytes, as in the issue.
 const KEY21: &str = "rl:sc:user:0000000042";
 
-fn usage(c: &mut Connection, key: &str) -> i64 {
-    cmd("MEMORY")
-        .arg("USAGE")
-        .arg(key)
-        .query(c)
-        .expect("MEMORY USAGE")
-}
-
 /// What a native `SET` of the same value on the same key costs.
 fn native_usage(c: &mut Connection, value: &str) -> i64 {
     let key = "rl:sc:user:0000000043";

@@ -370,6 +370,15 @@ pub fn wait_until(c: &mut Connection, t: i64) -> i64 {
     })
 }
 
+/// `MEMORY USAGE key` in bytes.
+pub fn usage(c: &mut Connection, key: &str) -> i64 {
+    cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .query(c)
+        .expect("MEMORY USAGE")
+}
+
 pub fn exists(c: &mut Connection, key: impl AsRef<[u8]>) -> bool {
     cmd("EXISTS")
         .arg(key.as_ref())

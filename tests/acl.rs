@@ -34,10 +34,6 @@ fn calls(prefix: &str, cost: Option<u64>) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn as_strs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
-}
-
 fn as_bytes(args: &[String]) -> Vec<&[u8]> {
     args.iter().map(|a| a.as_bytes()).collect()
 }
@@ -99,7 +95,7 @@ fn assert_denied(s: &Server, user: &str, args: &[String], reason: &str, object: 
 fn assert_allowed(s: &Server, user: &str, prefix: &str) {
     let mut c = login(s, user);
     for args in calls(prefix, None) {
-        let r = rl(&mut c, &as_strs(&args));
+        let r = command(&args[0]).run(&mut c, &args);
         assert_eq!((r.allowed, r.remaining), (1, 2), "{user} {args:?}");
         assert!(exists(&mut s.conn(), &args[1]), "{args:?} wrote its key");
     }
@@ -159,7 +155,8 @@ fn a_user_without_the_rl_commands_gets_noperm_for_the_command() {
             if taken.is(&args[0]) {
                 assert_denied(&s, &user, &args, "command", &args[0]);
             } else {
-                assert_eq!(rl(&mut c, &as_strs(&args)).allowed, 1, "{user} {args:?}");
+                let r = command(&args[0]).run(&mut c, &args);
+                assert_eq!(r.allowed, 1, "{user} {args:?}");
             }
         }
     }

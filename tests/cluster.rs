@@ -42,9 +42,23 @@ impl Daily for Command {
     }
 }
 
-/// (allowed, remaining) of raw replies.
-fn decisions(replies: &[Vec<i64>]) -> Vec<(i64, i64)> {
-    replies.iter().map(|r| (r[0], r[2])).collect()
+/// (allowed, remaining) of raw replies of `l` (CL.THROTTLE's read in RL's shape).
+fn decisions(l: &Command, replies: &[Vec<i64>]) -> Vec<(i64, i64)> {
+    replies
+        .iter()
+        .map(|r| l.reply_of(r))
+        .map(|r| (r.allowed, r.remaining))
+        .collect()
+}
+
+/// (allowed, remaining) of one raw reply of each command of the table, in order.
+fn decisions_of_each(replies: &[Vec<i64>]) -> Vec<(i64, i64)> {
+    assert_eq!(replies.len(), COMMANDS.len(), "{replies:?}");
+    COMMANDS
+        .iter()
+        .zip(replies)
+        .flat_map(|(l, r)| decisions(l, std::slice::from_ref(r)))
+        .collect()
 }
 
 /// A hash tag for each slot (found with the client's CRC16; the server's view is
@@ -96,7 +110,7 @@ fn a_cluster_client_runs_every_command_on_keys_across_all_slots_with_exact_per_k
         let mut per_key = replies.chunks(FIVE_CALLS.len());
         for (_, tag) in chunk {
             for l in COMMANDS {
-                let got = decisions(per_key.next().expect("replies for every key"));
+                let got = decisions(l, per_key.next().expect("replies for every key"));
                 assert_eq!(got, FIVE_CALLS, "{} {}", l.name, l.key(tag));
             }
         }
@@ -144,7 +158,7 @@ fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactio
     }
     let replies: Vec<Vec<i64>> = tx.query(&mut c).expect("MULTI/EXEC");
     assert_eq!(
-        decisions(&replies),
+        decisions_of_each(&replies),
         vec![(1, 2); COMMANDS.len()],
         "inside MULTI/EXEC"
     );
@@ -155,7 +169,7 @@ fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactio
         let replies: Vec<Vec<i64>> = (0..3)
             .map(|_| l.daily(key, None).query(&mut client).expect(l.name))
             .collect();
-        assert_eq!(decisions(&replies), [(1, 1), (1, 0), (0, 0)], "{key}");
+        assert_eq!(decisions(l, &replies), [(1, 1), (1, 0), (0, 0)], "{key}");
     }
     for p in cluster.primaries() {
         let expected = if p.port == owner.port { keys.len() } else { 0 };
@@ -183,7 +197,7 @@ fn hash_tagged_limiters_of_one_user_share_a_node_and_work_together_in_transactio
         .query(&mut client)
         .expect("EVAL on one hash tag");
     assert_eq!(
-        decisions(&replies),
+        decisions_of_each(&replies),
         vec![(1, 0); COMMANDS.len()],
         "from Lua"
     );
@@ -222,7 +236,7 @@ fn a_node_answers_moved_for_rl_calls_on_keys_another_node_owns() {
     let (_, own) = &tags_for(&BTreeSet::from([here.first_slot()]))[0];
     for l in COMMANDS {
         let args = l.daily_args(&l.key(own), None);
-        let r = rl(&mut c, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        let r = l.run(&mut c, &args);
         assert_eq!(
             (r.allowed, r.remaining),
             (1, 2),
@@ -280,7 +294,7 @@ fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait
     align_to_window(&mut c, DAY_MS, 60_000);
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, Some(2)).query(&mut c).expect(l.name);
-        assert_eq!(decisions(&[r]), [(1, 1)], "{key} before the failure");
+        assert_eq!(decisions(l, &[r]), [(1, 1)], "{key} before the failure");
     }
     let acked: i64 = cmd("WAIT").arg(1).arg(10_000).query(&mut c).expect("WAIT");
     assert_eq!(acked, 1, "the replica acknowledged the writes");
@@ -309,7 +323,7 @@ fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait
             .map(|_| l.daily(key, None).query(&mut client).expect(l.name))
             .collect();
         assert_eq!(
-            decisions(&replies),
+            decisions(l, &replies),
             [(1, 0), (0, 0)],
             "{key} goes on from 2 of 3"
         );
@@ -317,7 +331,7 @@ fn after_a_primary_dies_its_replica_serves_the_limiters_written_before_with_wait
             .daily(&format!("{key}:fresh"), None)
             .query(&mut client)
             .expect(l.name);
-        assert_eq!(decisions(&[fresh]), [(1, 2)], "a new key after failover");
+        assert_eq!(decisions(l, &[fresh]), [(1, 2)], "a new key after failover");
     }
 }
 
@@ -349,7 +363,7 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     let mut client = cluster.client();
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, Some(2)).query(&mut client).expect(l.name);
-        assert_eq!(decisions(&[r]), [(1, 1)], "{key}");
+        assert_eq!(decisions(l, &[r]), [(1, 1)], "{key}");
     }
     let before: Vec<_> = keys
         .iter()
@@ -372,7 +386,7 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     }
     for (l, key) in COMMANDS.iter().zip(&keys).skip(1) {
         let r: Vec<i64> = l.daily(key, Some(0)).query(&mut source).expect(l.name);
-        assert_eq!(decisions(&[r]), [(1, 1)], "{key} still on the source");
+        assert_eq!(decisions(l, &[r]), [(1, 1)], "{key} still on the source");
     }
     // A node importing a slot serves its keys only to commands after ASKING.
     let mut target = cluster.conn(to.port);
@@ -390,7 +404,12 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     assert_moved_intact(&keys[0], &before[0], &moved);
     // The cluster client follows ASK to the counter that moved.
     let r: Vec<i64> = fixed.daily(&keys[0], None).query(&mut client).expect("ASK");
-    assert_eq!(decisions(&[r]), [(1, 0)], "{} on the target", keys[0]);
+    assert_eq!(
+        decisions(fixed, &[r]),
+        [(1, 0)],
+        "{} on the target",
+        keys[0]
+    );
 
     migration.finish();
     assert_eq!(dbsize(&mut source), 0, "every key left the source");
@@ -401,7 +420,7 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, None).query(&mut client).expect(l.name);
         let expected = if l.name == fixed.name { (0, 0) } else { (1, 0) };
-        assert_eq!(decisions(&[r]), [expected], "{key} after the move");
+        assert_eq!(decisions(l, &[r]), [expected], "{key} after the move");
     }
 }
 
@@ -419,7 +438,7 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
     align_to_window(&mut c, DAY_MS, 60_000);
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, None).query(&mut c).expect(l.name);
-        assert_eq!(decisions(&[r]), [(1, 2)], "{key}");
+        assert_eq!(decisions(l, &[r]), [(1, 2)], "{key}");
     }
     assert_eq!(
         wait_replica(&mut c, 10_000),
@@ -435,7 +454,7 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
         .expect("CLIENT PAUSE");
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, Some(2)).query(&mut c).expect(l.name);
-        assert_eq!(decisions(&[r]), [(1, 0)], "{key}");
+        assert_eq!(decisions(l, &[r]), [(1, 0)], "{key}");
     }
     assert_eq!(
         wait_replica(&mut c, 300),
@@ -454,7 +473,7 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
     for (l, key) in COMMANDS.iter().zip(&keys) {
         let r: Vec<i64> = l.daily(key, None).query(&mut client).expect(l.name);
         assert_eq!(
-            decisions(&[r]),
+            decisions(l, &[r]),
             [(1, 1)],
             "{key}: only the acknowledged unit survived"
         );

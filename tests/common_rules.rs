@@ -7,16 +7,22 @@ use common::*;
 use std::time::Duration;
 
 const BAD_COUNTS: &[&str] = &["0", "-1", "1.5", "9007199254740992", "abc", ""];
+/// CL.THROTTLE's max_burst: 0 ..= 2^53−2.
+const BAD_BURSTS: &[&str] = &["-1", "1.5", "9007199254740991", "abc", ""];
 const BAD_DURATIONS: &[&str] = &["0", "0ms", "-1", "1.5s", "1w", "315360000001ms", "ms", ""];
 
 /// Calls on byte keys with the table's valid parameters.
 trait Rules {
     /// The command line: name, key, `params`, `extra`.
     fn line(&self, key: &[u8], params: &[&str], extra: &[&str]) -> Vec<Vec<u8>>;
-    /// A valid call with the table's parameters and `extra` options.
+    /// A valid call with the table's parameters and `extra` arguments; its reply in
+    /// RL's shape ([`Command::reply_of`]).
     fn invoke(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply;
     /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
     fn nearly_fill(&self, c: &mut Connection, key: &[u8]);
+    /// The arguments that give a call the cost `n` (any text, valid or not):
+    /// `COST n`, or CL.THROTTLE's positional quantity `n`.
+    fn cost(&self, n: &'static str) -> Vec<&'static str>;
 }
 
 impl Rules for Command {
@@ -32,13 +38,19 @@ impl Rules for Command {
                 .unwrap_or_else(|e| panic!("{} {key:?} {extra:?}: {e}", self.name)),
         )
         .expect("an array of integers");
-        assert_eq!(v.len(), 5, "{} replied {v:?}", self.name);
-        Reply::of(&v)
+        self.reply_of(&v)
     }
 
     fn nearly_fill(&self, c: &mut Connection, key: &[u8]) {
-        let r = self.invoke(c, key, &["COST", "4"]);
+        let r = self.invoke(c, key, &self.cost("4"));
         assert_eq!((r.allowed, r.remaining), (1, 1), "{}: {r:?}", self.name);
+    }
+
+    fn cost(&self, n: &'static str) -> Vec<&'static str> {
+        match self.style {
+            Style::Rl => vec!["COST", n],
+            Style::Throttle => vec![n],
+        }
     }
 }
 
@@ -170,6 +182,7 @@ fn bad_counts_and_durations_are_errors_naming_the_argument() {
         for (i, p) in lim.params.iter().enumerate() {
             let bad = match p.kind {
                 Kind::Count => BAD_COUNTS,
+                Kind::Burst => BAD_BURSTS,
                 Kind::Duration => BAD_DURATIONS,
             };
             for value in bad {
@@ -207,14 +220,42 @@ fn bad_options_are_errors_naming_cost() {
         &["a\r\nb\x00c"],
     ];
     for lim in COMMANDS {
-        for options in bad {
-            assert_error_changes_nothing(
-                &mut c,
-                lim,
-                |key| lim.line(key, &lim.valid_params(), options),
-                "ERR",
-                "COST",
-            );
+        match lim.style {
+            Style::Rl => {
+                for options in bad {
+                    assert_error_changes_nothing(
+                        &mut c,
+                        lim,
+                        |key| lim.line(key, &lim.valid_params(), options),
+                        "ERR",
+                        "COST",
+                    );
+                }
+            }
+            // No options: a bad quantity names it, and any argument after it (an
+            // option like `COST 1`, a second quantity) is redis-cell's arity error.
+            Style::Throttle => {
+                for quantity in ["-1", "9007199254740992", "abc", "1.5", ""] {
+                    assert_error_changes_nothing(
+                        &mut c,
+                        lim,
+                        |key| lim.line(key, &lim.valid_params(), &[quantity]),
+                        "ERR",
+                        "quantity",
+                    );
+                }
+                let message = format!("wrong number of arguments for '{}' command", lim.name);
+                let too_many: &[&[&str]] = &[&["1", "1"], &["COST", "1"], &["1", "COST", "1"]];
+                for extra in too_many {
+                    assert_error_changes_nothing(
+                        &mut c,
+                        lim,
+                        |key| lim.line(key, &lim.valid_params(), extra),
+                        "ERR",
+                        &message,
+                    );
+                }
+            }
         }
     }
 }
@@ -223,7 +264,8 @@ fn bad_options_are_errors_naming_cost() {
 fn options_are_case_insensitive() {
     let s = Server::start();
     let mut c = s.conn();
-    for lim in COMMANDS {
+    // CL.THROTTLE has no options (its quantity is positional): RL's rows only.
+    for lim in COMMANDS.iter().filter(|l| l.style == Style::Rl) {
         for (key, option) in [(&b"a"[..], "COST"), (b"b", "cost"), (b"c", "CoSt")] {
             let r = lim.invoke(&mut c, key, &[option, "3"]);
             assert_eq!((r.allowed, r.remaining), (1, 2), "{} {option}", lim.name);
@@ -240,9 +282,9 @@ fn keys_of_another_type_are_wrongtype_and_untouched() {
         for setup in lim.wrong_types {
             let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
             run_str(&mut c, setup);
-            for extra in [&[][..], &["COST", "0"]] {
+            for extra in [vec![], lim.cost("0")] {
                 let before = snapshot(&mut c, b"k");
-                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &extra));
                 assert_eq!(
                     e, "WRONGTYPE Operation against a key holding the wrong kind of value",
                     "{} on {setup:?}",
@@ -262,9 +304,9 @@ fn content_rl_did_not_write_is_an_error_and_untouched() {
         for setup in lim.foreign {
             let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
             run_str(&mut c, setup);
-            for extra in [&[][..], &["COST", "0"]] {
+            for extra in [vec![], lim.cost("0")] {
                 let before = snapshot(&mut c, b"k");
-                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+                let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &extra));
                 assert!(
                     e.starts_with("ERR ") && e.contains("does not hold") && e.contains(lim.holds),
                     "{} on {setup:?}: {e}",
@@ -299,7 +341,7 @@ fn binary_keys_are_distinct_limiters_and_getkeys_returns_them() {
     let sibling: &[u8] = b"a\x00c\xff\r\n c";
     for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
-        assert_eq!(lim.invoke(&mut c, key, &["COST", "2"]).remaining, 3);
+        assert_eq!(lim.invoke(&mut c, key, &lim.cost("2")).remaining, 3);
         assert_eq!(lim.invoke(&mut c, key, &[]).remaining, 2, "{}", lim.name);
         assert_eq!(
             lim.invoke(&mut c, sibling, &[]).remaining,
@@ -310,7 +352,7 @@ fn binary_keys_are_distinct_limiters_and_getkeys_returns_them() {
         let kind: String = cmd("TYPE").arg(key).query(&mut c).unwrap();
         assert_eq!(kind, lim.native_type);
         let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
-        getkeys.extend(lim.line(key, &lim.valid_params(), &["COST", "1"]));
+        getkeys.extend(lim.line(key, &lim.valid_params(), &lim.cost("1")));
         let keys: Vec<Vec<u8>> =
             redis::from_owned_redis_value(run(&mut c, &getkeys).unwrap()).expect("a list of keys");
         assert_eq!(keys, vec![key.to_vec()], "{}", lim.name);
@@ -322,9 +364,9 @@ fn getkeys_returns_only_the_first_argument() {
     let s = Server::start();
     let mut c = s.conn();
     for lim in COMMANDS {
-        for (key, extra) in [("k", &[][..]), ("{user42}:api", &["COST", "3"])] {
+        for (key, extra) in [("k", vec![]), ("{user42}:api", lim.cost("3"))] {
             let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
-            getkeys.extend(lim.line(key.as_bytes(), &lim.valid_params(), extra));
+            getkeys.extend(lim.line(key.as_bytes(), &lim.valid_params(), &extra));
             let keys: Vec<String> =
                 redis::from_owned_redis_value(run(&mut c, &getkeys).unwrap()).unwrap();
             assert_eq!(keys, vec![key.to_string()], "{}", lim.name);
@@ -391,11 +433,25 @@ fn command_docs_describe_summary_since_and_arguments() {
         let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
         let mut want = vec!["key".to_string()];
         want.extend(lim.params.iter().map(|p| p.name.to_string()));
-        want.push("cost".into());
+        want.push(
+            match lim.style {
+                Style::Rl => "cost",
+                Style::Throttle => "quantity",
+            }
+            .into(),
+        );
         assert_eq!(names, want, "{}", lim.name);
         assert_eq!(text(field(&args[0], "type")), "key");
         let cost = args.last().unwrap();
-        assert_eq!(text(field(cost, "token")), "COST");
+        match lim.style {
+            Style::Rl => assert_eq!(text(field(cost, "token")), "COST"),
+            // Positional: no token to type.
+            Style::Throttle => assert!(
+                fields(cost).iter().all(|(k, _)| k != "token"),
+                "{}: {cost:?}",
+                lim.name
+            ),
+        }
         assert_eq!(text(field(cost, "type")), "integer");
         let flags: Vec<String> = items(field(cost, "flags")).iter().map(text).collect();
         assert!(flags.contains(&"optional".to_string()), "{flags:?}");
@@ -431,14 +487,18 @@ fn multi_exec_returns_the_replies_of_queued_calls() {
     let mut c = s.conn();
     for lim in COMMANDS {
         let _: () = cmd("MULTI").query(&mut c).unwrap();
-        for extra in [&[][..], &["COST", "2"], &["COST", "0"]] {
-            let line = lim.line(b"k", &lim.valid_params(), extra);
+        for extra in [vec![], lim.cost("2"), lim.cost("0")] {
+            let line = lim.line(b"k", &lim.valid_params(), &extra);
             assert_eq!(text(&run(&mut c, &line).unwrap()), "QUEUED");
         }
         let replies: Vec<Vec<i64>> = cmd("EXEC").query(&mut c).unwrap();
-        let head: Vec<(i64, i64, i64)> = replies.iter().map(|r| (r[0], r[1], r[2])).collect();
+        let head: Vec<(i64, i64, i64)> = replies
+            .iter()
+            .map(|r| lim.reply_of(r))
+            .map(|r| (r.allowed, r.limit, r.remaining))
+            .collect();
         assert_eq!(head, [(1, 5, 4), (1, 5, 2), (1, 5, 2)], "{}", lim.name);
-        assert_eq!(lim.invoke(&mut c, b"k", &["COST", "0"]).remaining, 2);
+        assert_eq!(lim.invoke(&mut c, b"k", &lim.cost("0")).remaining, 2);
         let _: i64 = cmd("DEL").arg("k").query(&mut c).unwrap();
     }
 }
@@ -461,7 +521,13 @@ fn lua_scripts_can_call_the_commands() {
             eval.arg(script).arg(1).arg("s").arg(lim.name);
             eval.arg(lim.valid_params());
             let v: Vec<i64> = eval.query(&mut c).unwrap();
-            assert_eq!(&v[..4], [1, 5, remaining, 0], "{}", lim.name);
+            let r = lim.reply_of(&v);
+            assert_eq!(
+                [r.allowed, r.limit, r.remaining, r.retry_after],
+                [1, 5, remaining, 0],
+                "{}",
+                lim.name
+            );
         }
         let _: i64 = cmd("DEL").arg("s").query(&mut c).unwrap();
     }
@@ -490,24 +556,24 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
     for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
         lim.nearly_fill(&mut c, b"k");
-        let untouched: [(&str, &[&str]); 3] = [
-            ("rejected", &["COST", "2"]),
-            ("COST 0", &["COST", "0"]),
-            ("COST above limit", &["COST", "6"]),
+        let untouched = [
+            ("rejected", lim.cost("2")),
+            ("COST 0", lim.cost("0")),
+            ("COST above limit", lim.cost("6")),
         ];
         for (what, extra) in untouched {
             let survived = exec_survives(&s, b"k", |a| {
-                let r = lim.invoke(a, b"k", extra);
+                let r = lim.invoke(a, b"k", &extra);
                 assert_eq!(r.allowed, i64::from(what == "COST 0"), "{what}: {r:?}");
             });
             assert!(survived, "{}: a {what} call aborted the WATCH", lim.name);
         }
         let survived = exec_survives(&s, b"k", |a| {
-            error_of_line(a, &lim.line(b"k", &lim.valid_params(), &["COST", "x"]));
+            error_of_line(a, &lim.line(b"k", &lim.valid_params(), &lim.cost("x")));
         });
         assert!(survived, "{}: an error aborted the WATCH", lim.name);
         let survived = exec_survives(&s, b"absent", |a| {
-            lim.invoke(a, b"absent", &["COST", "0"]);
+            lim.invoke(a, b"absent", &lim.cost("0"));
         });
         assert!(survived, "{}: COST 0 on an absent key", lim.name);
 
@@ -568,12 +634,12 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
 
         // Calls that write nothing: no invalidation for the key. The sentinel's
         // write is the next thing the subscriber hears of.
-        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "2"]).allowed, 0);
-        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "0"]).allowed, 1);
-        assert_eq!(lim.invoke(&mut actor, &key, &["COST", "6"]).allowed, 0);
+        assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("2")).allowed, 0);
+        assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("0")).allowed, 1);
+        assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("6")).allowed, 0);
         error_of_line(
             &mut actor,
-            &lim.line(&key, &lim.valid_params(), &["COST", "x"]),
+            &lim.line(&key, &lim.valid_params(), &lim.cost("x")),
         );
         let _: () = cmd("SET").arg(&sentinel).arg(2).query(&mut actor).unwrap();
         assert_eq!(
@@ -603,11 +669,11 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
         lim.nearly_fill(&mut c, b"k");
         let after_allowed = dirty(&mut c);
         assert!(after_allowed > before, "{}: allowed call", lim.name);
-        for extra in [&["COST", "2"][..], &["COST", "0"], &["COST", "6"]] {
-            lim.invoke(&mut c, b"k", extra);
+        for extra in [lim.cost("2"), lim.cost("0"), lim.cost("6")] {
+            lim.invoke(&mut c, b"k", &extra);
             assert_eq!(dirty(&mut c), after_allowed, "{} {extra:?}", lim.name);
         }
-        lim.invoke(&mut c, b"absent", &["COST", "0"]);
+        lim.invoke(&mut c, b"absent", &lim.cost("0"));
         assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
         lim.invoke(&mut c, b"k", &[]);
         assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
@@ -662,8 +728,8 @@ fn a_read_only_replica_refuses_the_commands() {
     let replica = primary.replica(true);
     let mut c = replica.conn();
     for lim in COMMANDS {
-        for extra in [&[][..], &["COST", "0"]] {
-            let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), extra));
+        for extra in [vec![], lim.cost("0")] {
+            let e = error_of_line(&mut c, &lim.line(b"k", &lim.valid_params(), &extra));
             assert!(e.starts_with("READONLY "), "{}: {e}", lim.name);
         }
         assert!(!exists(&mut c, b"k"));

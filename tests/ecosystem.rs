@@ -39,15 +39,14 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
         );
     }
     let before = info_rl(&mut c);
-    // Every command registered, CL.THROTTLE too (it has no row in the table yet: its
-    // reply and positional quantity need a `Style` of their own).
+    // Exactly the table's commands, CL.THROTTLE among them.
     assert!(
         registered
             .iter()
             .any(|r| r.eq_ignore_ascii_case("CL.THROTTLE")),
         "{registered:?}"
     );
-    assert_eq!(registered.len(), COMMANDS.len() + 1, "{registered:?}");
+    assert_eq!(registered.len(), COMMANDS.len(), "{registered:?}");
     assert_eq!(
         before.len(),
         3 * registered.len(),
@@ -77,7 +76,7 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         assert!(error_of(&mut c, &args).starts_with("WRONGTYPE"));
         let mut bad = l.args(key, &params, None);
-        bad[2] = "0".into();
+        bad[2] = l.params[0].kind.invalid().into();
         let bad: Vec<&[u8]> = bad.iter().map(|a| a.as_bytes()).collect();
         for _ in 0..3 * i + 2 {
             error_of(&mut c, &bad);

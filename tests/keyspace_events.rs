@@ -202,18 +202,26 @@ fn rejected_calls_cost_0_and_errors_fire_nothing() {
     }
     for l in COMMANDS {
         let mut failing = Vec::new();
-        // A count of 0, a duration of 0 ms, COST without a value.
+        // A count of 0 (a max_burst of -1), a duration of 0 ms, COST without a value.
         for (i, p) in l.params.iter().enumerate() {
             let mut params = long(l, 1);
-            params[i] = match p.kind {
-                Kind::Count => "0".into(),
-                Kind::Duration => "0ms".into(),
-            };
+            params[i] = p.kind.invalid().into();
             failing.push(l.args(l.short, &params, None));
         }
-        let mut no_value = l.args(l.short, &long(l, 1), None);
-        no_value.push("COST".into());
-        failing.push(no_value);
+        match l.style {
+            Style::Rl => {
+                let mut no_value = l.args(l.short, &long(l, 1), None);
+                no_value.push("COST".into());
+                failing.push(no_value);
+            }
+            // No options: a bad quantity, and a 7th argument (the arity error).
+            Style::Throttle => {
+                failing.push(l.args(l.short, &long(l, 1), None));
+                failing.last_mut().unwrap().push("-1".into());
+                failing.push(l.args(l.short, &long(l, 1), Some(1)));
+                failing.last_mut().unwrap().push("1".into());
+            }
+        }
         // Another command's key of another type.
         for other in COMMANDS.iter().filter(|o| o.native_type != l.native_type) {
             failing.push(l.args(other.short, &long(l, 1), None));

@@ -76,19 +76,21 @@ impl Call<'_> {
             .cmd(&self.key, &self.policy.params, self.cost)
     }
 
-    /// What the reply says happened.
-    fn outcome(&self, reply: &[i64]) -> &'static str {
+    /// What the reply says happened (CL.THROTTLE's read in RL's shape; its
+    /// retry_after in seconds keeps the signs this looks at).
+    fn outcome(&self, raw: &[i64]) -> &'static str {
         let limit = self.policy.limit as i64;
-        assert_eq!(reply.len(), 5, "{}: {reply:?}", self.key);
-        assert_eq!(reply[1], limit, "{}: {reply:?}", self.key);
-        assert!((0..=limit).contains(&reply[2]), "{}: {reply:?}", self.key);
-        match (self.cost.unwrap_or(1), reply[0]) {
+        assert_eq!(raw.len(), 5, "{}: {raw:?}", self.key);
+        let r = self.policy.command.reply_of(raw);
+        assert_eq!(r.limit, limit, "{}: {raw:?}", self.key);
+        assert!((0..=limit).contains(&r.remaining), "{}: {raw:?}", self.key);
+        match (self.cost.unwrap_or(1), r.allowed) {
             (0, 1) => "inspected",
-            (n, 0) if n > self.policy.limit && reply[3] == -1 => "never",
-            (n, 0) if n <= self.policy.limit && reply[3] > 0 => "rejected",
-            (n, 1) if n > 0 && n <= self.policy.limit && reply[3] == 0 => "allowed",
+            (n, 0) if n > self.policy.limit && r.retry_after == -1 => "never",
+            (n, 0) if n <= self.policy.limit && r.retry_after > 0 => "rejected",
+            (n, 1) if n > 0 && n <= self.policy.limit && r.retry_after == 0 => "allowed",
             _ => panic!(
-                "{} COST {:?}: impossible reply {reply:?}",
+                "{} COST {:?}: impossible reply {raw:?}",
                 self.key, self.cost
             ),
         }

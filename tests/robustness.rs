@@ -161,6 +161,8 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
         for p in command.params {
             let from: &[&str] = match p.kind {
                 Kind::Count => &counts,
+                // 9007199254740991 is one past max_burst's maximum: an error.
+                Kind::Burst => &["0", "4", "100", "9007199254740990", "9007199254740991"],
                 Kind::Duration => &durations,
             };
             args.push(rng.pick(from).as_bytes().to_vec());
@@ -175,6 +177,10 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
         }
     }
     (name, args)
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 /// `RL.BUCKET` → `Rl.Bucket`.
@@ -290,18 +296,24 @@ fn random_argument_vectors_never_crash_and_errors_change_nothing() {
     );
 }
 
-/// `threads` connections share `total` calls of `args` on one key; returns how
-/// many were allowed.
-fn hammer(server: &Server, args: &[&str], threads: usize, total: usize) -> usize {
+/// `threads` connections share `total` calls of `args` (a line of `l`) on one key;
+/// returns how many were allowed.
+fn hammer(
+    server: &Server,
+    l: &'static Command,
+    args: &[String],
+    threads: usize,
+    total: usize,
+) -> usize {
     let per = total / threads;
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let mut c = server.conn();
-            let args = args.clone();
+            let args = args.to_vec();
             std::thread::spawn(move || {
-                let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-                (0..per).filter(|_| rl(&mut c, &refs).allowed == 1).count()
+                (0..per)
+                    .filter(|_| l.run(&mut c, &args).allowed == 1)
+                    .count()
             })
         })
         .collect();
@@ -322,16 +334,14 @@ fn concurrent_clients_are_counted_exactly() {
         let key = format!("race:{}", l.short);
         let params = l.per(5000, "3650d");
         let base = l.args(&key, &params, None);
-        let base: Vec<&str> = base.iter().map(String::as_str).collect();
-        let allowed = hammer(&server, &base, 32, 20_000);
+        let allowed = hammer(&server, l, &base, 32, 20_000);
         assert_eq!(
             allowed, 5000,
             "{}: admitted {allowed} of 20000 with limit 5000",
             l.name
         );
         let with_cost = l.args(&format!("{key}:cost"), &params, Some(3));
-        let with_cost: Vec<&str> = with_cost.iter().map(String::as_str).collect();
-        let allowed = hammer(&server, &with_cost, 32, 20_000);
+        let allowed = hammer(&server, l, &with_cost, 32, 20_000);
         assert_eq!(
             allowed, 1666,
             "{} COST 3: admitted {allowed} calls (limit 5000)",
@@ -353,6 +363,7 @@ fn extreme_parameters_do_not_overflow() {
         for p in l.params {
             let values = match p.kind {
                 Kind::Count => ["1", p.max],
+                Kind::Burst => ["0", p.max],
                 Kind::Duration => ["1ms", MAX_DURATION],
             };
             lines = lines
@@ -371,21 +382,23 @@ fn extreme_parameters_do_not_overflow() {
                 let key = format!("x:{}:{i}:{j}", l.short);
                 let mut args = l.args(&key, params, None);
                 args.extend(l.cost_args(cost.parse().unwrap()));
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                // More than one token per ns (10 years is 3.2e20 ns, 1 ms 1e6 ns).
+                // More than one token per ns (10 years is 3.2e20 ns, 1 ms 1e6 ns):
+                // RL.GCRA's tokens, CL.THROTTLE's count.
                 let fast = l
                     .params
                     .iter()
                     .zip(params)
-                    .any(|(p, v)| p.name == "tokens" && v == max)
+                    .any(|(p, v)| matches!(p.name, "tokens" | "count") && v == max)
                     && params.last().map(String::as_str) == Some("1ms");
                 if let (true, Some(error)) = (fast, l.too_fast) {
-                    let e = try_rl(&mut c, &args).expect_err("a rate above one token per ns");
+                    let e =
+                        try_rl(&mut c, &as_strs(&args)).expect_err("a rate above one token per ns");
                     assert!(e.to_string().contains(error), "{args:?}: {e}");
                     continue;
                 }
                 for _ in 0..2 {
-                    let r = rl(&mut c, &args);
+                    // CL.THROTTLE's times are seconds, within the same bounds.
+                    let r = l.run(&mut c, &args);
                     assert!(
                         r.remaining >= 0 && r.remaining <= r.limit,
                         "{args:?}: {r:?}"

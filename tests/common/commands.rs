@@ -3,13 +3,15 @@
 //! about it. Those tests iterate [`COMMANDS`]: a new command is covered by adding
 //! its row here.
 
-use super::{rl, Connection, Reply};
+use super::{try_rl, Connection, Reply};
 
 /// What a positional parameter holds (SPEC "Counts" and "Durations").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// An integer 1 ..= 2^53−1 (`limit`, `capacity`, `tokens`).
+    /// An integer 1 ..= 2^53−1 (`limit`, `capacity`, `tokens`, `count`).
     Count,
+    /// An integer 0 ..= 2^53−2: CL.THROTTLE's `max_burst`, the capacity minus 1.
+    Burst,
     /// A positive duration with an optional unit, 1 ms ..= 10 years.
     Duration,
 }
@@ -33,9 +35,24 @@ pub enum Style {
     /// `[COST n]` after the parameters; the reply is RL's five integers
     /// `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
     Rl,
-    // CL.THROTTLE adds `Throttle`: the quantity is the last positional argument and
-    // the reply is redis-cell's `[limited, limit, remaining, retry_s, reset_s]`;
-    // [`Command::cost_args`] and the tests that read replies then match on it.
+    /// CL.THROTTLE's (redis-cell's): the quantity is an optional last positional
+    /// argument (no options: 5 or 6 arguments), and the reply is
+    /// `[limited, limit, remaining, retry_after_s, reset_after_s]`, limited 1 when
+    /// rejected, retry_after -1 when allowed, times in whole seconds rounded up.
+    /// [`Command::reply_of`] reads it in RL's shape, its times still in seconds.
+    Throttle,
+}
+
+impl Kind {
+    /// A value of this kind that is out of range (the smallest count or duration
+    /// minus one).
+    pub fn invalid(self) -> &'static str {
+        match self {
+            Kind::Count => "0",
+            Kind::Burst => "-1",
+            Kind::Duration => "0ms",
+        }
+    }
 }
 
 /// One RL command and what the shared tests need to know about it.
@@ -55,9 +72,10 @@ pub enum Style {
 /// - `too_fast`: the error for a rate it cannot hold, if any;
 /// - `style`: how it takes its cost and replies.
 ///
-/// Setups and `read` use `k` as the key. RL.GCRA and RL.SLIDINGCOUNTER were one row
-/// each; CL.THROTTLE (positional quantity, redis-cell's reply) needs a new [`Style`]
-/// and the tests that read replies or send `COST` to match on it.
+/// Setups and `read` use `k` as the key. Tests that send a cost use
+/// [`Command::cost_args`]; tests that read replies use [`Command::reply_of`] (or
+/// [`Command::call`]), so CL.THROTTLE's positional quantity and redis-cell's reply
+/// ([`Style::Throttle`]) are handled in one place.
 #[derive(Debug)]
 pub struct Command {
     pub name: &'static str,
@@ -282,6 +300,56 @@ pub const GCRA: Command = Command {
     style: Style::Rl,
 };
 
+/// `max_burst count period`, as CL.THROTTLE takes them: max_burst 4 is a capacity
+/// of 5.
+const BURST_COUNT_PERIOD: &[Param] = &[
+    Param {
+        name: "max_burst",
+        kind: Kind::Burst,
+        valid: "4",
+        // The capacity max_burst + 1 stays within 2^53−1.
+        max: "9007199254740990",
+    },
+    Param {
+        name: "count",
+        kind: Kind::Count,
+        valid: "1",
+        max: MAX_COUNT,
+    },
+    Param {
+        name: "period",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+];
+
+/// A capacity of `n` (max_burst `n − 1`) refilled with `n` every `period`.
+fn burst_count_period(n: u64, period: &str) -> Vec<String> {
+    assert!(n >= 1, "CL.THROTTLE's capacity is at least 1");
+    vec![(n - 1).to_string(), n.to_string(), period.to_string()]
+}
+
+/// redis-cell's command: RL.GCRA's limiter and state (SPEC "CL.THROTTLE").
+pub const THROTTLE: Command = Command {
+    name: "CL.THROTTLE",
+    short: "throttle",
+    params: BURST_COUNT_PERIOD,
+    arity: -5,
+    fast: true,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: GCRA.wrong_types,
+    foreign: GCRA.foreign,
+    holds: "GCRA state",
+    policy: burst_count_period,
+    string_state: GCRA.string_state,
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: Some("tokens per period is too high"),
+    style: Style::Throttle,
+};
+
 pub const SLIDINGCOUNTER: Command = Command {
     name: "RL.SLIDINGCOUNTER",
     short: "slidingcounter",
@@ -318,7 +386,7 @@ pub const SLIDINGCOUNTER: Command = Command {
 };
 
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
-pub const COMMANDS: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER];
+pub const COMMANDS: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER, &THROTTLE];
 
 /// Command lines and calls built from a row.
 impl Command {
@@ -336,6 +404,34 @@ impl Command {
     pub fn cost_args(&self, n: u64) -> Vec<String> {
         match self.style {
             Style::Rl => vec!["COST".to_string(), n.to_string()],
+            Style::Throttle => vec![n.to_string()],
+        }
+    }
+
+    /// A reply of this command in RL's shape. For [`Style::Throttle`]: allowed is
+    /// 1 − limited, and retry_after is 0 when allowed (redis-cell's −1), −1 when it
+    /// never can be, else its seconds; retry_after and reset_after stay in whole
+    /// seconds rounded up, so a test comparing exact ms must convert for this style.
+    pub fn reply_of(&self, v: &[i64]) -> Reply {
+        assert_eq!(v.len(), 5, "{} replied {v:?}", self.name);
+        match self.style {
+            Style::Rl => Reply::of(v),
+            Style::Throttle => {
+                assert!((0..=1).contains(&v[0]), "{} replied {v:?}", self.name);
+                let allowed = 1 - v[0];
+                if allowed == 1 {
+                    assert_eq!(v[3], -1, "{}: retry_after when allowed: {v:?}", self.name);
+                } else {
+                    assert!(v[3] == -1 || v[3] > 0, "{} replied {v:?}", self.name);
+                }
+                Reply {
+                    allowed,
+                    limit: v[1],
+                    remaining: v[2],
+                    retry_after: if allowed == 1 { 0 } else { v[3] },
+                    reset_after: v[4],
+                }
+            }
         }
     }
 
@@ -362,8 +458,15 @@ impl Command {
         params: &[String],
         cost: Option<u64>,
     ) -> Reply {
-        let args = self.args(key, params, cost);
-        rl(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        self.run(c, &self.args(key, params, cost))
+    }
+
+    /// Runs a command line of this command, which must succeed; its reply in RL's
+    /// shape ([`Command::reply_of`]).
+    pub fn run(&self, c: &mut Connection, args: &[String]) -> Reply {
+        let v = try_rl(c, &args.iter().map(String::as_str).collect::<Vec<_>>())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        self.reply_of(&v)
     }
 
     /// Whether a name is this command's, in any case.

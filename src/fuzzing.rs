@@ -14,7 +14,7 @@ use crate::algorithms::sliding::{self, VecLog};
 use crate::algorithms::sliding_counter::{self, Counts};
 use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::commands::{
-    Bucket as BucketCommand, CostArg, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
+    Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
 };
 use crate::storage::codec;
 
@@ -140,14 +140,10 @@ pub fn run(data: &[u8]) {
 
 /// Parses `key args…` the way the command does (arity included).
 fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, crate::algorithms::Cost)> {
-    let positional = L::SPEC.args.len();
-    if argv.len() < positional {
+    // argv has no command name: the key is argv[0].
+    let argc = argv.len() + 1;
+    if !L::SPEC.accepts_argc(argc) {
         return None;
-    }
-    if let CostArg::Positional(_) = L::SPEC.cost {
-        if argv.len() > positional + 1 {
-            return None;
-        }
     }
     L::parse(&argv[1..]).ok()
 }

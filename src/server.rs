@@ -79,7 +79,7 @@ required_api!(
     RedisModule_SetAbsExpire,
     RedisModule_SignalModifiedKey,
     RedisModule_StringDMA,
-    RedisModule_StringSet,
+    RedisModule_StringTruncate,
     RedisModule_StringPtrLen,
     RedisModule_CreateString,
     RedisModule_CreateStringFromLongLong,

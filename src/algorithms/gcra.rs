@@ -12,7 +12,7 @@
 //! tokens)`, which is exact whenever the period in ns is a multiple of `tokens`, and
 //! the ms of the reply, rounded up (never too early).
 
-use super::{cap, Cost, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT};
+use super::{cap, Cost, Decision, Millis, Outcome, Rate, RetryAfter};
 
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u128 = 1_000_000;
@@ -99,14 +99,13 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
 /// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when
 /// `now` is a whole ms (it always is), capped like every reply duration.
 fn expiry(now: Millis, debt: u128) -> Millis {
-    let ms = cap(debt.div_ceil(NS_PER_MS)).min(MAX_COUNT);
-    super::at_plus(now, ms)
+    super::at_plus(now, cap(debt.div_ceil(NS_PER_MS)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::{Count, Interval, MAX_DURATION_MS};
+    use crate::algorithms::{Count, Interval, MAX_COUNT, MAX_DURATION_MS};
 
     fn rate(capacity: u64, tokens: u64, period_ms: u64) -> Emission {
         Emission::new(Rate {

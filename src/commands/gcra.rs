@@ -7,7 +7,7 @@
 
 use super::{decide_and_store, rate, Limiter, Spec, RATE_ARGS};
 use crate::algorithms::gcra::{self, Emission};
-use crate::algorithms::{Cost, Decision, Millis};
+use crate::algorithms::{Cost, Decision, Millis, Rate};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -16,9 +16,9 @@ pub struct Gcra;
 
 static COUNTERS: Counters = Counters::new();
 
-/// The emission interval of `capacity tokens period`: at most one token per ns.
-pub(super) fn emission(args: &[&[u8]]) -> Result<Emission> {
-    Emission::new(rate(args)?).ok_or(Error::RateTooHigh)
+/// The emission interval of a rate: an error past one token per nanosecond.
+pub(super) fn emission(rate: Rate) -> Result<Emission> {
+    Emission::new(rate).ok_or(Error::RateTooHigh)
 }
 
 /// Decides on the TAT, stores and propagates `SET key TAT PXAT t` when allowed.
@@ -42,7 +42,7 @@ impl Limiter for Gcra {
     type Params = Emission;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
-        emission(args)
+        emission(rate(args)?)
     }
 
     fn apply(key: &Key, e: &Emission, now: Millis, cost: Cost) -> Result<Decision> {

@@ -109,6 +109,12 @@ impl Spec {
         }
     }
 
+    /// Whether a call of `argc` arguments (the command name included) has the
+    /// command's arity.
+    pub fn accepts_argc(&self, argc: usize) -> bool {
+        argc >= self.min_argc() && self.max_argc().is_none_or(|max| argc <= max)
+    }
+
     pub fn name_str(&self) -> &'static str {
         self.name.to_str().unwrap_or("RL")
     }
@@ -232,8 +238,7 @@ pub extern "C" fn dispatch<L: Limiter>(
 ) -> c_int {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
         let argc = usize::try_from(argc).unwrap_or(0);
-        let too_many = L::SPEC.max_argc().is_some_and(|max| argc > max);
-        if argv.is_null() || argc < L::SPEC.min_argc() || too_many {
+        if argv.is_null() || !L::SPEC.accepts_argc(argc) {
             // SAFETY: `ctx` is the running command's context.
             unsafe { rm!(RedisModule_WrongArity)(ctx) };
             L::STATS.record(Verdict::Error);

@@ -5,7 +5,7 @@
 //! `[limited, limit, remaining, retry_after_s, reset_after_s]` (limited is 1 when
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
-use super::gcra::apply;
+use super::gcra::{apply, emission};
 use super::{Arg, ArgKind, CostArg, Limiter, Spec};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::{Cost, Count, Decision, Millis, Rate, RetryAfter, MAX_COUNT};
@@ -50,7 +50,7 @@ impl Limiter for Throttle {
             tokens: args::count("count", args[1])?,
             period: args::duration("period", args[2])?,
         };
-        Emission::new(rate).ok_or(Error::RateTooHigh)
+        emission(rate)
     }
 
     /// The three parameters, then an optional quantity (no options).

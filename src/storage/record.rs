@@ -3,8 +3,8 @@
 //! `"<start> <current> <previous>"`: each as plain decimals (canonical: no sign, no
 //! leading zeros — what `GET` shows and `INCR` accepts), parsed by its limiter.
 //!
-//! Written in place (`StringDMA`) when the value keeps its length, replaced by a
-//! string of exactly its size (`StringSet`) when it does not; propagated as
+//! Written in place (`StringDMA`) when the value keeps its length, made anew at
+//! exactly its size (`DeleteKey` + `StringTruncate`) when it does not; propagated as
 //! `SET key value PXAT at`.
 //!
 //! # Why the value is a raw string, not int-encoded like native `SET`'s
@@ -30,7 +30,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{effects, injected, Key, Kind, ServerString};
+use super::{effects, injected, Key, Kind};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
 
@@ -91,30 +91,43 @@ fn value(key: &Key) -> &[u8] {
 /// replicas agree (the limiter restarts from its initial state) and the caller gets
 /// the error.
 pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
-    if !matches!(key.kind(), Kind::Empty | Kind::String) {
+    let kind = key.kind();
+    if !matches!(kind, Kind::Empty | Kind::String) {
         return Err(Error::WrongType);
     }
-    // Same length (the common case: a count or a TAT keeps its number of digits):
-    // overwrite in place. Otherwise a new value of exactly that size replaces the
-    // old one: growing a string in place (StringTruncate) would leave the spare room
-    // sds growth reserves, and the key would cost more than a native SET of it.
-    let same_length = key.kind() == Kind::String && key.element_count() == digits.len() as u64;
     if injected(key, "resize") {
         return Err(Error::WriteFailed("resizing the value"));
     }
-    if !same_length {
-        let value = ServerString::new(digits).ok_or(Error::WriteFailed("creating the value"))?;
-        // SAFETY: the key is open for writing and is empty or a string; the server
-        // takes its own reference to `value` (freed by our drop).
-        let set = unsafe { rm!(RedisModule_StringSet)(key.raw(), value.ptr()) };
-        if set != raw::REDISMODULE_OK as c_int {
-            // Refused before anything changed (a key not open for writing).
-            return Err(Error::WriteFailed("resizing the value"));
+    // Same length (the common case: a count or a TAT keeps its number of digits):
+    // overwritten in place below. Another length: the old value goes and a new one
+    // of exactly that size is made — growing a string in place would keep the spare
+    // room sds growth reserves, and the key would cost more than a native SET of it.
+    let resize = match kind {
+        Kind::String if key.element_count() == digits.len() as u64 => false,
+        Kind::String => {
+            if !key.delete() {
+                return Err(Error::WriteFailed("resizing the value"));
+            }
+            true
         }
+        _ => true,
+    };
+    let resized = !resize || {
+        // SAFETY: the key is open for writing and empty now; this creates a raw
+        // string of exactly `digits.len()` bytes.
+        let status = unsafe { rm!(RedisModule_StringTruncate)(key.raw(), digits.len()) };
+        status == raw::REDISMODULE_OK as c_int
+    };
+    if !resized {
+        return if kind == Kind::String {
+            // The old value is gone here but not on the replicas.
+            undo(key, "resizing the value")
+        } else {
+            Err(Error::WriteFailed("resizing the value"))
+        };
     }
-    // Written (again) through DMA, which also makes the value a plain raw string of
-    // exactly its size: what the next read (also DMA, which turns any other
-    // encoding raw) finds, so a read never changes the key's memory.
+    // Written through DMA into a raw string: what the next read (also DMA, which
+    // turns any other encoding raw) finds, so a read never changes the key's memory.
     let mut len = 0usize;
     // SAFETY: the key is open for writing and holds a string; `len` is a valid
     // out-pointer.

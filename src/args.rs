@@ -3,7 +3,7 @@
 //! Arguments are raw bytes (keys and values are binary-safe); anything that is not
 //! exactly the accepted form is an error naming the argument.
 
-use crate::algorithms::{Cost, Count, Interval};
+use crate::algorithms::{Amount, Cost, Count, Interval};
 use crate::error::{Error, Result};
 
 /// Parses an unsigned decimal integer the way Redis reads integer arguments:
@@ -66,33 +66,46 @@ pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
         .ok_or(Error::BadDuration(name))
 }
 
-/// The options after the positional arguments. Today only `COST n`.
+/// The options after the positional arguments: `COST n` (take n units, 1 by
+/// default) or `REFUND n` (give back up to n), case-insensitive, each at most once
+/// and not both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    pub cost: Cost,
+    pub amount: Amount,
 }
 
 pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>) -> Result<Options> {
-    let mut cost = None;
+    let mut amount = None;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
-        if !name.eq_ignore_ascii_case(b"COST") {
-            return Err(Error::UnknownOption(printable(name)));
+        let (option, make): (&'static str, fn(Cost) -> Amount) =
+            if name.eq_ignore_ascii_case(b"COST") {
+                ("COST", Amount::Take)
+            } else if name.eq_ignore_ascii_case(b"REFUND") {
+                ("REFUND", Amount::Refund)
+            } else {
+                return Err(Error::UnknownOption(printable(name)));
+            };
+        let value = it.next().ok_or(Error::MissingValue(option))?;
+        match amount {
+            Some(Amount::Take(_)) if option == "COST" => {
+                return Err(Error::DuplicateOption(option))
+            }
+            Some(Amount::Refund(_)) if option == "REFUND" => {
+                return Err(Error::DuplicateOption(option))
+            }
+            Some(_) => return Err(Error::CostAndRefund),
+            None => amount = Some(make(cost(option, value)?)),
         }
-        let value = it.next().ok_or(Error::MissingValue)?;
-        if cost.is_some() {
-            return Err(Error::DuplicateOption);
-        }
-        cost = Some(self::cost("COST", value)?);
     }
     Ok(Options {
-        cost: cost.unwrap_or(Cost::ONE),
+        amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
     })
 }
 
 /// A user-supplied argument made safe to echo in an error line: escaped, and cut
 /// short so a huge argument cannot make a huge reply.
-fn printable(bytes: &[u8]) -> String {
+pub(crate) fn printable(bytes: &[u8]) -> String {
     const SHOWN: usize = 32;
     let mut s: String = bytes[..bytes.len().min(SHOWN)].escape_ascii().to_string();
     if bytes.len() > SHOWN {
@@ -194,34 +207,56 @@ mod tests {
     }
 
     #[test]
-    fn cost_is_optional_case_insensitive_and_given_once() {
-        let cost = |args: &[&str]| {
+    fn cost_or_refund_is_optional_case_insensitive_and_given_once() {
+        let amount = |args: &[&str]| {
             let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes).map(|o| o.cost.get())
+            options(bytes).map(|o| match o.amount {
+                Amount::Take(n) => ("COST", n.get()),
+                Amount::Refund(n) => ("REFUND", n.get()),
+            })
         };
-        assert_eq!(cost(&[]), Ok(1));
-        assert_eq!(cost(&["COST", "3"]), Ok(3));
-        assert_eq!(cost(&["cost", "0"]), Ok(0));
-        assert_eq!(cost(&["CoSt", "9007199254740991"]), Ok(MAX_COUNT));
-        let bad_cost = Err(Error::BadCount {
-            name: "COST",
-            min: 0,
-        });
-        assert_eq!(cost(&["COST", "9007199254740992"]), bad_cost);
-        assert_eq!(cost(&["COST", "-1"]), bad_cost);
-        assert_eq!(cost(&["COST", "1.5"]), bad_cost);
-        assert_eq!(cost(&["COST"]), Err(Error::MissingValue));
+        assert_eq!(amount(&[]), Ok(("COST", 1)));
+        assert_eq!(amount(&["COST", "3"]), Ok(("COST", 3)));
+        assert_eq!(amount(&["cost", "0"]), Ok(("COST", 0)));
         assert_eq!(
-            cost(&["COST", "1", "COST", "2"]),
-            Err(Error::DuplicateOption)
+            amount(&["CoSt", "9007199254740991"]),
+            Ok(("COST", MAX_COUNT))
         );
-        assert_eq!(cost(&["COST", "1", "cost"]), Err(Error::MissingValue));
+        assert_eq!(amount(&["REFUND", "2"]), Ok(("REFUND", 2)));
+        assert_eq!(amount(&["refund", "0"]), Ok(("REFUND", 0)));
+        let bad = |name| Err(Error::BadCount { name, min: 0 });
+        assert_eq!(amount(&["COST", "9007199254740992"]), bad("COST"));
+        assert_eq!(amount(&["COST", "-1"]), bad("COST"));
+        assert_eq!(amount(&["COST", "1.5"]), bad("COST"));
+        assert_eq!(amount(&["REFUND", "-1"]), bad("REFUND"));
+        assert_eq!(amount(&["COST"]), Err(Error::MissingValue("COST")));
+        assert_eq!(amount(&["REFUND"]), Err(Error::MissingValue("REFUND")));
         assert_eq!(
-            cost(&["WEIGHT", "2"]),
+            amount(&["COST", "1", "COST", "2"]),
+            Err(Error::DuplicateOption("COST"))
+        );
+        assert_eq!(
+            amount(&["REFUND", "1", "refund", "2"]),
+            Err(Error::DuplicateOption("REFUND"))
+        );
+        assert_eq!(
+            amount(&["COST", "1", "REFUND", "2"]),
+            Err(Error::CostAndRefund)
+        );
+        assert_eq!(
+            amount(&["REFUND", "1", "COST", "2"]),
+            Err(Error::CostAndRefund)
+        );
+        assert_eq!(
+            amount(&["COST", "1", "cost"]),
+            Err(Error::MissingValue("COST"))
+        );
+        assert_eq!(
+            amount(&["WEIGHT", "2"]),
             Err(Error::UnknownOption("WEIGHT".into()))
         );
         assert_eq!(
-            cost(&["COST", "1", "EX"]),
+            amount(&["COST", "1", "EX"]),
             Err(Error::UnknownOption("EX".into()))
         );
     }

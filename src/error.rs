@@ -37,14 +37,17 @@ pub enum Error {
     )]
     SlidingLimit { max: u64 },
 
-    #[error("syntax error: unknown option '{0}', expected COST n")]
+    #[error("syntax error: unknown option '{0}', expected COST n or REFUND n")]
     UnknownOption(String),
 
-    #[error("syntax error: COST given more than once")]
-    DuplicateOption,
+    #[error("syntax error: {0} given more than once")]
+    DuplicateOption(&'static str),
 
-    #[error("syntax error: COST needs a value")]
-    MissingValue,
+    #[error("syntax error: {0} needs a value")]
+    MissingValue(&'static str),
+
+    #[error("syntax error: COST and REFUND exclude each other")]
+    CostAndRefund,
 
     #[error("Operation against a key holding the wrong kind of value")]
     WrongType,

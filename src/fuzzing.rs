@@ -10,9 +10,9 @@
 use crate::algorithms::bucket::{self, State};
 use crate::algorithms::fixed::{self, Counter};
 use crate::algorithms::gcra::{self, Tat};
-use crate::algorithms::sliding::{self, VecLog};
+use crate::algorithms::sliding::{self, VecLog, Write};
 use crate::algorithms::sliding_counter::{self, Counts};
-use crate::algorithms::{Decision, Millis, RetryAfter, MAX_COUNT};
+use crate::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::commands::{
     Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
 };
@@ -26,8 +26,18 @@ fn take_i64(bytes: &mut &[u8]) -> i64 {
     i64::from_le_bytes(buf)
 }
 
-fn check(d: &Decision, cost: u64) {
+fn check(d: &Decision, amount: Amount) {
     assert!(d.remaining <= d.limit, "remaining above limit: {d:?}");
+    let cost = match amount {
+        Amount::Take(n) => n.get(),
+        Amount::Refund(_) => {
+            assert!(
+                d.allowed && d.retry_after == RetryAfter::Now,
+                "refund: {d:?}"
+            );
+            return;
+        }
+    };
     assert!(d.reset_after_ms <= MAX_COUNT, "reset_after too long: {d:?}");
     match d.retry_after {
         RetryAfter::Now => assert!(d.allowed, "{d:?}"),
@@ -61,8 +71,8 @@ pub fn run(data: &[u8]) {
                 used: take_i64(&mut state) as u64,
                 expires_at: take_i64(&mut state),
             });
-            let out = fixed::decide(stored, now, params.0, params.1);
-            check(&out.decision, params.1.get());
+            let out = fixed::call(stored, now, params.0, params.1);
+            check(&out.decision, params.1);
         }
         1 => {
             let Some(params) = parse::<Sliding>(&argv) else {
@@ -76,10 +86,17 @@ pub fn run(data: &[u8]) {
                 .collect();
             times.sort_unstable();
             let log = VecLog(times);
-            let out = sliding::decide(&log, now, params.0, params.1);
-            check(&out.decision, params.1.get());
-            if let Some(a) = out.store {
-                assert!(a.at >= now && a.units == params.1.get(), "{a:?}");
+            let out = sliding::call(&log, now, params.0, params.1);
+            check(&out.decision, params.1);
+            match (out.store, params.1) {
+                (Some(Write::Append(a)), Amount::Take(n)) => {
+                    assert!(a.at >= now && a.units == n.get(), "{a:?}")
+                }
+                (Some(Write::Remove(r)), Amount::Refund(n)) => {
+                    assert!(r.newest > 0 && r.newest <= n.get(), "{r:?}")
+                }
+                (None, _) => {}
+                (write, amount) => panic!("{amount:?} wrote {write:?}"),
             }
         }
         3 | 4 => {
@@ -89,20 +106,20 @@ pub fn run(data: &[u8]) {
             } else {
                 parse::<Throttle>(&argv)
             };
-            let Some((emission, cost)) = parsed else {
+            let Some((emission, amount)) = parsed else {
                 return;
             };
             let stored = (!state.is_empty()).then(|| {
                 Tat(u128::from(take_i64(&mut state) as u64) << (take_i64(&mut state) & 63))
             });
-            let out = gcra::decide(stored, now, emission, cost);
-            check(&out.decision, cost.get());
-            if let Some(s) = out.store {
+            let out = gcra::call(stored, now, emission, amount);
+            check(&out.decision, amount);
+            if let Some(Change::Store(s)) = out.store {
                 assert!(s.expires_at >= now, "{s:?}");
             }
         }
         5 => {
-            let Some((quota, cost)) = parse::<SlidingCounter>(&argv) else {
+            let Some((quota, amount)) = parse::<SlidingCounter>(&argv) else {
                 return;
             };
             let stored = (!state.is_empty()).then(|| Counts {
@@ -110,10 +127,10 @@ pub fn run(data: &[u8]) {
                 current: take_i64(&mut state) as u64,
                 previous: take_i64(&mut state) as u64,
             });
-            let out = sliding_counter::decide(stored, now, quota, cost);
-            check(&out.decision, cost.get());
-            if let Some(s) = out.store {
-                assert!(s.counts.current >= cost.get(), "{s:?}");
+            let out = sliding_counter::call(stored, now, quota, amount);
+            check(&out.decision, amount);
+            if let (Some(Change::Store(s)), Amount::Take(n)) = (out.store, amount) {
+                assert!(s.counts.current >= n.get(), "{s:?}");
             }
         }
         _ => {
@@ -125,9 +142,9 @@ pub fn run(data: &[u8]) {
                     * u128::from(take_i64(&mut state) as u16),
                 ts: take_i64(&mut state),
             });
-            let out = bucket::decide(stored, now, params.0, params.1);
-            check(&out.decision, params.1.get());
-            if let Some(s) = out.store {
+            let out = bucket::call(stored, now, params.0, params.1);
+            check(&out.decision, params.1);
+            if let Some(Change::Store(s)) = out.store {
                 let full = u128::from(params.0.capacity.get()) * bucket::MICROS;
                 assert!(s.bucket.level_micros <= full, "{s:?}");
                 let mut buf = [0u8; 48];
@@ -139,7 +156,7 @@ pub fn run(data: &[u8]) {
 }
 
 /// Parses `key args…` the way the command does (arity included).
-fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, crate::algorithms::Cost)> {
+fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, Amount)> {
     // argv has no command name: the key is argv[0].
     let argc = argv.len() + 1;
     if !L::SPEC.accepts_argc(argc) {

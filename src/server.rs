@@ -92,6 +92,7 @@ required_api!(
     RedisModule_ZsetLastInScoreRange,
     RedisModule_ZsetRangeCurrentElement,
     RedisModule_ZsetRangeNext,
+    RedisModule_ZsetRangePrev,
     RedisModule_ZsetRangeEndReached,
     RedisModule_ZsetRangeStop,
     RedisModule_Replicate,

@@ -11,7 +11,9 @@
 //! grants more) and at most 10^-6 token per allowed call.
 
 pub use super::Rate;
-use super::{at_plus, cap, ms_until, Cost, Decision, Millis, Outcome, RetryAfter};
+use super::{
+    at_plus, cap, ms_until, refunded, Amount, Change, Cost, Decision, Millis, Outcome, RetryAfter,
+};
 
 /// Millionths of a token: the stored level's resolution.
 pub const MICROS: u128 = 1_000_000;
@@ -54,16 +56,7 @@ impl Rate {
 
 /// Decides one call against the stored bucket (None when the key is absent).
 pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Outcome<Store> {
-    let full = rate.full();
-    // Time never runs backwards for a bucket: a call made while the clock is behind
-    // the last write is decided at the write's time, so it refills nothing.
-    let (at, level) = match stored {
-        None => (now, full),
-        Some(b) => {
-            let at = now.max(b.ts);
-            (at, refill(b, at, rate))
-        }
-    };
+    let (at, level) = level_at(stored, now, rate);
     let n = cost.get();
     let wanted = u128::from(n) * rate.token();
     let allowed = wanted <= level;
@@ -71,17 +64,7 @@ pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Out
     // The exact level after this call: what the reply reports and when the bucket
     // is full again. Only the stored copy is rounded (down, to a millionth).
     let level_after = if allowed { level - wanted } else { level };
-    let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level_after)));
-    let store = (allowed && n > 0).then(|| Store {
-        bucket: State {
-            level_micros: level_after / u128::from(rate.period.ms()),
-            ts: at,
-        },
-        // The exact model is full again then; until then the stored (lower) level
-        // never grants more than the exact one, and from then on a missing key is
-        // the same full bucket.
-        expires_at: resets_at,
-    });
+    let settled = settle(at, level_after, now, rate);
     let retry_after = if allowed {
         RetryAfter::Now
     } else if n > rate.capacity.get() {
@@ -90,21 +73,94 @@ pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Out
         let wait = cap(rate.ms_to_gain(wanted - level));
         RetryAfter::Ms(ms_until(at_plus(at, wait), now))
     };
-    let reset_after_ms = if level_after >= full {
-        0
-    } else {
-        ms_until(resets_at, now)
-    };
     Outcome {
         decision: Decision {
             allowed,
-            limit: rate.capacity.get(),
-            // level_after <= full, so this is at most capacity.
-            remaining: (level_after / rate.token()) as u64,
             retry_after,
-            reset_after_ms,
+            ..settled.report
         },
-        store,
+        store: (allowed && n > 0).then_some(settled.store),
+    }
+}
+
+/// Gives back up to `n` tokens: level = min(capacity, level + n). A bucket that is
+/// full again is deleted (a missing key is a full bucket); a full one changes
+/// nothing.
+pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcome<Change<Store>> {
+    let (at, level) = level_at(stored, now, rate);
+    let full = rate.full();
+    // n · token < 2^53 · 10^6 · 10 years in ms: far inside u128.
+    let level_after = (level + u128::from(n.get()) * rate.token()).min(full);
+    let settled = settle(at, level_after, now, rate);
+    let change = if stored.is_none() || level_after == level {
+        None
+    } else if level_after == full {
+        Some(Change::Delete)
+    } else {
+        Some(Change::Store(settled.store))
+    };
+    refunded(change, settled.report)
+}
+
+/// One call: take or give back.
+pub fn call(
+    stored: Option<State>,
+    now: Millis,
+    rate: Rate,
+    amount: Amount,
+) -> Outcome<Change<Store>> {
+    match amount {
+        Amount::Take(n) => decide(stored, now, rate, n).into_change(),
+        Amount::Refund(n) => refund(stored, now, rate, n),
+    }
+}
+
+/// When the call is decided and the exact level then. Time never runs backwards
+/// for a bucket: a call made while the clock is behind the last write is decided
+/// at the write's time, so it refills nothing.
+fn level_at(stored: Option<State>, now: Millis, rate: Rate) -> (Millis, u128) {
+    match stored {
+        None => (now, rate.full()),
+        Some(b) => {
+            let at = now.max(b.ts);
+            (at, refill(b, at, rate))
+        }
+    }
+}
+
+/// A bucket holding exactly `level` at `at`: what to store, and the reply's
+/// limit, remaining and reset_after (allowed and retry_after are the caller's).
+struct Settled {
+    store: Store,
+    report: Decision,
+}
+
+fn settle(at: Millis, level: u128, now: Millis, rate: Rate) -> Settled {
+    let full = rate.full();
+    let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level)));
+    Settled {
+        store: Store {
+            bucket: State {
+                level_micros: level / u128::from(rate.period.ms()),
+                ts: at,
+            },
+            // The exact model is full again then; until then the stored (lower)
+            // level never grants more than the exact one, and from then on a
+            // missing key is the same full bucket.
+            expires_at: resets_at,
+        },
+        report: Decision {
+            allowed: true,
+            limit: rate.capacity.get(),
+            // level <= full, so this is at most capacity.
+            remaining: (level / rate.token()) as u64,
+            retry_after: RetryAfter::Now,
+            reset_after_ms: if level >= full {
+                0
+            } else {
+                ms_until(resets_at, now)
+            },
+        },
     }
 }
 

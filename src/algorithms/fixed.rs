@@ -4,7 +4,10 @@
 //! state is the units consumed in the current window and the absolute time the key
 //! expires, which is the window's end.
 
-use super::{ms_until, Cost, Decision, Interval, Millis, Outcome, Quota, RetryAfter};
+use super::{
+    ms_until, refunded, Amount, Change, Cost, Decision, Interval, Millis, Outcome, Quota,
+    RetryAfter,
+};
 
 /// What the key holds: the units used and the absolute expiry (window end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,42 @@ pub fn decide(stored: Option<Counter>, now: Millis, quota: Quota, cost: Cost) ->
             reset_after_ms,
         },
         store,
+    }
+}
+
+/// Gives back up to `n` units: used = max(0, used − n), the key keeping its expiry
+/// (the window's end); a counter back at 0 is deleted. An absent or expired counter
+/// is already at its initial state: nothing changes.
+pub fn refund(
+    stored: Option<Counter>,
+    now: Millis,
+    quota: Quota,
+    n: Cost,
+) -> Outcome<Change<Counter>> {
+    let change = stored
+        .filter(|c| c.expires_at > now && c.used > 0 && n.get() > 0)
+        .map(|c| match c.used.saturating_sub(n.get()) {
+            0 => Change::Delete,
+            used => Change::Store(Counter { used, ..c }),
+        });
+    let after = match change {
+        Some(Change::Store(c)) => Some(c),
+        Some(Change::Delete) => None,
+        None => stored,
+    };
+    refunded(change, decide(after, now, quota, Cost::ZERO).decision)
+}
+
+/// One call: take or give back.
+pub fn call(
+    stored: Option<Counter>,
+    now: Millis,
+    quota: Quota,
+    amount: Amount,
+) -> Outcome<Change<Counter>> {
+    match amount {
+        Amount::Take(n) => decide(stored, now, quota, n).into_change(),
+        Amount::Refund(n) => refund(stored, now, quota, n),
     }
 }
 

@@ -12,7 +12,7 @@
 //! tokens)`, which is exact whenever the period in ns is a multiple of `tokens`, and
 //! the ms of the reply, rounded up (never too early).
 
-use super::{cap, Cost, Decision, Millis, Outcome, Rate, RetryAfter};
+use super::{cap, refunded, Amount, Change, Cost, Decision, Millis, Outcome, Rate, RetryAfter};
 
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u128 = 1_000_000;
@@ -93,6 +93,44 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
             reset_after_ms: cap(debt_after.div_ceil(NS_PER_MS)),
         },
         store,
+    }
+}
+
+/// Gives back up to `n` units: TAT = max(now, TAT − n·T). A TAT back at `now` is
+/// the initial state: the key is deleted. A TAT already there (or no key) changes
+/// nothing.
+pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outcome<Change<Store>> {
+    let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
+    let change = stored.filter(|t| t.0 > now_ns && n.get() > 0).map(|t| {
+        // n·T < 2^53 · 10 years in ns: far inside u128.
+        let tat = t.0.saturating_sub(u128::from(n.get()) * rate.interval);
+        if tat <= now_ns {
+            Change::Delete
+        } else {
+            Change::Store(Store {
+                tat: Tat(tat),
+                expires_at: expiry(now, tat - now_ns),
+            })
+        }
+    });
+    let after = match change {
+        Some(Change::Store(s)) => Some(s.tat),
+        Some(Change::Delete) => None,
+        None => stored,
+    };
+    refunded(change, decide(after, now, rate, Cost::ZERO).decision)
+}
+
+/// One call: take or give back.
+pub fn call(
+    stored: Option<Tat>,
+    now: Millis,
+    rate: Emission,
+    amount: Amount,
+) -> Outcome<Change<Store>> {
+    match amount {
+        Amount::Take(n) => decide(stored, now, rate, n).into_change(),
+        Amount::Refund(n) => refund(stored, now, rate, n),
     }
 }
 

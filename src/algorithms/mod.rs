@@ -39,6 +39,46 @@ pub struct Outcome<S> {
     pub store: Option<S>,
 }
 
+/// What a call asks of a limiter: take units (`COST n`, the default `COST 1`) or
+/// give back units taken earlier (`REFUND n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    Take(Cost),
+    Refund(Cost),
+}
+
+/// The write a call makes to its key: store a new state, or delete the key because
+/// the limiter is back to its initial state (a refund that gave everything back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<S> {
+    Store(S),
+    Delete,
+}
+
+impl<S> Outcome<S> {
+    /// The same outcome, its write as a [`Change::Store`].
+    pub fn into_change(self) -> Outcome<Change<S>> {
+        Outcome {
+            decision: self.decision,
+            store: self.store.map(Change::Store),
+        }
+    }
+}
+
+/// The outcome of a refund: its write (None when nothing changes) and the state
+/// it leaves, as `COST 0` reads it (`report`). A refund is always "allowed"
+/// and never waits, even on a limiter that stays over a lowered limit.
+pub(crate) fn refunded<W>(change: Option<W>, report: Decision) -> Outcome<W> {
+    Outcome {
+        decision: Decision {
+            allowed: true,
+            retry_after: RetryAfter::Now,
+            ..report
+        },
+        store: change,
+    }
+}
+
 /// What a call decided: the five fields of the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {

@@ -652,3 +652,5 @@ fn models_agree_on_the_seed_vectors() {
     assert!(b.call(3000, 5, 1, 1000, 1).allowed);
     assert!(BigRational::one() > BigRational::zero());
 }
+
+mod refunds;

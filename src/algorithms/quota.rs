@@ -31,6 +31,7 @@ pub struct Cost(u64);
 
 impl Cost {
     pub const ONE: Cost = Cost(1);
+    pub const ZERO: Cost = Cost(0);
 
     pub const fn new(value: u64) -> Option<Self> {
         if value <= MAX_COUNT {

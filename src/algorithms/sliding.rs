@@ -4,7 +4,9 @@
 //! `t > now - window`. Only accepted units are logged, so a client hammering a full
 //! limiter does not extend its own ban.
 
-use super::{at_plus, ms_until, Cost, Decision, Millis, Outcome, Quota, RetryAfter};
+use super::{
+    at_plus, ms_until, refunded, Amount, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
+};
 
 /// Read access to the stored log: unit times in ms, oldest first.
 ///
@@ -30,16 +32,90 @@ pub struct Append {
     pub expires_at: Millis,
 }
 
+/// The write a refund makes: drop what left the window, and the newest units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removal {
+    /// Units logged at or before this time no longer count and are removed.
+    pub drop_through: Millis,
+    /// How many of the newest counted units are given back.
+    pub newest: u64,
+    /// When the newest unit left leaves the window, and the key with it; None
+    /// when nothing is left (the key is deleted).
+    pub expires_at: Option<Millis>,
+}
+
+/// What a call writes to the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Append(Append),
+    Remove(Removal),
+}
+
+/// When a call on this log is decided, and the oldest time still counted after:
+/// a call made while the clock is behind the newest unit is decided as if made at
+/// that unit's time, so a clock step back neither frees units early nor logs units
+/// that would leave too soon.
+fn instant(log: &impl Log, now: Millis, quota: Quota) -> (Millis, Millis) {
+    let at = log.newest().map_or(now, |t| t.max(now));
+    (at, at.saturating_sub(quota.window.ms_i64()))
+}
+
+/// Gives back up to `n` units, the newest first, and drops what left the window
+/// as an allowed call does. A log left empty is deleted; one with nothing counted
+/// (or no key) changes nothing.
+pub fn refund(log: &impl Log, now: Millis, quota: Quota, n: Cost) -> Outcome<Removal> {
+    let (_, cutoff) = instant(log, now, quota);
+    let counted = log.count_after(cutoff);
+    let given = counted.min(n.get());
+    let left = counted - given;
+    // The newest unit left is the left-th oldest counted one.
+    let newest_after = if left > 0 {
+        log.nth_after(cutoff, left)
+    } else {
+        None
+    };
+    let expires_at = newest_after.map(|t| at_plus(t, quota.window.ms()));
+    let store = (given > 0).then_some(Removal {
+        drop_through: cutoff,
+        newest: given,
+        expires_at,
+    });
+    let limit = quota.limit.get();
+    let report = Decision {
+        allowed: true,
+        limit,
+        remaining: limit.saturating_sub(left),
+        retry_after: RetryAfter::Now,
+        reset_after_ms: expires_at.map_or(0, |t| ms_until(t, now)),
+    };
+    refunded(store, report)
+}
+
+/// One call: take or give back.
+pub fn call(log: &impl Log, now: Millis, quota: Quota, amount: Amount) -> Outcome<Write> {
+    match amount {
+        Amount::Take(n) => {
+            let out = decide(log, now, quota, n);
+            Outcome {
+                decision: out.decision,
+                store: out.store.map(Write::Append),
+            }
+        }
+        Amount::Refund(n) => {
+            let out = refund(log, now, quota, n);
+            Outcome {
+                decision: out.decision,
+                store: out.store.map(Write::Remove),
+            }
+        }
+    }
+}
+
 /// Decides one call against the stored log.
 pub fn decide(log: &impl Log, now: Millis, quota: Quota, cost: Cost) -> Outcome<Append> {
     let Quota { limit, window } = quota;
     let newest = log.newest();
-    // Time never runs backwards for a log: a call made while the clock is behind the
-    // newest unit is decided as if made at that unit's time, so a clock step back
-    // neither frees units early nor logs units that would leave too soon.
-    let at = newest.map_or(now, |t| t.max(now));
-    let w = window.ms_i64();
-    let cutoff = at.saturating_sub(w);
+    let (at, cutoff) = instant(log, now, quota);
     let counted = log.count_after(cutoff);
     let (limit, n) = (limit.get(), cost.get());
 
@@ -90,6 +166,21 @@ impl VecLog {
         self.0
             .extend(std::iter::repeat_n(append.at, append.units as usize));
         self.0.sort_unstable();
+    }
+}
+
+#[doc(hidden)]
+impl VecLog {
+    /// Applies any write: an append, or a refund's removal.
+    pub fn write(&mut self, write: &Write) {
+        match write {
+            Write::Append(a) => self.apply(a),
+            Write::Remove(r) => {
+                self.0.retain(|&t| t > r.drop_through);
+                let keep = self.0.len().saturating_sub(r.newest as usize);
+                self.0.truncate(keep);
+            }
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! integer arithmetic (multiplied through by W): `(cur + n)·W + prev·(W − e) ≤
 //! limit·W`, so nothing is floored into an extra unit.
 
-use super::{at_plus, cap, Cost, Decision, Millis, Outcome, Quota, RetryAfter};
+use super::{
+    at_plus, cap, refunded, Amount, Change, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
+};
 
 /// What the key holds: `"<start> <current> <previous>"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,19 +29,28 @@ pub struct Store {
     pub expires_at: Millis,
 }
 
-/// Decides one call against the stored counts (None when the key is absent).
-pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Store> {
+/// The stored counts as a call at `now` reads them.
+struct View {
+    /// When the call is decided: `now`, or the stored window's start if the clock
+    /// stepped back behind it.
+    at: Millis,
+    /// The current window's start (an epoch-aligned multiple of W).
+    window_start: Millis,
+    cur: u64,
+    prev: u64,
+}
+
+/// Time never runs backwards for the counter: a call while the clock is behind the
+/// stored window is decided at its start, and its durations are measured from the
+/// call's own time (so neither is ever too early).
+fn view(stored: Option<Counts>, now: Millis, quota: Quota) -> View {
     let w = quota.window.ms_i64();
     let stored = stored.unwrap_or(Counts {
         start: now,
         current: 0,
         previous: 0,
     });
-    // Time never runs backwards for the counter: a call while the clock is behind
-    // the stored window is decided at its start, and its durations are measured
-    // from the call's own time (so neither is ever too early).
     let at = now.max(stored.start);
-    let lag = u128::try_from(i128::from(at) - i128::from(now)).unwrap_or(0);
     let i = at.div_euclid(w);
     let j = stored.start.div_euclid(w);
     let (cur, prev) = if j == i {
@@ -49,7 +60,87 @@ pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> 
     } else {
         (0, 0)
     };
-    let window_start = i * w;
+    View {
+        at,
+        window_start: i * w,
+        cur,
+        prev,
+    }
+}
+
+/// The counts a write leaves, expiring when the current window stops weighing.
+fn store(window_start: Millis, current: u64, previous: u64, quota: Quota) -> Store {
+    Store {
+        counts: Counts {
+            start: window_start,
+            current,
+            previous,
+        },
+        expires_at: at_plus(window_start, cap(2 * u128::from(quota.window.ms()))),
+    }
+}
+
+/// Gives back up to `n` units, from the current window first, then the previous
+/// one, never below 0. Counts back at (0, 0) are deleted; counts already there
+/// (or no key) change nothing.
+pub fn refund(
+    stored: Option<Counts>,
+    now: Millis,
+    quota: Quota,
+    n: Cost,
+) -> Outcome<Change<Store>> {
+    let View {
+        window_start,
+        cur,
+        prev,
+        ..
+    } = view(stored, now, quota);
+    let from_current = cur.min(n.get());
+    let from_previous = prev.min(n.get() - from_current);
+    let (cur_after, prev_after) = (cur - from_current, prev - from_previous);
+    let change = if stored.is_none() || from_current + from_previous == 0 {
+        None
+    } else if cur_after == 0 && prev_after == 0 {
+        Some(Change::Delete)
+    } else {
+        Some(Change::Store(store(
+            window_start,
+            cur_after,
+            prev_after,
+            quota,
+        )))
+    };
+    let after = match change {
+        Some(Change::Store(s)) => Some(s.counts),
+        Some(Change::Delete) => None,
+        None => stored,
+    };
+    refunded(change, decide(after, now, quota, Cost::ZERO).decision)
+}
+
+/// One call: take or give back.
+pub fn call(
+    stored: Option<Counts>,
+    now: Millis,
+    quota: Quota,
+    amount: Amount,
+) -> Outcome<Change<Store>> {
+    match amount {
+        Amount::Take(n) => decide(stored, now, quota, n).into_change(),
+        Amount::Refund(n) => refund(stored, now, quota, n),
+    }
+}
+
+/// Decides one call against the stored counts (None when the key is absent).
+pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Store> {
+    let View {
+        at,
+        window_start,
+        cur,
+        prev,
+    } = view(stored, now, quota);
+    let lag = u128::try_from(i128::from(at) - i128::from(now)).unwrap_or(0);
+    let w = quota.window.ms_i64();
     let e = u128::try_from(at - window_start).unwrap_or(0);
     let (w, limit, n) = (
         u128::try_from(w).unwrap_or(1),
@@ -63,14 +154,7 @@ pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> 
     let allowed = n <= limit && (cur_w + n_w) * w + weighted_prev <= limit_w * w;
     let cur_after = if allowed { cur + n } else { cur };
 
-    let store = (allowed && n > 0).then(|| Store {
-        counts: Counts {
-            start: window_start,
-            current: cur_after,
-            previous: prev,
-        },
-        expires_at: at_plus(window_start, cap(2 * w)),
-    });
+    let store = (allowed && n > 0).then(|| store(window_start, cur_after, prev, quota));
     let remaining = limit_w
         .saturating_sub(u128::from(cur_after))
         .saturating_sub(weighted_prev.div_ceil(w));

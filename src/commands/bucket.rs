@@ -5,9 +5,9 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::{decide_and_store, rate, Limiter, Spec, RATE_ARGS};
-use crate::algorithms::bucket::{self, Rate};
-use crate::algorithms::{Cost, Decision, Millis};
+use super::{rate, Limiter, Spec, RATE_ARGS};
+use crate::algorithms::bucket::{self, Rate, Store};
+use crate::algorithms::{Amount, Change, Millis, Outcome};
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -26,16 +26,22 @@ impl Limiter for Bucket {
     );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Rate;
+    type Write = Change<Store>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Rate> {
         rate(args)
     }
 
-    fn apply(key: &Key, rate: &Rate, now: Millis, cost: Cost) -> Result<Decision> {
-        decide_and_store(
+    fn decide(key: &Key, rate: &Rate, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
+        Ok(bucket::call(
             storage::bucket::load(key)?,
-            |s| bucket::decide(s, now, *rate, cost),
-            |w| storage::bucket::store(key, w),
-        )
+            now,
+            *rate,
+            amount,
+        ))
+    }
+
+    fn store(key: &Key, write: Self::Write) -> Result<()> {
+        storage::change(key, write, storage::bucket::store)
     }
 }

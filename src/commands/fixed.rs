@@ -4,8 +4,9 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
-use crate::algorithms::{fixed, Cost, Decision, Millis, Quota};
+use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use crate::algorithms::fixed::{self, Counter};
+use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -24,16 +25,17 @@ impl Limiter for Fixed {
     );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
+    type Write = Change<Counter>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         quota(args)
     }
 
-    fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        decide_and_store(
-            storage::fixed::load(key)?,
-            |s| fixed::decide(s, now, *q, cost),
-            |w| storage::fixed::store(key, w),
-        )
+    fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
+        Ok(fixed::call(storage::fixed::load(key)?, now, *q, amount))
+    }
+
+    fn store(key: &Key, write: Self::Write) -> Result<()> {
+        storage::change(key, write, storage::fixed::store)
     }
 }

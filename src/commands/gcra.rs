@@ -5,9 +5,9 @@
 //! with CL.THROTTLE. Reply: `[allowed, capacity, remaining, retry_after_ms,
 //! reset_after_ms]`.
 
-use super::{decide_and_store, rate, Limiter, Spec, RATE_ARGS};
-use crate::algorithms::gcra::{self, Emission};
-use crate::algorithms::{Cost, Decision, Millis, Rate};
+use super::{rate, Limiter, Spec, RATE_ARGS};
+use crate::algorithms::gcra::{self, Emission, Store};
+use crate::algorithms::{Amount, Change, Millis, Outcome, Rate};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -21,13 +21,22 @@ pub(super) fn emission(rate: Rate) -> Result<Emission> {
     Emission::new(rate).ok_or(Error::RateTooHigh)
 }
 
-/// Decides on the TAT, stores and propagates `SET key TAT PXAT t` when allowed.
-pub(super) fn apply(key: &Key, e: Emission, now: Millis, cost: Cost) -> Result<Decision> {
-    decide_and_store(
-        storage::gcra::load(key)?,
-        |s| gcra::decide(s, now, e, cost),
-        |w| storage::gcra::store(key, w),
-    )
+/// Decides on the TAT (RL.GCRA's and CL.THROTTLE's decision).
+pub(super) fn decide(
+    key: &Key,
+    e: Emission,
+    now: Millis,
+    amount: Amount,
+) -> Result<Outcome<Write>> {
+    Ok(gcra::call(storage::gcra::load(key)?, now, e, amount))
+}
+
+/// What RL.GCRA and CL.THROTTLE write.
+pub(super) type Write = Change<Store>;
+
+/// Stores the TAT and propagates `SET key TAT PXAT t` (or deletes the key).
+pub(super) fn store(key: &Key, write: Write) -> Result<()> {
+    storage::change(key, write, storage::gcra::store)
 }
 
 impl Limiter for Gcra {
@@ -40,12 +49,17 @@ impl Limiter for Gcra {
     );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
+    type Write = Write;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
         emission(rate(args)?)
     }
 
-    fn apply(key: &Key, e: &Emission, now: Millis, cost: Cost) -> Result<Decision> {
-        apply(key, *e, now, cost)
+    fn decide(key: &Key, e: &Emission, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
+        decide(key, *e, now, amount)
+    }
+
+    fn store(key: &Key, write: Write) -> Result<()> {
+        store(key, write)
     }
 }

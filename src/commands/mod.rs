@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
 
-use crate::algorithms::{Cost, Decision, Millis, Outcome, Quota, Rate};
+use crate::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server::{self, optional};
@@ -144,42 +144,71 @@ fn quota(args: &[&[u8]]) -> Result<Quota> {
     ))
 }
 
-/// One RL command: how it parses its parameters and how it applies them to a key.
+/// One RL command: how it parses its parameters, decides on a key's state and
+/// writes what it decided.
 pub trait Limiter {
     const SPEC: Spec;
     type Params;
+    /// What an allowed call (or a refund) writes to the key.
+    type Write;
 
     /// Parses the positional arguments after the key (not the cost).
     fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
 
     /// Parses every argument after the key: the positional ones, then the options
-    /// (`[COST n]`). CL.THROTTLE replaces it (a positional quantity, no options).
-    fn parse(args: &[&[u8]]) -> Result<(Self::Params, Cost)> {
+    /// (`[COST n | REFUND n]`). CL.THROTTLE replaces it (a positional quantity, no
+    /// options).
+    fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
         let (positional, options) = args.split_at(Self::SPEC.args.len() - 1);
         let params = Self::parse_params(positional)?;
-        Ok((params, args::options(options.iter().copied())?.cost))
+        Ok((params, args::options(options.iter().copied())?.amount))
     }
 
-    /// Loads the key's state, decides, stores and propagates an allowed write.
-    fn apply(key: &Key, params: &Self::Params, now: Millis, cost: Cost) -> Result<Decision>;
+    /// Loads the key's state and decides; writes nothing. RL.ALL decides every key
+    /// this way before it writes any.
+    fn decide(
+        key: &Key,
+        params: &Self::Params,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<Self::Write>>;
+
+    /// Writes what [`Limiter::decide`] returned, and propagates it.
+    fn store(key: &Key, write: Self::Write) -> Result<()>;
 
     /// Replies with the decision: RL's five integers unless the command says
     /// otherwise (CL.THROTTLE).
     fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
-        reply_integers(
-            ctx,
-            [
-                i64::from(d.allowed),
-                d.limit as i64,
-                d.remaining as i64,
-                d.retry_after_ms(),
-                d.reset_after_ms as i64,
-            ],
-        );
+        reply_integers(ctx, fields(d));
     }
 
     /// This command's INFO counters.
     const STATS: &'static Counters;
+}
+
+/// A decision as RL's five reply integers.
+fn fields(d: &Decision) -> [i64; 5] {
+    [
+        i64::from(d.allowed),
+        d.limit as i64,
+        d.remaining as i64,
+        d.retry_after_ms(),
+        d.reset_after_ms as i64,
+    ]
+}
+
+/// Decides on one key and stores what an allowed call writes.
+fn apply<L: Limiter>(
+    key: &Key,
+    params: &L::Params,
+    now: Millis,
+    amount: Amount,
+) -> Result<Decision> {
+    let outcome = L::decide(key, params, now, amount)?;
+    if let Some(write) = outcome.store {
+        L::store(key, write)?;
+    }
+    Ok(outcome.decision)
 }
 
 /// One row of [`COMMANDS`].
@@ -287,7 +316,7 @@ fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
         spilled = rest.map(|i| argv.bytes(i)).collect();
         &spilled
     };
-    let (params, cost) = L::parse(args)?;
+    let (params, amount) = L::parse(args)?;
     #[cfg(feature = "testing")]
     if argv.bytes(1) == b"__rl_panic__" {
         panic!("injected by the testing feature");
@@ -295,7 +324,7 @@ fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
     let now = server::now_ms();
     // SAFETY: `ctx` and the key name are the running command's.
     let key = unsafe { Key::open(ctx, argv.0[1]) };
-    L::apply(&key, &params, now, cost)
+    apply::<L>(&key, &params, now, amount)
 }
 
 /// Replies with an array of integers.
@@ -355,20 +384,6 @@ pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result
     info::describe(ctx, spec)?;
     info::categorize(ctx, spec, ratelimit);
     Ok(())
-}
-
-/// The step every command's `apply` ends with: decide on the loaded state, store
-/// what an allowed call writes (which also propagates it), return the decision.
-fn decide_and_store<S, W>(
-    loaded: S,
-    decide: impl FnOnce(S) -> Outcome<W>,
-    store: impl FnOnce(W) -> Result<()>,
-) -> Result<Decision> {
-    let outcome = decide(loaded);
-    if let Some(write) = outcome.store {
-        store(write)?;
-    }
-    Ok(outcome.decision)
 }
 
 /// Parses `capacity tokens period`, the parameters RL.BUCKET and RL.GCRA share.

@@ -4,8 +4,9 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
-use crate::algorithms::{sliding, Cost, Decision, Millis, Quota};
+use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use crate::algorithms::sliding::{self, Log, Write};
+use crate::algorithms::{Amount, Millis, Outcome, Quota};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
@@ -25,6 +26,9 @@ impl Limiter for Sliding {
     );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
+    /// The write, and the newest unit logged before it (where new units' sequence
+    /// numbers continue from).
+    type Write = (Option<Millis>, Write);
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         let params = quota(args)?;
@@ -36,13 +40,19 @@ impl Limiter for Sliding {
         Ok(params)
     }
 
-    fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
+    fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
         let log = storage::sliding::load(key)?;
-        let newest = sliding::Log::newest(&log);
-        decide_and_store(
-            &log,
-            |log| sliding::decide(log, now, *q, cost),
-            |append| storage::sliding::store(key, newest, append),
-        )
+        let out = sliding::call(&log, now, *q, amount);
+        Ok(Outcome {
+            decision: out.decision,
+            store: out.store.map(|w| (log.newest(), w)),
+        })
+    }
+
+    fn store(key: &Key, (newest, write): Self::Write) -> Result<()> {
+        match write {
+            Write::Append(append) => storage::sliding::store(key, newest, append),
+            Write::Remove(removal) => storage::sliding::remove(key, removal),
+        }
     }
 }

@@ -5,8 +5,9 @@
 //! any limit and rate. The key is a native string `"<start> <current> <previous>"`.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{decide_and_store, quota, Limiter, Spec, QUOTA_ARGS};
-use crate::algorithms::{sliding_counter, Cost, Decision, Millis, Quota};
+use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use crate::algorithms::sliding_counter::{self, Store};
+use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
 use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
@@ -25,16 +26,22 @@ impl Limiter for SlidingCounter {
     );
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
+    type Write = Change<Store>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         quota(args)
     }
 
-    fn apply(key: &Key, q: &Quota, now: Millis, cost: Cost) -> Result<Decision> {
-        decide_and_store(
+    fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
+        Ok(sliding_counter::call(
             storage::sliding_counter::load(key)?,
-            |s| sliding_counter::decide(s, now, *q, cost),
-            |w| storage::sliding_counter::store(key, w),
-        )
+            now,
+            *q,
+            amount,
+        ))
+    }
+
+    fn store(key: &Key, write: Self::Write) -> Result<()> {
+        storage::change(key, write, storage::sliding_counter::store)
     }
 }

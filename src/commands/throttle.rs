@@ -5,10 +5,12 @@
 //! `[limited, limit, remaining, retry_after_s, reset_after_s]` (limited is 1 when
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
-use super::gcra::{apply, emission};
+use super::gcra::{self, emission};
 use super::{Arg, ArgKind, CostArg, Limiter, Spec};
 use crate::algorithms::gcra::Emission;
-use crate::algorithms::{Cost, Count, Decision, Millis, Rate, RetryAfter, MAX_COUNT};
+use crate::algorithms::{
+    Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
+};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
@@ -41,6 +43,7 @@ impl Limiter for Throttle {
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
+    type Write = gcra::Write;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
         // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
@@ -54,17 +57,26 @@ impl Limiter for Throttle {
     }
 
     /// The three parameters, then an optional quantity (no options).
-    fn parse(args: &[&[u8]]) -> Result<(Emission, Cost)> {
+    fn parse(args: &[&[u8]]) -> Result<(Emission, Amount)> {
         let e = Self::parse_params(&args[..3])?;
         let quantity = match args.get(3) {
             Some(q) => args::cost("quantity", q)?,
             None => Cost::ONE,
         };
-        Ok((e, quantity))
+        Ok((e, Amount::Take(quantity)))
     }
 
-    fn apply(key: &Key, e: &Emission, now: Millis, cost: Cost) -> Result<Decision> {
-        apply(key, *e, now, cost)
+    fn decide(
+        key: &Key,
+        e: &Emission,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<gcra::Write>> {
+        gcra::decide(key, *e, now, amount)
+    }
+
+    fn store(key: &Key, write: gcra::Write) -> Result<()> {
+        gcra::store(key, write)
     }
 
     fn reply(ctx: *mut redis_module::raw::RedisModuleCtx, d: &Decision) {

@@ -42,11 +42,38 @@ mod string;
 pub use key::{Key, Kind};
 pub(crate) use string::{bytes_of, ServerString, StrRef};
 
+use crate::algorithms::Change;
+use crate::error::{Error, Result};
+
+/// Deletes the key, a limiter back at its initial state (a refund gave everything
+/// back), and propagates `DEL`.
+pub fn delete(key: &Key) -> Result<()> {
+    if injected(key, "delete") || !key.delete() {
+        return Err(Error::WriteFailed("deleting the key"));
+    }
+    effects::del(key)?;
+    key.signal_modified();
+    Ok(())
+}
+
+/// Applies a write: `store` a new state, or delete the key.
+pub fn change<S>(
+    key: &Key,
+    change: Change<S>,
+    store: impl FnOnce(&Key, S) -> Result<()>,
+) -> Result<()> {
+    match change {
+        Change::Store(state) => store(key, state),
+        Change::Delete => delete(key),
+    }
+}
+
 /// Test builds only: a key whose name starts with `__rl_fail_<step>__` makes that
 /// write step fail as if the server had refused it, so tests can follow a failed
 /// write through to what is replied and propagated. Steps: `resize` and `expiry`
 /// (records), `hset` and `expiry` (buckets), `remove` and `add` (sliding logs; they
-/// fail at the second member, after one succeeded) and `expiry`.
+/// fail at the second member, after one succeeded) and `expiry`, and `delete` (a
+/// refund back to the initial state).
 #[cfg(feature = "testing")]
 fn injected(key: &Key, step: &str) -> bool {
     key.name_bytes()

@@ -8,7 +8,7 @@ use std::os::raw::c_int;
 use redis_module::raw;
 
 use super::{codec, effects, injected, Key, Kind, ServerString, StrRef};
-use crate::algorithms::sliding::{Append, Log};
+use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::{Error, Result};
 
@@ -117,6 +117,12 @@ impl<'k> Range<'k> {
     fn advance(&mut self) -> bool {
         // SAFETY: the key is open and its range started and not at its end.
         !self.at_end() && unsafe { rm!(RedisModule_ZsetRangeNext)(self.key.raw()) } != 0
+    }
+
+    /// Moves back (in a range started from the last element); false at its start.
+    fn retreat(&mut self) -> bool {
+        // SAFETY: the key is open and its range started and not at its end.
+        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangePrev)(self.key.raw()) } != 0
     }
 
     /// Counts the remaining elements without materialising members.
@@ -297,6 +303,82 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
         Some(what) => Err(Error::WriteFailed(what)),
         None => Ok(()),
     }
+}
+
+/// Applies a refund: drops units that left the window and the newest units given
+/// back, moves the expiry to when the newest unit left leaves the window, and only
+/// then propagates what was written: `ZREMRANGEBYSCORE` (if anything had left),
+/// `ZREM` of the members given back, `PEXPIREAT`. A refund that gives everything
+/// back deletes the key (`DEL`). A failed removal stops there; exactly what was
+/// removed is propagated (as `store` does) and the caller gets the error.
+pub fn remove(key: &Key, removal: Removal) -> Result<()> {
+    let Some(expires_at) = removal.expires_at else {
+        return super::delete(key);
+    };
+    if key.kind() != Kind::SortedSet {
+        return Err(Error::WrongType);
+    }
+    let gone = members_through(key, removal.drop_through);
+    let newest = newest_members(key, removal.newest);
+    let mut removed = 0;
+    let mut failed = None;
+    for member in gone.iter().chain(&newest) {
+        let mut deleted: c_int = 0;
+        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
+        // is a valid out-pointer.
+        let ok = !(injected(key, "remove") && removed == 1)
+            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
+                == raw::REDISMODULE_OK as c_int;
+        if !ok {
+            failed = Some("removing units");
+            break;
+        }
+        removed += 1;
+    }
+    let complete = failed.is_none();
+    let expiry = complete && !injected(key, "expiry") && key.set_expires_at(expires_at);
+    if complete && !expiry {
+        failed = Some("setting the expiry");
+    }
+
+    let emptied = key.kind() == Kind::Empty;
+    let (trimmed, given) = (removed.min(gone.len()), removed.saturating_sub(gone.len()));
+    if trimmed == gone.len() && trimmed > 0 {
+        effects::zremrangebyscore(key, removal.drop_through, emptied && given == 0)?;
+    } else if trimmed > 0 {
+        let members: Vec<StrRef> = gone[..trimmed].iter().map(ServerString::as_ref).collect();
+        effects::zrem(key, &members, emptied)?;
+    }
+    if given > 0 {
+        let members: Vec<StrRef> = newest[..given].iter().map(ServerString::as_ref).collect();
+        effects::zrem(key, &members, emptied)?;
+    }
+    if expiry {
+        effects::pexpireat(key, expires_at)?;
+    }
+    if removed > 0 {
+        key.signal_modified();
+    }
+    match failed {
+        Some(what) => Err(Error::WriteFailed(what)),
+        None => Ok(()),
+    }
+}
+
+/// The `n` newest members, newest first.
+fn newest_members(key: &Key, n: u64) -> Vec<ServerString> {
+    let mut members = Vec::new();
+    let mut range = Range::last(key);
+    while (members.len() as u64) < n {
+        let Some((member, _)) = range.current() else {
+            break;
+        };
+        members.push(member);
+        if !range.retreat() {
+            break;
+        }
+    }
+    members
 }
 
 /// What a store wrote, in order. What is propagated is derived from this alone.

@@ -49,6 +49,27 @@ pub enum Error {
     #[error("syntax error: COST and REFUND exclude each other")]
     CostAndRefund,
 
+    #[error("numkeys is {0}, but fewer keys follow it")]
+    TooFewKeys(u64),
+
+    #[error("key '{0}' is given more than once")]
+    DuplicateKey(String),
+
+    #[error(
+        "syntax error: unknown policy '{0}', expected FIXED, SLIDING, BUCKET, GCRA or \
+         SLIDINGCOUNTER"
+    )]
+    UnknownPolicy(String),
+
+    #[error("syntax error: policy {policy} takes {params}")]
+    PolicyArgs {
+        policy: &'static str,
+        params: String,
+    },
+
+    #[error("one policy per key, in key order: numkeys is {keys}, policies given {policies}")]
+    PolicyCount { keys: usize, policies: usize },
+
     #[error("Operation against a key holding the wrong kind of value")]
     WrongType,
 

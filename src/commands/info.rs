@@ -3,13 +3,14 @@
 //! 7.0 has (the crate's `#[command]` macro also needs 7.2-only calls, so it is not
 //! used). Redis copies everything, so the buffers only live for the call.
 
+use std::ffi::CStr;
 use std::mem::{size_of, zeroed};
 use std::os::raw::c_int;
 use std::ptr;
 
-use redis_module::raw::{self, RedisModuleCtx};
+use redis_module::raw::{self, RedisModuleCommandArg, RedisModuleCommandArgType, RedisModuleCtx};
 
-use super::{ArgKind, CostArg, Spec};
+use super::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::optional;
 
 /// The version of this module, shown in COMMAND DOCS `since`.
@@ -39,7 +40,8 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         sizeof_arg: size_of::<raw::RedisModuleCommandArg>(),
     };
 
-    // One key at position 1, read and updated in place (as INCR's).
+    // The keys are read and updated in place (as INCR's): one at position 1, or
+    // RL.ALL's numkeys keys after its first argument (as ZUNION's).
     // SAFETY: a plain C struct of integers, pointers and unions of those, for
     // which all-zero is the "unset" value; the zeroed second entry ends the array.
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { zeroed() };
@@ -51,47 +53,81 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
     key_specs[0].begin_search_type =
         raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     key_specs[0].bs.index.pos = 1;
-    key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-    key_specs[0].fk.range.lastkey = 0;
-    key_specs[0].fk.range.keystep = 1;
-    key_specs[0].fk.range.limit = 0;
+    match spec.keys {
+        Keys::First => {
+            key_specs[0].find_keys_type =
+                raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            key_specs[0].fk.range.lastkey = 0;
+            key_specs[0].fk.range.keystep = 1;
+            key_specs[0].fk.range.limit = 0;
+        }
+        Keys::Counted => {
+            key_specs[0].find_keys_type =
+                raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            key_specs[0].fk.keynum.keynumidx = 0;
+            key_specs[0].fk.keynum.firstkey = 1;
+            key_specs[0].fk.keynum.keystep = 1;
+        }
+    }
 
+    // Nested argument arrays (a block's parameters, a choice's options) live in
+    // `tree` until the server has copied them.
+    let mut tree = Tree::default();
     let mut args: Vec<raw::RedisModuleCommandArg> = spec
         .args
         .iter()
-        .map(|a| {
-            // SAFETY: a plain C struct; all-zero means no token, no flags, no
-            // sub-arguments.
-            let mut arg: raw::RedisModuleCommandArg = unsafe { zeroed() };
-            arg.name = a.name.as_ptr();
-            arg.key_spec_index = -1;
-            arg.type_ = match a.kind {
-                ArgKind::Key => {
-                    arg.key_spec_index = 0;
-                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
-                }
-                ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-                ArgKind::Duration => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
-            };
-            arg
+        .map(|a| match a.kind {
+            ArgKind::Policies => {
+                let blocks = super::all::POLICIES
+                    .iter()
+                    .map(|(word, params)| {
+                        let mut block = arg(
+                            word,
+                            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+                        );
+                        block.token = word.as_ptr();
+                        block.subargs = tree.list(params.iter().map(positional).collect());
+                        block
+                    })
+                    .collect();
+                let mut policy = arg(
+                    a.name,
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+                );
+                policy.flags = raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+                policy.subargs = tree.list(blocks);
+                policy
+            }
+            _ => positional(a),
         })
         .collect();
-    // SAFETY: as above.
-    let mut cost: raw::RedisModuleCommandArg = unsafe { zeroed() };
-    cost.type_ = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER;
-    cost.key_spec_index = -1;
-    match spec.cost {
+    let integer = raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER;
+    let amount = match spec.cost {
         CostArg::Option => {
-            cost.name = c"cost".as_ptr();
-            cost.token = c"COST".as_ptr();
+            // [COST n | REFUND n]
+            let options = [(c"cost", c"COST"), (c"refund", c"REFUND")]
+                .iter()
+                .map(|(name, token)| {
+                    let mut option = arg(name, integer);
+                    option.token = token.as_ptr();
+                    option
+                })
+                .collect();
+            let mut choice = arg(
+                c"amount",
+                raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            );
+            choice.subargs = tree.list(options);
+            choice
         }
-        CostArg::Positional(name) => cost.name = name.as_ptr(),
-    }
-    cost.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
-    args.push(cost);
+        CostArg::Positional(name) => arg(name, integer),
+    };
+    args.push(RedisModuleCommandArg {
+        flags: raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int,
+        ..amount
+    });
     // SAFETY: as above; an all-zero argument ends the server's argument array.
-    let end: raw::RedisModuleCommandArg = unsafe { zeroed() };
-    args.push(end);
+    args.push(unsafe { zeroed() });
 
     let info = raw::RedisModuleCommandInfo {
         version: &version,
@@ -101,7 +137,7 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         history: ptr::null_mut(),
         tips: ptr::null(),
         // Negative: at least this many, counting the command name.
-        arity: -(spec.min_argc() as c_int),
+        arity: -(spec.min_argc as c_int),
         key_specs: key_specs.as_mut_ptr(),
         args: args.as_mut_ptr(),
     };
@@ -111,6 +147,59 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         return Err(format!("cannot describe {}", spec.name_str()));
     }
     Ok(())
+}
+
+/// An argument of this name and type, no flags, naming no key.
+fn arg(name: &CStr, type_: RedisModuleCommandArgType) -> RedisModuleCommandArg {
+    // SAFETY: a plain C struct; all-zero means no token, no flags, no sub-arguments.
+    let mut a: RedisModuleCommandArg = unsafe { zeroed() };
+    a.name = name.as_ptr();
+    a.type_ = type_;
+    a.key_spec_index = -1;
+    a
+}
+
+/// A positional argument: a key (of key spec 0), an integer or a duration.
+fn positional(a: &Arg) -> RedisModuleCommandArg {
+    let (type_, key) = match a.kind {
+        ArgKind::Key | ArgKind::Keys => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+            true,
+        ),
+        ArgKind::Integer => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            false,
+        ),
+        ArgKind::Duration | ArgKind::Policies => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            false,
+        ),
+    };
+    let mut out = arg(a.name, type_);
+    if key {
+        out.key_spec_index = 0;
+    }
+    if matches!(a.kind, ArgKind::Keys) {
+        out.flags = raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+    }
+    out
+}
+
+/// Owns the nested argument arrays of one command's description.
+#[derive(Default)]
+struct Tree(Vec<Vec<RedisModuleCommandArg>>);
+
+impl Tree {
+    /// Keeps `args`, ended by an all-zero entry, and returns the array's address
+    /// (stable: moving a Vec does not move its buffer).
+    fn list(&mut self, mut args: Vec<RedisModuleCommandArg>) -> *mut RedisModuleCommandArg {
+        // SAFETY: as in `arg`: the all-zero argument ends the server's array.
+        args.push(unsafe { zeroed() });
+        self.0.push(args);
+        self.0
+            .last_mut()
+            .map_or(ptr::null_mut(), |a| a.as_mut_ptr())
+    }
 }
 
 /// Puts the command in ACL categories where the server supports module categories

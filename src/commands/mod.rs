@@ -4,6 +4,7 @@
 //! parse, read the server clock once, open the key, load → decide → store and
 //! propagate, reply. Each command supplies only its parsing and its storage pair.
 
+mod all;
 mod bucket;
 mod fixed;
 mod gcra;
@@ -25,6 +26,7 @@ use crate::server::{self, optional};
 use crate::stats::{Counters, Verdict};
 use crate::storage::{self, rm, Key};
 
+pub use all::All;
 pub use bucket::Bucket;
 pub use fixed::Fixed;
 pub use gcra::Gcra;
@@ -47,9 +49,22 @@ impl Arg {
 #[derive(Clone, Copy)]
 pub enum ArgKind {
     Key,
+    /// One or more keys (RL.ALL's, counted by the argument before them).
+    Keys,
     Integer,
     /// A duration such as `60`, `1500ms` or `1m`.
     Duration,
+    /// One or more RL.ALL policies (`FIXED limit window | …`).
+    Policies,
+}
+
+/// Where a command's keys are.
+#[derive(Clone, Copy)]
+pub enum Keys {
+    /// One key, the first argument.
+    First,
+    /// `numkeys key [key …]`: the first argument counts the keys that follow.
+    Counted,
 }
 
 /// What Redis needs to know about a command: name, flags and documentation.
@@ -60,6 +75,9 @@ pub struct Spec {
     pub complexity: &'static CStr,
     /// Positional arguments, the key first; the cost follows them all.
     pub args: &'static [Arg],
+    pub keys: Keys,
+    /// The fewest arguments a call has, its name included.
+    pub min_argc: usize,
     /// How the cost is given.
     pub cost: CostArg,
     /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
@@ -91,28 +109,25 @@ impl Spec {
             summary,
             complexity,
             args,
+            keys: Keys::First,
+            min_argc: 1 + args.len(),
             cost: CostArg::Option,
             optional: false,
         }
-    }
-
-    /// Arguments including the command name, as Redis counts them.
-    fn min_argc(&self) -> usize {
-        1 + self.args.len()
     }
 
     /// At most this many (a positional cost is the only optional argument).
     fn max_argc(&self) -> Option<usize> {
         match self.cost {
             CostArg::Option => None,
-            CostArg::Positional(_) => Some(self.min_argc() + 1),
+            CostArg::Positional(_) => Some(self.min_argc + 1),
         }
     }
 
     /// Whether a call of `argc` arguments (the command name included) has the
     /// command's arity.
     pub fn accepts_argc(&self, argc: usize) -> bool {
-        argc >= self.min_argc() && self.max_argc().is_none_or(|max| argc <= max)
+        argc >= self.min_argc && self.max_argc().is_none_or(|max| argc <= max)
     }
 
     pub fn name_str(&self) -> &'static str {
@@ -211,6 +226,51 @@ fn apply<L: Limiter>(
     Ok(outcome.decision)
 }
 
+/// What [`dispatch`] runs: a command that parses its arguments, decides and
+/// writes, and replies. Every [`Limiter`] is one (on one key); RL.ALL is one on
+/// several.
+pub trait Handler {
+    const SPEC: Spec;
+    const STATS: &'static Counters;
+    /// What the call decided, for [`Handler::reply`].
+    type Decided;
+
+    /// Everything after the argument count check, up to the reply.
+    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Self::Decided>;
+
+    /// Whether the call was allowed (for the INFO counters).
+    fn allowed(decided: &Self::Decided) -> bool;
+
+    fn reply(ctx: *mut RedisModuleCtx, decided: &Self::Decided);
+}
+
+impl<L: Limiter> Handler for L {
+    const SPEC: Spec = L::SPEC;
+    const STATS: &'static Counters = L::STATS;
+    type Decided = Decision;
+
+    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
+        let mut inline = Inline::default();
+        let (params, amount) = L::parse(inline.args_from(argv, 2))?;
+        #[cfg(feature = "testing")]
+        if argv.bytes(1) == b"__rl_panic__" {
+            panic!("injected by the testing feature");
+        }
+        let now = server::now_ms();
+        // SAFETY: `ctx` and the key name are the running command's.
+        let key = unsafe { Key::open(ctx, argv.0[1]) };
+        apply::<L>(&key, &params, now, amount)
+    }
+
+    fn allowed(d: &Decision) -> bool {
+        d.allowed
+    }
+
+    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+        <L as Limiter>::reply(ctx, d)
+    }
+}
+
 /// One row of [`COMMANDS`].
 pub struct Command {
     pub spec: &'static Spec,
@@ -219,11 +279,11 @@ pub struct Command {
 }
 
 impl Command {
-    const fn of<L: Limiter>() -> Command {
+    const fn of<H: Handler>() -> Command {
         Command {
-            spec: &L::SPEC,
-            stats: L::STATS,
-            register: register::<L>,
+            spec: &H::SPEC,
+            stats: H::STATS,
+            register: register::<H>,
         }
     }
 }
@@ -237,6 +297,7 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<Gcra>(),
     Command::of::<SlidingCounter>(),
     Command::of::<Throttle>(),
+    Command::of::<All>(),
 ];
 
 /// Registers every command in [`COMMANDS`].
@@ -247,7 +308,7 @@ pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), Str
 }
 
 /// The argument vector of the running command.
-struct Argv<'a>(&'a [*mut RedisModuleString]);
+pub struct Argv<'a>(&'a [*mut RedisModuleString]);
 
 impl<'a> Argv<'a> {
     fn bytes(&self, i: usize) -> &'a [u8] {
@@ -257,36 +318,36 @@ impl<'a> Argv<'a> {
     }
 }
 
-/// The entry point Redis calls for command `L`. No panic gets past it: a bug
+/// The entry point Redis calls for command `H`. No panic gets past it: a bug
 /// becomes an error reply instead of aborting the server, and everything that
 /// could panic (counting, replying) runs inside the guard.
-pub extern "C" fn dispatch<L: Limiter>(
+pub extern "C" fn dispatch<H: Handler>(
     ctx: *mut RedisModuleCtx,
     argv: *mut *mut RedisModuleString,
     argc: c_int,
 ) -> c_int {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
         let argc = usize::try_from(argc).unwrap_or(0);
-        if argv.is_null() || !L::SPEC.accepts_argc(argc) {
+        if argv.is_null() || !H::SPEC.accepts_argc(argc) {
             // SAFETY: `ctx` is the running command's context.
             unsafe { rm!(RedisModule_WrongArity)(ctx) };
-            L::STATS.record(Verdict::Error);
+            H::STATS.record(Verdict::Error);
             return;
         }
         // SAFETY: the server passes `argc` valid argument strings that live for
         // the whole call.
         let argv = Argv(unsafe { std::slice::from_raw_parts(argv, argc) });
-        match run::<L>(ctx, &argv) {
-            Ok(decision) => {
-                L::STATS.record(if decision.allowed {
+        match H::run(ctx, &argv) {
+            Ok(decided) => {
+                H::STATS.record(if H::allowed(&decided) {
                     Verdict::Allowed
                 } else {
                     Verdict::Rejected
                 });
-                L::reply(ctx, &decision);
+                H::reply(ctx, &decided);
             }
             Err(e) => {
-                L::STATS.record(Verdict::Error);
+                H::STATS.record(Verdict::Error);
                 reply_error(ctx, &e);
             }
         }
@@ -294,37 +355,35 @@ pub extern "C" fn dispatch<L: Limiter>(
     if guarded.is_err() {
         // A bug: the key was opened but nothing reached the reply. Whatever the
         // panic left half-done, the client gets an error, never a dead server.
-        reply_error(ctx, &Error::Internal(L::SPEC.name_str()));
+        reply_error(ctx, &Error::Internal(H::SPEC.name_str()));
     }
     raw::REDISMODULE_OK as c_int
 }
 
-/// How many arguments after the key a call may have without allocating.
+/// How many arguments a call may have after its key without allocating.
 const INLINE_ARGS: usize = 8;
 
-fn run<L: Limiter>(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
-    let rest = 2..argv.0.len();
-    // The arguments after the key, on the stack for every well-formed call.
-    let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-    let spilled: Vec<&[u8]>;
-    let args: &[&[u8]] = if rest.len() <= INLINE_ARGS {
-        for (slot, i) in inline.iter_mut().zip(rest.clone()) {
-            *slot = argv.bytes(i);
+/// The arguments from some position on as byte slices: on the stack for every
+/// well-formed single-key call, on the heap beyond [`INLINE_ARGS`].
+#[derive(Default)]
+struct Inline<'a> {
+    inline: [&'a [u8]; INLINE_ARGS],
+    spilled: Vec<&'a [u8]>,
+}
+
+impl<'a> Inline<'a> {
+    fn args_from(&mut self, argv: &Argv<'a>, first: usize) -> &[&'a [u8]] {
+        let rest = first.min(argv.0.len())..argv.0.len();
+        if rest.len() <= INLINE_ARGS {
+            for (slot, i) in self.inline.iter_mut().zip(rest.clone()) {
+                *slot = argv.bytes(i);
+            }
+            &self.inline[..rest.len()]
+        } else {
+            self.spilled = rest.map(|i| argv.bytes(i)).collect();
+            &self.spilled
         }
-        &inline[..rest.len()]
-    } else {
-        spilled = rest.map(|i| argv.bytes(i)).collect();
-        &spilled
-    };
-    let (params, amount) = L::parse(args)?;
-    #[cfg(feature = "testing")]
-    if argv.bytes(1) == b"__rl_panic__" {
-        panic!("injected by the testing feature");
     }
-    let now = server::now_ms();
-    // SAFETY: `ctx` and the key name are the running command's.
-    let key = unsafe { Key::open(ctx, argv.0[1]) };
-    apply::<L>(&key, &params, now, amount)
 }
 
 /// Replies with an array of integers.
@@ -353,19 +412,25 @@ fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
 /// Registers one command with Redis, its key position, its documentation and, on
 /// servers that have them (7.2+), its ACL categories. `ratelimit` is true when the
 /// module's own `@ratelimit` category was created.
-pub fn register<L: Limiter>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
-    let spec = &L::SPEC;
+pub fn register<H: Handler>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
+    let spec = &H::SPEC;
+    // Counted keys have no (first, last, step) form: the key spec COMMAND INFO
+    // shows (set by info::describe) is how the server finds them.
+    let (first, last, step) = match spec.keys {
+        Keys::First => (1, 1, 1),
+        Keys::Counted => (0, 0, 0),
+    };
     // SAFETY: `ctx` is the load context; name and flags are NUL-terminated
-    // statics; `dispatch::<L>` has the server's command signature.
+    // statics; `dispatch::<H>` has the server's command signature.
     let created = unsafe {
         rm!(RedisModule_CreateCommand)(
             ctx,
             spec.name.as_ptr(),
-            Some(dispatch::<L>),
+            Some(dispatch::<H>),
             spec.flags.as_ptr(),
-            1,
-            1,
-            1,
+            first,
+            last,
+            step,
         )
     };
     if created != raw::REDISMODULE_OK as c_int {

@@ -6,7 +6,7 @@
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
 use super::gcra::{self, emission};
-use super::{Arg, ArgKind, CostArg, Limiter, Spec};
+use super::{Arg, ArgKind, CostArg, Keys, Limiter, Spec};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::{
     Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
@@ -38,6 +38,9 @@ impl Limiter for Throttle {
             Arg::new(c"count", ArgKind::Integer),
             Arg::new(c"period", ArgKind::Duration),
         ],
+        keys: Keys::First,
+        // The command name, the key and three parameters; then an optional quantity.
+        min_argc: 5,
         cost: CostArg::Positional(c"quantity"),
         optional: true,
     };

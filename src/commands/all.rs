@@ -1,0 +1,267 @@
+//! `RL.ALL numkeys key [key …] policy [policy …] [COST n | REFUND n]`
+//!
+//! Several limits at once, all or nothing: every key is decided at one instant as
+//! its own command would decide it, and written (and propagated) exactly as its own
+//! command writes it only if every key allows. A policy is one of
+//! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
+//! `GCRA capacity tokens period`, `SLIDINGCOUNTER limit window`, one per key in key
+//! order; COST (or REFUND) applies to every key.
+//!
+//! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
+//! then each key's.
+
+use redis_module::raw::RedisModuleCtx;
+
+use super::{
+    reply_integers, Arg, ArgKind, Argv, Bucket, CostArg, Fixed, Gcra, Handler, Inline, Keys,
+    Limiter, Sliding, SlidingCounter, Spec,
+};
+use crate::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
+use crate::args;
+use crate::error::{Error, Result};
+use crate::server;
+use crate::stats::Counters;
+use crate::storage::rm;
+use crate::storage::Key;
+
+pub struct All;
+
+static COUNTERS: Counters = Counters::new();
+
+/// At most this many keys in one call.
+const MAX_KEYS: u64 = 16;
+
+/// The policies RL.ALL takes: each is a single-key command's parameters, parsed,
+/// decided and written by that command.
+macro_rules! policies {
+    ($($variant:ident = $word:literal),* $(,)?) => {
+        /// Each policy's name (its token in COMMAND DOCS) and parameters.
+        pub(super) const POLICIES: &[(&std::ffi::CStr, &[Arg])] = &[
+            $(($word, <$variant as Limiter>::SPEC.args.split_at(1).1)),*
+        ];
+
+        /// One key's limit: a command and its parameters.
+        enum Policy {
+            $($variant(<$variant as Limiter>::Params)),*
+        }
+
+        /// What one key's command writes when the call is allowed.
+        enum Write {
+            $($variant(<$variant as Limiter>::Write)),*
+        }
+
+        impl Policy {
+            /// The policy at the start of `args` and how many arguments it takes;
+            /// None when `args` does not start with a policy name.
+            fn parse(args: &[&[u8]]) -> Option<Result<(Policy, usize)>> {
+                let word = args.first()?;
+                $(
+                    if word.eq_ignore_ascii_case($word.to_bytes()) {
+                        let spec = &<$variant as Limiter>::SPEC;
+                        let n = spec.args.len() - 1;
+                        let Some(params) = args.get(1..=n) else {
+                            return Some(Err(policy_args($word, spec)));
+                        };
+                        let parsed = <$variant as Limiter>::parse_params(params);
+                        return Some(parsed.map(|p| (Policy::$variant(p), 1 + n)));
+                    }
+                )*
+                None
+            }
+
+            /// Decides on `key` as its command would; writes nothing.
+            fn decide(&self, key: &Key, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
+                match self {
+                    $(Policy::$variant(params) => {
+                        let out = <$variant as Limiter>::decide(key, params, now, amount)?;
+                        Ok(Outcome {
+                            decision: out.decision,
+                            store: out.store.map(Write::$variant),
+                        })
+                    })*
+                }
+            }
+        }
+
+        impl Write {
+            fn store(self, key: &Key) -> Result<()> {
+                match self {
+                    $(Write::$variant(w) => <$variant as Limiter>::store(key, w)),*
+                }
+            }
+        }
+    };
+}
+
+policies! {
+    Fixed = c"FIXED",
+    Sliding = c"SLIDING",
+    Bucket = c"BUCKET",
+    Gcra = c"GCRA",
+    SlidingCounter = c"SLIDINGCOUNTER",
+}
+
+/// "policy FIXED takes limit window".
+fn policy_args(policy: &'static std::ffi::CStr, spec: &Spec) -> Error {
+    let names: Vec<&str> = spec.args[1..]
+        .iter()
+        .map(|a| a.name.to_str().unwrap_or("?"))
+        .collect();
+    Error::PolicyArgs {
+        policy: policy.to_str().unwrap_or("?"),
+        params: names.join(" "),
+    }
+}
+
+/// A parsed call: how many keys (they follow numkeys in argv), a policy per key,
+/// and what to take or give back.
+struct Call {
+    keys: usize,
+    policies: Vec<Policy>,
+    amount: Amount,
+}
+
+/// Parses everything after the command name.
+fn parse(args: &[&[u8]]) -> Result<Call> {
+    let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
+    let numkeys = args::integer("numkeys", numkeys, 1, MAX_KEYS)?;
+    // numkeys <= 16: it fits a usize.
+    let keys = numkeys as usize;
+    if rest.len() < keys {
+        return Err(Error::TooFewKeys(numkeys));
+    }
+    let (names, mut rest) = rest.split_at(keys);
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(Error::DuplicateKey(args::printable(name)));
+        }
+    }
+    let mut policies = Vec::with_capacity(keys);
+    while let Some(parsed) = Policy::parse(rest) {
+        let (policy, used) = parsed?;
+        policies.push(policy);
+        rest = &rest[used..];
+    }
+    if policies.len() != keys {
+        // Short of policies and not at an option: a word that is no policy.
+        let at_option = rest
+            .first()
+            .is_none_or(|w| w.eq_ignore_ascii_case(b"COST") || w.eq_ignore_ascii_case(b"REFUND"));
+        return Err(match rest.first() {
+            Some(word) if policies.len() < keys && !at_option => {
+                Error::UnknownPolicy(args::printable(word))
+            }
+            _ => Error::PolicyCount {
+                keys,
+                policies: policies.len(),
+            },
+        });
+    }
+    let amount = args::options(rest.iter().copied())?.amount;
+    Ok(Call {
+        keys,
+        policies,
+        amount,
+    })
+}
+
+/// The combined decision over every key's reply: allowed if all are; the
+/// smallest remaining (the first such key's, with its limit); retry_after 0 when
+/// allowed, -1 if some key never allows, else the longest wait among the keys that
+/// reject; the longest reset_after.
+fn combine(per_key: &[Decision]) -> Decision {
+    let allowed = per_key.iter().all(|d| d.allowed);
+    let tightest = per_key.iter().min_by_key(|d| d.remaining);
+    let retry_after = if allowed {
+        RetryAfter::Now
+    } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
+        RetryAfter::Never
+    } else {
+        let longest = per_key
+            .iter()
+            .filter_map(|d| match d.retry_after {
+                RetryAfter::Ms(ms) => Some(ms),
+                RetryAfter::Now | RetryAfter::Never => None,
+            })
+            .max();
+        RetryAfter::Ms(longest.unwrap_or(0))
+    };
+    Decision {
+        allowed,
+        limit: tightest.map_or(0, |d| d.limit),
+        remaining: tightest.map_or(0, |d| d.remaining),
+        retry_after,
+        reset_after_ms: per_key.iter().map(|d| d.reset_after_ms).max().unwrap_or(0),
+    }
+}
+
+impl Handler for All {
+    const SPEC: Spec = Spec {
+        name: c"RL.ALL",
+        flags: c"write deny-oom",
+        summary: c"Checks several limits at one instant and consumes from all of them or none",
+        complexity: c"The sum of each key's command's complexity",
+        args: &[
+            Arg::new(c"numkeys", ArgKind::Integer),
+            Arg::new(c"key", ArgKind::Keys),
+            Arg::new(c"policy", ArgKind::Policies),
+        ],
+        keys: Keys::Counted,
+        // RL.ALL 1 key FIXED limit window
+        min_argc: 6,
+        cost: CostArg::Option,
+        optional: false,
+    };
+    const STATS: &'static Counters = &COUNTERS;
+    /// The combined decision, then each key's.
+    type Decided = Vec<Decision>;
+
+    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Vec<Decision>> {
+        let mut inline = Inline::default();
+        let call = parse(inline.args_from(argv, 1))?;
+        let now = server::now_ms();
+        let keys: Vec<Key> = (0..call.keys)
+            // SAFETY: `ctx` and the key names are the running command's; the keys
+            // are dropped before it returns.
+            .map(|i| unsafe { Key::open(ctx, argv.0[2 + i]) })
+            .collect();
+        let mut outcomes = Vec::with_capacity(call.keys);
+        for (key, policy) in keys.iter().zip(&call.policies) {
+            outcomes.push(policy.decide(key, now, call.amount)?);
+        }
+        let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys + 1);
+        if outcomes.iter().all(|o| o.decision.allowed) {
+            for (key, outcome) in keys.iter().zip(outcomes) {
+                if let Some(write) = outcome.store {
+                    write.store(key)?;
+                }
+                decisions.push(outcome.decision);
+            }
+        } else {
+            // Nothing is written. Each key answers its real state, as COST 0 reads
+            // it, and its own verdict on this cost.
+            for ((key, policy), outcome) in keys.iter().zip(&call.policies).zip(outcomes) {
+                let state = policy.decide(key, now, Amount::Take(Cost::ZERO))?.decision;
+                decisions.push(Decision {
+                    remaining: state.remaining,
+                    reset_after_ms: state.reset_after_ms,
+                    ..outcome.decision
+                });
+            }
+        }
+        decisions.insert(0, combine(&decisions));
+        Ok(decisions)
+    }
+
+    fn allowed(decided: &Vec<Decision>) -> bool {
+        decided.first().is_some_and(|d| d.allowed)
+    }
+
+    fn reply(ctx: *mut RedisModuleCtx, decided: &Vec<Decision>) {
+        // SAFETY: `ctx` is the running command's context; an array of arrays.
+        unsafe { rm!(RedisModule_ReplyWithArray)(ctx, decided.len() as _) };
+        for d in decided {
+            reply_integers(ctx, super::fields(d));
+        }
+    }
+}

@@ -435,25 +435,47 @@ fn command_docs_describe_summary_since_and_arguments() {
         want.extend(lim.params.iter().map(|p| p.name.to_string()));
         want.push(
             match lim.style {
-                Style::Rl => "cost",
+                Style::Rl => "amount",
                 Style::Throttle => "quantity",
             }
             .into(),
         );
         assert_eq!(names, want, "{}", lim.name);
         assert_eq!(text(field(&args[0], "type")), "key");
-        let cost = args.last().unwrap();
+        let amount = args.last().unwrap();
         match lim.style {
-            Style::Rl => assert_eq!(text(field(cost, "token")), "COST"),
+            // [COST n | REFUND n]: a choice of two integer options.
+            Style::Rl => {
+                assert_eq!(text(field(amount, "type")), "oneof");
+                let options: Vec<(String, String, String)> = items(field(amount, "arguments"))
+                    .iter()
+                    .map(|o| {
+                        (
+                            text(field(o, "name")),
+                            text(field(o, "token")),
+                            text(field(o, "type")),
+                        )
+                    })
+                    .collect();
+                assert_eq!(
+                    options,
+                    [("cost", "COST", "integer"), ("refund", "REFUND", "integer")]
+                        .map(|(n, t, ty)| (n.to_string(), t.to_string(), ty.to_string())),
+                    "{}",
+                    lim.name
+                );
+            }
             // Positional: no token to type.
-            Style::Throttle => assert!(
-                fields(cost).iter().all(|(k, _)| k != "token"),
-                "{}: {cost:?}",
-                lim.name
-            ),
+            Style::Throttle => {
+                assert!(
+                    fields(amount).iter().all(|(k, _)| k != "token"),
+                    "{}: {amount:?}",
+                    lim.name
+                );
+                assert_eq!(text(field(amount, "type")), "integer");
+            }
         }
-        assert_eq!(text(field(cost, "type")), "integer");
-        let flags: Vec<String> = items(field(cost, "flags")).iter().map(text).collect();
+        let flags: Vec<String> = items(field(amount, "flags")).iter().map(text).collect();
         assert!(flags.contains(&"optional".to_string()), "{flags:?}");
     }
 }

@@ -46,7 +46,12 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
             .any(|r| r.eq_ignore_ascii_case("CL.THROTTLE")),
         "{registered:?}"
     );
-    assert_eq!(registered.len(), COMMANDS.len(), "{registered:?}");
+    // The table's single-key commands, and RL.ALL (tests/all.rs).
+    assert!(
+        registered.iter().any(|r| r.eq_ignore_ascii_case("RL.ALL")),
+        "{registered:?}"
+    );
+    assert_eq!(registered.len(), COMMANDS.len() + 1, "{registered:?}");
     assert_eq!(
         before.len(),
         3 * registered.len(),
@@ -88,6 +93,31 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
             (format!("rl_{key}_errors"), n + 3),
         ]);
     }
+    // RL.ALL counts its own calls, once each whatever the number of keys: one
+    // allowed, two rejected, three failed. Its keys' commands count nothing more.
+    let pair = [
+        "2", "all:a", "all:b", "FIXED", "2", "1h", "GCRA", "2", "1", "1h",
+    ];
+    let mut all = |cost: &str| -> Vec<Vec<i64>> {
+        cmd("RL.ALL")
+            .arg(&pair)
+            .arg("COST")
+            .arg(cost)
+            .query(&mut c)
+            .unwrap()
+    };
+    assert_eq!(all("2")[0][0], 1);
+    assert_eq!(all("1")[0][0], 0);
+    assert_eq!(all("3")[0][0], 0);
+    for bad in [&b"0"[..], b"17", b"x"] {
+        let e = error_of(&mut c, &[b"RL.ALL", bad, b"k", b"FIXED", b"1", b"1h"]);
+        assert!(e.starts_with("ERR numkeys"), "{e}");
+    }
+    expected.extend([
+        ("rl_all_allowed".to_string(), 1),
+        ("rl_all_rejected".to_string(), 2),
+        ("rl_all_errors".to_string(), 3),
+    ]);
 
     let after = info_rl(&mut c);
     for (field, value) in &expected {

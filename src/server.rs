@@ -100,6 +100,8 @@ required_api!(
     RedisModule_ReplyWithLongLong,
     RedisModule_ReplyWithError,
     RedisModule_WrongArity,
+    RedisModule_IsKeysPositionRequest,
+    RedisModule_KeyAtPos,
 );
 
 /// Writes a warning to the server log.

@@ -217,3 +217,37 @@ fn rl_keys_need_both_read_and_write_key_permissions() {
     set_user(&mut admin, "read-write", &rl_rules("%RW~rl:*"));
     assert_allowed(&s, "read-write", "rl:");
 }
+
+#[test]
+fn rl_all_is_held_to_the_key_pattern_on_every_key() {
+    let s = Server::start();
+    let mut admin = s.conn();
+    set_user(&mut admin, "app", &["~rl:*", "+rl.all"]);
+    let line = |a: &str, b: &str| -> Vec<String> {
+        strings(&[
+            "RL.ALL", "2", a, b, "FIXED", "3", "1h", "GCRA", "3", "1", "1h",
+        ])
+    };
+    let mut c = login(&s, "app");
+    let replies: Vec<Vec<i64>> = command_of(&line("rl:a", "rl:b"))
+        .query(&mut c)
+        .expect("RL.ALL");
+    assert_eq!(replies[0][0], 1, "{replies:?}");
+    assert!(exists(&mut admin, "rl:a") && exists(&mut admin, "rl:b"));
+    // The second key is outside the pattern: refused, and the first untouched.
+    let before = snapshot(&mut admin, b"rl:a");
+    for (a, b, denied) in [
+        ("rl:a", "other:b", "other:b"),
+        ("other:a", "rl:b", "other:a"),
+    ] {
+        let err = error_of(&mut c, &as_bytes(&line(a, b)));
+        assert!(err.starts_with("NOPERM "), "{err}");
+        let (why, what, who) = last_denial(&mut admin);
+        assert_eq!(
+            (why.as_str(), what.as_str(), who.as_str()),
+            ("key", denied, "app")
+        );
+    }
+    assert_eq!(snapshot(&mut admin, b"rl:a"), before);
+    assert!(!exists(&mut admin, "other:a") && !exists(&mut admin, "other:b"));
+}

@@ -479,3 +479,57 @@ fn writes_the_replica_had_not_acknowledged_are_lost_when_the_primary_fails() {
         );
     }
 }
+
+#[test]
+fn rl_all_runs_on_hash_tagged_keys_and_is_refused_across_slots() {
+    let cluster = Cluster::start(3, 0);
+    let (sec, day) = ("{user42}:per-second", "{user42}:per-day");
+    let slot = cluster.keyslot(sec);
+    assert_eq!(cluster.keyslot(day), slot);
+    let line = |a: &str, b: &str| {
+        let mut command = cmd("RL.ALL");
+        command.arg(&["2", a, b, "BUCKET", "3", "3", "1d", "FIXED", "2", "1d"]);
+        command
+    };
+    // The owner answers; the cluster client gets there too (following MOVED if it
+    // routed by another argument).
+    let owner = cluster.owner(slot);
+    let mut c = cluster.conn(owner.port);
+    align_to_window(&mut c, DAY_MS, 60_000);
+    let replies: Vec<Vec<i64>> = line(sec, day).query(&mut c).expect("on the owner");
+    assert_eq!(replies[0][..3], [1, 2, 1], "{replies:?}");
+    let mut client = cluster.client();
+    let replies: Vec<Vec<i64>> = line(sec, day).query(&mut client).expect("cluster client");
+    assert_eq!(replies[0][..3], [1, 2, 0], "{replies:?}");
+    let replies: Vec<Vec<i64>> = line(sec, day).query(&mut client).expect("cluster client");
+    assert_eq!(replies[0][0], 0, "the daily limit of 2: {replies:?}");
+    assert_eq!(
+        replies[1][2], 1,
+        "the bucket kept its last token: {replies:?}"
+    );
+    // Another node sends the caller to the owner.
+    let other = cluster
+        .primaries()
+        .into_iter()
+        .find(|p| p.port != owner.port)
+        .unwrap();
+    let err = line(sec, day)
+        .query::<Value>(&mut cluster.conn(other.port))
+        .expect_err("not the owner");
+    assert_eq!(err.code(), Some("MOVED"), "{err}");
+    // Keys of two slots: CROSSSLOT from any node, nothing written.
+    let elsewhere = "{user7}:per-day";
+    assert_ne!(cluster.keyslot(elsewhere), slot);
+    for p in cluster.primaries() {
+        let err = line(sec, elsewhere)
+            .query::<Value>(&mut cluster.conn(p.port))
+            .expect_err("across slots");
+        assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+    }
+    let total: i64 = cluster
+        .primaries()
+        .iter()
+        .map(|p| dbsize(&mut cluster.conn(p.port)))
+        .sum();
+    assert_eq!(total, 2, "only the two tagged keys exist");
+}

@@ -259,3 +259,69 @@ fn no_events_without_notify_keyspace_events() {
     marker(&mut c, "end");
     assert_eq!(listener.until_marker("end"), Vec::<Event>::new());
 }
+
+#[test]
+fn refunds_and_rl_all_fire_their_keys_own_events_on_primary_and_replica() {
+    let (primary, replica) = primary_and_replica();
+    let mut on_primary = Listener::new(&primary);
+    let mut on_replica = Listener::new(&replica);
+    let mut c = connect(&primary);
+    let pair = [
+        "2", "f", "b", "FIXED", "3", "3650d", "BUCKET", "3", "1", "3650d",
+    ];
+    let all = |c: &mut Connection, extra: &[&str]| -> Vec<Vec<i64>> {
+        cmd("RL.ALL")
+            .arg(&pair)
+            .arg(extra)
+            .query(c)
+            .expect("RL.ALL")
+    };
+    // RL.ALL allowed: each key's own events, in key order.
+    assert_eq!(all(&mut c, &["COST", "2"])[0][0], 1);
+    // Rejected, and a refund of nothing on an absent key: none.
+    assert_eq!(all(&mut c, &["COST", "2"])[0][0], 0);
+    allowed(
+        rl(&mut c, &["RL.GCRA", "g", "3", "1", "3650d", "REFUND", "1"]),
+        "refund of nothing",
+    );
+    // A partial refund writes the new state; a full one deletes the key.
+    allowed(
+        rl(&mut c, &["RL.FIXED", "f", "3", "3650d", "REFUND", "1"]),
+        "partial refund",
+    );
+    assert_eq!(all(&mut c, &["REFUND", "5"])[0][0], 1);
+    // A sliding log: REFUND 1 of two units removes the newest (zrem, expire).
+    allowed(
+        rl(&mut c, &["RL.SLIDING", "s", "3", "3650d", "COST", "2"]),
+        "two units",
+    );
+    allowed(
+        rl(&mut c, &["RL.SLIDING", "s", "3", "3650d", "REFUND", "1"]),
+        "one back",
+    );
+    marker(&mut c, "end");
+
+    let expected = pairs(&[
+        ("set", "f"),
+        ("expire", "f"),
+        ("hset", "b"),
+        ("expire", "b"),
+        ("set", "f"),
+        ("expire", "f"),
+        ("del", "f"),
+        ("del", "b"),
+        ("zadd", "s"),
+        ("expire", "s"),
+        ("zrem", "s"),
+        ("expire", "s"),
+    ]);
+    let from_primary = on_primary.until_marker("end");
+    let from_replica = on_replica.until_marker("end");
+    assert_eq!(
+        keyevents(&from_replica),
+        expected,
+        "replica (native commands)"
+    );
+    assert_eq!(keyevents(&from_primary), expected, "primary");
+    assert_eq!(from_primary, from_replica);
+}

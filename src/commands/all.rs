@@ -28,9 +28,6 @@ pub struct All;
 
 static COUNTERS: Counters = Counters::new();
 
-/// At most this many keys in one call.
-const MAX_KEYS: u64 = 16;
-
 /// The policies RL.ALL takes: each is a single-key command's parameters, parsed,
 /// decided and written by that command.
 macro_rules! policies {
@@ -124,7 +121,7 @@ struct Call {
 /// Parses everything after the command name.
 fn parse(args: &[&[u8]]) -> Result<Call> {
     let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
-    let numkeys = args::integer("numkeys", numkeys, 1, MAX_KEYS)?;
+    let numkeys = args::integer("numkeys", numkeys, 1, super::MAX_COUNTED_KEYS)?;
     // numkeys <= 16: it fits a usize.
     let keys = numkeys as usize;
     if rest.len() < keys {
@@ -198,7 +195,8 @@ fn combine(per_key: &[Decision]) -> Decision {
 impl Handler for All {
     const SPEC: Spec = Spec {
         name: c"RL.ALL",
-        flags: c"write deny-oom",
+        // getkeys-api: Cluster finds the keys by asking (report_counted_keys).
+        flags: c"write deny-oom getkeys-api",
         summary: c"Checks several limits at one instant and consumes from all of them or none",
         complexity: c"The sum of each key's command's complexity",
         args: &[

@@ -328,6 +328,13 @@ pub extern "C" fn dispatch<H: Handler>(
 ) -> c_int {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
         let argc = usize::try_from(argc).unwrap_or(0);
+        if matches!(H::SPEC.keys, Keys::Counted)
+            // SAFETY: `ctx` is the running command's context.
+            && unsafe { rm!(RedisModule_IsKeysPositionRequest)(ctx) } != 0
+        {
+            report_counted_keys(ctx, argv, argc);
+            return;
+        }
         if argv.is_null() || !H::SPEC.accepts_argc(argc) {
             // SAFETY: `ctx` is the running command's context.
             unsafe { rm!(RedisModule_WrongArity)(ctx) };
@@ -359,6 +366,25 @@ pub extern "C" fn dispatch<H: Handler>(
     }
     raw::REDISMODULE_OK as c_int
 }
+
+/// Answers the server's question "where are the keys?" for `numkeys key [key …]`
+/// (the `getkeys-api` call Cluster routing uses: it reads no key specs). A bad
+/// numkeys reports none; the call itself then answers the error.
+fn report_counted_keys(ctx: *mut RedisModuleCtx, argv: *mut *mut RedisModuleString, argc: usize) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    // SAFETY: the server passes `argc` valid argument strings for the call.
+    let argv = Argv(unsafe { std::slice::from_raw_parts(argv, argc) });
+    let numkeys = args::integer("numkeys", argv.bytes(1), 1, MAX_COUNTED_KEYS).unwrap_or(0);
+    for pos in (2..argc).take(numkeys as usize) {
+        // SAFETY: `ctx` is the keys-position request's context; `pos` < argc.
+        unsafe { rm!(RedisModule_KeyAtPos)(ctx, pos as c_int) };
+    }
+}
+
+/// At most this many keys in one RL.ALL call.
+pub const MAX_COUNTED_KEYS: u64 = 16;
 
 /// How many arguments a call may have after its key without allocating.
 const INLINE_ARGS: usize = 8;

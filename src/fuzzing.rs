@@ -2,7 +2,7 @@
 //! arbitrary bytes, no server. Used by the libFuzzer target in `fuzz/` (`make fuzz`)
 //! and, over the saved inputs in `fuzz/regressions/`, by `make test`.
 //!
-//! Input layout: byte 0 picks the command; the rest is split on NUL into arguments
+//! Input layout: byte 0 picks the command (RL.ALL: its argument parser only); the rest is split on NUL into arguments
 //! (as a client would send them, key first) followed by raw bytes that make up a
 //! stored state and the clock. Every reply must satisfy the contract's invariants;
 //! a violation panics, which the fuzzer reports as a crash.
@@ -62,7 +62,14 @@ pub fn run(data: &[u8]) {
     let _ = codec::parse_uint(state);
     let _ = codec::parse_micros(state);
 
-    match selector % 6 {
+    if selector % 7 == 6 {
+        // RL.ALL's line: numkeys, keys, policies, options, in any bytes.
+        if let Ok(keys) = crate::commands::parses_all(&argv) {
+            assert!((1..=16).contains(&keys), "{keys} keys");
+        }
+        return;
+    }
+    match selector % 7 {
         0 => {
             let Some(params) = parse::<Fixed>(&argv) else {
                 return;
@@ -101,7 +108,7 @@ pub fn run(data: &[u8]) {
         }
         3 | 4 => {
             // RL.GCRA and CL.THROTTLE: the same decision on a TAT.
-            let parsed = if selector % 6 == 3 {
+            let parsed = if selector % 7 == 3 {
                 parse::<Gcra>(&argv)
             } else {
                 parse::<Throttle>(&argv)

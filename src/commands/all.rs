@@ -162,6 +162,15 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
     })
 }
 
+/// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,
+/// never a panic.
+#[cfg(feature = "fuzzing")]
+pub fn parses(args: &[&[u8]]) -> Result<usize> {
+    let call = parse(args)?;
+    assert_eq!(call.policies.len(), call.keys, "one policy per key");
+    Ok(call.keys)
+}
+
 /// The combined decision over every key's reply: allowed if all are; the
 /// smallest remaining (the first such key's, with its limit); retry_after 0 when
 /// allowed, -1 if some key never allows, else the longest wait among the keys that
@@ -261,5 +270,95 @@ impl Handler for All {
         for d in decided {
             reply_integers(ctx, super::fields(d));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_line(line: &str) -> Result<Call> {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        parse(&args)
+    }
+
+    fn decision(
+        allowed: bool,
+        limit: u64,
+        remaining: u64,
+        retry: RetryAfter,
+        reset: u64,
+    ) -> Decision {
+        Decision {
+            allowed,
+            limit,
+            remaining,
+            retry_after: retry,
+            reset_after_ms: reset,
+        }
+    }
+
+    #[test]
+    fn parses_keys_then_one_policy_per_key_then_the_amount() {
+        let call =
+            parse_line("3 a b c fixed 10 1s BUCKET 5 1 1m SlidingCounter 100 1d REFUND 2").unwrap();
+        assert_eq!(call.keys, 3);
+        assert!(matches!(
+            call.policies[..],
+            [
+                Policy::Fixed(_),
+                Policy::Bucket(_),
+                Policy::SlidingCounter(_)
+            ]
+        ));
+        assert_eq!(call.amount, Amount::Refund(Cost::new(2).unwrap()));
+        let call = parse_line("1 k GCRA 5 1 1s").unwrap();
+        assert_eq!(call.amount, Amount::Take(Cost::ONE));
+    }
+
+    #[test]
+    fn names_what_is_wrong_with_a_bad_line() {
+        let cases = [
+            ("0 a FIXED 1 1s", "numkeys must be an integer from 1 to 16"),
+            ("3 a b", "numkeys is 3, but fewer keys follow it"),
+            ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
+            ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
+            ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"),
+            ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
+            ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
+        ];
+        for (line, want) in cases {
+            assert_eq!(
+                parse_line(line).err().map(|e| e.to_string()).as_deref(),
+                Some(want),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn combines_the_tightest_remaining_the_longest_wait_and_reset() {
+        let per_key = [
+            decision(true, 10, 4, RetryAfter::Now, 900),
+            decision(true, 3, 1, RetryAfter::Now, 5000),
+            decision(true, 7, 1, RetryAfter::Now, 100),
+        ];
+        // Ties for the smallest remaining: the first such key's limit.
+        assert_eq!(
+            combine(&per_key),
+            decision(true, 3, 1, RetryAfter::Now, 5000)
+        );
+        let per_key = [
+            decision(false, 10, 0, RetryAfter::Ms(300), 900),
+            decision(true, 3, 2, RetryAfter::Now, 5000),
+            decision(false, 7, 0, RetryAfter::Ms(700), 700),
+        ];
+        assert_eq!(
+            combine(&per_key),
+            decision(false, 10, 0, RetryAfter::Ms(700), 5000)
+        );
+        let never = [per_key[0], decision(false, 2, 2, RetryAfter::Never, 0)];
+        assert_eq!(combine(&never).retry_after, RetryAfter::Never);
     }
 }

@@ -27,6 +27,8 @@ use crate::stats::{Counters, Verdict};
 use crate::storage::{self, rm, Key};
 
 pub use all::All;
+#[cfg(feature = "fuzzing")]
+pub use all::parses as parses_all;
 pub use bucket::Bucket;
 pub use fixed::Fixed;
 pub use gcra::Gcra;

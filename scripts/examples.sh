@@ -142,6 +142,51 @@ expect(status == 200 and num(h, "RateLimit-Limit") == capacity,
 PY
 }
 
+# check_policies <base url>: examples/python/policies.py, several policies per request
+# with RL.ALL: the RateLimit-Policy and RateLimit fields of both policies, a failed
+# upstream call refunded, and a 429 from the burst that leaves the daily count alone.
+check_policies() {
+  python3 - "$1" "$capacity" <<'PY'
+import re, sys, urllib.request, urllib.error
+
+base, capacity = sys.argv[1], int(sys.argv[2])
+daily = 1000
+
+def get(path="/"):
+    req = urllib.request.Request(base + path, headers={"X-User": "smoke-policies"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+def remaining(headers):
+    items = dict(re.findall(r'"(\w+)";r=(\d+);t=\d+', headers.get("RateLimit") or ""))
+    return int(items.get("burst", -1)), int(items.get("daily", -1))
+
+def expect(cond, what, status, headers):
+    if not cond:
+        shown = {k: headers.get(k) for k in ("RateLimit-Policy", "RateLimit", "Retry-After")}
+        sys.exit(f"{what}: got {status} {shown}")
+
+status, h = get()
+expect(status == 200 and remaining(h) == (capacity - 1, daily - 1), "request 1: want 200, r=4 and 999", status, h)
+expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w=300, "daily";q={daily};w=86400',
+       "request 1: RateLimit-Policy", status, h)
+status, h = get("/fail")
+expect(status == 500, "an upstream failure: want 500", status, h)
+# The failed call was refunded: the next one finds the same counts as before it.
+for i in range(2, capacity + 1):
+    status, h = get()
+    want = (capacity - i, daily - i)
+    expect(status == 200 and remaining(h) == want, f"request {i}: want 200 with r={want}", status, h)
+status, h = get()
+expect(status == 429 and (h.get("Retry-After") or "0").isdigit() and int(h["Retry-After"]) >= 1,
+       "the burst is empty: want 429 with Retry-After", status, h)
+expect(remaining(h) == (0, daily - capacity), "the 429 takes nothing from the daily count", status, h)
+PY
+}
+
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
 # It returns 1 when installing or building failed, and 2 when the example cannot run
@@ -167,6 +212,12 @@ setup_python() {
     python3 -m pip install --quiet --target "$deps" -r "$req" || return 1
     cmd=(env PYTHONPATH="$deps" python3 -u "$root/examples/python/app.py")
   fi
+}
+
+# The multi-policy Python example: the same environment as the Python one.
+setup_policies() {
+  setup_python || return
+  cmd[${#cmd[@]} - 1]=$root/examples/python/policies.py
 }
 
 setup_node() {
@@ -195,7 +246,7 @@ setup_rust() {
 passed=0
 failed=0
 skipped=0
-for name in python node rust; do
+for name in python policies node rust; do
   log=$tmp/$name.log
   started=$SECONDS
   cmd=()
@@ -220,6 +271,15 @@ for name in python node rust; do
     echo "FAIL $name: the server did not listen on port $port within 20 s" >&2
     show_log "$log"
     failed=$((failed + 1))
+  elif [ "$name" = policies ]; then
+    if ! reason=$(check_policies "http://127.0.0.1:$port" 2>&1); then
+      echo "FAIL $name: $reason" >&2
+      show_log "$log"
+      failed=$((failed + 1))
+    else
+      echo "PASS $name: RL.ALL over a burst bucket and a daily window, RateLimit-Policy/RateLimit for both, a failed upstream call refunded, a 429 that takes nothing from the daily count ($((SECONDS - started)) s)"
+      passed=$((passed + 1))
+    fi
   elif ! reason=$(check "http://127.0.0.1:$port" "$name" 2>&1); then
     echo "FAIL $name: $reason" >&2
     show_log "$log"

@@ -66,6 +66,13 @@ fn token_pool() -> Vec<Vec<u8>> {
         "COST",
         "cost",
         "CoSt",
+        "REFUND",
+        "refund",
+        "FIXED",
+        "sliding",
+        "Bucket",
+        "GCRA",
+        "SLIDINGCOUNTER",
         "EX",
         "PX",
         "NX",
@@ -169,7 +176,11 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
         }
         if rng.below(2) == 0 {
             let cost = rng.pick(&[0, 1, 3, 9_007_199_254_740_991]);
-            args.extend(command.cost_args(*cost).into_iter().map(String::into_bytes));
+            if command.style == Style::Rl && rng.below(3) == 0 {
+                args.extend([b"REFUND".to_vec(), cost.to_string().into_bytes()]);
+            } else {
+                args.extend(command.cost_args(*cost).into_iter().map(String::into_bytes));
+            }
         }
     } else {
         for _ in 0..rng.below(8) {
@@ -539,4 +550,114 @@ fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
     wait_for(Duration::from_secs(1), "server alive", || {
         cmd("PING").query::<String>(&mut c).ok()
     });
+}
+
+/// One random RL.ALL line: half well-formed (distinct keys of every kind, a policy
+/// each, maybe COST or REFUND), half numkeys, keys and words from the hostile pool.
+fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let policies: [&[&str]; 5] = [
+        &["FIXED", "5", "1h"],
+        &["SLIDING", "5", "1h"],
+        &["BUCKET", "5", "1", "1h"],
+        &["GCRA", "5", "1", "1h"],
+        &["SLIDINGCOUNTER", "5", "1h"],
+    ];
+    let n = 1 + rng.below(4);
+    let mut line = vec![n.to_string().into_bytes()];
+    let mut keys: Vec<&str> = Vec::new();
+    while keys.len() < n {
+        let k = *rng.pick(&KEYS);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    line.extend(keys.iter().map(|k| k.as_bytes().to_vec()));
+    if rng.below(2) == 0 {
+        for _ in 0..n {
+            line.extend(rng.pick(&policies).iter().map(|w| w.as_bytes().to_vec()));
+        }
+        match rng.below(3) {
+            0 => line.extend([
+                b"COST".to_vec(),
+                rng.pick(&["0", "1", "6"]).as_bytes().to_vec(),
+            ]),
+            1 => line.extend([
+                b"REFUND".to_vec(),
+                rng.pick(&["0", "1", "9"]).as_bytes().to_vec(),
+            ]),
+            _ => {}
+        }
+    } else {
+        if rng.below(2) == 0 {
+            line[0] = rng.pick(pool).clone();
+        }
+        for _ in 0..rng.below(10) {
+            line.push(rng.pick(pool).clone());
+        }
+    }
+    line
+}
+
+#[test]
+fn random_rl_all_lines_never_crash_and_errors_change_nothing() {
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let pool = token_pool();
+    let mut rng = Rng(0x00a1_1a11);
+    let (mut errors, mut replies) = (0usize, 0usize);
+    for _ in 0..20 {
+        seed_keys(&mut c);
+        // Every key's DUMP and expiry before and after each call, in one pipeline.
+        let state = |p: &mut redis::Pipeline| {
+            for k in KEYS {
+                p.cmd("DUMP").arg(k).cmd("PEXPIRETIME").arg(k);
+            }
+        };
+        let mut pipe = redis::pipe();
+        let mut sent = Vec::new();
+        for _ in 0..250 {
+            let line = random_all(&mut rng, &pool);
+            state(&mut pipe);
+            let mut call = redis::cmd("RL.ALL");
+            for a in &line {
+                call.arg(a.as_slice());
+            }
+            pipe.add_command(call);
+            state(&mut pipe);
+            sent.push(line);
+        }
+        let per_call = 4 * KEYS.len() + 1;
+        let results: Vec<Value> = redis::ConnectionLike::req_packed_commands(
+            &mut c,
+            &pipe.get_packed_pipeline(),
+            0,
+            sent.len() * per_call,
+        )
+        .expect("pipeline");
+        for (i, line) in sent.iter().enumerate() {
+            let r = &results[i * per_call..(i + 1) * per_call];
+            let half = 2 * KEYS.len();
+            match &r[half] {
+                Value::Array(arrays) if arrays.iter().all(is_reply) => replies += 1,
+                Value::ServerError(e) => {
+                    errors += 1;
+                    assert!(
+                        ["ERR", "WRONGTYPE"].contains(&e.code()),
+                        "{e:?} for {line:?}"
+                    );
+                    assert_eq!(
+                        r[..half],
+                        r[half + 1..],
+                        "error {e:?} changed a key: {line:?}"
+                    );
+                }
+                other => panic!("RL.ALL {line:?} replied {other:?}"),
+            }
+        }
+        assert!(server.alive(), "server died:\n{}", server.log());
+    }
+    assert!(
+        errors > 1000 && replies > 200,
+        "{errors} errors, {replies} replies"
+    );
 }

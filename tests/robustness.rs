@@ -656,8 +656,9 @@ fn random_rl_all_lines_never_crash_and_errors_change_nothing() {
         }
         assert!(server.alive(), "server died:\n{}", server.log());
     }
+    // Most well-formed lines meet a key of another type among their keys.
     assert!(
-        errors > 1000 && replies > 200,
+        errors > 1000 && replies > 50,
         "{errors} errors, {replies} replies"
     );
 }

@@ -12,7 +12,8 @@
 
 pub use super::Rate;
 use super::{
-    at_plus, cap, ms_until, refunded, Amount, Change, Cost, Decision, Millis, Outcome, RetryAfter,
+    at_plus, cap, ms_until, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis,
+    Outcome, RetryAfter,
 };
 
 /// Millionths of a token: the stored level's resolution.
@@ -109,10 +110,7 @@ pub fn call(
     rate: Rate,
     amount: Amount,
 ) -> Outcome<Change<Store>> {
-    match amount {
-        Amount::Take(n) => decide(stored, now, rate, n).into_change(),
-        Amount::Refund(n) => refund(stored, now, rate, n),
-    }
+    take_or_refund((decide, refund), stored, now, rate, amount)
 }
 
 /// When the call is decided and the exact level then. Time never runs backwards

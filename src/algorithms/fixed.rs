@@ -5,8 +5,8 @@
 //! expires, which is the window's end.
 
 use super::{
-    ms_until, refunded, Amount, Change, Cost, Decision, Interval, Millis, Outcome, Quota,
-    RetryAfter,
+    after, ms_until, refunded, take_or_refund, Amount, Change, Cost, Decision, Interval, Millis,
+    Outcome, Quota, RetryAfter,
 };
 
 /// What the key holds: the units used and the absolute expiry (window end).
@@ -85,11 +85,7 @@ pub fn refund(
             0 => Change::Delete,
             used => Change::Store(Counter { used, ..c }),
         });
-    let after = match change {
-        Some(Change::Store(c)) => Some(c),
-        Some(Change::Delete) => None,
-        None => stored,
-    };
+    let after = after(&change, stored, |c| *c);
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
@@ -100,10 +96,7 @@ pub fn call(
     quota: Quota,
     amount: Amount,
 ) -> Outcome<Change<Counter>> {
-    match amount {
-        Amount::Take(n) => decide(stored, now, quota, n).into_change(),
-        Amount::Refund(n) => refund(stored, now, quota, n),
-    }
+    take_or_refund((decide, refund), stored, now, quota, amount)
 }
 
 #[cfg(test)]

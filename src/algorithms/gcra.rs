@@ -12,7 +12,10 @@
 //! tokens)`, which is exact whenever the period in ns is a multiple of `tokens`, and
 //! the ms of the reply, rounded up (never too early).
 
-use super::{cap, refunded, Amount, Change, Cost, Decision, Millis, Outcome, Rate, RetryAfter};
+use super::{
+    after, cap, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis, Outcome, Rate,
+    RetryAfter,
+};
 
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u128 = 1_000_000;
@@ -113,11 +116,7 @@ pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outc
             })
         }
     });
-    let after = match change {
-        Some(Change::Store(s)) => Some(s.tat),
-        Some(Change::Delete) => None,
-        None => stored,
-    };
+    let after = after(&change, stored, |s| s.tat);
     refunded(change, decide(after, now, rate, Cost::ZERO).decision)
 }
 
@@ -128,10 +127,7 @@ pub fn call(
     rate: Emission,
     amount: Amount,
 ) -> Outcome<Change<Store>> {
-    match amount {
-        Amount::Take(n) => decide(stored, now, rate, n).into_change(),
-        Amount::Refund(n) => refund(stored, now, rate, n),
-    }
+    take_or_refund((decide, refund), stored, now, rate, amount)
 }
 
 /// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when

@@ -79,6 +79,40 @@ pub(crate) fn refunded<W>(change: Option<W>, report: Decision) -> Outcome<W> {
     }
 }
 
+/// The state a write leaves: the stored one, none after a delete, the old one when
+/// nothing is written. `state` reads it out of a store.
+pub(crate) fn after<S, T>(
+    change: &Option<Change<S>>,
+    old: Option<T>,
+    state: impl FnOnce(&S) -> T,
+) -> Option<T> {
+    match change {
+        Some(Change::Store(s)) => Some(state(s)),
+        Some(Change::Delete) => None,
+        None => old,
+    }
+}
+
+/// An algorithm's two entry points: take units, give units back.
+pub(crate) type Entries<St, P, S> = (
+    fn(St, Millis, P, Cost) -> Outcome<S>,
+    fn(St, Millis, P, Cost) -> Outcome<Change<S>>,
+);
+
+/// One call of an algorithm: take (`decide`) or give back (`refund`).
+pub(crate) fn take_or_refund<St, P, S>(
+    (decide, refund): Entries<St, P, S>,
+    stored: St,
+    now: Millis,
+    params: P,
+    amount: Amount,
+) -> Outcome<Change<S>> {
+    match amount {
+        Amount::Take(n) => decide(stored, now, params, n).into_change(),
+        Amount::Refund(n) => refund(stored, now, params, n),
+    }
+}
+
 /// What a call decided: the five fields of the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {

@@ -8,7 +8,8 @@
 //! limit·W`, so nothing is floored into an extra unit.
 
 use super::{
-    at_plus, cap, refunded, Amount, Change, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
+    after, at_plus, cap, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis, Outcome,
+    Quota, RetryAfter,
 };
 
 /// What the key holds: `"<start> <current> <previous>"`.
@@ -110,11 +111,7 @@ pub fn refund(
             quota,
         )))
     };
-    let after = match change {
-        Some(Change::Store(s)) => Some(s.counts),
-        Some(Change::Delete) => None,
-        None => stored,
-    };
+    let after = after(&change, stored, |s| s.counts);
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
@@ -125,10 +122,7 @@ pub fn call(
     quota: Quota,
     amount: Amount,
 ) -> Outcome<Change<Store>> {
-    match amount {
-        Amount::Take(n) => decide(stored, now, quota, n).into_change(),
-        Amount::Refund(n) => refund(stored, now, quota, n),
-    }
+    take_or_refund((decide, refund), stored, now, quota, amount)
 }
 
 /// Decides one call against the stored counts (None when the key is absent).

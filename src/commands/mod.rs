@@ -26,9 +26,9 @@ use crate::server::{self, optional};
 use crate::stats::{Counters, Verdict};
 use crate::storage::{self, rm, Key};
 
-pub use all::All;
 #[cfg(feature = "fuzzing")]
 pub use all::parses as parses_all;
+pub use all::All;
 pub use bucket::Bucket;
 pub use fixed::Fixed;
 pub use gcra::Gcra;

@@ -1,0 +1,198 @@
+/* The floor of an RL-shaped command through the module API: a bench-only module
+ * (never shipped) that makes exactly the key-API calls RL's string-state commands
+ * make, and nothing else, so `make bench` can show how close RL gets to what the
+ * module API allows.
+ *
+ *   FLOOR.FIXED key limit window          a fixed-window counter (RL.FIXED's calls)
+ *   FLOOR.GCRA  key capacity tokens period a TAT in ns (RL.GCRA's calls)
+ *
+ * Each call: parse the numbers, read the clock once, open the key for reading and
+ * writing, read its type, its string (DMA) and its absolute expiry, decide, write
+ * the new digits (in place when the length is unchanged, else DeleteKey +
+ * StringTruncate + DMA, as src/storage/record.rs does), set the absolute expiry,
+ * propagate `SET key value PXAT t`, fire the `set` and `expire` keyspace events,
+ * signal the key modified, reply with five integers. No validation beyond what
+ * keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
+ *
+ * Built by scripts/bench.sh with the redismodule.h of the redis-module crate RL
+ * is built against. */
+#include <stdint.h>
+#include <string.h>
+
+#include "redismodule.h"
+
+static RedisModuleString *pxat;
+
+/* digits with an optional unit (ms, s, m, h, d); a bare number is seconds. */
+static int parse_ms(RedisModuleString *arg, long long *out) {
+    size_t len;
+    const char *p = RedisModule_StringPtrLen(arg, &len);
+    size_t i = 0;
+    unsigned long long n = 0;
+    while (i < len && p[i] >= '0' && p[i] <= '9') n = n * 10 + (unsigned)(p[i++] - '0');
+    if (i == 0) return 0;
+    long long unit = 1000;
+    size_t rest = len - i;
+    if (rest == 1 && (p[i] | 32) == 's') unit = 1000;
+    else if (rest == 1 && (p[i] | 32) == 'm') unit = 60000;
+    else if (rest == 1 && (p[i] | 32) == 'h') unit = 3600000;
+    else if (rest == 1 && (p[i] | 32) == 'd') unit = 86400000;
+    else if (rest == 2 && (p[i] | 32) == 'm' && (p[i + 1] | 32) == 's') unit = 1;
+    else if (rest != 0) return 0;
+    *out = (long long)n * unit;
+    return *out > 0;
+}
+
+static int parse_u64(const char *p, size_t len, unsigned long long *out) {
+    unsigned long long n = 0;
+    if (len == 0 || len > 19) return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') return 0;
+        n = n * 10 + (unsigned)(p[i] - '0');
+    }
+    *out = n;
+    return 1;
+}
+
+static size_t format_u64(char *buf, unsigned long long v) {
+    char tmp[24];
+    size_t n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (size_t i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Reads the string state: 1 with value and expiry, 0 for an empty key, -1 for
+ * another type or content. */
+static int load(RedisModuleKey *key, int type, unsigned long long *value, long long *expires) {
+    if (type == REDISMODULE_KEYTYPE_EMPTY) return 0;
+    if (type != REDISMODULE_KEYTYPE_STRING) return -1;
+    size_t len;
+    char *p = RedisModule_StringDMA(key, &len, REDISMODULE_READ);
+    if (!p || !parse_u64(p, len, value)) return -1;
+    *expires = RedisModule_GetAbsExpire(key);
+    return *expires == REDISMODULE_NO_EXPIRE ? -1 : 1;
+}
+
+/* Writes the digits, the absolute expiry, propagates and notifies. */
+static int store(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key, int type,
+                 const char *digits, size_t n, long long at) {
+    int resize = 1;
+    if (type == REDISMODULE_KEYTYPE_STRING) {
+        if (RedisModule_ValueLength(key) == n) resize = 0;
+        else if (RedisModule_DeleteKey(key) != REDISMODULE_OK) return 0;
+    }
+    if (resize && RedisModule_StringTruncate(key, n) != REDISMODULE_OK) return 0;
+    size_t len;
+    char *p = RedisModule_StringDMA(key, &len, REDISMODULE_WRITE);
+    if (!p || len != n) return 0;
+    memcpy(p, digits, n);
+    if (RedisModule_SetAbsExpire(key, at) != REDISMODULE_OK) return 0;
+    RedisModule_Replicate(ctx, "SET", "sbsl", name, digits, n, pxat, at);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_STRING, "set", name);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "expire", name);
+    RedisModule_SignalModifiedKey(ctx, name);
+    return 1;
+}
+
+static void reply5(RedisModuleCtx *ctx, long long a, long long b, long long c, long long d,
+                   long long e) {
+    RedisModule_ReplyWithArray(ctx, 5);
+    RedisModule_ReplyWithLongLong(ctx, a);
+    RedisModule_ReplyWithLongLong(ctx, b);
+    RedisModule_ReplyWithLongLong(ctx, c);
+    RedisModule_ReplyWithLongLong(ctx, d);
+    RedisModule_ReplyWithLongLong(ctx, e);
+}
+
+/* FLOOR.FIXED key limit window */
+static int fixed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 4) return RedisModule_WrongArity(ctx);
+    long long limit, window;
+    if (RedisModule_StringToLongLong(argv[2], &limit) != REDISMODULE_OK || limit < 1 ||
+        !parse_ms(argv[3], &window))
+        return RedisModule_ReplyWithError(ctx, "ERR bad argument");
+    long long now = (long long)RedisModule_Milliseconds();
+    long long end = (now / window + 1) * window;
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    int type = RedisModule_KeyType(key);
+    unsigned long long used = 0;
+    long long expires = 0;
+    int found = load(key, type, &used, &expires);
+    if (found < 0) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "WRONGTYPE not a counter");
+    }
+    if (!found || expires != end) used = 0;
+    if (used + 1 > (unsigned long long)limit) {
+        RedisModule_CloseKey(key);
+        reply5(ctx, 0, limit, 0, end - now, end - now);
+        return REDISMODULE_OK;
+    }
+    used += 1;
+    char digits[24];
+    size_t n = format_u64(digits, used);
+    int ok = store(ctx, argv[1], key, type, digits, n, end);
+    RedisModule_CloseKey(key);
+    if (!ok) return RedisModule_ReplyWithError(ctx, "ERR write failed");
+    reply5(ctx, 1, limit, limit - (long long)used, 0, end - now);
+    return REDISMODULE_OK;
+}
+
+/* FLOOR.GCRA key capacity tokens period */
+static int gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 5) return RedisModule_WrongArity(ctx);
+    long long capacity, tokens, period;
+    if (RedisModule_StringToLongLong(argv[2], &capacity) != REDISMODULE_OK || capacity < 1 ||
+        RedisModule_StringToLongLong(argv[3], &tokens) != REDISMODULE_OK || tokens < 1 ||
+        !parse_ms(argv[4], &period))
+        return RedisModule_ReplyWithError(ctx, "ERR bad argument");
+    unsigned __int128 t128 = (unsigned __int128)period * 1000000u / (unsigned long long)tokens;
+    unsigned long long t = (unsigned long long)t128;
+    unsigned __int128 d = (unsigned __int128)t * (unsigned long long)capacity;
+    long long now_ms = (long long)RedisModule_Milliseconds();
+    unsigned long long now = (unsigned long long)now_ms * 1000000u;
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    int type = RedisModule_KeyType(key);
+    unsigned long long tat = 0;
+    long long expires = 0;
+    if (load(key, type, &tat, &expires) < 0) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "WRONGTYPE not a TAT");
+    }
+    unsigned long long base = tat > now ? tat : now;
+    unsigned long long debt = base - now + t;
+    if ((unsigned __int128)debt > d) {
+        RedisModule_CloseKey(key);
+        reply5(ctx, 0, capacity, 0, (long long)((debt - d + 999999) / 1000000),
+               (long long)((base - now + 999999) / 1000000));
+        return REDISMODULE_OK;
+    }
+    tat = base + t;
+    char digits[24];
+    size_t n = format_u64(digits, tat);
+    long long at = (long long)((tat + 999999) / 1000000);
+    int ok = store(ctx, argv[1], key, type, digits, n, at);
+    RedisModule_CloseKey(key);
+    if (!ok) return RedisModule_ReplyWithError(ctx, "ERR write failed");
+    long long remaining = (long long)((d - debt) / t);
+    reply5(ctx, 1, capacity, remaining > capacity ? capacity : remaining, 0,
+           (long long)((debt + 999999) / 1000000));
+    return REDISMODULE_OK;
+}
+
+int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv;
+    (void)argc;
+    if (RedisModule_Init(ctx, "floor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    /* As RL: closing a key opened for writing signals nothing by itself. */
+    RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
+    pxat = RedisModule_CreateString(NULL, "PXAT", 4);
+    if (RedisModule_CreateCommand(ctx, "FLOOR.FIXED", fixed, "write deny-oom fast", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "FLOOR.GCRA", gcra, "write deny-oom fast", 1, 1, 1) ==
+            REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    return REDISMODULE_OK;
+}

@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+"""`make bench`'s driver (run through scripts/bench.sh, which builds what it needs).
+
+Every workload is driven by redis-benchmark. To hold on a noisy machine the
+workloads are interleaved: a round runs each workload once for about
+BENCH_SECONDS (forward order in odd rounds, reverse in even ones, so a drift of the
+machine's speed hits every pair alike), and BENCH_ROUNDS rounds are run. Each
+ratio is computed inside a round (a workload's ops/s over its baseline's in the
+same round) and the table shows the median of those per-round ratios with their
+spread (min-max). Server time per call (INFO commandstats usec_per_call) is the
+second measure.
+
+Shapes: pipelined (-P 16) and unpipelined (-P 1); 100,000 random keys and one hot
+key; without and with a replica attached to each server (effects are then
+propagated for real; every run ends with WAIT so the replica has caught up before
+the next one starts).
+
+Baselines in the same run: INCR and native writes, FLOOR.FIXED / FLOOR.GCRA (a
+bench-only module making exactly the module-API calls RL's string commands make,
+bench/floor/floor.c), redis-cell's CL.THROTTLE on a second server, and the
+Functions library functions/rl.lua (FCALL rl_*), the twin of each RL command.
+
+Exit status: nonzero when something is broken (a server does not start, a command
+fails or errors, a run measures nothing); a ratio below expectation is reported,
+never an error.
+"""
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ENV = os.environ
+QUICK = bool(ENV.get("BENCH_QUICK"))
+ROUNDS = 1 if QUICK else int(ENV.get("BENCH_ROUNDS", "5"))
+SECONDS = float(ENV.get("BENCH_SECONDS", "0.05" if QUICK else "1"))
+KEYS = 100_000
+CLIENTS = 50
+MODULE = ENV["RL_MODULE"]
+FLOOR = ENV.get("BENCH_FLOOR_SO", "")
+CELL = ENV.get("BENCH_CELL_SO", "")
+CELL_SKIP = ENV.get("BENCH_CELL_SKIP", "")
+LIBRARY = ENV.get("BENCH_LIBRARY", "")
+SHAPES_WANTED = ENV.get("BENCH_SHAPES", "")
+
+
+class Broken(Exception):
+    """Something the bench relies on does not work: exit nonzero."""
+
+
+# --- a small RESP2 client for the control commands -----------------------------------
+
+
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise Broken("connection closed by the server")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise Broken("connection closed by the server")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2 :]
+        return data
+
+    def _reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RespError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise Broken(f"unexpected reply {line!r}")
+
+    def call(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def ok(self, *args):
+        r = self.call(*args)
+        if isinstance(r, RespError):
+            raise Broken(f"{' '.join(map(str, args))[:80]}: {r}")
+        return r
+
+
+class RespError(str):
+    pass
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    """A redis-server of its own (port, dir, log), stopped by stop()."""
+
+    def __init__(self, name, root, modules=(), extra=()):
+        self.name = name
+        self.port = free_port()
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir)
+        self.log = os.path.join(self.dir, "redis.log")
+        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", self.dir, "--save", "", "--appendonly", "no",
+                "--logfile", self.log, "--repl-diskless-sync", "yes",
+                "--repl-diskless-sync-delay", "0"]
+        for m in modules:
+            argv += ["--loadmodule", m]
+        argv += list(extra)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while True:
+            try:
+                self.conn = Conn(self.port)
+                if self.conn.call("PING") == "PONG":
+                    break
+                self.conn.close()
+            except (OSError, Broken):
+                pass
+            if self.proc.poll() is not None or time.time() > deadline:
+                tail = ""
+                if os.path.exists(self.log):
+                    with open(self.log, errors="replace") as f:
+                        tail = "".join(f.readlines()[-3:]).strip()
+                self.stop()
+                raise Broken(f"redis-server ({name}) did not start: {tail}")
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# --- workloads ------------------------------------------------------------------------
+
+BIG = "1000000000000"  # a limit no round reaches, so every call is an allowed write
+FIXED_ARGS = [BIG, "1m"]
+# A slow refill: a key lives for the whole round, as a user's limiter does.
+RATE_ARGS = ["1000000000", "1000", "1h"]
+THROTTLE_ARGS = ["999999999", "1000", "3600"]
+
+
+class Workload:
+    def __init__(self, name, argv, stat, server="rl", ratios=(), library=None):
+        self.name = name
+        self.argv = argv  # KEY stands for the key
+        self.stat = stat.lower()
+        self.server = server
+        self.ratios = list(ratios)  # (column, baseline workload name)
+        self.library = library  # the FCALL twin's workload name
+        self.n = {}
+
+
+def workloads(have_floor, have_cell, library_functions):
+    w = [
+        Workload("INCR", ["INCR", "KEY"], "incr"),
+        Workload("SET PX", ["SET", "KEY", "1", "PX", "60000"], "set"),
+        Workload("HSET 2 fields", ["HSET", "KEY", "tokens", "1", "ts", "2"], "hset"),
+        Workload("ZADD", ["ZADD", "KEY", "1", "m"], "zadd"),
+    ]
+    if have_floor:
+        w += [
+            Workload("FLOOR.FIXED", ["FLOOR.FIXED", "KEY"] + FIXED_ARGS, "floor.fixed"),
+            Workload("FLOOR.GCRA", ["FLOOR.GCRA", "KEY"] + RATE_ARGS, "floor.gcra"),
+        ]
+    floor_fixed = [("× floor", "FLOOR.FIXED")] if have_floor else []
+    floor_gcra = [("× floor", "FLOOR.GCRA")] if have_floor else []
+    cell = [("× redis-cell", "CL.THROTTLE (redis-cell)")] if have_cell else []
+    w += [
+        Workload("RL.FIXED", ["RL.FIXED", "KEY"] + FIXED_ARGS, "RL.FIXED", ratios=floor_fixed),
+        Workload("RL.SLIDINGCOUNTER", ["RL.SLIDINGCOUNTER", "KEY"] + FIXED_ARGS,
+                 "RL.SLIDINGCOUNTER", ratios=floor_fixed),
+        Workload("RL.GCRA", ["RL.GCRA", "KEY"] + RATE_ARGS, "RL.GCRA",
+                 ratios=floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
+        Workload("CL.THROTTLE (RL)", ["CL.THROTTLE", "KEY"] + THROTTLE_ARGS, "CL.THROTTLE",
+                 ratios=floor_gcra + cell),
+        Workload("RL.BUCKET", ["RL.BUCKET", "KEY"] + RATE_ARGS, "RL.BUCKET", ratios=cell),
+        Workload("RL.SLIDING", ["RL.SLIDING", "KEY", "128", "1m"], "RL.SLIDING"),
+    ]
+    if have_cell:
+        w.append(Workload("CL.THROTTLE (redis-cell)", ["CL.THROTTLE", "KEY"] + THROTTLE_ARGS,
+                          "cl.throttle", server="cell"))
+    by_name = {x.name: x for x in w}
+    for x in w:
+        x.ratios.insert(0, ("× INCR", "INCR"))
+    for command in ["RL.FIXED", "RL.SLIDINGCOUNTER", "RL.GCRA", "RL.BUCKET", "RL.SLIDING"]:
+        function = "rl_" + command.split(".")[1].lower()
+        if function not in library_functions:
+            continue
+        module = by_name[command]
+        twin = Workload(f"FCALL {function}", ["FCALL", function, "1"] + module.argv[1:], "fcall")
+        twin.ratios.insert(0, ("× INCR", "INCR"))
+        module.ratios.append(("× library", twin.name))
+        w.append(twin)
+    return w
+
+
+COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× redis-cell", "× library"]
+
+SHAPES = [
+    # name, pipeline, hot key, replica
+    ("pipelined", 16, False, False),
+    ("pipelined, hot key", 16, True, False),
+    ("unpipelined", 1, False, False),
+    ("unpipelined, hot key", 1, True, False),
+    ("pipelined, replica", 16, False, True),
+    ("unpipelined, replica", 1, False, True),
+]
+
+
+def shape_title(shape):
+    name, pipeline, hot, replica = shape
+    keys = "one hot key" if hot else f"{KEYS:,} random keys"
+    rep = "a replica attached" if replica else "no replica"
+    pipe = f"pipelined -P {pipeline}" if pipeline > 1 else "unpipelined"
+    return f"{pipe}, {keys}, {rep}"
+
+
+# --- measuring ------------------------------------------------------------------------
+
+
+def commandstats(conn):
+    """cmdstat name (lower case) -> dict of its fields."""
+    info = conn.ok("INFO", "commandstats").decode()
+    stats = {}
+    for line in info.splitlines():
+        if not line.startswith("cmdstat_"):
+            continue
+        name, fields = line[len("cmdstat_"):].split(":", 1)
+        stats[name.lower()] = dict(f.split("=", 1) for f in fields.split(","))
+    return stats
+
+
+def run_once(w, servers, replicas, shape, n):
+    """One redis-benchmark run of w: (ops/s, server usec per call)."""
+    _, pipeline, hot, replica = shape
+    server = servers[w.server]
+    conn = server.conn
+    conn.ok("FLUSHALL")
+    conn.ok("CONFIG", "RESETSTAT")
+    if replica:
+        conn.ok("WAIT", "1", "30000")
+    key = "bench:hot" if hot else "bench:__rand_int__"
+    argv = [key if a == "KEY" else a for a in w.argv]
+    cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(n), "-r", str(KEYS),
+           "-P", str(pipeline), "-c", str(CLIENTS), "--csv"] + argv
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    rps = 0.0
+    for line in out.stdout.strip().splitlines()[1:]:
+        fields = [f.strip('"') for f in line.split('","')]
+        try:
+            rps = float(fields[1])
+        except (IndexError, ValueError):
+            pass
+    if replica:
+        acked = conn.ok("WAIT", "1", "60000")
+        if acked < 1:
+            raise Broken(f"{w.name}: the replica did not acknowledge within 60 s")
+    stat = commandstats(conn).get(w.stat)
+    if rps <= 0 or stat is None:
+        raise Broken(f"{w.name} ({shape[0]}): measured nothing: {out.stderr.strip()[-200:]}")
+    calls = int(stat["calls"])
+    failed = int(stat.get("failed_calls", 0)) + int(stat.get("rejected_calls", 0))
+    if failed:
+        raise Broken(f"{w.name} ({shape[0]}): {failed} of {calls} calls failed")
+    return rps, float(stat["usec_per_call"])
+
+
+def check_replies(workloads_, servers):
+    """Each command once: RL-shaped ones must answer five integers."""
+    for w in workloads_:
+        conn = servers[w.server].conn
+        argv = ["bench:check" if a == "KEY" else a for a in w.argv]
+        reply = conn.call(*argv)
+        if isinstance(reply, RespError):
+            raise Broken(f"{w.name}: {reply}")
+        if w.argv[0] not in ("INCR", "SET", "HSET", "ZADD"):
+            if not (isinstance(reply, list) and len(reply) == 5
+                    and all(isinstance(x, int) for x in reply)):
+                raise Broken(f"{w.name}: expected five integers, got {reply!r}")
+        conn.ok("FLUSHALL")
+
+
+def measure_shape(shape, ws, servers, replicas):
+    """Rounds of every workload in turn: {workload: [(ops, usec) per round]}."""
+    _, pipeline, _, _ = shape
+    # Calibration (also a warm-up, discarded): requests for about SECONDS each.
+    probe = 2000 if QUICK else (20000 if pipeline > 1 else 4000)
+    for w in ws:
+        rps, _ = run_once(w, servers, replicas, shape, probe)
+        w.n[shape] = max(500 if QUICK else 2000, int(rps * SECONDS))
+    results = {w.name: [] for w in ws}
+    for r in range(ROUNDS):
+        order = ws if r % 2 == 0 else list(reversed(ws))
+        for w in order:
+            results[w.name].append(run_once(w, servers, replicas, shape, w.n[shape]))
+    return results
+
+
+def fmt_ratio(values):
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{med:.2f}"
+    return f"{med:.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def per_round_ratios(results, a, b):
+    return [x[0] / y[0] for x, y in zip(results[a], results[b]) if y[0] > 0]
+
+
+def per_round_usec_ratios(results, a, b):
+    """b's usec/call over a's (higher is better, as for ops/s)."""
+    return [y[1] / x[1] for x, y in zip(results[a], results[b]) if x[1] > 0]
+
+
+def print_shape(shape, ws, results, seconds):
+    print(f"\n### {shape_title(shape)}\n")
+    print(f"{ROUNDS} round(s), about {SECONDS:g} s per workload per round; "
+          f"{seconds:.0f} s for this table.\n")
+    cols = [c for c in COLUMNS if any(c == col for w in ws for col, _ in w.ratios)]
+    print("| workload | ops/s | µs/call | " + " | ".join(cols) + " |")
+    print("|---|---:|---:|" + "---:|" * len(cols))
+    for w in ws:
+        ops = statistics.median(x[0] for x in results[w.name])
+        usec = statistics.median(x[1] for x in results[w.name])
+        cells = []
+        for c in cols:
+            base = next((b for col, b in w.ratios if col == c), None)
+            cells.append(fmt_ratio(per_round_ratios(results, w.name, base))
+                         if base in results else "")
+        print(f"| {w.name} | {ops:,.0f} | {usec:.2f} | " + " | ".join(cells) + " |")
+
+
+EXPECT = [
+    # workload, baseline, at least
+    ("RL.FIXED", "FLOOR.FIXED", 0.95),
+    ("RL.GCRA", "FLOOR.GCRA", 0.9),
+    ("RL.SLIDINGCOUNTER", "FLOOR.FIXED", 0.9),
+    ("RL.GCRA", "RL.FIXED", 0.9),
+    ("RL.BUCKET", "CL.THROTTLE (redis-cell)", 1.5),
+    ("RL.GCRA", "CL.THROTTLE (redis-cell)", 2.0),
+    ("CL.THROTTLE (RL)", "CL.THROTTLE (redis-cell)", 1.8),
+    ("RL.FIXED", "FCALL rl_fixed", 2.0),
+    ("RL.SLIDINGCOUNTER", "FCALL rl_slidingcounter", 2.0),
+    ("RL.GCRA", "FCALL rl_gcra", 2.0),
+    ("RL.BUCKET", "FCALL rl_bucket", 2.0),
+    ("RL.SLIDING", "FCALL rl_sliding", 2.0),
+]
+
+
+def print_expectations(all_results):
+    print("\n### Against the yardsticks (median of per-round ratios, min–max)\n")
+    print("ops/s ratio, and the same for server time per call (the baseline's µs over the "
+          "command's, so higher is better in both).\n")
+    shapes = [s for s in all_results if s[1] > 1 and not s[2]]
+    print("| command | yardstick | expected | " +
+          " | ".join(f"{s[0]}: ops/s | {s[0]}: server time" for s in shapes) + " |")
+    print("|---|---|---:|" + "---:|---:|" * len(shapes))
+    for a, b, want in EXPECT:
+        cells = []
+        for s in shapes:
+            res = all_results[s]
+            if a not in res or b not in res:
+                cells += ["–", "–"]
+                continue
+            ops = per_round_ratios(res, a, b)
+            usec = per_round_usec_ratios(res, a, b)
+            mark = "ok" if statistics.median(ops) >= want else "below"
+            cells += [f"{fmt_ratio(ops)} {mark}", fmt_ratio(usec)]
+        if all(c == "–" for c in cells):
+            continue
+        print(f"| {a} | {b} | ≥ {want:g}× | " + " | ".join(cells) + " |")
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def key21(prefix):
+    return prefix + "42".rjust(21 - len(prefix), "0")
+
+
+def memory(servers, library_functions):
+    rl = servers["rl"].conn
+    rl.ok("FLUSHALL")
+    rows = []
+
+    def row(label, conn, key):
+        value = conn.call("GET", key)
+        value = value.decode()[:40] if isinstance(value, bytes) else ""
+        rows.append((label, value, conn.ok("MEMORY", "USAGE", key), ""))
+
+    big = "9007199254740991"
+    k = key21("rl:fixed:")
+    rl.ok("RL.FIXED", k, "100", "1m")
+    row("RL.FIXED counter", rl, k)
+    # Slow refills, so the keys (which expire when the limiter is full again) outlive the table.
+    k = key21("rl:gcra:")
+    rl.ok("RL.GCRA", k, "100", "1", "1h")
+    row("RL.GCRA TAT (ns)", rl, k)
+    k = key21("rl:cell:")
+    rl.ok("CL.THROTTLE", k, "99", "1", "3600")
+    row("CL.THROTTLE TAT (ns)", rl, k)
+    if "cell" in servers:
+        c = servers["cell"].conn
+        c.ok("FLUSHALL")
+        c.ok("CL.THROTTLE", k, "99", "1", "3600")
+        row("redis-cell CL.THROTTLE TAT (ns)", c, k)
+    k = key21("rl:sc:")
+    rl.ok("RL.SLIDINGCOUNTER", k, "100", "1m")
+    row("RL.SLIDINGCOUNTER, first call", rl, k)
+    # The counter at its largest below 10^9: a previous window of 999,999,999, as many now.
+    sec, usec = rl.ok("TIME")
+    now_ms = int(sec) * 1000 + int(usec) // 1000
+    hour = now_ms - now_ms % 3_600_000
+    k = key21("rl:scbig:")
+    rl.ok("SET", k, f"{hour - 3_600_000} 999999999 0", "PXAT", str(hour + 3_600_000))
+    rl.ok("RL.SLIDINGCOUNTER", k, big, "1h", "COST", "999999999")
+    row("RL.SLIDINGCOUNTER, counts 999999999", rl, k)
+    k = key21("rl:bucket:")
+    rl.ok("RL.BUCKET", k, "100", "10", "1s")
+    rows.append(("RL.BUCKET hash", "", rl.ok("MEMORY", "USAGE", k), ""))
+    for units in (10, 128, 1000):
+        k = key21(f"rl:sliding:{units}:")
+        rl.ok("RL.SLIDING", k, "100000", "1h", "COST", str(units))
+        b = rl.ok("MEMORY", "USAGE", k)
+        rows.append((f"RL.SLIDING, {units} units", "", b, f"{b / units:.1f}"))
+    k = key21("native:int:")
+    rl.ok("SET", k, "1", "PX", "60000")
+    row("native SET of an integer (int-encoded)", rl, k)
+    print("\n### Memory per key (MEMORY USAGE, key names of 21 bytes)\n")
+    print("| key | value | bytes | per unit |\n|---|---|---:|---:|")
+    for label, value, b, per in rows:
+        shown = f"`{value}`" if value else ""
+        print(f"| {label} | {shown} | {b} | {per} |")
+
+
+# --- main -----------------------------------------------------------------------------
+
+
+def main():
+    started = time.time()
+    root = tempfile.mkdtemp(prefix="rl-bench-")
+    servers, everything = {}, []
+    try:
+        modules = [MODULE] + ([FLOOR] if FLOOR else [])
+        servers["rl"] = Server("rl", root, modules)
+        everything.append(servers["rl"])
+        if CELL:
+            servers["cell"] = Server("cell", root, [CELL])
+            everything.append(servers["cell"])
+        library_functions = set()
+        if LIBRARY:
+            with open(LIBRARY, "rb") as f:
+                servers["rl"].conn.ok("FUNCTION", "LOAD", "REPLACE", f.read())
+            for lib in servers["rl"].conn.ok("FUNCTION", "LIST"):
+                fields = dict(zip(lib[::2], lib[1::2]))
+                for fn in fields.get(b"functions", []):
+                    fn_fields = dict(zip(fn[::2], fn[1::2]))
+                    library_functions.add(fn_fields[b"name"].decode())
+        ws = workloads(bool(FLOOR), "cell" in servers, library_functions)
+        check_replies(ws, servers)
+
+        version = servers["rl"].conn.ok("INFO", "server").decode()
+        version = next(line.split(":", 1)[1] for line in version.splitlines()
+                       if line.startswith("redis_version:"))
+        print(f"\nRL benchmark: {time.strftime('%Y-%m-%d', time.gmtime())}, redis-server "
+              f"{version}, {os.cpu_count()} cores, {ROUNDS} round(s) of about {SECONDS:g} s "
+              f"per workload, {CLIENTS} clients")
+        if not FLOOR:
+            print("\nfloor rows skipped: no C compiler or no redismodule.h (see scripts/bench.sh)")
+        if "cell" not in servers:
+            print(f"\nredis-cell rows skipped: {CELL_SKIP or 'not built'}")
+        if not library_functions:
+            print("\nlibrary rows skipped: " +
+                  (f"{LIBRARY} defines no rl_* function" if LIBRARY else
+                   "no functions/rl.lua in this tree"))
+
+        all_results = {}
+        shapes = [s for s in SHAPES if not SHAPES_WANTED or s[0] in SHAPES_WANTED.split(",")]
+        for shape in shapes:
+            t0 = time.time()
+            replicas = []
+            if shape[3]:
+                for name, server in list(servers.items()):
+                    mods = [CELL] if name == "cell" else []
+                    rep = Server(f"{name}-replica-{len(everything)}", root, mods,
+                                 ["--replicaof", "127.0.0.1", str(server.port)])
+                    everything.append(rep)
+                    replicas.append(rep)
+                for name, server in servers.items():
+                    if server.conn.ok("WAIT", "1", "30000") < 1:
+                        raise Broken(f"the replica of {name} did not connect within 30 s")
+            results = measure_shape(shape, ws, servers, replicas)
+            for rep in replicas:
+                rep.stop()
+            all_results[shape] = results
+            print_shape(shape, ws, results, time.time() - t0)
+            sys.stdout.flush()
+        print_expectations(all_results)
+        memory(servers, library_functions)
+        print(f"\nThis run took {time.time() - started:.0f} s.")
+    except Broken as e:
+        print(f"bench: error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for s in everything:
+            s.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

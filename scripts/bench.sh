@@ -13,8 +13,7 @@
 #   BENCH_LIBRARY=path the Functions library (default functions/rl.lua when present)
 #   RL_MODULE=path     the module to load (default target/release/librl.so)
 #
-# The floor module (bench/floor/floor.c, never shipped) is compiled here with cc
-# against the redismodule.h of the redis-module crate RL is built with.
+# The floor module (bench/floor/floor.c, never shipped) is built by scripts/floor.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,26 +21,11 @@ export RL_MODULE="${RL_MODULE:-$PWD/target/release/librl.so}"
 [ -f "$RL_MODULE" ] || { echo "bench: no module at $RL_MODULE (make build)" >&2; exit 1; }
 
 # --- the floor module -------------------------------------------------------------
-floor_dir=target/floor
-floor_so=$PWD/$floor_dir/floor.so
-header=""
-if meta=$(${CARGO:-cargo} metadata --format-version 1 --offline \
-    --filter-platform "$(rustc -vV 2>/dev/null | awk '/^host:/ {print $2}')" 2>/dev/null); then
-  header=$(printf '%s' "$meta" | python3 -c '
-import json, os, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == "redis-module":
-        print(os.path.join(os.path.dirname(p["manifest_path"]), "src", "include"))
-        break')
-fi
-cc=${CC:-cc}
 export BENCH_FLOOR_SO=""
-if [ -n "$header" ] && [ -f "$header/redismodule.h" ] && command -v "$cc" >/dev/null 2>&1; then
-  mkdir -p "$floor_dir"
-  if [ ! -f "$floor_so" ] || [ bench/floor/floor.c -nt "$floor_so" ]; then
-    "$cc" -O2 -fPIC -shared -Wall -Wextra -Werror -I "$header" -o "$floor_so" bench/floor/floor.c
-  fi
+if floor_so=$(scripts/floor.sh 2>"${TMPDIR:-/tmp}/rl-bench-floor.err"); then
   BENCH_FLOOR_SO=$floor_so
+else
+  echo "bench: $(tail -n 1 "${TMPDIR:-/tmp}/rl-bench-floor.err")" >&2
 fi
 
 # --- redis-cell, on a second server ------------------------------------------------

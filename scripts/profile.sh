@@ -1,35 +1,86 @@
 #!/usr/bin/env bash
-# Where the time goes: runs redis-server under callgrind (instruction counts, which
-# are repeatable on a noisy machine), sends CALLS pipelined calls of each command on
-# random keys, and prints the instructions per call spent in the command
-# (RedisModuleCommandDispatcher / the native command function) and in the main
-# pieces under it. Needs valgrind (apt-get install valgrind).
+# Where the instructions go: runs redis-server under callgrind (instruction counts,
+# repeatable on a noisy machine), sends CALLS pipelined calls (-P 16) of each
+# workload on 100,000 random keys, with the arguments `make bench` uses, and prints
+# per call:
+#   request  everything the server does for one request (processInputBuffer:
+#            parsing, the command, propagation, the reply), syscalls excepted
+#   command  the command itself (RedisModuleCommandDispatcher, or the native
+#            command's function)
+# and the module API functions (RM_*) it calls, with what is left outside them (the
+# module's own code: parsing, deciding, formatting, glue). The floor module (scripts/floor.sh) runs
+# in RL's server; redis-cell (scripts/redis-cell.sh) in a server of its own.
+# Needs valgrind (apt-get install valgrind). PROFILE_ONLY="RL.FIXED FLOOR.FIXED"
+# limits the workloads (names as below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 module="${RL_MODULE:-$PWD/target/release/librl.so}"
 calls="${CALLS:-20000}"
+floor=$(scripts/floor.sh)
+cell=$(scripts/redis-cell.sh 2>/dev/null || true)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-profile() { # name, command...
-  local name=$1; shift
-  local port=$((7400 + RANDOM % 500))
-  valgrind --tool=callgrind --callgrind-out-file="$out/$name" \
-    redis-server --port "$port" --save "" --appendonly no --loadmodule "$module" \
-    --logfile "$out/$name.log" >/dev/null 2>&1 &
+# name|modules|command (KEY stands for the key)|the command's function in the profile
+workloads=(
+  "INCR|rl|INCR KEY|incrCommand"
+  "SET PX|rl|SET KEY 1 PX 60000|setCommand"
+  "FLOOR.FIXED|rl|FLOOR.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "RL.FIXED|rl|RL.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "RL.SLIDINGCOUNTER|rl|RL.SLIDINGCOUNTER KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "FLOOR.GCRA|rl|FLOOR.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
+  "RL.GCRA|rl|RL.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
+  "CL.THROTTLE (RL)|rl|CL.THROTTLE KEY 999999999 1000 3600|RedisModuleCommandDispatcher"
+  "CL.THROTTLE (redis-cell)|cell|CL.THROTTLE KEY 999999999 1000 3600|RedisModuleCommandDispatcher"
+  "FLOOR.BUCKET|rl|FLOOR.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
+  "RL.BUCKET|rl|RL.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
+  "RL.SLIDING|rl|RL.SLIDING KEY 128 1m|RedisModuleCommandDispatcher"
+)
+
+profile() { # <index> <name> <modules> <command> <function>
+  local i=$1 name=$2 mods=$3 command=$4 fn=$5 port load=()
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  if [ "$mods" = cell ]; then
+    [ -n "$cell" ] || { echo "(redis-cell not built: skipped)" >"$out/$i.txt"; return; }
+    load=(--loadmodule "$cell")
+  else
+    load=(--loadmodule "$module" --loadmodule "$floor")
+  fi
+  valgrind --tool=callgrind --callgrind-out-file="$out/$i.cg" \
+    redis-server --port "$port" --save "" --appendonly no "${load[@]}" \
+    --logfile "$out/$i.log" >/dev/null 2>&1 &
   local pid=$!
-  for _ in $(seq 1 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-benchmark -p "$port" -n "$calls" -r 100000 -P 16 -q "$@" >/dev/null 2>&1
+  for _ in $(seq 1 300); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  # shellcheck disable=SC2086 # the command is split into words on purpose
+  redis-benchmark -p "$port" -n "$calls" -r 100000 -P 16 -c 50 -q ${command//KEY/key:__rand_int__} >/dev/null 2>&1
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
-  echo "== $name: instructions per call"
-  callgrind_annotate --inclusive=yes "$out/$name" 2>/dev/null \
-    | grep -E "RedisModuleCommandDispatcher|incrCommand|setCommand|hsetCommand|zaddCommand|rl::commands::reply|Limiter>::apply|RM_Replicate|lookupCommandByCString|moduleCreateArgvFromUserFormat|RM_OpenKey|RM_StringTruncate|RM_HashSet|RM_HashGet|RM_ZsetAdd|RM_SetAbsExpire|dbAdd" \
-    | sed -E 's/^ *([0-9,]+) .*\?\?\?:([^ ]+).*/\1 \2/' \
-    | awk -v n="$calls" '{gsub(/,/,"",$1); printf "  %8.0f  %s\n", $1 / n, $2}' | head -14
+  callgrind_annotate --inclusive=yes "$out/$i.cg" 2>/dev/null |
+    sed -E 's/\[[^]]*\]//g; s/\?\?\?://g' |
+    awk -v n="$calls" -v fn="$fn" -v name="$name" '
+      function per(x) { gsub(/,/, "", x); return x / n }
+      $NF == "processInputBuffer" { request = per($1) }
+      $NF == fn { command = per($1) }
+      $NF ~ /^RM_/ { inapi += per($1); if (per($1) >= 50) api[++k] = sprintf("      %6.0f  %s", per($1), $NF) }
+      END {
+        printf "== %s: %.0f instructions per request, %.0f in the command", name, request, command
+        if (k) printf ", %.0f of them in the module API, %.0f outside it", inapi, command - inapi
+        printf "\n"
+        for (j = 1; j <= k && j <= 12; j++) print api[j]
+      }' >"$out/$i.txt"
 }
 
-profile INCR INCR key:__rand_int__
-profile RL.FIXED RL.FIXED key:__rand_int__ 1000000 1m
-profile RL.BUCKET RL.BUCKET key:__rand_int__ 1000000 1000 1s
-profile RL.SLIDING RL.SLIDING key:__rand_int__ 128 1m
+only="${PROFILE_ONLY:-}"
+pids=()
+i=0
+for w in "${workloads[@]}"; do
+  IFS='|' read -r name mods command fn <<<"$w"
+  i=$((i + 1))
+  if [ -n "$only" ] && ! grep -qxF "$name" <<<"$(tr ' ' '\n' <<<"$only" | sed 's/_/ /g')"; then continue; fi
+  profile "$i" "$name" "$mods" "$command" "$fn" &
+  pids+=($!)
+  # Two at a time: instruction counts do not depend on the load, elapsed time does.
+  if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+wait
+for f in $(ls "$out"/*.txt | sort -t/ -k4 -n); do cat "$f"; done

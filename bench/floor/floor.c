@@ -5,13 +5,16 @@
  *
  *   FLOOR.FIXED key limit window          a fixed-window counter (RL.FIXED's calls)
  *   FLOOR.GCRA  key capacity tokens period a TAT in ns (RL.GCRA's calls)
+ *   FLOOR.BUCKET key capacity tokens period a hash {tokens, ts} (RL.BUCKET's calls)
  *
  * Each call: parse the numbers, read the clock once, open the key for reading and
  * writing, read its type, its string (DMA) and its absolute expiry, decide, write
  * the new digits (in place when the length is unchanged, else DeleteKey +
  * StringTruncate + DMA, as src/storage/record.rs does), set the absolute expiry,
  * propagate `SET key value PXAT t`, fire the `set` and `expire` keyspace events,
- * signal the key modified, reply with five integers. No validation beyond what
+ * signal the key modified, reply with five integers. FLOOR.BUCKET instead reads
+ * both fields with one HashGet, writes both with one HashSet, and propagates
+ * `HSET key tokens x ts t` + `PEXPIREAT key t` (events `hset`, `expire`). No validation beyond what
  * keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
  *
  * Built by scripts/bench.sh with the redismodule.h of the redis-module crate RL
@@ -21,7 +24,7 @@
 
 #include "redismodule.h"
 
-static RedisModuleString *pxat;
+static RedisModuleString *pxat, *f_tokens, *f_ts;
 
 /* digits with an optional unit (ms, s, m, h, d); a bare number is seconds. */
 static int parse_ms(RedisModuleString *arg, long long *out) {
@@ -181,6 +184,92 @@ static int gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return REDISMODULE_OK;
 }
 
+/* FLOOR.BUCKET key capacity tokens period: the level in millionths of a token. */
+static int bucket(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 5) return RedisModule_WrongArity(ctx);
+    long long capacity, tokens, period;
+    if (RedisModule_StringToLongLong(argv[2], &capacity) != REDISMODULE_OK || capacity < 1 ||
+        RedisModule_StringToLongLong(argv[3], &tokens) != REDISMODULE_OK || tokens < 1 ||
+        !parse_ms(argv[4], &period))
+        return RedisModule_ReplyWithError(ctx, "ERR bad argument");
+    long long now = (long long)RedisModule_Milliseconds();
+    unsigned __int128 cap = (unsigned __int128)capacity * 1000000u, level = cap;
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    int type = RedisModule_KeyType(key);
+    if (type == REDISMODULE_KEYTYPE_HASH) {
+        RedisModuleString *t = NULL, *ts = NULL;
+        RedisModule_HashGet(key, REDISMODULE_HASH_NONE, f_tokens, &t, f_ts, &ts, NULL);
+        unsigned long long micros = 0, at = 0;
+        size_t len;
+        const char *p;
+        int ok = t && ts;
+        if (ok) {
+            p = RedisModule_StringPtrLen(t, &len);
+            size_t i = 0;
+            while (i < len && p[i] != '.') i++;
+            ok = parse_u64(p, i, &micros);
+            unsigned long long frac = 0, scale = 1000000u;
+            for (size_t j = i + 1; j < len && scale > 1; j++) {
+                scale /= 10;
+                frac += (unsigned long long)(p[j] - '0') * scale;
+            }
+            micros = micros * 1000000u + frac;
+            p = RedisModule_StringPtrLen(ts, &len);
+            ok = ok && parse_u64(p, len, &at);
+        }
+        if (t) RedisModule_FreeString(NULL, t);
+        if (ts) RedisModule_FreeString(NULL, ts);
+        if (!ok) {
+            RedisModule_CloseKey(key);
+            return RedisModule_ReplyWithError(ctx, "ERR not a bucket");
+        }
+        unsigned __int128 elapsed = now > (long long)at ? (unsigned long long)(now - (long long)at) : 0;
+        level = (unsigned __int128)micros +
+                elapsed * (unsigned long long)tokens * 1000000u / (unsigned long long)period;
+        if (level > cap) level = cap;
+    } else if (type != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "WRONGTYPE not a bucket");
+    }
+    if (level < 1000000u) {
+        RedisModule_CloseKey(key);
+        reply5(ctx, 0, capacity, 0, 1, 1);
+        return REDISMODULE_OK;
+    }
+    level -= 1000000u;
+    unsigned long long deficit = (unsigned long long)(cap - level);
+    long long reset = (long long)(((unsigned __int128)deficit * (unsigned long long)period +
+                                   (unsigned long long)tokens * 1000000u - 1) /
+                                  ((unsigned long long)tokens * 1000000u));
+    char digits[48];
+    size_t n = format_u64(digits, (unsigned long long)(level / 1000000u));
+    unsigned long long frac = (unsigned long long)(level % 1000000u);
+    if (frac) {
+        int places = 6;
+        while (frac % 10 == 0) frac /= 10, places--;
+        digits[n++] = '.';
+        for (int i = places - 1; i >= 0; i--, frac /= 10) digits[n + (size_t)i] = (char)('0' + frac % 10);
+        n += (size_t)places;
+    }
+    RedisModuleString *t = RedisModule_CreateString(NULL, digits, n);
+    RedisModuleString *ts = RedisModule_CreateStringFromLongLong(NULL, now);
+    int set = RedisModule_HashSet(key, REDISMODULE_HASH_COUNT_ALL, f_tokens, t, f_ts, ts, NULL);
+    RedisModule_FreeString(NULL, t);
+    RedisModule_FreeString(NULL, ts);
+    if (set != 2 || RedisModule_SetAbsExpire(key, now + reset) != REDISMODULE_OK) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR write failed");
+    }
+    RedisModule_Replicate(ctx, "HSET", "ssbsl", argv[1], f_tokens, digits, n, f_ts, now);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", argv[1]);
+    RedisModule_Replicate(ctx, "PEXPIREAT", "sl", argv[1], now + reset);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "expire", argv[1]);
+    RedisModule_SignalModifiedKey(ctx, argv[1]);
+    RedisModule_CloseKey(key);
+    reply5(ctx, 1, capacity, (long long)(level / 1000000u), 0, reset);
+    return REDISMODULE_OK;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
@@ -189,9 +278,13 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     /* As RL: closing a key opened for writing signals nothing by itself. */
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
     pxat = RedisModule_CreateString(NULL, "PXAT", 4);
+    f_tokens = RedisModule_CreateString(NULL, "tokens", 6);
+    f_ts = RedisModule_CreateString(NULL, "ts", 2);
     if (RedisModule_CreateCommand(ctx, "FLOOR.FIXED", fixed, "write deny-oom fast", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "FLOOR.GCRA", gcra, "write deny-oom fast", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "FLOOR.BUCKET", bucket, "write deny-oom fast", 1, 1, 1) ==
             REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;

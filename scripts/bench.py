@@ -27,6 +27,7 @@ never an error.
 
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -36,8 +37,8 @@ import time
 
 ENV = os.environ
 QUICK = bool(ENV.get("BENCH_QUICK"))
-ROUNDS = 1 if QUICK else int(ENV.get("BENCH_ROUNDS", "7"))
-SECONDS = float(ENV.get("BENCH_SECONDS", "0.05" if QUICK else "0.5"))
+ROUNDS = 1 if QUICK else int(ENV.get("BENCH_ROUNDS", "11"))
+SECONDS = float(ENV.get("BENCH_SECONDS", "0.05" if QUICK else "0.3"))
 KEYS = 100_000
 CLIENTS = 50
 MODULE = ENV["RL_MODULE"]
@@ -226,19 +227,19 @@ def workloads(have_floor, have_cell, library_functions):
         Workload("SET PX", ["SET", "KEY", "1", "PX", "60000"], "set"),
         Workload("HSET 2 fields", ["HSET", "KEY", "tokens", "1", "ts", "2"], "hset"),
         Workload("ZADD", ["ZADD", "KEY", "1", "m"], "zadd"),
+        rl("RL.SLIDINGCOUNTER", counter, floor_fixed),
     ]
     if have_floor:
         w.append(Workload("FLOOR.FIXED", ["FLOOR.FIXED", "KEY"] + FIXED_ARGS, "floor.fixed"))
-    w += [rl("RL.FIXED", fixed, floor_fixed), rl("RL.SLIDINGCOUNTER", counter, floor_fixed)]
-    w += fcall("RL.FIXED", fixed) + fcall("RL.SLIDINGCOUNTER", counter)
+    w += [
+        rl("RL.FIXED", fixed, floor_fixed),
+        rl("RL.GCRA", gcra, floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
+    ]
     if have_floor:
         w.append(Workload("FLOOR.GCRA", ["FLOOR.GCRA", "KEY"] + RATE_ARGS, "floor.gcra",
                           ratios=cell))
-    w += [
-        rl("RL.GCRA", gcra, floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
-        Workload("CL.THROTTLE (RL)", ["CL.THROTTLE", "KEY"] + THROTTLE_ARGS, "CL.THROTTLE",
-                 ratios=floor_gcra + cell),
-    ]
+    w.append(Workload("CL.THROTTLE (RL)", ["CL.THROTTLE", "KEY"] + THROTTLE_ARGS, "CL.THROTTLE",
+                      ratios=floor_gcra + cell))
     if have_cell:
         w.append(Workload("CL.THROTTLE (redis-cell)", ["CL.THROTTLE", "KEY"] + THROTTLE_ARGS,
                           "cl.throttle", server="cell"))
@@ -246,7 +247,9 @@ def workloads(have_floor, have_cell, library_functions):
     if have_floor:
         w.append(Workload("FLOOR.BUCKET", ["FLOOR.BUCKET", "KEY"] + RATE_ARGS, "floor.bucket",
                           ratios=cell))
-    w += fcall("RL.GCRA", gcra) + fcall("RL.BUCKET", bucket)
+    for command, argv in [("RL.FIXED", fixed), ("RL.SLIDINGCOUNTER", counter),
+                          ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
+        w += fcall(command, argv)
     w += [rl("RL.SLIDING", sliding)] + fcall("RL.SLIDING", sliding)
     for x in w:
         x.ratios.insert(0, ("× INCR", "INCR"))
@@ -344,9 +347,14 @@ def measure_shape(shape, ws, servers, replicas):
     _, pipeline, _, _ = shape
     # Calibration (also a warm-up, discarded): requests for about SECONDS each.
     probe = 2000 if QUICK else (20000 if pipeline > 1 else 4000)
+    # Every workload but the library's runs the same number of requests, so each
+    # meets the same mix of new and existing keys (the median rate sets it); the
+    # library's functions, several times slower, get their own count.
+    rates = {w.name: run_once(w, servers, replicas, shape, probe)[0] for w in ws}
+    shared = statistics.median(r for name, r in rates.items() if not name.startswith("FCALL"))
     for w in ws:
-        rps, _ = run_once(w, servers, replicas, shape, probe)
-        w.n[shape] = max(500 if QUICK else 2000, int(rps * SECONDS))
+        rate = rates[w.name] if w.name.startswith("FCALL") else shared
+        w.n[shape] = max(500 if QUICK else 2000, int(rate * SECONDS))
     results = {w.name: [] for w in ws}
     for r in range(ROUNDS):
         order = ws if r % 2 == 0 else list(reversed(ws))
@@ -373,8 +381,9 @@ def per_round_usec_ratios(results, a, b):
 
 def print_shape(shape, ws, results, seconds):
     print(f"\n### {shape_title(shape)}\n")
-    print(f"{ROUNDS} round(s), about {SECONDS:g} s per workload per round; "
-          f"{seconds:.0f} s for this table.\n")
+    n = max(w.n[shape] for w in ws if not w.name.startswith("FCALL"))
+    print(f"{ROUNDS} round(s); {n:,} requests per workload per round (the library's functions: "
+          f"about {SECONDS:g} s each); {seconds:.0f} s for this table.\n")
     cols = [c for c in COLUMNS if any(c == col for w in ws for col, _ in w.ratios)]
     print("| workload | ops/s | µs/call | " + " | ".join(cols) + " |")
     print("|---|---:|---:|" + "---:|" * len(cols))
@@ -502,6 +511,8 @@ def memory(servers, library_functions):
 
 
 def main():
+    # A SIGTERM (a stopped make, a CI timeout) still stops the servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
     root = tempfile.mkdtemp(prefix="rl-bench-")
     servers, everything = {}, []
@@ -528,10 +539,10 @@ def main():
         version = next(line.split(":", 1)[1] for line in version.splitlines()
                        if line.startswith("redis_version:"))
         print(f"\nRL benchmark: {time.strftime('%Y-%m-%d', time.gmtime())}, redis-server "
-              f"{version}, {os.cpu_count()} cores, {ROUNDS} round(s) of about {SECONDS:g} s "
-              f"per workload, {CLIENTS} clients")
+              f"{version}, {os.cpu_count()} cores, {ROUNDS} round(s), redis-benchmark with "
+              f"{CLIENTS} clients on the same machine")
         if not FLOOR:
-            print("\nfloor rows skipped: no C compiler or no redismodule.h (see scripts/bench.sh)")
+            print("\nfloor rows skipped: scripts/floor.sh could not build the floor module")
         if "cell" not in servers:
             print(f"\nredis-cell rows skipped: {CELL_SKIP or 'not built'}")
         if not library_functions:

@@ -3,8 +3,8 @@
 # redis-cell and the Functions library, interleaved in rounds so the ratios hold on
 # a noisy machine. The driver is scripts/bench.py; this script builds what it needs.
 #
-#   BENCH_ROUNDS=n     rounds (default 5); every ratio is the median of per-round ratios
-#   BENCH_SECONDS=s    about how long each workload runs per round (default 1)
+#   BENCH_ROUNDS=n     rounds (default 11); every ratio is the median of per-round ratios
+#   BENCH_SECONDS=s    about how long a workload runs per round (default 0.3)
 #   BENCH_SHAPES=a,b   only these shapes (names as in the table titles' first words:
 #                      pipelined, "pipelined, hot key", unpipelined, "unpipelined, hot key",
 #                      "pipelined, replica", "unpipelined, replica")
@@ -16,26 +16,28 @@
 # The floor module (bench/floor/floor.c, never shipped) is built by scripts/floor.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
 
 export RL_MODULE="${RL_MODULE:-$PWD/target/release/librl.so}"
 [ -f "$RL_MODULE" ] || { echo "bench: no module at $RL_MODULE (make build)" >&2; exit 1; }
 
 # --- the floor module -------------------------------------------------------------
 export BENCH_FLOOR_SO=""
-if floor_so=$(scripts/floor.sh 2>"${TMPDIR:-/tmp}/rl-bench-floor.err"); then
+if floor_so=$(scripts/floor.sh 2>"$err"); then
   BENCH_FLOOR_SO=$floor_so
 else
-  echo "bench: $(tail -n 1 "${TMPDIR:-/tmp}/rl-bench-floor.err")" >&2
+  echo "bench: $(tail -n 1 "$err")" >&2
 fi
 
 # --- redis-cell, on a second server ------------------------------------------------
 export BENCH_CELL_SO="" BENCH_CELL_SKIP=""
 if [ "${BENCH_CELL:-1}" = 0 ]; then
   BENCH_CELL_SKIP="BENCH_CELL=0"
-elif cell_so=$(scripts/redis-cell.sh 2>"${TMPDIR:-/tmp}/rl-bench-cell.err"); then
+elif cell_so=$(scripts/redis-cell.sh 2>"$err"); then
   BENCH_CELL_SO=$cell_so
 else
-  BENCH_CELL_SKIP="scripts/redis-cell.sh failed: $(grep -v '^ *|' "${TMPDIR:-/tmp}/rl-bench-cell.err" | tail -n 1)"
+  BENCH_CELL_SKIP="scripts/redis-cell.sh failed: $(grep -v '^ *|' "$err" | tail -n 1)"
 fi
 
 # --- the Functions library ---------------------------------------------------------
@@ -44,4 +46,4 @@ if [ -z "$BENCH_LIBRARY" ] && [ -f functions/rl.lua ]; then
   BENCH_LIBRARY=$PWD/functions/rl.lua
 fi
 
-exec python3 scripts/bench.py
+python3 scripts/bench.py

@@ -83,4 +83,4 @@ for w in "${workloads[@]}"; do
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 wait
-for f in $(ls "$out"/*.txt | sort -t/ -k4 -n); do cat "$f"; done
+for j in $(seq 1 "$i"); do [ ! -f "$out/$j.txt" ] || cat "$out/$j.txt"; done

@@ -59,7 +59,7 @@ fmt: ## Format the code
 clean: ## Remove build output
 	$(CARGO) clean
 
-bench: build ## Benchmark RL against native commands and Lua (ratios to INCR)
+bench: build ## Benchmark RL against native commands, the module-API floor, redis-cell and the Functions library (~7 min; BENCH_ROUNDS, BENCH_SECONDS)
 	@scripts/bench.sh
 
 fuzz: ## Fuzz parsing and decisions for FUZZ_SECONDS (default 60)

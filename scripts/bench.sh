@@ -21,6 +21,9 @@ trap 'rm -f "$err"' EXIT
 
 export RL_MODULE="${RL_MODULE:-$PWD/target/release/librl.so}"
 [ -f "$RL_MODULE" ] || { echo "bench: no module at $RL_MODULE (make build)" >&2; exit 1; }
+for tool in python3 redis-server redis-benchmark; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is missing" >&2; exit 1; }
+done
 
 # --- the floor module -------------------------------------------------------------
 export BENCH_FLOOR_SO=""

@@ -2,22 +2,29 @@
 """`make bench`'s driver (run through scripts/bench.sh, which builds what it needs).
 
 Every workload is driven by redis-benchmark. To hold on a noisy machine the
-workloads are interleaved: a round runs each workload once for about
-BENCH_SECONDS (forward order in odd rounds, reverse in even ones, so a drift of the
-machine's speed hits every pair alike), and BENCH_ROUNDS rounds are run. Each
+workloads are interleaved: a round runs each workload once (forward order in odd
+rounds, reverse in even ones, so a drift of the machine's speed hits every pair
+alike; each workload next to the ones it is compared with), and BENCH_ROUNDS rounds
+are run. A run is as many requests as the median workload serves in about
+BENCH_SECONDS (the same count for all, so all meet the same mix of new and existing
+keys; the library's functions, several times slower, get their own count). Each
 ratio is computed inside a round (a workload's ops/s over its baseline's in the
 same round) and the table shows the median of those per-round ratios with their
 spread (min-max). Server time per call (INFO commandstats usec_per_call) is the
 second measure.
+
+Server CPU time per request (INFO cpu before and after a run, over its requests)
+is the third: unlike ops/s and usec_per_call it leaves out the time the server
+waits for a core, so its ratios hold even when other work shares the machine.
 
 Shapes: pipelined (-P 16) and unpipelined (-P 1); 100,000 random keys and one hot
 key; without and with a replica attached to each server (effects are then
 propagated for real; every run ends with WAIT so the replica has caught up before
 the next one starts).
 
-Baselines in the same run: INCR and native writes, FLOOR.FIXED / FLOOR.GCRA (a
-bench-only module making exactly the module-API calls RL's string commands make,
-bench/floor/floor.c), redis-cell's CL.THROTTLE on a second server, and the
+Baselines in the same run: INCR and native writes, FLOOR.FIXED, FLOOR.GCRA and
+FLOOR.BUCKET (a bench-only module making exactly the module-API calls RL's
+commands make, bench/floor/floor.c), redis-cell's CL.THROTTLE on a second server, and the
 Functions library functions/rl.lua (FCALL rl_*), the twin of each RL command.
 
 Exit status: nonzero when something is broken (a server does not start, a command
@@ -292,8 +299,16 @@ def commandstats(conn):
     return stats
 
 
+def server_cpu(conn):
+    """The server's CPU time so far (user + system, all its threads), in µs."""
+    info = conn.ok("INFO", "cpu").decode()
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    return (float(fields["used_cpu_user"]) + float(fields["used_cpu_sys"])) * 1e6
+
+
 def run_once(w, servers, replicas, shape, n):
-    """One redis-benchmark run of w: (ops/s, server usec per call)."""
+    """One redis-benchmark run of w: (ops/s, server usec per call, server CPU µs per
+    request)."""
     _, pipeline, hot, replica = shape
     server = servers[w.server]
     conn = server.conn
@@ -301,6 +316,7 @@ def run_once(w, servers, replicas, shape, n):
     conn.ok("CONFIG", "RESETSTAT")
     if replica:
         conn.ok("WAIT", "1", "30000")
+    cpu_before = server_cpu(conn)
     key = "bench:hot" if hot else "bench:__rand_int__"
     argv = [key if a == "KEY" else a for a in w.argv]
     cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(n), "-r", str(KEYS),
@@ -313,6 +329,7 @@ def run_once(w, servers, replicas, shape, n):
             rps = float(fields[1])
         except (IndexError, ValueError):
             pass
+    cpu = server_cpu(conn) - cpu_before
     if replica:
         acked = conn.ok("WAIT", "1", "60000")
         if acked < 1:
@@ -324,7 +341,7 @@ def run_once(w, servers, replicas, shape, n):
     failed = int(stat.get("failed_calls", 0)) + int(stat.get("rejected_calls", 0))
     if failed:
         raise Broken(f"{w.name} ({shape[0]}): {failed} of {calls} calls failed")
-    return rps, float(stat["usec_per_call"])
+    return rps, float(stat["usec_per_call"]), cpu / n
 
 
 def check_replies(workloads_, servers):
@@ -343,7 +360,7 @@ def check_replies(workloads_, servers):
 
 
 def measure_shape(shape, ws, servers, replicas):
-    """Rounds of every workload in turn: {workload: [(ops, usec) per round]}."""
+    """Rounds of every workload in turn: {workload: [(ops, usec, cpu) per round]}."""
     _, pipeline, _, _ = shape
     # Calibration (also a warm-up, discarded): requests for about SECONDS each.
     probe = 2000 if QUICK else (20000 if pipeline > 1 else 4000)
@@ -374,9 +391,9 @@ def per_round_ratios(results, a, b):
     return [x[0] / y[0] for x, y in zip(results[a], results[b]) if y[0] > 0]
 
 
-def per_round_usec_ratios(results, a, b):
-    """b's usec/call over a's (higher is better, as for ops/s)."""
-    return [y[1] / x[1] for x, y in zip(results[a], results[b]) if x[1] > 0]
+def per_round_cpu_ratios(results, a, b):
+    """b's server CPU per request over a's (higher is better, as for ops/s)."""
+    return [y[2] / x[2] for x, y in zip(results[a], results[b]) if x[2] > 0]
 
 
 def print_shape(shape, ws, results, seconds):
@@ -385,17 +402,18 @@ def print_shape(shape, ws, results, seconds):
     print(f"{ROUNDS} round(s); {n:,} requests per workload per round (the library's functions: "
           f"about {SECONDS:g} s each); {seconds:.0f} s for this table.\n")
     cols = [c for c in COLUMNS if any(c == col for w in ws for col, _ in w.ratios)]
-    print("| workload | ops/s | µs/call | " + " | ".join(cols) + " |")
-    print("|---|---:|---:|" + "---:|" * len(cols))
+    print("| workload | ops/s | µs/call | CPU µs/req | " + " | ".join(cols) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(cols))
     for w in ws:
         ops = statistics.median(x[0] for x in results[w.name])
         usec = statistics.median(x[1] for x in results[w.name])
+        cpu = statistics.median(x[2] for x in results[w.name])
         cells = []
         for c in cols:
             base = next((b for col, b in w.ratios if col == c), None)
             cells.append(fmt_ratio(per_round_ratios(results, w.name, base))
                          if base in results else "")
-        print(f"| {w.name} | {ops:,.0f} | {usec:.2f} | " + " | ".join(cells) + " |")
+        print(f"| {w.name} | {ops:,.0f} | {usec:.2f} | {cpu:.2f} | " + " | ".join(cells) + " |")
 
 
 EXPECT = [
@@ -422,11 +440,11 @@ def print_expectations(all_results):
     print("\n### Against the yardsticks (median of per-round ratios, min–max)\n")
     print("The floor rows against redis-cell show the most any module could get over it "
           "with the same storage.\n")
-    print("ops/s ratio, and the same for server time per call (the baseline's µs over the "
-          "command's, so higher is better in both).\n")
+    print("ops/s ratio, and the ratio of server CPU time per request (the yardstick's over "
+          "the command's, so higher is better in both).\n")
     shapes = [s for s in all_results if s[1] > 1 and not s[2]]
     print("| command | yardstick | expected | " +
-          " | ".join(f"{s[0]}: ops/s | {s[0]}: server time" for s in shapes) + " |")
+          " | ".join(f"{s[0]}: ops/s | {s[0]}: server CPU" for s in shapes) + " |")
     print("|---|---|---:|" + "---:|---:|" * len(shapes))
     for a, b, want in EXPECT:
         cells = []
@@ -436,9 +454,13 @@ def print_expectations(all_results):
                 cells += ["–", "–"]
                 continue
             ops = per_round_ratios(res, a, b)
-            usec = per_round_usec_ratios(res, a, b)
-            mark = "" if not want else " ok" if statistics.median(ops) >= want else " below"
-            cells += [f"{fmt_ratio(ops)}{mark}", fmt_ratio(usec)]
+            cpu = per_round_cpu_ratios(res, a, b)
+            def mark(values):
+                if not want:
+                    return ""
+                return " ok" if statistics.median(values) >= want else " below"
+
+            cells += [f"{fmt_ratio(ops)}{mark(ops)}", f"{fmt_ratio(cpu)}{mark(cpu)}"]
         if all(c == "–" for c in cells):
             continue
         expected = f"≥ {want:g}×" if want else "(what the API allows)"

@@ -417,7 +417,9 @@ def print_shape(shape, ws, results, seconds):
 
 
 EXPECT = [
-    # workload, baseline, at least
+    # workload, baseline, at least (0: shown, nothing expected)
+    ("FLOOR.FIXED", "INCR", 0),
+    ("RL.FIXED", "INCR", 0),
     ("RL.FIXED", "FLOOR.FIXED", 0.95),
     ("RL.GCRA", "FLOOR.GCRA", 0.9),
     ("RL.SLIDINGCOUNTER", "FLOOR.FIXED", 0.9),
@@ -465,6 +467,27 @@ def print_expectations(all_results):
             continue
         expected = f"≥ {want:g}×" if want else "(what the API allows)"
         print(f"| {a} | {b} | {expected} | " + " | ".join(cells) + " |")
+
+
+def print_summary(all_results):
+    """Every comparison in every shape: medians of per-round ratios, ops/s / CPU."""
+    shapes = list(all_results)
+    print("\n### Every shape: median of per-round ratios, ops/s / server CPU per request\n")
+    print("| | " + " | ".join(s[0] for s in shapes) + " |")
+    print("|---|" + "---:|" * len(shapes))
+    for a, b, _ in EXPECT:
+        cells = []
+        for s in shapes:
+            res = all_results[s]
+            if a not in res or b not in res:
+                cells.append("–")
+                continue
+            ops = statistics.median(per_round_ratios(res, a, b))
+            cpu = statistics.median(per_round_cpu_ratios(res, a, b))
+            cells.append(f"{ops:.2f} / {cpu:.2f}")
+        if all(c == "–" for c in cells):
+            continue
+        print(f"| {a} × {b} | " + " | ".join(cells) + " |")
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -594,6 +617,7 @@ def main():
             print_shape(shape, ws, results, time.time() - t0)
             sys.stdout.flush()
         print_expectations(all_results)
+        print_summary(all_results)
         memory(servers, library_functions)
         print(f"\nThis run took {time.time() - started:.0f} s.")
     except Broken as e:

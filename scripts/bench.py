@@ -258,12 +258,18 @@ def workloads(have_floor, have_cell, library_functions):
                           ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
         w += fcall(command, argv)
     w += [rl("RL.SLIDING", sliding)] + fcall("RL.SLIDING", sliding)
+    # RL.ALL over the two keys RL.FIXED and RL.GCRA run on alone, against those two
+    # calls (a pair of them: 1 / (1/fixed + 1/gcra) pairs per second). Distinct
+    # suffixes: the two placeholders draw their numbers independently.
+    w.append(Workload("RL.ALL (FIXED + GCRA)",
+                      ["RL.ALL", "2", "KEY:f", "KEY:g", "FIXED"] + FIXED_ARGS + ["GCRA"] + RATE_ARGS,
+                      "RL.ALL", ratios=[("× the pair", ("RL.FIXED", "RL.GCRA"))]))
     for x in w:
         x.ratios.insert(0, ("× INCR", "INCR"))
     return w
 
 
-COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× redis-cell", "× library"]
+COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× redis-cell", "× library", "× the pair"]
 
 SHAPES = [
     # name, pipeline, hot key, replica
@@ -318,7 +324,7 @@ def run_once(w, servers, replicas, shape, n):
         conn.ok("WAIT", "1", "30000")
     cpu_before = server_cpu(conn)
     key = "bench:hot" if hot else "bench:__rand_int__"
-    argv = [key if a == "KEY" else a for a in w.argv]
+    argv = [key + a[3:] if a.startswith("KEY") else a for a in w.argv]
     cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(n), "-r", str(KEYS),
            "-P", str(pipeline), "-c", str(CLIENTS), "--csv"] + argv
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -348,11 +354,16 @@ def check_replies(workloads_, servers):
     """Each command once: RL-shaped ones must answer five integers."""
     for w in workloads_:
         conn = servers[w.server].conn
-        argv = ["bench:check" if a == "KEY" else a for a in w.argv]
+        argv = ["bench:check" + a[3:] if a.startswith("KEY") else a for a in w.argv]
         reply = conn.call(*argv)
         if isinstance(reply, RespError):
             raise Broken(f"{w.name}: {reply}")
-        if w.argv[0] not in ("INCR", "SET", "HSET", "ZADD"):
+        if w.argv[0] == "RL.ALL":
+            # The combined reply, then one per key: numkeys + 1 arrays of five.
+            if not (isinstance(reply, list) and len(reply) == int(w.argv[1]) + 1
+                    and all(isinstance(r, list) and len(r) == 5 for r in reply)):
+                raise Broken(f"{w.name}: expected {int(w.argv[1]) + 1} arrays, got {reply!r}")
+        elif w.argv[0] not in ("INCR", "SET", "HSET", "ZADD"):
             if not (isinstance(reply, list) and len(reply) == 5
                     and all(isinstance(x, int) for x in reply)):
                 raise Broken(f"{w.name}: expected five integers, got {reply!r}")
@@ -387,13 +398,30 @@ def fmt_ratio(values):
     return f"{med:.2f} ({min(values):.2f}–{max(values):.2f})"
 
 
+def baseline(results, b):
+    """A baseline's per-round results; a tuple of workloads is one call of each in
+    turn: pairs per second 1 / Σ 1/ops, CPU per pair Σ cpu."""
+    if not isinstance(b, tuple):
+        return results[b]
+    rounds = zip(*(results[x] for x in b))
+    return [(1 / sum(1 / r[0] for r in rs if r[0] > 0), 0.0, sum(r[2] for r in rs)) for rs in rounds]
+
+
+def label(b):
+    return " then ".join(b) if isinstance(b, tuple) else b
+
+
+def has(results, b):
+    return all(x in results for x in b) if isinstance(b, tuple) else b in results
+
+
 def per_round_ratios(results, a, b):
-    return [x[0] / y[0] for x, y in zip(results[a], results[b]) if y[0] > 0]
+    return [x[0] / y[0] for x, y in zip(results[a], baseline(results, b)) if y[0] > 0]
 
 
 def per_round_cpu_ratios(results, a, b):
     """b's server CPU per request over a's (higher is better, as for ops/s)."""
-    return [y[2] / x[2] for x, y in zip(results[a], results[b]) if x[2] > 0]
+    return [y[2] / x[2] for x, y in zip(results[a], baseline(results, b)) if x[2] > 0]
 
 
 def print_shape(shape, ws, results, seconds):
@@ -412,7 +440,7 @@ def print_shape(shape, ws, results, seconds):
         for c in cols:
             base = next((b for col, b in w.ratios if col == c), None)
             cells.append(fmt_ratio(per_round_ratios(results, w.name, base))
-                         if base in results else "")
+                         if base is not None and has(results, base) else "")
         print(f"| {w.name} | {ops:,.0f} | {usec:.2f} | {cpu:.2f} | " + " | ".join(cells) + " |")
 
 
@@ -435,6 +463,7 @@ EXPECT = [
     ("RL.GCRA", "FCALL rl_gcra", 2.0),
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
+    ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),
 ]
 
 
@@ -452,7 +481,7 @@ def print_expectations(all_results):
         cells = []
         for s in shapes:
             res = all_results[s]
-            if a not in res or b not in res:
+            if a not in res or not has(res, b):
                 cells += ["–", "–"]
                 continue
             ops = per_round_ratios(res, a, b)
@@ -466,7 +495,7 @@ def print_expectations(all_results):
         if all(c == "–" for c in cells):
             continue
         expected = f"≥ {want:g}×" if want else "(what the API allows)"
-        print(f"| {a} | {b} | {expected} | " + " | ".join(cells) + " |")
+        print(f"| {a} | {label(b)} | {expected} | " + " | ".join(cells) + " |")
 
 
 def print_summary(all_results):
@@ -479,7 +508,7 @@ def print_summary(all_results):
         cells = []
         for s in shapes:
             res = all_results[s]
-            if a not in res or b not in res:
+            if a not in res or not has(res, b):
                 cells.append("–")
                 continue
             ops = statistics.median(per_round_ratios(res, a, b))
@@ -487,7 +516,7 @@ def print_summary(all_results):
             cells.append(f"{ops:.2f} / {cpu:.2f}")
         if all(c == "–" for c in cells):
             continue
-        print(f"| {a} × {b} | " + " | ".join(cells) + " |")
+        print(f"| {a} × {label(b)} | " + " | ".join(cells) + " |")
 
 
 # --- memory ---------------------------------------------------------------------------

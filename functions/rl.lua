@@ -1,0 +1,1258 @@
+#!lua name=rl
+--[[
+RL's rate limiters as a Redis Functions library (Redis 7.0+, Valkey), for servers
+that refuse MODULE LOAD. Same arguments, replies, errors, key formats, TTLs and
+replicated effects as the module's commands (SPEC "The same commands without a
+module"):
+
+  redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
+  FCALL rl_fixed          1 key limit window             [COST n | REFUND n]
+  FCALL rl_sliding        1 key limit window             [COST n | REFUND n]
+  FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n]
+  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n]
+  FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n]
+  FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n]
+
+Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
+(a GCRA TAT in ns, a bucket level in its exact unit, products of counts and
+durations) is computed with the exact integers below (`N`), which stay plain Lua
+numbers below 2^53 and become arrays of base-10^7 limbs above: the results are the
+module's, bit for bit, over the full argument ranges.
+
+Errors are returned with redis.error_reply, never raised: no input makes the
+script fail with a Lua runtime error.
+]]
+
+-- At FUNCTION LOAD only `redis` exists (no math, string, table, tonumber): the
+-- library is built on its first call, when the script globals are there, and kept.
+local function build()
+local floor, fmod, ceil = math.floor, math.fmod, math.ceil
+local sfmt, ssub, sbyte, schar = string.format, string.sub, string.byte, string.char
+local tconcat, unpack = table.concat, unpack
+
+local BASE = 10000000 -- one limb: 10^7 (a limb product stays below 2^53)
+local TWO53 = 9007199254740992
+local MAX_COUNT = 9007199254740991 -- 2^53 - 1
+local MAX_DURATION = 315360000000 -- 10 years in ms
+local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (no config here)
+local MAX_KEYS = 16
+
+-- Errors travel as {rl = "CODE message"} through error(), caught once per call.
+local function fail(msg)
+  error({ rl = msg }, 0)
+end
+
+------------------------------------------------------------------------------
+-- N: exact non-negative integers (and small signed ones).
+-- A value is a Lua number when |v| < 2^53, else an array of base-10^7 limbs,
+-- little-endian, never negative.
+------------------------------------------------------------------------------
+
+local function internal(what)
+  error({ internal = what }, 0)
+end
+
+local function split(x) -- number 0 <= x < 2^53 -> limbs
+  if x < 0 then
+    internal("negative operand")
+  end
+  local t, i = {}, 0
+  while x > 0 do
+    local r = fmod(x, BASE)
+    i = i + 1
+    t[i] = r
+    x = (x - r) / BASE
+  end
+  return t
+end
+
+local function limbs(a)
+  if type(a) == "number" then
+    return split(a)
+  end
+  return a
+end
+
+local function norm(t) -- strips zero limbs; below 2^53 becomes a number
+  local n = #t
+  while n > 0 and t[n] == 0 do
+    t[n] = nil
+    n = n - 1
+  end
+  if n <= 2 then
+    return (t[1] or 0) + (t[2] or 0) * BASE
+  end
+  if n == 3 and t[3] <= 90 then
+    local v = t[1] + t[2] * BASE + t[3] * 1e14
+    if v < TWO53 then
+      return v
+    end
+  end
+  return t
+end
+
+local function cmp(a, b)
+  local na, nb = type(a) == "number", type(b) == "number"
+  if na and nb then
+    if a < b then
+      return -1
+    elseif a > b then
+      return 1
+    end
+    return 0
+  end
+  if na then
+    return -1 -- a number is below 2^53, a table at or above
+  end
+  if nb then
+    return 1
+  end
+  if #a ~= #b then
+    return #a < #b and -1 or 1
+  end
+  for i = #a, 1, -1 do
+    if a[i] ~= b[i] then
+      return a[i] < b[i] and -1 or 1
+    end
+  end
+  return 0
+end
+
+local function add(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    local s = a + b
+    if s < TWO53 and s > -TWO53 then
+      return s
+    end
+  end
+  local x, y = limbs(a), limbs(b)
+  local t, carry = {}, 0
+  for i = 1, math.max(#x, #y) do
+    local s = (x[i] or 0) + (y[i] or 0) + carry
+    if s >= BASE then
+      t[i] = s - BASE
+      carry = 1
+    else
+      t[i] = s
+      carry = 0
+    end
+  end
+  if carry > 0 then
+    t[#t + 1] = carry
+  end
+  return norm(t)
+end
+
+local function sub(a, b) -- a - b; a >= b unless both are numbers
+  if type(a) == "number" and type(b) == "number" then
+    local s = a - b
+    if s < TWO53 and s > -TWO53 then
+      return s
+    end
+  end
+  local x, y = limbs(a), limbs(b)
+  local t, borrow = {}, 0
+  for i = 1, #x do
+    local s = x[i] - (y[i] or 0) - borrow
+    if s < 0 then
+      t[i] = s + BASE
+      borrow = 1
+    else
+      t[i] = s
+      borrow = 0
+    end
+  end
+  if borrow > 0 or #y > #x then
+    internal("negative difference")
+  end
+  return norm(t)
+end
+
+local function mul(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    local p = a * b
+    if p < TWO53 and p > -TWO53 then
+      return p
+    end
+  end
+  local x, y = limbs(a), limbs(b)
+  if #x == 0 or #y == 0 then
+    return 0
+  end
+  local t = {}
+  for i = 1, #x + #y do
+    t[i] = 0
+  end
+  for i = 1, #x do
+    local carry, xi = 0, x[i]
+    for j = 1, #y do
+      local s = t[i + j - 1] + xi * y[j] + carry
+      local r = fmod(s, BASE)
+      t[i + j - 1] = r
+      carry = (s - r) / BASE
+    end
+    local k = i + #y
+    while carry > 0 do
+      local s = t[k] + carry
+      local r = fmod(s, BASE)
+      t[k] = r
+      carry = (s - r) / BASE
+      k = k + 1
+    end
+  end
+  return norm(t)
+end
+
+local function tod(a) -- a double near a (for quotient estimates only)
+  if type(a) == "number" then
+    return a
+  end
+  local v = 0
+  for i = #a, 1, -1 do
+    v = v * BASE + a[i]
+  end
+  return v
+end
+
+-- floor(a / b) and a mod b, for a >= 0, b > 0.
+local function divmod(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    if a < 0 or b <= 0 then
+      internal("division domain")
+    end
+    local r = fmod(a, b)
+    return (a - r) / b, r
+  end
+  local q, r = 0, a
+  while cmp(r, b) >= 0 do
+    -- An underestimate of r / b with ~30 exact bits: r stays >= 0 and shrinks
+    -- by about 2^-30 per step.
+    local e = tod(r) / tod(b) * (1 - 2 ^ -40)
+    local shift = 0
+    while e >= 2 ^ 52 do
+      e = e / BASE
+      shift = shift + 1
+    end
+    local m = floor(e)
+    local qe
+    if m < 1 then
+      qe = 1
+    elseif shift == 0 then
+      qe = m
+    else
+      local t, ml = {}, split(m)
+      for i = 1, shift do
+        t[i] = 0
+      end
+      for i = 1, #ml do
+        t[shift + i] = ml[i]
+      end
+      qe = norm(t)
+    end
+    q = add(q, qe)
+    r = sub(r, mul(qe, b))
+  end
+  return q, r
+end
+
+local function div(a, b)
+  local q = divmod(a, b)
+  return q
+end
+
+local function divceil(a, b)
+  local q, r = divmod(a, b)
+  if r ~= 0 then
+    q = add(q, 1)
+  end
+  return q
+end
+
+local function nmin(a, b)
+  return cmp(a, b) <= 0 and a or b
+end
+
+local function nmax(a, b)
+  return cmp(a, b) >= 0 and a or b
+end
+
+local function satsub(a, b) -- max(a - b, 0)
+  if cmp(a, b) <= 0 then
+    return 0
+  end
+  return sub(a, b)
+end
+
+local function str(a) -- canonical decimal
+  if type(a) == "number" then
+    return sfmt("%d", a)
+  end
+  local parts = { sfmt("%d", a[#a]) }
+  for i = #a - 1, 1, -1 do
+    parts[#parts + 1] = sfmt("%07d", a[i])
+  end
+  return tconcat(parts)
+end
+
+local function num(s) -- a string of ASCII digits (leading zeros allowed)
+  local t, i, last = {}, 0, #s
+  while last > 0 do
+    local first = last - 6
+    if first < 1 then
+      first = 1
+    end
+    i = i + 1
+    t[i] = tonumber(ssub(s, first, last))
+    last = first - 1
+  end
+  return norm(t)
+end
+
+-- cap: every reply duration and TTL is at most 2^53 - 1 ms.
+local function cap(a)
+  if cmp(a, MAX_COUNT) > 0 then
+    return MAX_COUNT
+  end
+  return a
+end
+
+local function ms_until(t, now)
+  if cmp(t, now) <= 0 then
+    return 0
+  end
+  return cap(sub(t, now))
+end
+
+local U64_MAX = num("18446744073709551615")
+local U128_MAX = num("340282366920938463463374607431768211455")
+
+------------------------------------------------------------------------------
+-- Arguments (src/args.rs)
+------------------------------------------------------------------------------
+
+local function digits_only(s)
+  return #s > 0 and not s:find("[^0-9]")
+end
+
+-- Redis's integer form: digits, no sign, no leading zero. Values below 10^16 only
+-- (every bound checked here is below): nil for anything else.
+local function plain_int(s)
+  if not digits_only(s) or (#s > 1 and sbyte(s, 1) == 48) or #s > 16 then
+    return nil
+  end
+  return tonumber(s)
+end
+
+local function count_arg(name, s)
+  local v = plain_int(s)
+  if not v or v < 1 or v > MAX_COUNT then
+    fail("ERR " .. name .. " must be an integer from 1 to 9007199254740991")
+  end
+  return v
+end
+
+local function cost_arg(name, s)
+  local v = plain_int(s)
+  if not v or v > MAX_COUNT then
+    fail("ERR " .. name .. " must be an integer from 0 to 9007199254740991")
+  end
+  return v
+end
+
+local UNITS = { [""] = 1000, s = 1000, ms = 1, m = 60000, h = 3600000, d = 86400000 }
+
+local function duration_arg(name, s)
+  local number, unit = s:match("^([0-9]*)(.*)$")
+  local per = #unit <= 2 and UNITS[unit:lower()]
+  local v = per and #number <= 12 and plain_int(number)
+  if not v or v * per < 1 or v * per > MAX_DURATION then
+    fail(
+      "ERR "
+        .. name
+        .. " must be a duration from 1ms to 10 years: an integer with an optional unit "
+        .. "ms, s, m, h or d (a bare integer means seconds)"
+    )
+  end
+  return v * per
+end
+
+-- An argument made safe to echo: Rust's escape_ascii of its first 32 bytes.
+local ESCAPES = { [9] = "\\t", [10] = "\\n", [13] = "\\r", [34] = '\\"', [39] = "\\'", [92] = "\\\\" }
+
+local function printable(s)
+  local out = {}
+  for i = 1, math.min(#s, 32) do
+    local b = sbyte(s, i)
+    if ESCAPES[b] then
+      out[i] = ESCAPES[b]
+    elseif b >= 32 and b < 127 then
+      out[i] = schar(b)
+    else
+      out[i] = sfmt("\\x%02x", b)
+    end
+  end
+  if #s > 32 then
+    out[#out + 1] = "..."
+  end
+  return tconcat(out)
+end
+
+-- [COST n | REFUND n] from args[i..]: {refund = bool, n = number}.
+local function options(args, i)
+  local amount
+  while i <= #args do
+    local word = args[i]:upper()
+    local option
+    if word == "COST" or word == "REFUND" then
+      option = word
+    else
+      fail("ERR syntax error: unknown option '" .. printable(args[i]) .. "', expected COST n or REFUND n")
+    end
+    local value = args[i + 1]
+    if value == nil then
+      fail("ERR syntax error: " .. option .. " needs a value")
+    end
+    if amount then
+      if amount.option == option then
+        fail("ERR syntax error: " .. option .. " given more than once")
+      end
+      fail("ERR syntax error: COST and REFUND exclude each other")
+    end
+    amount = { option = option, refund = option == "REFUND", n = cost_arg(option, value) }
+    i = i + 2
+  end
+  return amount or { option = "COST", refund = false, n = 1 }
+end
+
+------------------------------------------------------------------------------
+-- Keys
+------------------------------------------------------------------------------
+
+local WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+local function key_type(key)
+  return redis.call("TYPE", key).ok
+end
+
+-- parse_canonical: digits, no leading zero, at most u128.
+local function canonical(s)
+  if not digits_only(s) or #s > 39 or (#s > 1 and sbyte(s, 1) == 48) then
+    return nil
+  end
+  local v = num(s)
+  if cmp(v, U128_MAX) > 0 then
+    return nil
+  end
+  return v
+end
+
+-- A string state with an expiry: (value, expires_at) or nil for no key.
+local function load_record(key, what, parse)
+  local t = key_type(key)
+  if t == "none" then
+    return nil
+  elseif t ~= "string" then
+    fail(WRONGTYPE)
+  end
+  local value = parse(redis.call("GET", key))
+  local at = redis.call("PEXPIRETIME", key)
+  if value == nil or at < 0 then
+    fail("ERR key does not hold " .. what)
+  end
+  return value, at
+end
+
+local function delete(key)
+  redis.call("DEL", key)
+end
+
+local function set_pxat(key, value, at)
+  redis.call("SET", key, value, "PXAT", str(at))
+end
+
+------------------------------------------------------------------------------
+-- Decisions: {allowed = bool, limit, remaining, retry (0 now, -1 never, else ms),
+-- reset}. Each limiter: params(args, i) -> params, next i; decide(key, params,
+-- now, amount) -> decision, write (a function, or nil).
+------------------------------------------------------------------------------
+
+local function refunded(d)
+  d.allowed = true
+  d.retry = 0
+  return d
+end
+
+-- RL.FIXED ------------------------------------------------------------------
+
+local FIXED_WHAT = "an RL.FIXED counter (a non-negative integer with an expiry)"
+
+local function quota_params(args, i)
+  return { limit = count_arg("limit", args[i]), window = duration_arg("window", args[i + 1]) }, i + 2
+end
+
+local function fixed_load(key)
+  local used, at = load_record(key, FIXED_WHAT, function(s)
+    local v = canonical(s)
+    return v and cmp(v, U64_MAX) <= 0 and v or nil
+  end)
+  return used and { used = used, expires_at = at } or nil
+end
+
+local function fixed_take(stored, now, q, n)
+  local w = q.window
+  local window_end = now - fmod(now, w) + w
+  local live = stored and stored.expires_at > now and stored or nil
+  local used = live and live.used or 0
+  local limit = q.limit
+  local allowed = cmp(add(used, n), limit) <= 0
+  local used_after = allowed and add(used, n) or used
+  local store = allowed and n > 0 and { used = used_after, expires_at = window_end } or nil
+  local resets_at = (store or live or { expires_at = window_end }).expires_at
+  local retry = 0
+  if not allowed then
+    retry = n > limit and -1 or ms_until(resets_at, now)
+  end
+  return {
+    allowed = allowed,
+    limit = limit,
+    remaining = satsub(limit, used_after),
+    retry = retry,
+    reset = used_after == 0 and 0 or ms_until(resets_at, now),
+  },
+    store
+end
+
+local FIXED = {
+  name = "FIXED",
+  params = quota_params,
+  decide = function(key, q, now, amount)
+    local stored = fixed_load(key)
+    if not amount.refund then
+      local d, store = fixed_take(stored, now, q, amount.n)
+      return d, store and function()
+        set_pxat(key, str(store.used), store.expires_at)
+      end
+    end
+    local n = amount.n
+    local after, write = stored, nil
+    if stored and stored.expires_at > now and stored.used ~= 0 and n > 0 then
+      local used = satsub(stored.used, n)
+      if used == 0 then
+        after = nil
+        write = function()
+          delete(key)
+        end
+      else
+        after = { used = used, expires_at = stored.expires_at }
+        write = function()
+          set_pxat(key, str(used), stored.expires_at)
+        end
+      end
+    end
+    return refunded((fixed_take(after, now, q, 0))), write
+  end,
+}
+
+-- RL.SLIDING ----------------------------------------------------------------
+
+local SLIDING_WHAT = "an RL.SLIDING log (a sorted set of ms timestamps)"
+local ZADD_CHUNK = 3000 -- members per ZADD call (Lua's C stack holds ~8000 values)
+
+local function sliding_params(args, i)
+  local q, j = quota_params(args, i)
+  if q.limit > SLIDING_MAX then
+    fail(
+      "ERR limit must be an integer from 1 to "
+        .. SLIDING_MAX
+        .. " for RL.SLIDING, which keeps one entry per unit; use RL.BUCKET for larger limits"
+    )
+  end
+  return q, j
+end
+
+local function valid_score(s)
+  local v = s and tonumber(s)
+  if v == nil or v ~= v or v < 0 or v > MAX_COUNT then
+    return nil
+  end
+  return ceil(v)
+end
+
+-- The log's newest time (ceil of the highest score), nil when the key is absent.
+local function sliding_load(key)
+  local t = key_type(key)
+  if t == "none" then
+    return nil
+  elseif t ~= "zset" then
+    fail(WRONGTYPE)
+  end
+  local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
+  local newest = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
+  local o, n = valid_score(oldest[2]), valid_score(newest[2])
+  if o == nil or n == nil then
+    fail("ERR key does not hold " .. SLIDING_WHAT)
+  end
+  return n
+end
+
+local function count_after(key, newest, after)
+  if newest == nil then
+    return 0
+  end
+  return redis.call("ZCOUNT", key, "(" .. str(after), "+inf")
+end
+
+-- The k-th oldest unit after `after` (k >= 1), or nil.
+local function nth_after(key, after, k)
+  local r = redis.call("ZRANGEBYSCORE", key, "(" .. str(after), "+inf", "WITHSCORES", "LIMIT", k - 1, 1)
+  return r[2] and ceil(tonumber(r[2])) or nil
+end
+
+-- Members are per-key sequence numbers: after the highest among the newest
+-- time's members (leading zeros read, as the module does), skipping taken ones.
+local function next_sequence(key, newest)
+  if newest == nil then
+    return 0
+  end
+  local next = 0
+  for _, m in ipairs(redis.call("ZRANGEBYSCORE", key, str(newest), "+inf")) do
+    if digits_only(m) and #m <= 20 then
+      local seq = num(m)
+      if cmp(seq, U64_MAX) <= 0 then
+        next = nmax(next, cmp(seq, U64_MAX) < 0 and add(seq, 1) or seq)
+      end
+    end
+  end
+  return next
+end
+
+local function sliding_append(key, newest, cutoff, at, units, expires_at)
+  local seq = next_sequence(key, newest)
+  local gone = newest ~= nil and redis.call("ZCOUNT", key, "-inf", str(cutoff)) or 0
+  if gone > 0 then
+    redis.call("ZREMRANGEBYSCORE", key, "-inf", str(cutoff))
+  end
+  local check = redis.call("EXISTS", key) == 1
+  local score = str(at)
+  local batch, added = {}, 0
+  while added < units do
+    local member = str(seq)
+    if cmp(seq, U64_MAX) < 0 then
+      seq = add(seq, 1)
+    end
+    if not check or not redis.call("ZSCORE", key, member) then
+      batch[#batch + 1] = score
+      batch[#batch + 1] = member
+      added = added + 1
+      if #batch >= 2 * ZADD_CHUNK or added == units then
+        redis.call("ZADD", key, unpack(batch))
+        batch = {}
+      end
+    end
+  end
+  redis.call("PEXPIREAT", key, str(expires_at))
+end
+
+local SLIDING = {
+  name = "SLIDING",
+  params = sliding_params,
+  decide = function(key, q, now, amount)
+    local newest = sliding_load(key)
+    local limit, w, n = q.limit, q.window, amount.n
+    local at = newest and math.max(newest, now) or now
+    local cutoff = at - w
+    local counted = count_after(key, newest, cutoff)
+    if amount.refund then
+      local given = math.min(counted, n)
+      local left = counted - given
+      local newest_after = left > 0 and nth_after(key, cutoff, left) or nil
+      local expires_at = newest_after and add(newest_after, w) or nil
+      local d = refunded({
+        limit = limit,
+        remaining = satsub(limit, left),
+        reset = expires_at and ms_until(expires_at, now) or 0,
+      })
+      if given == 0 then
+        return d, nil
+      end
+      return d,
+        function()
+          if not expires_at then
+            delete(key)
+            return
+          end
+          local newest_members = redis.call("ZREVRANGE", key, 0, given - 1)
+          if redis.call("ZCOUNT", key, "-inf", str(cutoff)) > 0 then
+            redis.call("ZREMRANGEBYSCORE", key, "-inf", str(cutoff))
+          end
+          for first = 1, #newest_members, ZADD_CHUNK do
+            redis.call("ZREM", key, unpack(newest_members, first, math.min(first + ZADD_CHUNK - 1, #newest_members)))
+          end
+          redis.call("PEXPIREAT", key, str(expires_at))
+        end
+    end
+    local total = add(counted, n)
+    local allowed = cmp(total, limit) <= 0
+    local counted_after = allowed and total or counted
+    local retry = 0
+    if not allowed then
+      if n > limit then
+        retry = -1
+      else
+        local t_k = nth_after(key, cutoff, counted + n - limit) or at
+        retry = ms_until(add(t_k, w), now)
+      end
+    end
+    local wrote = allowed and n > 0
+    local newest_after = wrote and at or newest
+    local d = {
+      allowed = allowed,
+      limit = limit,
+      remaining = satsub(limit, counted_after),
+      retry = retry,
+      reset = (newest_after and counted_after ~= 0) and ms_until(add(newest_after, w), now) or 0,
+    }
+    return d, wrote and function()
+      sliding_append(key, newest, cutoff, at, n, add(at, w))
+    end
+  end,
+}
+
+-- RL.BUCKET -----------------------------------------------------------------
+
+local BUCKET_WHAT = "an RL.BUCKET (a hash with numeric fields tokens and ts)"
+local MICROS = 1000000
+
+local function rate_params(args, i)
+  return {
+    capacity = count_arg("capacity", args[i]),
+    tokens = count_arg("tokens", args[i + 1]),
+    period = duration_arg("period", args[i + 2]),
+  },
+    i + 3
+end
+
+-- "12", "2.5", "0.333333": millionths of a token, extra decimals cut off.
+local function parse_micros(s)
+  local int, frac = s:match("^([^.]*)%.(.*)$")
+  if int == nil then
+    int, frac = s, ""
+  elseif frac == "" then
+    return nil
+  end
+  if int == "" or #int > 30 or not digits_only(int) or (frac ~= "" and not digits_only(frac)) then
+    return nil
+  end
+  frac = ssub(frac .. "000000", 1, 6)
+  return num(int .. frac)
+end
+
+local function format_micros(m)
+  local whole, frac = divmod(m, MICROS)
+  if frac == 0 then
+    return str(whole)
+  end
+  local f = sfmt("%06d", frac):gsub("0+$", "")
+  return str(whole) .. "." .. f
+end
+
+local function bucket_load(key)
+  local t = key_type(key)
+  if t == "none" then
+    return nil
+  elseif t ~= "hash" then
+    fail(WRONGTYPE)
+  end
+  local f = redis.call("HMGET", key, "tokens", "ts")
+  local level = f[1] and parse_micros(f[1])
+  local ts = f[2] and digits_only(f[2]) and #f[2] <= 20 and num(f[2])
+  if not level or not ts or cmp(ts, MAX_COUNT) > 0 then
+    fail("ERR key does not hold " .. BUCKET_WHAT)
+  end
+  return { level = level, ts = ts }
+end
+
+local function bucket_rate(r)
+  local token = mul(MICROS, r.period) -- one token in the exact unit
+  return {
+    capacity = r.capacity,
+    period = r.period,
+    token = token,
+    per_ms = mul(r.tokens, MICROS),
+    full = mul(r.capacity, token),
+  }
+end
+
+local function level_at(stored, now, r)
+  if not stored then
+    return now, r.full
+  end
+  local at = math.max(now, stored.ts)
+  local base = nmin(mul(nmin(stored.level, div(r.full, r.period)), r.period), r.full)
+  local elapsed = math.max(at - stored.ts, 0)
+  if cmp(elapsed, divceil(sub(r.full, base), r.per_ms)) >= 0 then
+    return at, r.full
+  end
+  return at, add(base, mul(elapsed, r.per_ms))
+end
+
+local function settle(at, level, now, r)
+  local resets_at = add(at, cap(divceil(sub(r.full, level), r.per_ms)))
+  return { level = div(level, r.period), ts = at, expires_at = resets_at },
+    {
+      allowed = true,
+      limit = r.capacity,
+      remaining = div(level, r.token),
+      retry = 0,
+      reset = cmp(level, r.full) >= 0 and 0 or ms_until(resets_at, now),
+    }
+end
+
+local BUCKET = {
+  name = "BUCKET",
+  params = rate_params,
+  decide = function(key, params, now, amount)
+    local r = bucket_rate(params)
+    local stored = bucket_load(key)
+    local at, level = level_at(stored, now, r)
+    local n = amount.n
+    local write_store = function(s)
+      return function()
+        redis.call("HSET", key, "tokens", format_micros(s.level), "ts", str(s.ts))
+        redis.call("PEXPIREAT", key, str(s.expires_at))
+      end
+    end
+    if amount.refund then
+      local level_after = nmin(add(level, mul(n, r.token)), r.full)
+      local s, d = settle(at, level_after, now, r)
+      if not stored or cmp(level_after, level) == 0 then
+        return d, nil
+      elseif cmp(level_after, r.full) == 0 then
+        return d, function()
+          delete(key)
+        end
+      end
+      return d, write_store(s)
+    end
+    local wanted = mul(n, r.token)
+    local allowed = cmp(wanted, level) <= 0
+    local s, d = settle(at, allowed and sub(level, wanted) or level, now, r)
+    d.allowed = allowed
+    if not allowed then
+      if n > r.capacity then
+        d.retry = -1
+      else
+        d.retry = ms_until(add(at, cap(divceil(sub(wanted, level), r.per_ms))), now)
+      end
+    end
+    return d, (allowed and n > 0) and write_store(s) or nil
+  end,
+}
+
+-- RL.GCRA -------------------------------------------------------------------
+
+local GCRA_WHAT = "a GCRA state (a non-negative integer TAT in ns with an expiry)"
+local NS_PER_MS = 1000000
+
+local function gcra_params(args, i)
+  local r, j = rate_params(args, i)
+  local interval = div(mul(r.period, NS_PER_MS), r.tokens)
+  if interval == 0 then
+    fail(
+      "ERR tokens per period is too high for a GCRA limiter: at most one token per "
+        .. "nanosecond (1000000 per ms)"
+    )
+  end
+  return { capacity = r.capacity, interval = interval, tolerance = mul(r.capacity, interval) }, j
+end
+
+local function gcra_expiry(now, debt)
+  return add(now, cap(divceil(debt, NS_PER_MS)))
+end
+
+local function gcra_take(tat, now, e, n)
+  local now_ns = mul(math.max(now, 0), NS_PER_MS)
+  local base = tat and nmax(tat, now_ns) or now_ns
+  local debt = sub(base, now_ns)
+  local t, d = e.interval, e.tolerance
+  local increment = mul(n, t)
+  local allowed = n <= e.capacity and cmp(add(debt, increment), d) <= 0
+  local debt_after = allowed and add(debt, increment) or debt
+  local store = (allowed and n > 0) and { tat = add(base, increment), expires_at = gcra_expiry(now, debt_after) }
+    or nil
+  local retry = 0
+  if not allowed then
+    retry = n > e.capacity and -1 or cap(divceil(sub(add(debt, increment), d), NS_PER_MS))
+  end
+  return {
+    allowed = allowed,
+    limit = e.capacity,
+    remaining = nmin(div(satsub(d, debt_after), t), e.capacity),
+    retry = retry,
+    reset = cap(divceil(debt_after, NS_PER_MS)),
+  },
+    store
+end
+
+local GCRA = {
+  name = "GCRA",
+  params = gcra_params,
+  decide = function(key, e, now, amount)
+    local tat = load_record(key, GCRA_WHAT, canonical)
+    local n = amount.n
+    if not amount.refund then
+      local d, store = gcra_take(tat, now, e, n)
+      return d, store and function()
+        set_pxat(key, str(store.tat), store.expires_at)
+      end
+    end
+    local now_ns = mul(math.max(now, 0), NS_PER_MS)
+    local after, write = tat, nil
+    if tat and cmp(tat, now_ns) > 0 and n > 0 then
+      local left = satsub(tat, mul(n, e.interval))
+      if cmp(left, now_ns) <= 0 then
+        after = nil
+        write = function()
+          delete(key)
+        end
+      else
+        after = left
+        local at = gcra_expiry(now, sub(left, now_ns))
+        write = function()
+          set_pxat(key, str(left), at)
+        end
+      end
+    end
+    return refunded((gcra_take(after, now, e, 0))), write
+  end,
+}
+
+-- RL.SLIDINGCOUNTER ---------------------------------------------------------
+
+local SC_WHAT = 'an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>" with an expiry)'
+
+local function sc_parse(s)
+  local a, b, c = s:match("^([^ ]*) ([^ ]*) ([^ ]*)$")
+  if a == nil then
+    return nil
+  end
+  local start, current, previous = canonical(a), canonical(b), canonical(c)
+  if
+    not start
+    or not current
+    or not previous
+    or cmp(start, MAX_COUNT) > 0
+    or cmp(current, U64_MAX) > 0
+    or cmp(previous, U64_MAX) > 0
+  then
+    return nil
+  end
+  return { start = start, current = current, previous = previous }
+end
+
+local function sc_view(stored, now, w)
+  stored = stored or { start = now, current = 0, previous = 0 }
+  local at = math.max(now, stored.start)
+  local i = floor(at / w)
+  if i * w > at then
+    i = i - 1
+  elseif (i + 1) * w <= at then
+    i = i + 1
+  end
+  local j = floor(stored.start / w)
+  if j * w > stored.start then
+    j = j - 1
+  elseif (j + 1) * w <= stored.start then
+    j = j + 1
+  end
+  local cur, prev = 0, 0
+  if j == i then
+    cur, prev = stored.current, stored.previous
+  elseif i - j == 1 then
+    prev = stored.current
+  end
+  return at, i * w, cur, prev
+end
+
+local function sc_wait(cur, prev, limit, n, w, e)
+  local left = w - e
+  local weight_ok
+  if cmp(add(cur, n), limit) <= 0 and prev ~= 0 then
+    weight_ok = div(mul(sub(limit, add(cur, n)), w), prev)
+  end
+  if weight_ok and weight_ok ~= 0 then
+    return left - nmin(weight_ok, left - 1)
+  end
+  local e2 = 0
+  if cmp(add(cur, n), limit) > 0 then
+    e2 = w - nmin(div(mul(limit - n, w), cur), w)
+  end
+  return left + e2
+end
+
+local function sc_take(stored, now, q, n)
+  local w, limit = q.window, q.limit
+  local at, window_start, cur, prev = sc_view(stored, now, w)
+  local lag = math.max(at - now, 0)
+  local e = at - window_start
+  local weighted_prev = mul(prev, w - e)
+  local allowed = n <= limit and cmp(add(mul(add(cur, n), w), weighted_prev), mul(limit, w)) <= 0
+  local cur_after = allowed and add(cur, n) or cur
+  local store = (allowed and n > 0)
+      and { start = window_start, current = cur_after, previous = prev, expires_at = add(window_start, 2 * w) }
+    or nil
+  local retry = 0
+  if not allowed then
+    retry = n > limit and -1 or cap(add(lag, sc_wait(cur, prev, limit, n, w, e)))
+  end
+  local till = 0
+  if cur_after ~= 0 then
+    till = 2 * w - e
+  elseif prev ~= 0 then
+    till = w - e
+  end
+  return {
+    allowed = allowed,
+    limit = limit,
+    remaining = nmin(satsub(satsub(limit, cur_after), divceil(weighted_prev, w)), limit),
+    retry = retry,
+    reset = till == 0 and 0 or cap(add(lag, till)),
+  },
+    store
+end
+
+local function sc_write(key, s)
+  return function()
+    set_pxat(key, str(s.start) .. " " .. str(s.current) .. " " .. str(s.previous), s.expires_at)
+  end
+end
+
+local SLIDINGCOUNTER = {
+  name = "SLIDINGCOUNTER",
+  params = quota_params,
+  decide = function(key, q, now, amount)
+    local stored = load_record(key, SC_WHAT, sc_parse)
+    local n = amount.n
+    if not amount.refund then
+      local d, store = sc_take(stored, now, q, n)
+      return d, store and sc_write(key, store)
+    end
+    local _, window_start, cur, prev = sc_view(stored, now, q.window)
+    local from_current = nmin(cur, n)
+    local from_previous = nmin(prev, n - from_current)
+    local cur_after, prev_after = sub(cur, from_current), sub(prev, from_previous)
+    local after, write = stored, nil
+    if stored and add(from_current, from_previous) ~= 0 then
+      if cur_after == 0 and prev_after == 0 then
+        after = nil
+        write = function()
+          delete(key)
+        end
+      else
+        after = { start = window_start, current = cur_after, previous = prev_after }
+        write = sc_write(key, {
+          start = window_start,
+          current = cur_after,
+          previous = prev_after,
+          expires_at = add(window_start, 2 * q.window),
+        })
+      end
+    end
+    return refunded((sc_take(after, now, q, 0))), write
+  end,
+}
+
+------------------------------------------------------------------------------
+-- Calls
+------------------------------------------------------------------------------
+
+local function now_ms()
+  local t = redis.call("TIME")
+  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
+
+local function fields(d)
+  return { d.allowed and 1 or 0, d.limit, d.remaining, d.retry, d.reset }
+end
+
+local function arity(name)
+  fail("ERR wrong number of arguments for '" .. name .. "' command")
+end
+
+-- Runs body() and turns a failure into an error reply (an unexpected Lua error
+-- too: it is reported, never raised).
+local function guarded(name, body)
+  local ok, result = pcall(body)
+  if ok then
+    return result
+  end
+  if type(result) == "table" and result.rl then
+    return redis.error_reply(result.rl)
+  end
+  if type(result) == "table" and result.err then
+    return redis.error_reply(result.err) -- a redis.call error (e.g. OOM, READONLY)
+  end
+  local detail = type(result) == "table" and result.internal or tostring(result)
+  return redis.error_reply(
+    "ERR internal error in " .. name .. "; nothing was changed (please report this): " .. tostring(detail)
+  )
+end
+
+local function single(name, limiter, nparams, usage)
+  return function(keys, args)
+    return guarded(name, function()
+      if #keys ~= 1 then
+        fail("ERR " .. name .. " takes exactly one key: FCALL " .. name .. " 1 key " .. usage .. " [COST n | REFUND n]")
+      end
+      if #args < nparams then
+        arity(name)
+      end
+      local params, i = limiter.params(args, 1)
+      local amount = options(args, i)
+      local d, write = limiter.decide(keys[1], params, now_ms(), amount)
+      if write then
+        write()
+      end
+      return fields(d)
+    end)
+  end
+end
+
+local POLICIES = {
+  { word = "FIXED", limiter = FIXED, n = 2, names = "limit window" },
+  { word = "SLIDING", limiter = SLIDING, n = 2, names = "limit window" },
+  { word = "BUCKET", limiter = BUCKET, n = 3, names = "capacity tokens period" },
+  { word = "GCRA", limiter = GCRA, n = 3, names = "capacity tokens period" },
+  { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, names = "limit window" },
+}
+
+local function policy_of(word)
+  local upper = word:upper()
+  for _, p in ipairs(POLICIES) do
+    if p.word == upper then
+      return p
+    end
+  end
+  return nil
+end
+
+local function combine(per_key)
+  local allowed, never, longest, reset = true, false, 0, 0
+  local tightest
+  for _, d in ipairs(per_key) do
+    allowed = allowed and d.allowed
+    if d.retry == -1 then
+      never = true
+    elseif d.retry > longest then
+      longest = d.retry
+    end
+    if tightest == nil or d.remaining < tightest.remaining then
+      tightest = d
+    end
+    if d.reset > reset then
+      reset = d.reset
+    end
+  end
+  local retry = 0
+  if not allowed then
+    retry = never and -1 or longest
+  end
+  return { allowed = allowed, limit = tightest.limit, remaining = tightest.remaining, retry = retry, reset = reset }
+end
+
+local function rl_all(keys, args)
+  return guarded("rl_all", function()
+    if 2 + #keys + #args < 6 then
+      arity("rl_all")
+    end
+    if #keys < 1 or #keys > MAX_KEYS then
+      fail("ERR numkeys must be an integer from 1 to " .. MAX_KEYS)
+    end
+    for i = 2, #keys do
+      for j = 1, i - 1 do
+        if keys[i] == keys[j] then
+          fail("ERR key '" .. printable(keys[i]) .. "' is given more than once")
+        end
+      end
+    end
+    local policies, i = {}, 1
+    while args[i] ~= nil do
+      local p = policy_of(args[i])
+      if not p then
+        break
+      end
+      if #args < i + p.n then
+        fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
+      end
+      local params = p.limiter.params(args, i + 1)
+      policies[#policies + 1] = { limiter = p.limiter, params = params }
+      i = i + 1 + p.n
+    end
+    if #policies ~= #keys then
+      local word = args[i]
+      local at_option = word == nil or word:upper() == "COST" or word:upper() == "REFUND"
+      if word ~= nil and #policies < #keys and not at_option then
+        fail(
+          "ERR syntax error: unknown policy '"
+            .. printable(word)
+            .. "', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"
+        )
+      end
+      fail(
+        "ERR one policy per key, in key order: numkeys is " .. #keys .. ", policies given " .. #policies
+      )
+    end
+    local amount = options(args, i)
+    local now = now_ms()
+    local decisions, writes, all = {}, {}, true
+    for k, key in ipairs(keys) do
+      local d, write = policies[k].limiter.decide(key, policies[k].params, now, amount)
+      decisions[k], writes[k] = d, write
+      all = all and d.allowed
+    end
+    if all then
+      for k = 1, #keys do
+        if writes[k] then
+          writes[k]()
+        end
+      end
+    else
+      for k, key in ipairs(keys) do
+        local state = policies[k].limiter.decide(key, policies[k].params, now, { refund = false, n = 0 })
+        decisions[k].remaining, decisions[k].reset = state.remaining, state.reset
+      end
+    end
+    local reply = { fields(combine(decisions)) }
+    for k = 1, #keys do
+      reply[k + 1] = fields(decisions[k])
+    end
+    return reply
+  end)
+end
+
+return {
+  rl_fixed = single("rl_fixed", FIXED, 2, "limit window"),
+  rl_sliding = single("rl_sliding", SLIDING, 2, "limit window"),
+  rl_bucket = single("rl_bucket", BUCKET, 3, "capacity tokens period"),
+  rl_gcra = single("rl_gcra", GCRA, 3, "capacity tokens period"),
+  rl_slidingcounter = single("rl_slidingcounter", SLIDINGCOUNTER, 2, "limit window"),
+  rl_all = rl_all,
+}
+end
+
+local lib
+local function register(name)
+  redis.register_function({
+    function_name = name,
+    callback = function(keys, args)
+      lib = lib or build()
+      return lib[name](keys, args)
+    end,
+  })
+end
+register("rl_fixed")
+register("rl_sliding")
+register("rl_bucket")
+register("rl_gcra")
+register("rl_slidingcounter")
+register("rl_all")

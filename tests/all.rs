@@ -25,7 +25,7 @@ fn all(c: &mut Connection, args: &[&str]) -> Vec<Reply> {
 }
 
 fn try_all(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Vec<Vec<i64>>> {
-    cmd("RL.ALL").arg(args).query(c)
+    on_backend(cmd("RL.ALL").arg(args)).query(c)
 }
 
 type Fields = (i64, i64, i64, i64, i64);
@@ -170,9 +170,19 @@ fn each_key_is_written_and_answered_exactly_as_its_own_command() {
         let mut tries = 0;
         loop {
             tries += 1;
+            // A try that spans two ms is undone before the next one: it may have
+            // written the two sets of keys at different ms.
+            let names: Vec<String> = keys
+                .iter()
+                .flat_map(|(k, _, _)| [k.clone(), format!("twin:{k}")])
+                .collect();
+            let saved: Vec<_> = names
+                .iter()
+                .map(|k| (k, snapshot(&mut c, k.as_bytes())))
+                .collect();
             let mut p = redis::pipe();
             p.atomic().cmd("TIME");
-            p.cmd("RL.ALL").arg(line(&keys, &["COST", cost]));
+            p.add_command(on_backend(cmd("RL.ALL").arg(line(&keys, &["COST", cost]))));
             for (key, words, l) in &keys {
                 let twin = format!("twin:{key}");
                 p.add_command(l.cmd(&twin, &words[1..], Some(cost.parse().unwrap())));
@@ -188,6 +198,18 @@ fn each_key_is_written_and_answered_exactly_as_its_own_command() {
                 .map(|x| redis::from_redis_value(x).unwrap())
                 .collect();
             if t0 != t1 && tries < 50 {
+                for (k, (dump, at)) in &saved {
+                    let _: () = cmd("DEL").arg(k.as_str()).query(&mut c).unwrap();
+                    if let Some(dump) = dump {
+                        let _: () = cmd("RESTORE")
+                            .arg(k.as_str())
+                            .arg((*at).max(0))
+                            .arg(dump)
+                            .arg("ABSTTL")
+                            .query(&mut c)
+                            .expect("RESTORE");
+                    }
+                }
                 continue;
             }
             assert_eq!(&replies[1..], &singles[..], "COST {cost}: per-key replies");
@@ -291,6 +313,16 @@ fn bad_calls_are_errors_that_change_nothing() {
         let mut line: Vec<&[u8]> = vec![b"RL.ALL"];
         line.extend(args.iter().map(|a| a.as_bytes()));
         let e = error_of(&mut c, &line);
+        // FCALL reads numkeys itself, with its own errors, before rl_all runs.
+        let want = match (is_library(), args[0]) {
+            (true, "x") => "ERR Bad number of keys provided".to_string(),
+            (true, "-1") => "ERR Number of keys can't be negative".to_string(),
+            (true, "9") | (true, "1") if args.len() != 4 && args.len() != 5 || args[0] == "9" => {
+                "ERR Number of keys can't be greater than number of args".to_string()
+            }
+            (true, _) if want.starts_with("ERR wrong number") => arity_error("RL.ALL"),
+            _ => want.to_string(),
+        };
         // Servers differ in the case of the command name in the arity error.
         assert!(
             e.to_lowercase().starts_with(&want.to_lowercase()),
@@ -306,6 +338,9 @@ fn bad_calls_are_errors_that_change_nothing() {
 
 #[test]
 fn keys_are_declared_by_numkeys_for_getkeys_and_command_info() {
+    if module_only("COMMAND GETKEYS and COMMAND INFO describe module commands") {
+        return;
+    }
     let s = Server::start();
     let mut c = s.conn();
     let keys: Vec<String> = cmd("COMMAND")
@@ -444,7 +479,7 @@ fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_
                     chosen.push((format!("{name}:{}", next(20)), words.clone(), l));
                 }
             }
-            pipe.cmd("RL.ALL").arg(line(&chosen, &amount));
+            pipe.add_command(on_backend(cmd("RL.ALL").arg(line(&chosen, &amount))));
         } else {
             let (name, words, l) = &policies[next(policies.len())];
             pipe.add_command(l.cmd(&format!("{name}:{}", next(20)), &words[1..], None))

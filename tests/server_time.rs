@@ -115,10 +115,7 @@ fn a_fixed_counter_the_server_still_sees_inside_a_transaction_is_live_for_rl_too
         .arg(&sleep)
         .cmd("EXISTS")
         .arg("f")
-        .cmd("RL.FIXED")
-        .arg("f")
-        .arg("1")
-        .arg("200ms")
+        .add_command(on_backend(cmd("RL.FIXED").arg("f").arg("1").arg("200ms")))
         .cmd("TIME")
         .query(&mut c)
         .unwrap();

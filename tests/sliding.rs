@@ -300,7 +300,7 @@ fn log_is_a_sorted_set_with_one_member_per_unit_at_server_ms() {
     let mut p = redis::pipe();
     p.atomic();
     for _ in 0..10 {
-        p.cmd("RL.SLIDING").arg("log").arg(20).arg("10s");
+        p.add_command(on_backend(cmd("RL.SLIDING").arg("log").arg(20).arg("10s")));
     }
     let replies: Vec<Vec<i64>> = p.query(&mut c).unwrap();
     let after = server_ms(&mut c);

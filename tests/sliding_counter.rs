@@ -769,13 +769,15 @@ fn memory_stays_constant_whatever_the_rate() {
     assert_eq!(key.len(), 21);
     let mut sizes = std::collections::BTreeSet::new();
     for _ in 0..300 {
-        let _: Vec<i64> = cmd("RL.SLIDINGCOUNTER")
-            .arg(key)
-            .arg("1000000")
-            .arg("1h")
-            .arg("COST")
-            .arg("1")
-            .query(&mut c)
+        let _: Vec<i64> = on_backend(
+            cmd("RL.SLIDINGCOUNTER")
+                .arg(key)
+                .arg("1000000")
+                .arg("1h")
+                .arg("COST")
+                .arg("1"),
+        )
+        .query(&mut c)
             .unwrap();
         let usage: i64 = cmd("MEMORY").arg("USAGE").arg(key).query(&mut c).unwrap();
         sizes.insert(usage);

@@ -1,9 +1,16 @@
 //! Real redis-server processes for integration tests.
 //!
 //! Each [`Server`] runs on its own free loopback port with its own directory, the
-//! module loaded (unless asked otherwise), and is killed and reaped when dropped, so
-//! a failing test leaves nothing behind. Waits poll with deadlines; nothing sleeps
-//! for a fixed time.
+//! backend under test loaded (unless asked otherwise), and is killed and reaped when
+//! dropped, so a failing test leaves nothing behind. Waits poll with deadlines;
+//! nothing sleeps for a fixed time.
+//!
+//! Two backends run the same tests ([`backend`], env `RL_BACKEND`): the module
+//! (`module`, the default) and the Functions library `functions/rl.lua`
+//! (`library`, path `RL_LIBRARY`). Tests write RL calls as the module's commands
+//! (`["RL.FIXED", key, …]`); [`on_backend`] is the one place that turns them into
+//! `FCALL rl_fixed 1 key …` for the library. Tests of module-only features start
+//! with `if module_only("why") { return; }`.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -40,6 +47,133 @@ pub fn module_path() -> PathBuf {
         }
     }
     panic!("cannot find {name} near {}; set RL_MODULE", deps.display());
+}
+
+/// What serves the RL commands in the servers the tests start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The module (`--loadmodule`), RL.* commands.
+    Module,
+    /// The Functions library (`FUNCTION LOAD`), `FCALL rl_*`.
+    Library,
+}
+
+/// The backend under test: `RL_BACKEND=library`, else the module.
+pub fn backend() -> Backend {
+    match std::env::var("RL_BACKEND").as_deref() {
+        Ok("library") => Backend::Library,
+        Ok("module") | Ok("") | Err(_) => Backend::Module,
+        Ok(other) => panic!("RL_BACKEND={other}: expected module or library"),
+    }
+}
+
+pub fn is_library() -> bool {
+    backend() == Backend::Library
+}
+
+/// True (and says why) when the test is about a module-only feature and the
+/// backend is the library: the caller returns, the test counts as skipped.
+pub fn module_only(why: &str) -> bool {
+    if is_library() {
+        eprintln!("skipped with the library backend: {why}");
+        return true;
+    }
+    false
+}
+
+/// The Functions library: `RL_LIBRARY`, or the repository's functions/rl.lua.
+pub fn library_path() -> PathBuf {
+    std::env::var_os("RL_LIBRARY")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/functions/rl.lua")))
+}
+
+/// The library's source, for FUNCTION LOAD.
+pub fn library_source() -> String {
+    let path = library_path();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Loads the library into a server (FUNCTION LOAD REPLACE).
+pub fn load_library(c: &mut Connection) {
+    let name: String = cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library_source())
+        .query(c)
+        .expect("FUNCTION LOAD of the library");
+    assert_eq!(name, "rl");
+}
+
+/// The library function for an RL command name (any case): `RL.FIXED` → `rl_fixed`.
+pub fn function_of(name: &[u8]) -> Option<String> {
+    const NAMES: &[&str] = &[
+        "RL.FIXED",
+        "RL.SLIDING",
+        "RL.BUCKET",
+        "RL.GCRA",
+        "RL.SLIDINGCOUNTER",
+        "RL.ALL",
+    ];
+    NAMES
+        .iter()
+        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|n| n.to_lowercase().replace('.', "_"))
+}
+
+/// A command line as the backend takes it: unchanged for the module; for the
+/// library an RL command becomes `FCALL rl_<name> 1 key args…` (RL.ALL:
+/// `FCALL rl_all numkeys keys… args…`). Any other command is unchanged.
+pub fn translate(args: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    if !is_library() || args.is_empty() {
+        return args;
+    }
+    let Some(function) = function_of(&args[0]) else {
+        return args;
+    };
+    let mut out = vec![b"FCALL".to_vec(), function.clone().into_bytes()];
+    if function == "rl_all" {
+        // numkeys is already where FCALL wants it.
+        out.extend(args.into_iter().skip(1));
+    } else {
+        out.push(b"1".to_vec());
+        out.extend(args.into_iter().skip(1));
+    }
+    out
+}
+
+/// A command built elsewhere (`cmd("RL.FIXED").arg(…)`) as the backend takes it.
+pub fn on_backend(c: &redis::Cmd) -> redis::Cmd {
+    let args: Vec<Vec<u8>> = c
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => b.to_vec(),
+            redis::Arg::Cursor => b"0".to_vec(),
+        })
+        .collect();
+    let mut out = redis::Cmd::new();
+    for a in translate(args) {
+        out.arg(a);
+    }
+    out
+}
+
+/// The name an arity error names for `command` (`RL.FIXED` → `rl.fixed` for the
+/// module, `rl_fixed` for the library), lower case.
+pub fn arity_name(command: &str) -> String {
+    match function_of(command.as_bytes()) {
+        Some(f) if is_library() => f,
+        _ => command.to_lowercase(),
+    }
+}
+
+/// `ERR wrong number of arguments for '…' command` for `command` on this backend.
+pub fn arity_error(command: &str) -> String {
+    format!(
+        "ERR wrong number of arguments for '{}' command",
+        arity_name(command)
+    )
 }
 
 /// The server binary the tests run: `RL_REDIS_SERVER` (a path, as `make compat`
@@ -150,10 +284,13 @@ impl Server {
                 "--repl-diskless-sync-delay",
                 "0",
             ]);
-        if !opts.without_module {
+        let library = !opts.without_module && opts.module.is_none() && is_library();
+        if !opts.without_module && !library {
             let module = opts.module.clone().unwrap_or_else(module_path);
             command.arg("--loadmodule").arg(module);
         }
+        // A replica gets the library from its primary (FUNCTION LOAD replicates).
+        let replica = opts.args.iter().any(|a| a == "--replicaof" || a == "--slaveof");
         command.args(&opts.args);
         let child = command
             .stdin(Stdio::null())
@@ -174,6 +311,9 @@ impl Server {
             }
             if let Ok(mut c) = server.try_conn() {
                 if cmd("PING").query::<String>(&mut c).is_ok() {
+                    if library && !replica {
+                        load_library(&mut c);
+                    }
                     return Ok(server);
                 }
             }
@@ -300,8 +440,12 @@ pub fn try_rl(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Vec<i64>>
 
 /// A command from its name and arguments.
 pub fn command_of(args: &[impl redis::ToRedisArgs]) -> redis::Cmd {
-    let mut command = redis::Cmd::new();
+    let mut line = Vec::new();
     for a in args {
+        line.extend(a.to_redis_args());
+    }
+    let mut command = redis::Cmd::new();
+    for a in translate(line) {
         command.arg(a);
     }
     command
@@ -309,11 +453,7 @@ pub fn command_of(args: &[impl redis::ToRedisArgs]) -> redis::Cmd {
 
 /// The error reply of a command that must fail, as "CODE message".
 pub fn error_of(c: &mut Connection, args: &[&[u8]]) -> String {
-    let mut command = cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        command.arg(*a);
-    }
-    match command.query::<Value>(c) {
+    match command_of(args).query::<Value>(c) {
         Ok(v) => panic!("{args:?} should fail but replied {v:?}"),
         Err(e) => {
             let code = e.code().unwrap_or("?").to_string();

@@ -290,8 +290,12 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
     for (name, r) in &mut replicas {
         assert_eq!(keys(r), remaining, "{name}: the same keys");
     }
-    // It holds the data, but could not serve RL calls if it were promoted.
+    // It holds the data, but could not serve RL calls if it were promoted (the
+    // library's replica has the functions: FUNCTION LOAD replicates).
     for l in COMMANDS {
+        if is_library() {
+            break;
+        }
         let args = l.args("k", &l.per(3, "1d"), None);
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         let err = error_of(&mut replicas[1].1, &args);

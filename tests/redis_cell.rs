@@ -198,6 +198,9 @@ fn differential(name: &str, s: &Scenario) {
 
 #[test]
 fn differential_capacity_5_one_per_second() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_capacity_5_one_per_second",
         &Scenario {
@@ -219,6 +222,9 @@ fn differential_capacity_5_one_per_second() {
 
 #[test]
 fn differential_readme_15_30_60() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_readme_15_30_60",
         &Scenario {
@@ -240,6 +246,9 @@ fn differential_readme_15_30_60() {
 
 #[test]
 fn differential_quantity_3_every_200ms() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_quantity_3_every_200ms",
         &Scenario {
@@ -259,6 +268,9 @@ fn differential_quantity_3_every_200ms() {
 
 #[test]
 fn differential_quantity_above_the_limit() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_quantity_above_the_limit",
         &Scenario {
@@ -272,6 +284,9 @@ fn differential_quantity_above_the_limit() {
 
 #[test]
 fn differential_quantity_zero_peeks() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_quantity_zero_peeks",
         &Scenario {
@@ -285,6 +300,9 @@ fn differential_quantity_zero_peeks() {
 
 #[test]
 fn differential_readme_0_1_2() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     differential(
         "differential_readme_0_1_2",
         &Scenario {
@@ -324,6 +342,9 @@ const T60: u128 = 60_000_000_000;
 
 #[test]
 fn a_key_written_by_redis_cell_is_continued_by_rl() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     let Some(cell) = redis_cell("a_key_written_by_redis_cell_is_continued_by_rl") else {
         return;
     };
@@ -374,6 +395,9 @@ fn a_key_written_by_redis_cell_is_continued_by_rl() {
 
 #[test]
 fn a_key_written_by_rl_is_continued_by_redis_cell() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     let Some(cell) = redis_cell("a_key_written_by_rl_is_continued_by_redis_cell") else {
         return;
     };
@@ -406,6 +430,9 @@ fn a_key_written_by_rl_is_continued_by_redis_cell() {
 
 #[test]
 fn with_redis_cell_loaded_first_rl_loads_without_cl_throttle_and_logs_it() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     let Some(cell) =
         redis_cell("with_redis_cell_loaded_first_rl_loads_without_cl_throttle_and_logs_it")
     else {
@@ -506,6 +533,9 @@ fn from_now(c: &mut Connection, ms: i64, ns: i64, extra_ms: i64, params: [&str; 
 
 #[test]
 fn differences_rl_makes_on_purpose() {
+    if module_only("CL.THROTTLE and redis-cell are the module's") {
+        return;
+    }
     let Some(cell) = redis_cell("differences_rl_makes_on_purpose") else {
         return;
     };

@@ -70,6 +70,9 @@ fn load_args(module_args: &[&str]) -> Vec<String> {
 
 #[test]
 fn bad_module_arguments_stop_the_load_with_a_line_naming_the_setting() {
+    if module_only("module arguments and settings") {
+        return;
+    }
     for (module_args, expected) in [
         (&["sliding-max-limit", "0"][..], RANGE),
         (&["sliding-max-limit", "-5"], RANGE),
@@ -99,6 +102,9 @@ fn bad_module_arguments_stop_the_load_with_a_line_naming_the_setting() {
 
 #[test]
 fn an_out_of_range_setting_in_redis_conf_stops_the_start_naming_it() {
+    if module_only("module arguments and settings") {
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("rl-conf-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("redis.conf");
@@ -167,6 +173,9 @@ fn module_loaded(c: &mut Connection) -> bool {
 
 #[test]
 fn module_loadex_validates_configs_and_arguments_alike() {
+    if module_only("module arguments and settings") {
+        return;
+    }
     let s = Server::with(Options {
         without_module: true,
         args: vec!["--enable-module-command".into(), "local".into()],
@@ -209,6 +218,9 @@ fn module_loadex_validates_configs_and_arguments_alike() {
 
 #[test]
 fn config_set_out_of_range_is_an_error_that_keeps_the_value() {
+    if module_only("module arguments and settings") {
+        return;
+    }
     let s = Server::start();
     let mut c = s.conn();
     config_set(&mut c, "rl.sliding-max-limit", 12);
@@ -232,6 +244,9 @@ fn config_set_out_of_range_is_an_error_that_keeps_the_value() {
 
 #[test]
 fn the_ratelimit_acl_category_survives_module_unload_and_load() {
+    if module_only("module arguments and settings") {
+        return;
+    }
     let s = Server::with(Options {
         args: vec!["--enable-module-command".into(), "local".into()],
         ..Options::default()

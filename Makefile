@@ -3,13 +3,16 @@
 
 PORT ?= 6379
 BASE_PORT ?= 7000
+# LIBRARY=1: `make run` and `make cluster` serve the Functions library instead of the module.
+LIBRARY ?=
+HOST ?= 127.0.0.1
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot compat
+.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot compat load-library
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
-	@echo "  PORT=$(PORT) picks the port for 'make run'."
+	@echo "  PORT=$(PORT) picks the port for 'make run'; LIBRARY=1 serves functions/rl.lua instead of the module."
 
 deps: ## Install redis-server, redis-cli and bindgen's libclang when missing
 	@scripts/deps.sh
@@ -17,19 +20,24 @@ deps: ## Install redis-server, redis-cli and bindgen's libclang when missing
 build: deps ## Build the module (target/release/librl.so)
 	$(CARGO) build --release
 
-run: build ## Start redis-server with the module on PORT (default 6379)
-	@PORT=$(PORT) scripts/run.sh
+run: build ## Start redis-server with the module on PORT (default 6379); LIBRARY=1: the Functions library instead
+	@PORT=$(PORT) LIBRARY=$(LIBRARY) scripts/run.sh
+
+load-library: ## Load functions/rl.lua into HOST:PORT (every primary, if it is a cluster node)
+	@scripts/load-library.sh $(HOST):$(PORT)
 
 # The integration tests load the release .so that `make build` ships (Redis's
 # allocator, no test hooks); only the panic test loads a build with --features testing.
 RELEASE_SO := $(CURDIR)/target/release/librl.so
 TESTING_SO := $(CURDIR)/target/testing/librl.so
 
-test: build ## Unit, property and integration tests against real redis-servers, examples, bench smoke
+test: build ## Unit, property and integration tests (module, then library backend), examples, bench smoke
 	$(CARGO) test --features fuzzing --lib
 	$(CARGO) build --profile testing --features testing
 	cell=$$(CARGO="$(CARGO)" scripts/redis-cell.sh) && \
 	RL_REDIS_CELL=$$cell RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) $(CARGO) test --test '*'
+	@echo "integration tests again with the Functions library (functions/rl.lua) instead of the module:"
+	RL_BACKEND=library RL_MODULE=$(RELEASE_SO) $(CARGO) test --test '*'
 	@scripts/examples.sh
 	@BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
 	@PLOT_QUICK=1 scripts/plot.sh >/dev/null && echo "plot smoke: ok"
@@ -47,8 +55,8 @@ compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8
 examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a fresh redis-server
 	@scripts/examples.sh
 
-cluster: build ## Start a local 3-shard Redis Cluster with RL on ports BASE_PORT.. (default 7000); Ctrl-C stops it
-	@BASE_PORT=$(BASE_PORT) scripts/cluster.sh
+cluster: build ## Start a local 3-shard Redis Cluster with RL on ports BASE_PORT.. (default 7000); LIBRARY=1: the library; Ctrl-C stops it
+	@BASE_PORT=$(BASE_PORT) LIBRARY=$(LIBRARY) scripts/cluster.sh
 
 plot: build ## Draw docs/algorithms.png: the same traffic on the three commands (PLOT_OUT=path)
 	@scripts/plot.sh

@@ -616,7 +616,12 @@ local function next_sequence(key, newest)
   end
   local next = 0
   for _, m in ipairs(redis.call("ZRANGEBYSCORE", key, str(newest), "+inf")) do
-    if digits_only(m) and #m <= 20 then
+    if #m <= 15 and digits_only(m) then
+      local seq = tonumber(m) -- exact below 10^15
+      if cmp(seq, next) >= 0 then
+        next = seq + 1
+      end
+    elseif #m <= 20 and digits_only(m) then
       local seq = num(m)
       if cmp(seq, U64_MAX) <= 0 then
         next = nmax(next, cmp(seq, U64_MAX) < 0 and add(seq, 1) or seq)
@@ -627,28 +632,45 @@ local function next_sequence(key, newest)
 end
 
 local function sliding_append(key, newest, cutoff, at, units, expires_at)
+  -- The members first, reading only: sequence numbers from next_sequence on,
+  -- skipping members the set keeps after the trim (the module's ZADD NX), a chunk
+  -- at a time. The last sequence number (2^64 - 1) can be given once: past it
+  -- the module would loop forever; here the call fails before writing anything.
   local seq = next_sequence(key, newest)
-  local gone = newest ~= nil and redis.call("ZCOUNT", key, "-inf", str(cutoff)) or 0
-  if gone > 0 then
-    redis.call("ZREMRANGEBYSCORE", key, "-inf", str(cutoff))
-  end
-  local check = redis.call("EXISTS", key) == 1
-  local score = str(at)
-  local batch, added = {}, 0
-  while added < units do
-    local member = str(seq)
-    if cmp(seq, U64_MAX) < 0 then
-      seq = add(seq, 1)
+  local members, exhausted = {}, false
+  while #members < units do
+    if exhausted then
+      fail("ERR could not update the key (logging the new units)")
     end
-    if not check or not redis.call("ZSCORE", key, member) then
-      batch[#batch + 1] = score
-      batch[#batch + 1] = member
-      added = added + 1
-      if #batch >= 2 * ZADD_CHUNK or added == units then
-        redis.call("ZADD", key, unpack(batch))
-        batch = {}
+    local candidates = {}
+    for i = 1, math.min(units - #members, ZADD_CHUNK) do
+      candidates[i] = str(seq)
+      if cmp(seq, U64_MAX) < 0 then
+        seq = add(seq, 1)
+      else
+        exhausted = true
+        break
       end
     end
+    local scores = newest ~= nil and redis.call("ZMSCORE", key, unpack(candidates)) or {}
+    for i, member in ipairs(candidates) do
+      local score = scores[i] and tonumber(scores[i])
+      if not score or score <= cutoff then
+        members[#members + 1] = member
+      end
+    end
+  end
+  if newest ~= nil and redis.call("ZCOUNT", key, "-inf", str(cutoff)) > 0 then
+    redis.call("ZREMRANGEBYSCORE", key, "-inf", str(cutoff))
+  end
+  local score = str(at)
+  for first = 1, units, ZADD_CHUNK do
+    local batch = {}
+    for i = first, math.min(first + ZADD_CHUNK - 1, units) do
+      batch[#batch + 1] = score
+      batch[#batch + 1] = members[i]
+    end
+    redis.call("ZADD", key, unpack(batch))
   end
   redis.call("PEXPIREAT", key, str(expires_at))
 end

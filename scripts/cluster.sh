@@ -3,6 +3,9 @@
 # SHARDS primaries (default 3) on ports BASE_PORT (default 7000) and up, then
 # REPLICAS replicas per primary (default 0) on the next ports. Each node keeps its
 # files in target/cluster/<port> (cleared at start). Ctrl-C stops every node.
+# LIBRARY=1 (`make cluster LIBRARY=1`): no module; the Functions library is loaded
+# on every primary once the cluster is up (scripts/load-library.sh), and replicas
+# get it by replication.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +23,9 @@ fail() {
   exit 1
 }
 
-[ -f "$module" ] || fail "$module is missing; build it with 'make build'."
+with_library="${LIBRARY:-}"
+[ "$with_library" = 0 ] && with_library=""
+[ -n "$with_library" ] || [ -f "$module" ] || fail "$module is missing; build it with 'make build'."
 ((shards >= 3)) || fail "Redis Cluster needs at least 3 primaries (SHARDS=$shards)."
 # Each node also listens on its cluster bus port, port + 10000.
 ((last + 10000 <= 65535)) || fail "BASE_PORT=$base is too high: bus ports are port + 10000."
@@ -65,6 +70,8 @@ cluster_ready() {
   done
 }
 
+load=()
+[ -n "$with_library" ] || load=(--loadmodule "$module")
 rm -rf "$root"
 addresses=()
 for port in $ports; do
@@ -73,7 +80,7 @@ for port in $ports; do
   redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --logfile "$dir/redis.log" \
     --save "" --appendonly no \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
-    --loadmodule "$module" &
+    "${load[@]}" &
   pids+=($!)
   addresses+=("127.0.0.1:$port")
 done
@@ -87,6 +94,23 @@ if ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas"
   fail "redis-cli --cluster create failed"
 fi
 wait_until 30 "the cluster to form" cluster_ready
+if [ -n "$with_library" ]; then
+  CLUSTER=1 scripts/load-library.sh "127.0.0.1:$base" >"$root/load-library.log" 2>&1 ||
+    { cat "$root/load-library.log" >&2; fail "loading the library failed"; }
+  cat <<MSG
+
+  A Redis Cluster of $shards primaries ($replicas replicas each) with RL's Functions
+  library (no module) runs on ports $base-$last. In another terminal, try (-c
+  follows MOVED redirections; FCALL's key comes after numkeys):
+
+    redis-cli -c -p $base FCALL rl_fixed  1 user:42 5 1m          # 5 per minute
+    redis-cli -c -p $base FCALL rl_bucket 1 {user42}:api 10 1 1s  # bucket of 10
+    redis-cli --cluster check 127.0.0.1:$base                     # nodes and slots
+
+  Logs and data: $root/<port>. Stop every node with Ctrl-C.
+
+MSG
+else
 
 cat <<MSG
 
@@ -102,6 +126,7 @@ cat <<MSG
   Logs and data: $root/<port>. Stop every node with Ctrl-C.
 
 MSG
+fi
 # Until Ctrl-C (which the nodes may see first, and exit), or until a node fails.
 interrupted=""
 trap 'interrupted=1' INT TERM

@@ -15,14 +15,16 @@
 #
 # Each server then runs every integration test binary (cargo test --test '*', as
 # `make test`: RL_MODULE is the release .so, RL_TESTING_MODULE the testing build)
-# with RL_REDIS_SERVER=<its binary>; redis-cli stays the system one. The full output of
-# each run is kept in the cache (paths printed). Ends with a matrix of server x
-# passed / failed and the failing tests; exits non-zero if any test failed or a
-# server failed to build or download (absent sources only skip).
+# with RL_REDIS_SERVER=<its binary>, once per backend: the module, then the Functions
+# library functions/rl.lua (RL_BACKEND=library); redis-cli stays the system one. The
+# full output of each run is kept in the cache (paths printed). Ends with a matrix of
+# server x backend x passed / failed and the failing tests; exits non-zero if any
+# test failed or a server failed to build or download (absent sources only skip).
 #
 # Knobs: RL_COMPAT_SERVERS="redis-7.2.6 system ..." runs only those (ids as in the
-# matrix); RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT
-# (seconds, default 1800) bounds one server's test run.
+# matrix); RL_COMPAT_BACKENDS="module" (or "library") runs only those backends;
+# RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT (seconds,
+# default 1800) bounds one server's test run with one backend.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -238,18 +240,23 @@ if [ -n "${RL_COMPAT_TEST_THREADS:-}" ]; then
   test_args=(-- "--test-threads=$RL_COMPAT_TEST_THREADS")
 fi
 
+read -r -a backends <<<"${RL_COMPAT_BACKENDS:-module library}"
 declare -A version passed failed failures seconds
 failed_any=0
-for id in "${ids[@]}"; do
-  [ -z "${skip[$id]:-}" ] || continue
-  server=${bin[$id]}
+rows=()
+for server_id in "${ids[@]}"; do
+  [ -z "${skip[$server_id]:-}" ] || continue
+  server=${bin[$server_id]}
+  for backend in "${backends[@]}"; do
+  id=$server_id/$backend
+  rows+=("$id")
   version[$id]=$(version_of "$server")
-  log=$cache/$id.test.log
+  log=$cache/$server_id.$backend.test.log
   say "$id (${version[$id]}, $server): running the integration tests (log: $log)"
   t0=$SECONDS
   rc=0
-  RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --test '*' --no-fail-fast \
-    "${test_args[@]}" >"$log" 2>&1 || rc=$?
+  RL_BACKEND=$backend RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --test '*' \
+    --no-fail-fast "${test_args[@]}" >"$log" 2>&1 || rc=$?
   seconds[$id]=$((SECONDS - t0))
   # Sum the per-binary "test result" lines; name failures binary::test; a binary
   # that ended without a result line (crash, timeout) counts as one failure.
@@ -273,21 +280,23 @@ for id in "${ids[@]}"; do
   failed[$id]=$f
   [ "$f" -eq 0 ] || failed_any=1
   say "$id: $p passed, $f failed in ${seconds[$id]} s"
+  done
 done
 
 # --- 3. matrix --------------------------------------------------------------
 echo
-printf '%-14s %-16s %7s %7s %6s  %s\n' server version passed failed secs log
-for id in "${ids[@]}"; do
-  if [ -n "${skip[$id]:-}" ]; then
-    printf '%-14s %-16s %7s %7s %6s  %s\n' "$id" - - - - "skipped: ${skip[$id]}"
-  else
-    printf '%-14s %-16s %7s %7s %6s  %s\n' "$id" "${version[$id]}" "${passed[$id]}" "${failed[$id]}" \
-      "${seconds[$id]}" "$cache/$id.test.log"
+printf '%-22s %-16s %7s %7s %6s  %s\n' server/backend version passed failed secs log
+for server_id in "${ids[@]}"; do
+  if [ -n "${skip[$server_id]:-}" ]; then
+    printf '%-22s %-16s %7s %7s %6s  %s\n' "$server_id" - - - - "skipped: ${skip[$server_id]}"
   fi
 done
-for id in "${ids[@]}"; do
-  if [ -z "${skip[$id]:-}" ] && [ -n "${failures[$id]}" ]; then
+for id in ${rows[@]+"${rows[@]}"}; do
+  printf '%-22s %-16s %7s %7s %6s  %s\n' "$id" "${version[$id]}" "${passed[$id]}" "${failed[$id]}" \
+    "${seconds[$id]}" "$cache/${id%/*}.${id#*/}.test.log"
+done
+for id in ${rows[@]+"${rows[@]}"}; do
+  if [ -n "${failures[$id]}" ]; then
     echo
     echo "failing on $id (${version[$id]}):"
     while IFS= read -r line; do printf '  %s\n' "$line"; done <<<"${failures[$id]}"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts redis-server in the foreground with the module loaded: `make run`.
 # PORT (default 6379) picks the port; the data directory is target/run-<port>.
+# LIBRARY=1 (`make run LIBRARY=1`) starts it without the module and loads the
+# Functions library functions/rl.lua instead (FCALL rl_fixed 1 key ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,7 +11,11 @@ module="$PWD/target/release/librl.so"
 dir="$PWD/target/run-$port"
 mkdir -p "$dir"
 
-if [ ! -f "$module" ]; then
+library="${RL_LIBRARY:-$PWD/functions/rl.lua}"
+with_library="${LIBRARY:-}"
+[ "$with_library" = 0 ] && with_library=""
+
+if [ -z "$with_library" ] && [ ! -f "$module" ]; then
   echo "run: $module is missing; build it with 'make build'." >&2
   exit 1
 fi
@@ -20,8 +26,12 @@ if command -v redis-cli >/dev/null 2>&1 && redis-cli -p "$port" ping >/dev/null 
 fi
 
 # The server runs in the foreground of this script; Ctrl-C stops it.
-redis-server --port "$port" --dir "$dir" --save "" --appendonly no \
-  --loadmodule "$module" &
+if [ -n "$with_library" ]; then
+  redis-server --port "$port" --dir "$dir" --save "" --appendonly no &
+else
+  redis-server --port "$port" --dir "$dir" --save "" --appendonly no \
+    --loadmodule "$module" &
+fi
 server=$!
 trap 'kill -INT "$server" 2>/dev/null; wait "$server"; exit 0' INT TERM
 for _ in $(seq 1 100); do
@@ -29,6 +39,27 @@ for _ in $(seq 1 100); do
   kill -0 "$server" 2>/dev/null || { wait "$server"; exit 1; }
   sleep 0.1
 done
+
+if [ -n "$with_library" ]; then
+  RL_LIBRARY="$library" scripts/load-library.sh "127.0.0.1:$port" >/dev/null ||
+    { kill -INT "$server"; wait "$server"; exit 1; }
+  cat <<MSG
+
+  RL's Functions library (no module) is loaded in redis-server on port $port.
+  In another terminal, try:
+
+    redis-cli -p $port FCALL rl_fixed   1 user:42 10 1m        # 10 per minute, fixed window
+    redis-cli -p $port FCALL rl_sliding 1 user:42:s 5 1m       # 5 in any minute, sliding log
+    redis-cli -p $port FCALL rl_bucket  1 user:42:b 10 1 1s    # bucket of 10, refills 1 per second
+    redis-cli -p $port FCALL rl_all 2 user:42:a user:42:d FIXED 10 1s FIXED 1000 1d
+
+  Each reply is: allowed, limit, remaining, retry_after_ms, reset_after_ms.
+  Stop the server with Ctrl-C.
+
+MSG
+  wait "$server"
+  exit 0
+fi
 
 cat <<MSG
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Smoke test of the HTTP examples in examples/ (python, node, rust), run by `make test`.
+# Smoke test of the HTTP examples in examples/ (python, node, rust), run by `make test`,
+# against each backend: the module, then the Functions library (no module). Each
+# example must say at start which one it found.
 #
 # Installs what each example needs (a venv under target/examples-venv, npm ci under
 # examples/node, cargo build into target/examples), starts a redis-server with the
@@ -77,13 +79,10 @@ show_log() { # show_log <file>: the end of a log, indented
   return 0
 }
 
-# --- redis-server with the module -------------------------------------------------
+# --- redis-server with the module, then with the library --------------------------
 
 # shellcheck source=scripts/redis-lib.sh
 . "$root/scripts/redis-lib.sh"
-rl_start_redis "$tmp"
-pids+=("$redis_pid")
-redis_url="redis://127.0.0.1:$redis_port"
 
 # --- the HTTP check ---------------------------------------------------------------
 
@@ -246,18 +245,25 @@ setup_rust() {
 passed=0
 failed=0
 skipped=0
+for backend in module library; do
+mkdir -p "$tmp/$backend"
+rl_start_redis "$tmp/$backend" "$backend"
+redis=$redis_pid
+pids+=("$redis")
+redis_url="redis://127.0.0.1:$redis_port"
+if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 for name in python policies node rust; do
-  log=$tmp/$name.log
+  log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
   rc=0
   setup_"$name" >"$tmp/$name-setup.log" 2>&1 || rc=$?
   if ((rc == 2)); then
-    echo "SKIP $name: $(tail -n 1 "$tmp/$name-setup.log")"
+    echo "SKIP $name ($backend): $(tail -n 1 "$tmp/$name-setup.log")"
     skipped=$((skipped + 1))
     continue
   elif ((rc != 0)); then
-    echo "FAIL $name: could not install or build it" >&2
+    echo "FAIL $name ($backend): could not install or build it" >&2
     show_log "$tmp/$name-setup.log"
     failed=$((failed + 1))
     continue
@@ -268,27 +274,33 @@ for name in python policies node rust; do
   pid=$!
   pids+=("$pid")
   if ! wait_port "$pid" "$port" 20; then
-    echo "FAIL $name: the server did not listen on port $port within 20 s" >&2
+    echo "FAIL $name ($backend): the server did not listen on port $port within 20 s" >&2
+    show_log "$log"
+    failed=$((failed + 1))
+  elif ! grep -q "$said" "$log"; then
+    echo "FAIL $name ($backend): it did not say at start that it uses $said" >&2
     show_log "$log"
     failed=$((failed + 1))
   elif [ "$name" = policies ]; then
     if ! reason=$(check_policies "http://127.0.0.1:$port" 2>&1); then
-      echo "FAIL $name: $reason" >&2
+      echo "FAIL $name ($backend): $reason" >&2
       show_log "$log"
       failed=$((failed + 1))
     else
-      echo "PASS $name: RL.ALL over a burst bucket and a daily window, RateLimit-Policy/RateLimit for both, a failed upstream call refunded, a 429 that takes nothing from the daily count ($((SECONDS - started)) s)"
+      echo "PASS $name ($backend, said so): RL.ALL over a burst bucket and a daily window, RateLimit-Policy/RateLimit for both, a failed upstream call refunded, a 429 that takes nothing from the daily count ($((SECONDS - started)) s)"
       passed=$((passed + 1))
     fi
-  elif ! reason=$(check "http://127.0.0.1:$port" "$name" 2>&1); then
-    echo "FAIL $name: $reason" >&2
+  elif ! reason=$(check "http://127.0.0.1:$port" "$name-$backend" 2>&1); then
+    echo "FAIL $name ($backend): $reason" >&2
     show_log "$log"
     failed=$((failed + 1))
   else
-    echo "PASS $name: $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected ($((SECONDS - started)) s)"
+    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected ($((SECONDS - started)) s)"
     passed=$((passed + 1))
   fi
   stop "$pid"
+done
+stop "$redis"
 done
 
 echo "examples: $passed passed, $failed failed, $skipped skipped"

@@ -16,15 +16,23 @@ rl_module() {
   echo "$module"
 }
 
-# rl_start_redis <dir>: starts redis-server with the module on a free loopback port,
-# logging to <dir>/redis.log; sets redis_port and redis_pid. Waits (10 s at most)
-# for PONG; on failure shows the log and dies. The caller stops redis_pid on exit.
+# rl_start_redis <dir> [library]: starts redis-server with the module on a free
+# loopback port (with "library": without it, and loads the Functions library
+# functions/rl.lua, or $RL_LIBRARY), logging to <dir>/redis.log; sets redis_port
+# and redis_pid. Waits (10 s at most) for PONG; on failure shows the log and dies.
+# The caller stops redis_pid on exit.
 rl_start_redis() {
-  local dir=$1 module deadline
-  module=$(rl_module)
+  local dir=$1 backend=${2:-module} module deadline root load=()
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if [ "$backend" = module ]; then
+    module=$(rl_module)
+    load=(--loadmodule "$module")
+  else
+    module="the library (no module)"
+  fi
   redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-    --loadmodule "$module" >"$dir/redis.log" 2>&1 &
+    "${load[@]}" >"$dir/redis.log" 2>&1 &
   redis_pid=$!
   deadline=$((SECONDS + 10))
   until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ]; do
@@ -34,4 +42,8 @@ rl_start_redis() {
     fi
     sleep 0.1
   done
+  if [ "$backend" != module ]; then
+    "$root/scripts/load-library.sh" "127.0.0.1:$redis_port" >/dev/null ||
+      die "could not load the library into redis-server on port $redis_port"
+  fi
 }

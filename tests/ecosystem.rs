@@ -135,7 +135,9 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
 
 #[test]
 fn sliding_max_limit_is_a_module_config() {
-    if module_only("rl.sliding-max-limit is a module setting (the library keeps the default 100000)") {
+    if module_only(
+        "rl.sliding-max-limit is a module setting (the library keeps the default 100000)",
+    ) {
         return;
     }
     let s = Server::start();

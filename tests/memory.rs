@@ -40,7 +40,9 @@ fn native_set(c: &mut Connection, value: &str) -> i64 {
 
 #[test]
 fn an_rl_fixed_counter_is_a_raw_string_8_bytes_above_a_native_int() {
-    if module_only("the module writes counters as raw strings; the library's SET leaves Redis's int encoding") {
+    if module_only(
+        "the module writes counters as raw strings; the library's SET leaves Redis's int encoding",
+    ) {
         return;
     }
     assert_eq!(KEY.len(), 21);

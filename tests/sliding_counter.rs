@@ -778,7 +778,7 @@ fn memory_stays_constant_whatever_the_rate() {
                 .arg("1"),
         )
         .query(&mut c)
-            .unwrap();
+        .unwrap();
         let usage: i64 = cmd("MEMORY").arg("USAGE").arg(key).query(&mut c).unwrap();
         sizes.insert(usage);
     }

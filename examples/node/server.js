@@ -1,5 +1,9 @@
 // Rate-limited HTTP server: Node's http module, ioredis and one RL.BUCKET call per request.
 //
+// Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused, RL's
+// Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one the
+// server has at start, and says so.
+//
 // Run:  npm ci && node server.js
 // Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (3000),
 //       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
@@ -16,6 +20,30 @@ const capacity = Number(process.env.RL_CAPACITY ?? 5);
 const tokens = Number(process.env.RL_TOKENS ?? 1);
 const period = process.env.RL_PERIOD ?? "1s"; // RL durations: 1500ms, 60, 1m, ...
 
+// The module if the server has RL.BUCKET, else the library's rl_bucket: same
+// arguments, same reply. The probe takes COST 0, which writes nothing.
+async function detectBackend() {
+  const probe = ["rl:probe", 1, 1, "1s", "COST", 0];
+  try {
+    await redis.call("RL.BUCKET", ...probe);
+    return { name: "module", call: (key, ...args) => redis.call("RL.BUCKET", key, ...args) };
+  } catch (err) {
+    if (!/unknown command/i.test(err.message)) throw err;
+  }
+  await redis.call("FCALL", "rl_bucket", 1, ...probe);
+  return {
+    name: "library",
+    call: (key, ...args) => redis.call("FCALL", "rl_bucket", 1, key, ...args),
+  };
+}
+
+const backend = await detectBackend();
+console.log(
+  backend.name === "module"
+    ? "rate limiter: the RL module (RL.BUCKET)"
+    : "rate limiter: RL's Functions library (FCALL rl_bucket), no module",
+);
+
 // Headers count whole seconds; round up so a client never retries too early.
 const ceilSeconds = (ms) => String(Math.ceil(ms / 1000));
 
@@ -29,7 +57,7 @@ function withRateLimit(handler) {
     try {
       // One command: Redis reads, decides and writes atomically, so every
       // instance of this server shares the same bucket without races.
-      reply = await redis.call("RL.BUCKET", `rl:api:${user}`, capacity, tokens, period);
+      reply = await backend.call(`rl:api:${user}`, capacity, tokens, period);
     } catch (err) {
       // Fail open: a Redis outage should not take the whole API down.
       // Answer 503 here instead if the limit protects something costly.

@@ -1,5 +1,9 @@
 """Rate-limited HTTP server: a WSGI middleware that calls RL.BUCKET per request.
 
+Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused, RL's
+Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one the
+server has at start, and says so.
+
 Run:  pip install -r requirements.txt && python app.py
 Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
@@ -15,6 +19,20 @@ import redis
 log = logging.getLogger(__name__)
 
 
+def detect_backend(client):
+    """("module", ...) if the server has RL.BUCKET, else ("library", ...) for FCALL rl_bucket."""
+    probe = ("rl:probe", 1, 1, "1s", "COST", 0)  # COST 0 writes nothing
+    try:
+        client.execute_command("RL.BUCKET", *probe)
+        return "module", lambda key, *args: client.execute_command("RL.BUCKET", key, *args)
+    except redis.ResponseError as err:
+        if "unknown command" not in str(err).lower():
+            raise
+    # No module: the library (loaded with FUNCTION LOAD), same arguments and reply.
+    client.execute_command("FCALL", "rl_bucket", 1, *probe)
+    return "library", lambda key, *args: client.execute_command("FCALL", "rl_bucket", 1, key, *args)
+
+
 def ceil_seconds(ms):
     # Headers count whole seconds; round up so a client never retries too early.
     return str(-(-ms // 1000))
@@ -23,9 +41,9 @@ def ceil_seconds(ms):
 class RateLimit:
     """WSGI middleware: wraps any WSGI app (Flask, Django, ...) the same way."""
 
-    def __init__(self, app, client, capacity, tokens, period):
+    def __init__(self, app, bucket, capacity, tokens, period):
         self.app = app
-        self.redis = client
+        self.bucket = bucket  # RL.BUCKET or FCALL rl_bucket: detect_backend()
         self.capacity, self.tokens, self.period = capacity, tokens, period
 
     def __call__(self, environ, start_response):
@@ -35,8 +53,8 @@ class RateLimit:
         try:
             # One command: Redis reads, decides and writes atomically, so every
             # instance of this app shares the same bucket without races.
-            allowed, limit, remaining, retry_ms, reset_ms = self.redis.execute_command(
-                "RL.BUCKET", f"rl:api:{user}", self.capacity, self.tokens, self.period
+            allowed, limit, remaining, retry_ms, reset_ms = self.bucket(
+                f"rl:api:{user}", self.capacity, self.tokens, self.period
             )
         except redis.RedisError as err:
             # Fail open: a Redis outage should not take the whole API down.
@@ -79,9 +97,14 @@ def main():
     logging.basicConfig(level=logging.INFO)
     # from_url gives a thread-safe connection pool shared by all requests.
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
+    backend, bucket = detect_backend(client)
+    if backend == "module":
+        log.info("rate limiter: the RL module (RL.BUCKET)")
+    else:
+        log.info("rate limiter: RL's Functions library (FCALL rl_bucket), no module")
     app = RateLimit(
         hello,
-        client,
+        bucket,
         capacity=int(os.environ.get("RL_CAPACITY", "5")),
         tokens=int(os.environ.get("RL_TOKENS", "1")),
         period=os.environ.get("RL_PERIOD", "1s"),  # RL durations: 1500ms, 60, 1m, ...

@@ -37,6 +37,19 @@ def ceil_seconds(ms):
     return -(-ms // 1000)
 
 
+def detect_all(client):
+    """RL.ALL if the server has the module, else the library's FCALL rl_all (same
+    arguments after numkeys, same reply), and which one."""
+    try:
+        client.execute_command("RL.BUCKET", "rl:probe", 1, 1, "1s", "COST", 0)  # writes nothing
+        return "module", lambda *args: client.execute_command("RL.ALL", *args)
+    except redis.ResponseError as err:
+        if "unknown command" not in str(err).lower():
+            raise
+    client.execute_command("FCALL", "rl_all", 1, "rl:probe", "BUCKET", 1, 1, "1s", "COST", 0)
+    return "library", lambda *args: client.execute_command("FCALL", "rl_all", *args)
+
+
 class Policy:
     """One named limit: the RL.ALL policy words and its quota for the header."""
 
@@ -52,15 +65,15 @@ class Policy:
 class MultiLimit:
     """WSGI middleware: every request takes one unit from every policy, or none."""
 
-    def __init__(self, app, client, policies):
-        self.app, self.redis, self.policies = app, client, policies
+    def __init__(self, app, rl_all, policies):
+        self.app, self.rl_all, self.policies = app, rl_all, policies
         self.policy_header = ", ".join(p.advertised() for p in policies)
 
     def call(self, user, *amount):
         # A hash tag keeps one user's keys in one Cluster slot (RL.ALL needs that).
         keys = [f"rl:{{{user}}}:{p.name}" for p in self.policies]
         words = [w for p in self.policies for w in p.words]
-        return self.redis.execute_command("RL.ALL", len(keys), *keys, *words, *amount)
+        return self.rl_all(len(keys), *keys, *words, *amount)
 
     def __call__(self, environ, start_response):
         # X-User stands in for an authenticated user id; trust it only behind your
@@ -125,7 +138,12 @@ def main():
                duration_ms(period) * capacity // tokens),
         Policy("daily", ["FIXED", daily, "1d"], daily, 86_400_000),
     ]
-    app = MultiLimit(hello, client, policies)
+    backend, rl_all = detect_all(client)
+    if backend == "module":
+        log.info("rate limiter: the RL module (RL.ALL)")
+    else:
+        log.info("rate limiter: RL's Functions library (FCALL rl_all), no module")
+    app = MultiLimit(hello, rl_all, policies)
     port = int(os.environ.get("PORT", "8000"))
     with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
         log.info("listening on http://127.0.0.1:%d", port)

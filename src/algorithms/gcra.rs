@@ -84,7 +84,9 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
         RetryAfter::Never
     } else {
         // debt + increment > d here.
-        RetryAfter::Ms(cap((debt + increment - d).div_ceil(NS_PER_MS)))
+        // Saturating: a foreign TAT near u128::MAX leaves a debt whose sum with the
+        // increment overflows; the wait is capped at 2^53 − 1 ms either way.
+        RetryAfter::Ms(cap((debt.saturating_add(increment) - d).div_ceil(NS_PER_MS)))
     };
     let remaining = d.saturating_sub(debt_after) / t;
     Outcome {

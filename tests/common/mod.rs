@@ -290,7 +290,10 @@ impl Server {
             command.arg("--loadmodule").arg(module);
         }
         // A replica gets the library from its primary (FUNCTION LOAD replicates).
-        let replica = opts.args.iter().any(|a| a == "--replicaof" || a == "--slaveof");
+        let replica = opts
+            .args
+            .iter()
+            .any(|a| a == "--replicaof" || a == "--slaveof");
         command.args(&opts.args);
         let child = command
             .stdin(Stdio::null())

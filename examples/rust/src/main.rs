@@ -1,5 +1,9 @@
 //! Rate-limited HTTP server: tiny_http, the redis crate and one RL.BUCKET call per request.
 //!
+//! Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused,
+//! RL's Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one
+//! the server has at start, and says so.
+//!
 //! Run:  cargo run --release
 //! Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8080),
 //!       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
@@ -11,8 +15,57 @@ use tiny_http::{Header, Request, Response, Server};
 /// The reply of every RL command: allowed, limit, remaining, retry_after_ms, reset_after_ms.
 type Decision = (i64, u64, u64, i64, u64);
 
+/// Which RL the server has: the same arguments and reply either way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    /// The module: `RL.BUCKET key …`.
+    Module,
+    /// The Functions library: `FCALL rl_bucket 1 key …`.
+    Library,
+}
+
+impl Backend {
+    /// The module if the server has RL.BUCKET, else the library. The probe takes
+    /// COST 0, which writes nothing.
+    fn detect(con: &mut redis::Connection) -> redis::RedisResult<Backend> {
+        let probe = ("rl:probe", 1, 1, "1s", "COST", 0);
+        match redis::cmd("RL.BUCKET")
+            .arg(probe)
+            .query::<redis::Value>(con)
+        {
+            Ok(_) => Ok(Backend::Module),
+            Err(e) if e.to_string().to_lowercase().contains("unknown command") => {
+                redis::cmd("FCALL")
+                    .arg("rl_bucket")
+                    .arg(1)
+                    .arg(probe)
+                    .query::<redis::Value>(con)?;
+                Ok(Backend::Library)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The call for `key`; the caller adds the parameters.
+    fn bucket(self, key: String) -> redis::Cmd {
+        match self {
+            Backend::Module => {
+                let mut c = redis::cmd("RL.BUCKET");
+                c.arg(key);
+                c
+            }
+            Backend::Library => {
+                let mut c = redis::cmd("FCALL");
+                c.arg("rl_bucket").arg(1).arg(key);
+                c
+            }
+        }
+    }
+}
+
 struct Limiter {
     client: redis::Client,
+    backend: Backend,
     capacity: u64,
     tokens: u64,
     period: String, // RL durations: 1500ms, 60, 1m, ...
@@ -30,8 +83,9 @@ impl Limiter {
         if con.is_none() {
             *con = Some(self.client.get_connection()?);
         }
-        let result = redis::cmd("RL.BUCKET")
-            .arg(format!("rl:api:{user}"))
+        let result = self
+            .backend
+            .bucket(format!("rl:api:{user}"))
             .arg(self.capacity)
             .arg(self.tokens)
             .arg(&self.period)
@@ -114,8 +168,21 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn main() {
     let url: String = env_or("REDIS_URL", "redis://127.0.0.1:6379".into());
+    let client = redis::Client::open(url).expect("REDIS_URL is not a valid Redis URL");
+    let backend = client
+        .get_connection()
+        .and_then(|mut con| Backend::detect(&mut con))
+        .expect("cannot reach Redis to find RL (module or library)");
+    println!(
+        "{}",
+        match backend {
+            Backend::Module => "rate limiter: the RL module (RL.BUCKET)",
+            Backend::Library => "rate limiter: RL's Functions library (FCALL rl_bucket), no module",
+        }
+    );
     let limiter = Arc::new(Limiter {
-        client: redis::Client::open(url).expect("REDIS_URL is not a valid Redis URL"),
+        client,
+        backend,
         capacity: env_or("RL_CAPACITY", 5),
         tokens: env_or("RL_TOKENS", 1),
         period: env_or("RL_PERIOD", "1s".into()),

@@ -142,8 +142,9 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
 /// `@ms+D` (server ms + D) or `@ns+D,NNNNNN` (a ns time: ms + D, then 6 digits).
 fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
     let w = window_ms as i64;
+    // At least a minute away: no setup key expires during a scenario (see Scenario).
     let offset =
-        |rng: &mut Rng| -> i64 { 1 + rng.below(window_ms.min(MAX_DURATION_MS) * 2) as i64 };
+        |rng: &mut Rng| -> i64 { 60_000 + rng.below(window_ms.min(MAX_DURATION_MS) * 2) as i64 };
     let big = |rng: &mut Rng| -> String {
         match rng.below(3) {
             0 => rng.next().to_string(),
@@ -305,6 +306,11 @@ struct Scenario<'s> {
     a: &'s [String],
     b: &'s [String],
     keys: (&'s [String], &'s [String]),
+    /// A window under a minute: a key may expire while the MULTI runs. On Redis 7.0
+    /// the module then still reads it (the transaction's time) while deciding at
+    /// the live clock, and the library does not (the script's time): README lists
+    /// this. Such a scenario is compared only when the whole MULTI ran in one ms.
+    strict: bool,
 }
 
 /// Runs a scenario in one MULTI: each call's pair between two TIMEs, retried until
@@ -326,10 +332,14 @@ fn run(c: &mut Connection, s: Scenario) -> bool {
             let (m, l) = pair(line, s.a, s.b);
             p.cmd("TIME").add_command(m).add_command(l).cmd("TIME");
         }
-        p.cmd("EVAL").arg(READ).arg(ka.len()).arg(ka);
-        p.cmd("EVAL").arg(READ).arg(kb.len()).arg(kb);
+        // Both sets in one script: read at one instant (key expiry included).
+        p.cmd("EVAL")
+            .arg(READ)
+            .arg(ka.len() + kb.len())
+            .arg(ka)
+            .arg(kb);
         let base = ka.len() + kb.len() + s.setups.len();
-        let queued = base + 4 * s.calls.len() + 2;
+        let queued = base + 4 * s.calls.len() + 1;
         let raw =
             redis::ConnectionLike::req_packed_commands(c, &p.get_packed_pipeline(), queued + 1, 1)
                 .expect("MULTI");
@@ -341,6 +351,9 @@ fn run(c: &mut Connection, s: Scenario) -> bool {
         if (0..s.calls.len()).any(|i| t(&step(i)[0]) != t(&step(i)[3])) {
             continue;
         }
+        if s.strict && t(&step(0)[0]) != t(&step(s.calls.len() - 1)[3]) {
+            continue;
+        }
         let setups: Vec<&Vec<String>> = s.setups.iter().map(|(_, _, r)| r).collect();
         for (i, line) in s.calls.iter().enumerate() {
             assert_eq!(
@@ -350,13 +363,11 @@ fn run(c: &mut Connection, s: Scenario) -> bool {
                 s.calls
             );
         }
-        let n = v.len();
-        assert_eq!(
-            v[n - 2],
-            v[n - 1],
-            "state after {:?} from setup {setups:?}",
-            s.calls
-        );
+        let Value::Array(states) = &v[v.len() - 1] else {
+            panic!("READ replied {:?}", v[v.len() - 1])
+        };
+        let (sa, sb) = states.split_at(ka.len());
+        assert_eq!(sa, sb, "state after {:?} from setup {setups:?}", s.calls);
         return true;
     }
     eprintln!(
@@ -411,6 +422,7 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
     for _ in 0..scenarios {
         let name = *rng.pick(SINGLE);
         let (mut words, mut limit, mut window) = params(&mut rng, name);
+        let mut shortest = window;
         let setup = if rng.below(2) == 0 {
             vec![native_state(&mut rng, name, window)]
         } else {
@@ -420,6 +432,7 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
         for _ in 0..1 + rng.below(4) {
             if rng.below(4) == 0 {
                 (words, limit, window) = params(&mut rng, name);
+                shortest = shortest.min(window);
             }
             let mut line = vec![name.to_string()];
             line.extend(words.iter().cloned());
@@ -439,6 +452,7 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
                 a: &a,
                 b: &b,
                 keys: (&a, &b),
+                strict: shortest < 60_000,
             },
         ));
     }
@@ -460,10 +474,12 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
         let mut setup = Vec::new();
         let mut policies = Vec::new();
         let mut smallest = MAX;
+        let mut shortest = u64::MAX;
         for i in 0..n {
             let name = *rng.pick(SINGLE);
             let (words, limit, window) = params(&mut rng, name);
             smallest = smallest.min(limit);
+            shortest = shortest.min(window);
             if setup.len() == i && rng.below(2) == 0 {
                 setup.push(native_state(&mut rng, name, window));
             }
@@ -505,6 +521,7 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
                 a: &with_count(&a),
                 b: &with_count(&b),
                 keys: (&a, &b),
+                strict: shortest < 60_000,
             },
         ));
     }

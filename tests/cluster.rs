@@ -522,7 +522,7 @@ fn rl_all_runs_on_hash_tagged_keys_and_is_refused_across_slots() {
     let line = |a: &str, b: &str| {
         let mut command = cmd("RL.ALL");
         command.arg(&["2", a, b, "BUCKET", "3", "3", "1d", "FIXED", "2", "1d"]);
-        command
+        on_backend(&command)
     };
     // The owner answers; the cluster client gets there too (following MOVED if it
     // routed by another argument).

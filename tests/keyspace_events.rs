@@ -270,9 +270,7 @@ fn refunds_and_rl_all_fire_their_keys_own_events_on_primary_and_replica() {
         "2", "f", "b", "FIXED", "3", "3650d", "BUCKET", "3", "1", "3650d",
     ];
     let all = |c: &mut Connection, extra: &[&str]| -> Vec<Vec<i64>> {
-        cmd("RL.ALL")
-            .arg(&pair)
-            .arg(extra)
+        on_backend(cmd("RL.ALL").arg(&pair).arg(extra))
             .query(c)
             .expect("RL.ALL")
     };

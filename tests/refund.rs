@@ -170,7 +170,10 @@ fn refund_errors_change_nothing() {
             );
         }
     }
-    // CL.THROTTLE has redis-cell's syntax: no options.
+    // CL.THROTTLE has redis-cell's syntax: no options (the module's alone).
+    if is_library() {
+        return;
+    }
     let e = error_of(
         &mut c,
         &[b"CL.THROTTLE", b"t", b"4", b"1", b"1h", b"REFUND", b"1"],

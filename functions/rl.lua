@@ -635,13 +635,10 @@ local function sliding_append(key, newest, cutoff, at, units, expires_at)
   -- The members first, reading only: sequence numbers from next_sequence on,
   -- skipping members the set keeps after the trim (the module's ZADD NX), a chunk
   -- at a time. The last sequence number (2^64 - 1) can be given once: past it
-  -- the module would loop forever; here the call fails before writing anything.
+  -- the call fails, after the trim and the units it could log (as the module).
   local seq = next_sequence(key, newest)
   local members, exhausted = {}, false
-  while #members < units do
-    if exhausted then
-      fail("ERR could not update the key (logging the new units)")
-    end
+  while #members < units and not exhausted do
     local candidates = {}
     for i = 1, math.min(units - #members, ZADD_CHUNK) do
       candidates[i] = str(seq)
@@ -664,15 +661,21 @@ local function sliding_append(key, newest, cutoff, at, units, expires_at)
     redis.call("ZREMRANGEBYSCORE", key, "-inf", str(cutoff))
   end
   local score = str(at)
-  for first = 1, units, ZADD_CHUNK do
+  for first = 1, #members, ZADD_CHUNK do
     local batch = {}
-    for i = first, math.min(first + ZADD_CHUNK - 1, units) do
+    for i = first, math.min(first + ZADD_CHUNK - 1, #members) do
       batch[#batch + 1] = score
       batch[#batch + 1] = members[i]
     end
     redis.call("ZADD", key, unpack(batch))
   end
-  redis.call("PEXPIREAT", key, str(expires_at))
+  if #members > 0 then
+    redis.call("PEXPIREAT", key, str(expires_at))
+  end
+  if #members < units then
+    -- As the module: what was written stays (and is replicated), the call fails.
+    fail("ERR could not update the key (logging the new units)")
+  end
 end
 
 local SLIDING = {

@@ -587,3 +587,39 @@ fn lowered_limit_on_a_live_log_leaves_zero_remaining_and_rejects() {
     let back = wide.call(&mut c, "policy", 1).reply;
     assert_eq!((back.allowed, back.remaining), (1, 0));
 }
+
+/// A foreign member holding the last sequence number (2^64 − 1) at the newest time:
+/// it can be taken once, then the call is an error instead of a loop that never
+/// ends; the server keeps serving, and what was logged is what was replicated.
+#[test]
+fn the_last_sequence_number_is_an_error_not_an_endless_loop() {
+    let s = Server::start();
+    let mut c = connect(&s);
+    let now = server_ms(&mut c);
+    let _: i64 = cmd("ZADD")
+        .arg("log")
+        .arg(now + 60_000)
+        .arg("18446744073709551614")
+        .query(&mut c)
+        .unwrap();
+    // 18446744073709551615 is still free: one unit logs under it.
+    let r = rl(&mut c, &["RL.SLIDING", "log", "10", "1h"]);
+    assert_eq!((r.allowed, r.remaining), (1, 8));
+    let members: Vec<String> = cmd("ZRANGE")
+        .arg("log")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(members, ["18446744073709551614", "18446744073709551615"]);
+    // No number is left: an error, nothing more logged.
+    let e = error_of(
+        &mut c,
+        &[b"RL.SLIDING", b"log", b"10", b"1h", b"COST", b"2"],
+    );
+    assert_eq!(e, "ERR could not update the key (logging the new units)");
+    let card: i64 = cmd("ZCARD").arg("log").query(&mut c).unwrap();
+    assert_eq!(card, 2);
+    let pong: String = cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}

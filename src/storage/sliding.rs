@@ -232,13 +232,23 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
     if failed.is_none() {
         added.reserve(usize::try_from(append.units).unwrap_or(0));
         let mut digits = itoa::Buffer::new();
+        // The last number (u64::MAX, only after a foreign member that high) can be
+        // taken once; past it the call fails instead of looping forever.
+        let mut exhausted = false;
         'units: for _ in 0..append.units {
             // NX so a member someone else added under a number we picked is never
             // moved: take the next number instead.
             loop {
+                if exhausted {
+                    failed = Some("logging the new units");
+                    break 'units;
+                }
                 let member = ServerString::new(digits.format(seq).as_bytes())
                     .ok_or(Error::WriteFailed("creating a string"));
-                seq = seq.saturating_add(1);
+                match seq.checked_add(1) {
+                    Some(next) => seq = next,
+                    None => exhausted = true,
+                }
                 let member = match member {
                     Ok(m) => m,
                     Err(_) => {

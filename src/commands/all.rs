@@ -110,12 +110,18 @@ fn policy_args(policy: &'static std::ffi::CStr, spec: &Spec) -> Error {
     }
 }
 
-/// A parsed call: how many keys (they follow numkeys in argv), a policy per key,
-/// and what to take or give back.
+/// A parsed call: a policy per key (the keys follow numkeys in argv, in the same
+/// order), and what to take or give back.
 struct Call {
-    keys: usize,
     policies: Vec<Policy>,
     amount: Amount,
+}
+
+impl Call {
+    /// numkeys: parsing checked there is exactly one policy per key.
+    fn keys(&self) -> usize {
+        self.policies.len()
+    }
 }
 
 /// Parses everything after the command name.
@@ -155,20 +161,14 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
         });
     }
     let amount = args::options(rest.iter().copied())?.amount;
-    Ok(Call {
-        keys,
-        policies,
-        amount,
-    })
+    Ok(Call { policies, amount })
 }
 
 /// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,
 /// never a panic.
 #[cfg(feature = "fuzzing")]
 pub fn parses(args: &[&[u8]]) -> Result<usize> {
-    let call = parse(args)?;
-    assert_eq!(call.policies.len(), call.keys, "one policy per key");
-    Ok(call.keys)
+    Ok(parse(args)?.keys())
 }
 
 /// The combined decision over every key's reply: allowed if all are; the
@@ -227,16 +227,16 @@ impl Handler for All {
         let mut inline = Inline::default();
         let call = parse(inline.args_from(argv, 1))?;
         let now = server::now_ms();
-        let keys: Vec<Key> = (0..call.keys)
+        let keys: Vec<Key> = (0..call.keys())
             // SAFETY: `ctx` and the key names are the running command's; the keys
             // are dropped before it returns.
             .map(|i| unsafe { Key::open(ctx, argv.0[2 + i]) })
             .collect();
-        let mut outcomes = Vec::with_capacity(call.keys);
+        let mut outcomes = Vec::with_capacity(call.keys());
         for (key, policy) in keys.iter().zip(&call.policies) {
             outcomes.push(policy.decide(key, now, call.amount)?);
         }
-        let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys + 1);
+        let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
         if outcomes.iter().all(|o| o.decision.allowed) {
             for (key, outcome) in keys.iter().zip(outcomes) {
                 if let Some(write) = outcome.store {
@@ -302,7 +302,7 @@ mod tests {
     fn parses_keys_then_one_policy_per_key_then_the_amount() {
         let call =
             parse_line("3 a b c fixed 10 1s BUCKET 5 1 1m SlidingCounter 100 1d REFUND 2").unwrap();
-        assert_eq!(call.keys, 3);
+        assert_eq!(call.keys(), 3);
         assert!(matches!(
             call.policies[..],
             [

@@ -312,16 +312,9 @@ const BURST_COUNT_PERIOD: &[Param] = &[
     },
     Param {
         name: "count",
-        kind: Kind::Count,
-        valid: "1",
-        max: MAX_COUNT,
+        ..CAPACITY_TOKENS_PERIOD[1]
     },
-    Param {
-        name: "period",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
+    CAPACITY_TOKENS_PERIOD[2],
 ];
 
 /// A capacity of `n` (max_burst `n − 1`) refilled with `n` every `period`.

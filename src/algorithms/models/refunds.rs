@@ -1,3 +1,4 @@
+//! Compiled only for tests (a submodule of `models`, which is `#[cfg(test)]`).
 //! REFUND against the reference models: random sequences that mix taking and
 //! giving back, each algorithm's reply equal to its model's, and the writes a
 //! refund makes: nothing when nothing changes, a delete exactly when the limiter

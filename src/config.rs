@@ -12,7 +12,7 @@ use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+use crate::server::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use crate::server::optional;
 

@@ -13,7 +13,7 @@ use std::os::raw::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+use crate::server::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use crate::server::optional;
 

@@ -28,7 +28,7 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::Millis;

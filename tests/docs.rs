@@ -411,7 +411,9 @@ fn missing_features(c: &mut Client) -> Vec<&'static (&'static str, &'static [&'s
             let args: Vec<Vec<u8>> = probe.iter().map(|a| a.as_bytes().to_vec()).collect();
             match c.call(&args) {
                 Resp::Error(_) => true,
-                Resp::Array(Some(items)) => matches!(items.first(), Some(Resp::Array(None))),
+                Resp::Array(Some(items)) => {
+                    matches!(items.first(), Some(Resp::Array(None) | Resp::Bulk(None)))
+                }
                 _ => false,
             }
         })

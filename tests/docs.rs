@@ -51,7 +51,17 @@ const PENDING: &[(&str, &[&str], &str)] = &[
     ),
     (
         "RL.GCRA … DELAY",
-        &["RL.GCRA", "{docs}:delay-probe", "1", "1", "1s", "DELAY", "0", "COST", "0"],
+        &[
+            "RL.GCRA",
+            "{docs}:delay-probe",
+            "1",
+            "1",
+            "1s",
+            "DELAY",
+            "0",
+            "COST",
+            "0",
+        ],
         " DELAY ",
     ),
 ];
@@ -229,7 +239,9 @@ fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
             }
         }
         if i < b.len() && !b[i].is_ascii_whitespace() {
-            return Err(format!("a closing quote must be followed by a space in {line}"));
+            return Err(format!(
+                "a closing quote must be followed by a space in {line}"
+            ));
         }
         args.push(arg);
     }
@@ -253,7 +265,9 @@ struct Client {
 impl Client {
     fn new(server: &Server) -> Client {
         let stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
-        stream.set_read_timeout(Some(REPLY_TIMEOUT)).expect("timeout");
+        stream
+            .set_read_timeout(Some(REPLY_TIMEOUT))
+            .expect("timeout");
         Client {
             reader: BufReader::new(stream.try_clone().expect("clone")),
             writer: stream,
@@ -404,7 +418,9 @@ fn start() -> Server {
 }
 
 /// The pending features this module lacks.
-fn missing_features(c: &mut Client) -> Vec<&'static (&'static str, &'static [&'static str], &'static str)> {
+fn missing_features(
+    c: &mut Client,
+) -> Vec<&'static (&'static str, &'static [&'static str], &'static str)> {
     PENDING
         .iter()
         .filter(|(_, probe, _)| {
@@ -516,7 +532,11 @@ fn marked_tables(markdown: &str, marker: &str) -> Vec<(usize, String)> {
             .take_while(|l| l.trim_start().starts_with('|'))
             .copied()
             .collect();
-        assert!(!table.is_empty(), "line {}: {marker} is not followed by a table", i + 1);
+        assert!(
+            !table.is_empty(),
+            "line {}: {marker} is not followed by a table",
+            i + 1
+        );
         out.push((i + 1, table.join("\n")));
     }
     out
@@ -558,7 +578,9 @@ fn functions(c: &mut Client) -> Vec<String> {
     };
     let mut out = Vec::new();
     for lib in libs {
-        let Resp::Array(Some(fields)) = lib else { continue };
+        let Resp::Array(Some(fields)) = lib else {
+            continue;
+        };
         let mut it = fields.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             if matches!(&k, Resp::Bulk(Some(b)) if b == b"functions") {
@@ -588,14 +610,20 @@ fn every_table_of_commands_names_every_command() {
     let server = start();
     let mut c = Client::new(&server);
     let commands = strings_of(c.call(&args(&["COMMAND", "LIST", "FILTERBY", "MODULE", "rl"])));
-    assert!(commands.len() >= 7, "COMMAND LIST FILTERBY MODULE rl: {commands:?}");
+    assert!(
+        commands.len() >= 7,
+        "COMMAND LIST FILTERBY MODULE rl: {commands:?}"
+    );
     let library = functions(&mut c);
     assert!(library.len() >= 6, "the library's functions: {library:?}");
     let mut tables = 0;
     let mut missing = Vec::new();
     for path in pages() {
         let text = read(&path);
-        for (marker, expected) in [("<!-- commands -->", &commands), ("<!-- functions -->", &library)] {
+        for (marker, expected) in [
+            ("<!-- commands -->", &commands),
+            ("<!-- functions -->", &library),
+        ] {
             for (line, table) in marked_tables(&text, marker) {
                 tables += 1;
                 for name in expected.iter() {
@@ -606,7 +634,10 @@ fn every_table_of_commands_names_every_command() {
             }
         }
     }
-    assert!(tables >= 3, "only {tables} marked tables of commands in the docs");
+    assert!(
+        tables >= 3,
+        "only {tables} marked tables of commands in the docs"
+    );
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
@@ -628,13 +659,31 @@ fn the_runner_prints_replies_as_redis_cli_does() {
     assert!(tty(&ten, "").ends_with("10) (integer) 10\n"));
     assert_eq!(
         split_args(r#"SET "a b" 'c\'d' "\x41\n" e"#).unwrap(),
-        vec![b"SET".to_vec(), b"a b".to_vec(), b"c'd".to_vec(), b"A\n".to_vec(), b"e".to_vec()]
+        vec![
+            b"SET".to_vec(),
+            b"a b".to_vec(),
+            b"c'd".to_vec(),
+            b"A\n".to_vec(),
+            b"e".to_vec()
+        ]
     );
     let want = |l: &str| vec![l.to_string()];
-    assert!(matches(&want("5) (integer) 41337  # varies: the clock"), "5) (integer) 12\n"));
-    assert!(!matches(&want("5) (integer) 41337  # varies: the clock"), "5) \"12\"\n"));
-    assert!(!matches(&want("5) (integer) 41337  # ms to the window's end"), "5) (integer) 12\n"));
-    assert!(matches(&want("5) (integer) 41337  # ms to the window's end"), "5) (integer) 41337\n"));
+    assert!(matches(
+        &want("5) (integer) 41337  # varies: the clock"),
+        "5) (integer) 12\n"
+    ));
+    assert!(!matches(
+        &want("5) (integer) 41337  # varies: the clock"),
+        "5) \"12\"\n"
+    ));
+    assert!(!matches(
+        &want("5) (integer) 41337  # ms to the window's end"),
+        "5) (integer) 12\n"
+    ));
+    assert!(matches(
+        &want("5) (integer) 41337  # ms to the window's end"),
+        "5) (integer) 41337\n"
+    ));
     assert!(names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDINGCOUNTER"));
     assert!(!names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDING"));
     assert!(names("`FCALL rl_fixed 1 key`", "rl_fixed"));

@@ -19,7 +19,8 @@
 //! millisecond can print other times: a file that does not match is replayed on a
 //! new server, up to three times, before it fails.
 //!
-//! Also: every table marked `<!-- commands -->` names every command of the module
+//! Also: links between the pages (and the code's citations of the reference by
+//! anchor) resolve; every table marked `<!-- commands -->` names every command of the module
 //! (`COMMAND LIST FILTERBY MODULE rl`), and every table marked `<!-- functions -->`
 //! every function of the library (`FUNCTION LIST LIBRARYNAME rl`).
 
@@ -65,6 +66,10 @@ const PENDING: &[(&str, &[&str], &str)] = &[
         " DELAY ",
     ),
 ];
+
+/// Pages the docs link to that another change adds (the release notes' install
+/// page): a link to one is not checked while it is absent.
+const PENDING_PAGES: &[&str] = &["docs/install.md"];
 
 /// The pages: README.md and every docs/*.md, in a stable order.
 fn pages() -> Vec<PathBuf> {
@@ -687,4 +692,120 @@ fn the_runner_prints_replies_as_redis_cli_does() {
     assert!(names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDINGCOUNTER"));
     assert!(!names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDING"));
     assert!(names("`FCALL rl_fixed 1 key`", "rl_fixed"));
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped but `-`
+/// and `_`, spaces to `-` (`## RL.ACQUIRE and RL.RELEASE` → `rlacquire-and-rlrelease`).
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a page's headings (outside code blocks).
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for l in markdown.lines() {
+        if l.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && l.starts_with('#') {
+            out.push(anchor(l.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// `(target)` of every markdown link `[text](target)` in `text`.
+fn link_targets(text: &str) -> Vec<String> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + 2..];
+            rest.find(')').map(|end| rest[..end].to_string())
+        })
+        .collect()
+}
+
+/// Whether `path#fragment` (relative to `from`'s directory) names a file and, if a
+/// fragment is given and the file is markdown, one of its headings.
+fn resolves(from: &Path, target: &str) -> Result<(), String> {
+    let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+    let path = if file.is_empty() {
+        from.to_path_buf()
+    } else {
+        from.parent().unwrap_or(Path::new(".")).join(file)
+    };
+    if !path.exists() {
+        if PENDING_PAGES.iter().any(|p| path.ends_with(p)) {
+            eprintln!(
+                "{target}: not checked: {} comes with another change",
+                path.display()
+            );
+            return Ok(());
+        }
+        return Err(format!("{target}: no file {}", path.display()));
+    }
+    if !fragment.is_empty() && path.extension().is_some_and(|x| x == "md") {
+        if !anchors(&read(&path)).iter().any(|a| a == fragment) {
+            return Err(format!(
+                "{target}: no heading #{fragment} in {}",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn links_between_the_pages_and_from_the_code_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    for page in pages() {
+        for target in link_targets(&read(&page)) {
+            let local = !target.contains("://") && !target.starts_with("mailto:");
+            if let Err(e) = local.then(|| resolves(&page, &target)).unwrap_or(Ok(())) {
+                broken.push(format!("{}: {e}", page.display()));
+            }
+        }
+    }
+    // Code comments and tests cite the reference by anchor (docs/commands.md, then
+    // `#` and the heading's anchor).
+    let mut sources = Vec::new();
+    for dir in ["src", "tests", "functions", "scripts"] {
+        let mut todo = vec![root.join(dir)];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p
+                    .extension()
+                    .is_some_and(|x| ["rs", "lua", "py", "sh"].iter().any(|k| x == *k))
+                {
+                    sources.push(p);
+                }
+            }
+        }
+    }
+    let cited = "docs/commands.md#";
+    for source in sources {
+        let text = std::fs::read_to_string(&source).unwrap_or_default();
+        for (at, _) in text.match_indices(cited) {
+            let fragment: String = text[at + cited.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            if let Err(e) = resolves(&root.join("README.md"), &format!("{cited}{fragment}")) {
+                broken.push(format!("{}: {e}", source.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

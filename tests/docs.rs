@@ -752,13 +752,12 @@ fn resolves(from: &Path, target: &str) -> Result<(), String> {
         }
         return Err(format!("{target}: no file {}", path.display()));
     }
-    if !fragment.is_empty() && path.extension().is_some_and(|x| x == "md") {
-        if !anchors(&read(&path)).iter().any(|a| a == fragment) {
-            return Err(format!(
-                "{target}: no heading #{fragment} in {}",
-                path.display()
-            ));
-        }
+    let markdown = path.extension().is_some_and(|x| x == "md");
+    if !fragment.is_empty() && markdown && !anchors(&read(&path)).iter().any(|a| a == fragment) {
+        return Err(format!(
+            "{target}: no heading #{fragment} in {}",
+            path.display()
+        ));
     }
     Ok(())
 }
@@ -770,7 +769,11 @@ fn links_between_the_pages_and_from_the_code_resolve() {
     for page in pages() {
         for target in link_targets(&read(&page)) {
             let local = !target.contains("://") && !target.starts_with("mailto:");
-            if let Err(e) = local.then(|| resolves(&page, &target)).unwrap_or(Ok(())) {
+            if let Err(e) = if local {
+                resolves(&page, &target)
+            } else {
+                Ok(())
+            } {
                 broken.push(format!("{}: {e}", page.display()));
             }
         }

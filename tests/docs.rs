@@ -38,7 +38,8 @@ const ATTEMPTS: usize = 3;
 /// Features whose sessions are written ahead of the code that serves them: a
 /// session using one is skipped, with a line saying so, while the module under
 /// test lacks it (probed, so the sessions run as soon as the feature is there).
-/// (name, the call that fails without it, the text a session using it contains)
+/// (name, the call that fails without it, the text a session using it contains, in
+/// upper case: sessions are searched in any case)
 const PENDING: &[(&str, &[&str], &str)] = &[
     (
         "RL.ACQUIRE",
@@ -449,7 +450,10 @@ fn run_page(path: &Path, sessions: &[Session], skipped: &mut Vec<String>) -> Res
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     skipped.clear();
     for s in sessions {
-        if let Some((feature, _, _)) = missing.iter().find(|(_, _, text)| s.text().contains(text)) {
+        if let Some((feature, _, _)) = missing
+            .iter()
+            .find(|(_, _, text)| s.text().to_uppercase().contains(text))
+        {
             skipped.push(format!(
                 "{name}:{}: skipped: the module under test has no {feature} yet",
                 s.line
@@ -523,7 +527,8 @@ fn every_redis_cli_session_in_the_docs_prints_what_the_page_shows() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// The tables that follow a marker line (`<!-- commands -->`), as text.
+/// The tables (or fenced blocks, such as an ACL recipe) that follow a marker line
+/// (`<!-- commands -->`), as text.
 fn marked_tables(markdown: &str, marker: &str) -> Vec<(usize, String)> {
     let lines: Vec<&str> = markdown.lines().collect();
     let mut out = Vec::new();
@@ -531,15 +536,26 @@ fn marked_tables(markdown: &str, marker: &str) -> Vec<(usize, String)> {
         if l.trim() != marker {
             continue;
         }
-        let table: Vec<&str> = lines[i + 1..]
+        let mut rest = lines[i + 1..]
             .iter()
             .skip_while(|l| l.trim().is_empty())
-            .take_while(|l| l.trim_start().starts_with('|'))
-            .copied()
-            .collect();
+            .peekable();
+        let fenced = rest
+            .peek()
+            .is_some_and(|l| l.trim_start().starts_with("```"));
+        let table: Vec<&str> = if fenced {
+            rest.skip(1)
+                .take_while(|l| !l.trim_start().starts_with("```"))
+                .copied()
+                .collect()
+        } else {
+            rest.take_while(|l| l.trim_start().starts_with('|'))
+                .copied()
+                .collect()
+        };
         assert!(
             !table.is_empty(),
-            "line {}: {marker} is not followed by a table",
+            "line {}: {marker} is not followed by a table or a block",
             i + 1
         );
         out.push((i + 1, table.join("\n")));

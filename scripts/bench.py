@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 
+import docmarkers
+
 ENV = os.environ
 QUICK = bool(ENV.get("BENCH_QUICK"))
 ROUNDS = 1 if QUICK else int(ENV.get("BENCH_ROUNDS", "11"))
@@ -54,14 +56,13 @@ CELL = ENV.get("BENCH_CELL_SO", "")
 CELL_SKIP = ENV.get("BENCH_CELL_SKIP", "")
 LIBRARY = ENV.get("BENCH_LIBRARY", "")
 SHAPES_WANTED = ENV.get("BENCH_SHAPES", "")
-# A full run writes its figures (everything it prints from the header on) into this
-# page between the markers below, so the docs show the last full run and nothing else;
-# BENCH_DOCS=path another page, BENCH_DOCS= (empty) none. Quick or partial runs
+# A full run writes its figures (everything it prints from the header on) into
+# docs/performance.md between its bench markers (scripts/docmarkers.py), so the docs
+# show the last full run and nothing else; BENCH_DOCS=path another page, BENCH_DOCS=
+# (empty) none. Quick or partial runs
 # (BENCH_QUICK, BENCH_SHAPES) write only where BENCH_DOCS names a page.
-DOCS_DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs",
-                            "performance.md")
-DOCS = ENV.get("BENCH_DOCS", "" if QUICK or SHAPES_WANTED else DOCS_DEFAULT)
-DOCS_BEGIN, DOCS_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+DOCS = ENV.get("BENCH_DOCS", "" if QUICK or SHAPES_WANTED else
+               os.path.join(docmarkers.DOCS, "performance.md"))
 
 
 class Broken(Exception):
@@ -623,19 +624,6 @@ class Tee:
         self.out.flush()
 
 
-def write_docs(path, figures):
-    """Replaces what is between the bench markers of `path` with `figures`."""
-    with open(path, encoding="utf-8") as f:
-        page = f.read()
-    begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
-    if begin < 0 or end < begin:
-        raise Broken(f"{path} has no {DOCS_BEGIN} … {DOCS_END} markers")
-    page = page[:begin + len(DOCS_BEGIN)] + "\n" + figures.strip("\n") + "\n" + page[end:]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
-    print(f"bench: figures written to {path}", file=sys.stderr)
-
-
 # --- main -----------------------------------------------------------------------------
 
 
@@ -643,13 +631,10 @@ def main():
     # A SIGTERM (a stopped make, a CI timeout) still stops the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
-    if DOCS:
-        with open(DOCS, encoding="utf-8") as f:
-            page = f.read()
-        if DOCS_BEGIN not in page or DOCS_END not in page:
-            print(f"bench: error: {DOCS} has no {DOCS_BEGIN} … {DOCS_END} markers "
-                  "(BENCH_DOCS= writes no page)", file=sys.stderr)
-            return 1
+    problem = DOCS and docmarkers.check(DOCS, "bench")
+    if problem:
+        print(f"bench: error: {problem} (BENCH_DOCS= writes no page)", file=sys.stderr)
+        return 1
     root = tempfile.mkdtemp(prefix="rl-bench-")
     servers, everything = {}, []
     try:
@@ -715,7 +700,8 @@ def main():
         print(f"\nThis run took {time.time() - started:.0f} s.")
         sys.stdout = tee.out
         if DOCS:
-            write_docs(DOCS, "".join(tee.kept))
+            docmarkers.replace(DOCS, "bench", "".join(tee.kept))
+            print(f"bench: figures written to {DOCS}", file=sys.stderr)
     except Broken as e:
         sys.stdout = sys.__stdout__
         print(f"bench: error: {e}", file=sys.stderr)

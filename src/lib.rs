@@ -1,6 +1,7 @@
 //! RL: native rate-limit commands for Redis.
 //!
 //! - `algorithms`: the limiters as pure functions of (state, now, quota, cost);
+//! - `decimal`: the one decimal parser, for arguments and stored state;
 //! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
 //! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
@@ -15,6 +16,7 @@ pub mod algorithms;
 pub mod args;
 mod commands;
 mod config;
+mod decimal;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -3,13 +3,14 @@
 
 use super::{record, Key};
 use crate::algorithms::fixed::Counter;
+use crate::decimal;
 use crate::error::Result;
 
 const WHAT: &str = "an RL.FIXED counter (a non-negative integer with an expiry)";
 
 /// Reads the counter; None for an absent key.
 pub fn load(key: &Key) -> Result<Option<Counter>> {
-    let used = |bytes: &[u8]| record::parse_canonical(bytes).and_then(|v| u64::try_from(v).ok());
+    let used = |bytes: &[u8]| decimal::canonical_u64(bytes);
     Ok(record::load(key, WHAT, used)?.map(|(used, expires_at)| Counter { used, expires_at }))
 }
 

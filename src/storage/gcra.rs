@@ -4,13 +4,14 @@
 
 use super::{record, Key};
 use crate::algorithms::gcra::{Store, Tat};
+use crate::decimal;
 use crate::error::Result;
 
 const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns with an expiry)";
 
 /// Reads the TAT; None for an absent key.
 pub fn load(key: &Key) -> Result<Option<Tat>> {
-    Ok(record::load(key, WHAT, record::parse_canonical)?.map(|(tat, _)| Tat(tat)))
+    Ok(record::load(key, WHAT, decimal::canonical)?.map(|(tat, _)| Tat(tat)))
 }
 
 /// Stores the TAT and propagates `SET key TAT PXAT expires_at`.

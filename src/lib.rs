@@ -35,13 +35,6 @@ const NAME: &std::ffi::CStr = c"rl";
 /// major * 10000 + minor * 100 + patch, as `MODULE LIST` shows it.
 const VERSION: c_int = 100;
 
-// Inside redis-server every allocation goes through the server's allocator, so
-// `used_memory`, `maxmemory` and `MEMORY USAGE` see RL's memory. Unit tests and the
-// fuzzer run outside Redis, where that allocator does not exist.
-#[cfg(not(any(test, feature = "system-alloc")))]
-#[global_allocator]
-static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
-
 /// Called by the server when it loads the module (`--loadmodule`, `MODULE LOAD`).
 ///
 /// The redis-module crate's `redis_module!` macro is not used: it would accept

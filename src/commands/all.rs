@@ -13,8 +13,8 @@
 use redis_module::raw::RedisModuleCtx;
 
 use super::{
-    reply_integers, Arg, ArgKind, Argv, Bucket, CostArg, Fixed, Gcra, Handler, Inline, Keys,
-    Limiter, Sliding, SlidingCounter, Spec,
+    reply_integers, Acquire, Arg, ArgKind, Argv, Bucket, CostArg, Fixed, Gcra, Handler, Inline,
+    Keys, Limiter, Sliding, SlidingCounter, Spec,
 };
 use crate::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
 use crate::args;
@@ -96,6 +96,7 @@ policies! {
     Bucket = c"BUCKET",
     Gcra = c"GCRA",
     SlidingCounter = c"SLIDINGCOUNTER",
+    Acquire = c"ACQUIRE",
 }
 
 /// "policy FIXED takes limit window".
@@ -324,7 +325,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
         ];

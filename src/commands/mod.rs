@@ -4,6 +4,7 @@
 //! parse, read the server clock once, open the key, load → decide → store and
 //! propagate, reply. Each command supplies only its parsing and its storage pair.
 
+mod acquire;
 mod all;
 mod bucket;
 mod fixed;
@@ -26,6 +27,7 @@ use crate::server::{self, optional};
 use crate::stats::{Counters, Verdict};
 use crate::storage::{self, rm, Key};
 
+pub use acquire::{Acquire, Release};
 #[cfg(feature = "fuzzing")]
 pub use all::parses as parses_all;
 pub use all::All;
@@ -56,6 +58,8 @@ pub enum ArgKind {
     Integer,
     /// A duration such as `60`, `1500ms` or `1m`.
     Duration,
+    /// Any bytes (RL.ACQUIRE's lease id).
+    Text,
     /// One or more RL.ALL policies (`FIXED limit window | …`).
     Policies,
 }
@@ -94,6 +98,8 @@ pub enum CostArg {
     Option,
     /// A last optional positional argument with this name (CL.THROTTLE's quantity).
     Positional(&'static CStr),
+    /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
+    None,
 }
 
 impl Spec {
@@ -123,6 +129,7 @@ impl Spec {
         match self.cost {
             CostArg::Option => None,
             CostArg::Positional(_) => Some(self.min_argc + 1),
+            CostArg::None => Some(self.min_argc),
         }
     }
 
@@ -300,6 +307,8 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<SlidingCounter>(),
     Command::of::<Throttle>(),
     Command::of::<All>(),
+    Command::of::<Acquire>(),
+    Command::of::<Release>(),
 ];
 
 /// Registers every command in [`COMMANDS`].

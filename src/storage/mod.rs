@@ -26,6 +26,7 @@ macro_rules! rm {
 }
 pub(crate) use rm;
 
+pub mod acquire;
 pub mod bucket;
 pub mod codec;
 mod effects;
@@ -38,6 +39,7 @@ mod replicate;
 pub mod sliding;
 pub mod sliding_counter;
 mod string;
+mod zset;
 
 pub use key::{Key, Kind};
 pub(crate) use string::{bytes_of, ServerString, StrRef};

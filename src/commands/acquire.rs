@@ -31,8 +31,8 @@ const ID: Arg = Arg::new(c"id", ArgKind::Text);
 
 /// What an ACQUIRE asks for: a lease named `id` under `leases`.
 pub struct Params {
-    leases: Leases,
-    id: LeaseId,
+    pub(crate) leases: Leases,
+    pub(crate) id: LeaseId,
 }
 
 fn lease_id(bytes: &[u8]) -> Result<LeaseId> {

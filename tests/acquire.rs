@@ -14,6 +14,9 @@ use common::*;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
+/// A TIME reply: seconds and microseconds.
+type Time = (i64, i64);
+
 fn acquire(c: &mut Connection, key: &str, limit: &str, ttl: &str, id: &str) -> Reply {
     rl(c, &["RL.ACQUIRE", key, limit, ttl, id])
 }
@@ -89,7 +92,7 @@ fn at_exact_ms(
             .cmd("TIME")
             .cmd("ZRANGE")
             .arg(&[key, "0", "-1", "WITHSCORES"]);
-        let (t0, reply, t1, after): ((i64, i64), Vec<i64>, (i64, i64), Vec<(String, i64)>) =
+        let (t0, reply, t1, after): (Time, Vec<i64>, Time, Vec<(String, i64)>) =
             p.query(c).expect("MULTI");
         (ms_of(t0) == at && ms_of(t1) == at).then(|| (Reply::of(&reply), after))
     })
@@ -106,7 +109,7 @@ fn spec_vector_limit_2_ttl_10s() {
         p.add_command(command_of(&["RL.ACQUIRE", "k", "2", "1000ms", id]));
     }
     p.cmd("TIME");
-    let (t0, a, b, cc, t1): ((i64, i64), Vec<i64>, Vec<i64>, Vec<i64>, (i64, i64)) =
+    let (t0, a, b, cc, t1): (Time, Vec<i64>, Vec<i64>, Vec<i64>, Time) =
         p.query(&mut c).expect("MULTI");
     let (t0, spread) = (ms_of(t0), ms_of(t1) - ms_of(t0));
     assert_eq!(a, [1, 2, 1, 0, 1000]);

@@ -12,45 +12,27 @@ use super::{at_plus, ms_until, Cost, Count, Decision, Interval, Millis, Outcome,
 pub const MAX_ID_LEN: usize = 256;
 
 /// A lease's name, chosen by the caller (a request or job id): 1 ..= 256 bytes,
-/// binary-safe. Kept inline so parsing a call allocates nothing.
-#[derive(Clone, Copy)]
-pub struct LeaseId {
-    len: u16,
-    bytes: [u8; MAX_ID_LEN],
-}
+/// binary-safe.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LeaseId(Vec<u8>);
 
 impl LeaseId {
     pub fn new(id: &[u8]) -> Option<Self> {
-        if id.is_empty() || id.len() > MAX_ID_LEN {
-            return None;
-        }
-        let mut bytes = [0u8; MAX_ID_LEN];
-        bytes[..id.len()].copy_from_slice(id);
-        // At most 256: fits a u16.
-        Some(LeaseId {
-            len: id.len() as u16,
-            bytes,
-        })
+        (1..=MAX_ID_LEN)
+            .contains(&id.len())
+            .then(|| LeaseId(id.to_vec()))
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
+        &self.0
     }
 }
 
 impl std::fmt::Debug for LeaseId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LeaseId({})", self.as_bytes().escape_ascii())
+        write!(f, "LeaseId({})", self.0.escape_ascii())
     }
 }
-
-impl PartialEq for LeaseId {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl Eq for LeaseId {}
 
 /// At most `limit` leases at once, each lasting `ttl` unless renewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,19 +7,18 @@
 //! ACQUIRE replies RL's five integers; RELEASE replies 1 if `id` held a live lease
 //! (now removed), else 0.
 
-use std::os::raw::c_longlong;
-
-use redis_module::raw::RedisModuleCtx;
-
-use super::{Arg, ArgKind, Argv, CostArg, Handler, Limiter, Spec};
+use super::framework::{Handler, Limiter};
+use super::spec::{Arg, ArgKind, CostArg, Spec};
 use crate::algorithms::acquire::{self, Grant, LeaseId, Leases};
 use crate::algorithms::{Amount, Cost, Millis, Outcome};
 use crate::args;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::server;
+use crate::server::call::{reply_integer, Argv};
+use crate::server::raw::RedisModuleCtx;
 use crate::stats::Counters;
-use crate::storage::{self, rm, Key};
+use crate::storage::{self, Key};
 
 pub struct Acquire;
 pub struct Release;
@@ -91,7 +90,7 @@ impl Limiter for Acquire {
         let out = acquire::acquire(&set, now, p.leases, p.id.as_bytes(), cost);
         Ok(Outcome {
             decision: out.decision,
-            store: out.store.map(|g| (p.id, g)),
+            store: out.store.map(|g| (p.id.clone(), g)),
         })
     }
 
@@ -120,12 +119,11 @@ impl Handler for Release {
         let id = lease_id(argv.bytes(2))?;
         let now = server::now_ms();
         // SAFETY: `ctx` and the key name are the running command's.
-        let key = unsafe { Key::open(ctx, argv.0[1]) };
+        let key = unsafe { Key::open(ctx, argv.string(1)) };
         let set = storage::acquire::load(&key)?;
         let Some(release) = acquire::release(&set, now, id.as_bytes()) else {
             return Ok(false);
         };
-        drop(set);
         storage::acquire::release(&key, id.as_bytes(), release)?;
         Ok(true)
     }
@@ -135,7 +133,6 @@ impl Handler for Release {
     }
 
     fn reply(ctx: *mut RedisModuleCtx, released: &bool) {
-        // SAFETY: `ctx` is the running command's context.
-        unsafe { rm!(RedisModule_ReplyWithLongLong)(ctx, c_longlong::from(*released)) };
+        reply_integer(ctx, i64::from(*released));
     }
 }

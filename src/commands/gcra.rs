@@ -5,7 +5,8 @@
 //! with CL.THROTTLE. Reply: `[allowed, capacity, remaining, retry_after_ms,
 //! reset_after_ms]`.
 
-use super::{rate, Limiter, Spec, RATE_ARGS};
+use super::framework::{rate, Limiter};
+use super::spec::{Spec, RATE_ARGS};
 use crate::algorithms::gcra::{self, Emission, Store};
 use crate::algorithms::{Amount, Change, Millis, Outcome, Rate};
 use crate::error::{Error, Result};

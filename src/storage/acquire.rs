@@ -3,13 +3,14 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
 use super::zset::{self, edge_score, members_through, Edge, Range, Written};
-use super::{effects, injected, Key, Kind, ServerString, StrRef};
+use super::{effects, injected, Key, Kind};
 use crate::algorithms::acquire::{Grant, LeaseSet, Release};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
+use crate::server::{ServerString, StrRef};
 
 const WHAT: &str = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)";
 

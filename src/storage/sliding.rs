@@ -5,13 +5,14 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
 use super::zset::{self, edge_score, members_through, Edge, Range, Written};
-use super::{codec, effects, injected, Key, Kind, ServerString, StrRef};
+use super::{codec, effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
+use crate::server::{ServerString, StrRef};
 
 const WHAT: &str = "an RL.SLIDING log (a sorted set of ms timestamps)";
 

@@ -4,11 +4,12 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
-use super::{effects, injected, Key, ServerString, StrRef};
+use super::{effects, injected, Key};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::Result;
+use crate::server::{ServerString, StrRef};
 
 /// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
 pub(super) fn valid_time(score: f64) -> Option<Millis> {

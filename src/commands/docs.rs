@@ -8,9 +8,9 @@ use std::mem::{size_of, zeroed};
 use std::os::raw::c_int;
 use std::ptr;
 
-use redis_module::raw::{self, RedisModuleCommandArg, RedisModuleCommandArgType, RedisModuleCtx};
+use crate::server::raw::{self, RedisModuleCommandArg, RedisModuleCommandArgType, RedisModuleCtx};
 
-use super::{Arg, ArgKind, CostArg, Keys, Spec};
+use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::optional;
 
 /// The version of this module, shown in COMMAND DOCS `since`.

@@ -271,3 +271,34 @@ fn rl_all_is_held_to_the_key_pattern_on_every_key() {
     assert_eq!(snapshot(&mut admin, b"rl:a"), before);
     assert!(!exists(&mut admin, "other:a") && !exists(&mut admin, "other:b"));
 }
+
+#[test]
+fn leases_are_held_to_the_key_pattern() {
+    if module_only("ACL rules here name the module's commands (the library is called with FCALL)") {
+        return;
+    }
+    let s = Server::start();
+    let mut admin = s.conn();
+    set_user(&mut admin, "app", &["~rl:*", "+rl.acquire", "+rl.release"]);
+    let mut c = login(&s, "app");
+    let r = rl(&mut c, &["RL.ACQUIRE", "rl:jobs", "2", "1h", "job-1"]);
+    assert_eq!((r.allowed, r.remaining), (1, 1));
+    for args in [
+        strings(&["RL.ACQUIRE", "secret:jobs", "2", "1h", "job-1"]),
+        strings(&["RL.RELEASE", "secret:jobs", "job-1"]),
+    ] {
+        assert_denied(&s, "app", &args, "key", &args[1]);
+    }
+    let released: i64 = command_of(&["RL.RELEASE", "rl:jobs", "job-1"])
+        .query(&mut c)
+        .expect("RL.RELEASE");
+    assert_eq!(released, 1);
+    // Both need read and write permission on the key, like every RL command.
+    set_user(
+        &mut admin,
+        "reader",
+        &["%R~rl:*", "+rl.acquire", "+rl.release"],
+    );
+    let args = strings(&["RL.RELEASE", "rl:jobs", "job-1"]);
+    assert_denied(&s, "reader", &args, "key", &args[1]);
+}

@@ -128,6 +128,13 @@ fn header(name: &str, value: impl Into<String>) -> Header {
     Header::from_bytes(name.as_bytes(), value.into().as_bytes()).unwrap()
 }
 
+/// A response with its body in memory.
+type Reply = Response<Cursor<Vec<u8>>>;
+
+/// The application's signature: the request, the limiter and this worker's Redis
+/// connection (for /report's leases), the user.
+type App = fn(&Request, &Limiter, &mut Option<redis::Connection>, &str) -> Reply;
+
 /// The application being protected: /report takes a while (at most
 /// `limiter.concurrent` at once per user), anything else answers at once.
 fn app(
@@ -201,7 +208,7 @@ fn rate_limited(
     request: &Request,
     limiter: &Limiter,
     con: &mut Option<redis::Connection>,
-    app: fn(&Request, &Limiter, &mut Option<redis::Connection>, &str) -> Response<Cursor<Vec<u8>>>,
+    app: App,
 ) -> Response<Cursor<Vec<u8>>> {
     // X-User stands in for an authenticated user id; trust such a header only
     // behind your own auth. Without it, limit by the client's address.

@@ -484,3 +484,77 @@ fn command_info_and_docs_describe_both_commands() {
     assert_eq!(names, ["key", "limit", "ttl", "id"], "{docs:?}");
     assert!(docs.iter().any(|w| w.contains("lease")), "{docs:?}");
 }
+
+#[test]
+fn a_panic_inside_either_command_is_an_error_reply_and_the_server_lives_on() {
+    if module_only("panic injection is a testing build of the module") {
+        return;
+    }
+    let mut s = Server::with(Options {
+        module: Some(testing_module_path()),
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    for args in [
+        &[&b"RL.ACQUIRE"[..], b"__rl_panic__", b"2", b"1h", b"a"][..],
+        &[b"RL.RELEASE", b"__rl_panic__", b"a"],
+    ] {
+        let e = error_of(&mut c, args);
+        assert!(
+            e.starts_with("ERR ") && e.contains("internal error"),
+            "{e} (is {} a build with --features testing? set RL_TESTING_MODULE)",
+            testing_module_path().display()
+        );
+    }
+    assert!(!exists(&mut c, "__rl_panic__"));
+    assert_eq!(acquire(&mut c, "after", "2", "1h", "a").allowed, 1);
+    assert!(s.alive(), "redis-server died:\n{}", s.log());
+}
+
+#[test]
+fn both_commands_declare_their_key_and_run_in_transactions_scripts_and_not_on_replicas() {
+    let primary = Server::start();
+    let mut c = primary.conn();
+    if !is_library() {
+        for line in [
+            &["RL.ACQUIRE", "k", "2", "1h", "a"][..],
+            &["RL.RELEASE", "k", "a"],
+        ] {
+            let keys: Vec<String> = cmd("COMMAND")
+                .arg("GETKEYS")
+                .arg(line)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(keys, ["k"], "{line:?}");
+        }
+        // From Lua, as any write command (a script cannot FCALL: module only).
+        let script = "return {redis.call('RL.ACQUIRE', KEYS[1], '2', '1h', 'a'), \
+                      redis.call('RL.RELEASE', KEYS[1], 'a')}";
+        let (granted, released): (Vec<i64>, i64) = cmd("EVAL")
+            .arg(script)
+            .arg(1)
+            .arg("lua")
+            .query(&mut c)
+            .expect("EVAL");
+        assert_eq!((granted[0], released), (1, 1));
+    }
+    // In MULTI/EXEC: a lease taken and given back in one transaction.
+    let (granted, released): (Vec<i64>, i64) = redis::pipe()
+        .atomic()
+        .add_command(command_of(&["RL.ACQUIRE", "tx", "1", "1h", "a"]))
+        .add_command(command_of(&["RL.RELEASE", "tx", "a"]))
+        .query(&mut c)
+        .expect("MULTI");
+    assert_eq!((granted[0], released), (1, 1));
+    assert!(!exists(&mut c, "tx"));
+    // A replica refuses both, like any write.
+    let replica = primary.replica(true);
+    let mut r = replica.conn();
+    for line in [
+        &[&b"RL.ACQUIRE"[..], b"k", b"2", b"1h", b"a"][..],
+        &[b"RL.RELEASE", b"k", b"a"],
+    ] {
+        let e = error_of(&mut r, line);
+        assert!(e.starts_with("READONLY"), "{e}");
+    }
+}

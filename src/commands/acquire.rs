@@ -117,6 +117,10 @@ impl Handler for Release {
 
     fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<bool> {
         let id = lease_id(argv.bytes(2))?;
+        #[cfg(feature = "testing")]
+        if argv.bytes(1) == b"__rl_panic__" {
+            panic!("injected by the testing feature");
+        }
         let now = server::now_ms();
         // SAFETY: `ctx` and the key name are the running command's.
         let key = unsafe { Key::open(ctx, argv.string(1)) };

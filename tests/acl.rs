@@ -293,6 +293,25 @@ fn leases_are_held_to_the_key_pattern() {
         .query(&mut c)
         .expect("RL.RELEASE");
     assert_eq!(released, 1);
+    // Where modules set categories (7.2+): both @write and @ratelimit, RL.RELEASE
+    // also @fast (it is O(log N) and must be cheap at maxmemory), RL.ACQUIRE not.
+    let acquire = categories_of(&mut admin, "RL.ACQUIRE");
+    let release = categories_of(&mut admin, "RL.RELEASE");
+    if !categories_of(&mut admin, "RL.FIXED").is_empty() {
+        let has = |cats: &[String], c: &str| cats.iter().any(|x| x == c);
+        for c in ["@write", "@ratelimit"] {
+            assert!(
+                has(&acquire, c) && has(&release, c),
+                "{c}: {acquire:?} {release:?}"
+            );
+        }
+        assert!(
+            has(&release, "@fast") && !has(&acquire, "@fast"),
+            "{acquire:?} {release:?}"
+        );
+    } else {
+        assert!(acquire.is_empty() && release.is_empty());
+    }
     // Both need read and write permission on the key, like every RL command.
     set_user(
         &mut admin,

@@ -12,6 +12,8 @@ module"):
   FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n]
   FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n]
+  FCALL rl_acquire        1 key limit ttl id
+  FCALL rl_release        1 key id
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
 (a GCRA TAT in ns, a bucket level in its exact unit, products of counts and
@@ -1093,6 +1095,119 @@ local SLIDINGCOUNTER = {
   end,
 }
 
+-- RL.ACQUIRE / RL.RELEASE ---------------------------------------------------
+
+local LEASE_WHAT = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)"
+local MAX_ID = 256
+
+local function lease_id(s)
+  if s == nil or #s < 1 or #s > MAX_ID then
+    fail("ERR id must be 1 to 256 bytes")
+  end
+  return s
+end
+
+local function lease_params(args, i)
+  local limit = plain_int(args[i])
+  if not limit or limit < 1 or limit > SLIDING_MAX then
+    fail(
+      "ERR limit must be an integer from 1 to "
+        .. SLIDING_MAX
+        .. " for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)"
+    )
+  end
+  return { limit = limit, ttl = duration_arg("ttl", args[i + 1]), id = lease_id(args[i + 2]) }, i + 3
+end
+
+-- Whether the key holds leases (false when absent): a sorted set whose lowest and
+-- highest scores are whole ms times.
+local function lease_load(key)
+  local t = key_type(key)
+  if t == "none" then
+    return false
+  elseif t ~= "zset" then
+    fail(WRONGTYPE)
+  end
+  local function whole(r)
+    local v = r[2] and tonumber(r[2])
+    return v ~= nil and v == floor(v) and valid_score(r[2]) ~= nil
+  end
+  if not whole(redis.call("ZRANGE", key, 0, 0, "WITHSCORES")) or not whole(redis.call("ZRANGE", key, -1, -1, "WITHSCORES")) then
+    fail("ERR key does not hold " .. LEASE_WHAT)
+  end
+  return true
+end
+
+-- The latest lease end after now among the leases not named `except`, or nil.
+local function latest_live(key, now, except)
+  local top = redis.call("ZRANGE", key, -2, -1, "WITHSCORES")
+  for j = #top - 1, 1, -2 do
+    if top[j] ~= except then
+      local e = ceil(tonumber(top[j + 1]))
+      return e > now and e or nil
+    end
+  end
+  return nil
+end
+
+-- The end of lease `id` if it is live, else nil.
+local function live_end(key, now, id)
+  local s = redis.call("ZSCORE", key, id)
+  local e = s and ceil(tonumber(s))
+  return (e and e > now) and e or nil
+end
+
+local ACQUIRE = {
+  name = "ACQUIRE",
+  params = lease_params,
+  decide = function(key, p, now, amount)
+    if amount.refund then
+      fail("ERR syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")
+    end
+    local present = lease_load(key)
+    local limit = p.limit
+    local ended = present and redis.call("ZCOUNT", key, "-inf", str(now)) or 0
+    local live = present and redis.call("ZCARD", key) - ended or 0
+    local function reset_now()
+      local l = present and latest_live(key, now, nil)
+      return l and ms_until(l, now) or 0
+    end
+    if amount.n == 0 then
+      return { allowed = true, limit = limit, remaining = satsub(limit, live), retry = 0, reset = reset_now() }, nil
+    end
+    local held = present and live_end(key, now, p.id)
+    if not held and live >= limit then
+      local first = redis.call("ZRANGEBYSCORE", key, "(" .. str(now), "+inf", "WITHSCORES", "LIMIT", 0, 1)
+      local retry = math.max(ms_until(ceil(tonumber(first[2])), now), 1)
+      return { allowed = false, limit = limit, remaining = 0, retry = retry, reset = reset_now() }, nil
+    end
+    local e = now + p.ttl
+    local other = present and latest_live(key, now, p.id)
+    local latest = other and math.max(other, e) or e
+    local trim, renew = ended > 0, held ~= e
+    local d = {
+      allowed = true,
+      limit = limit,
+      remaining = satsub(limit, held and live or live + 1),
+      retry = 0,
+      reset = ms_until(latest, now),
+    }
+    if not trim and not renew then
+      return d, nil
+    end
+    return d,
+      function()
+        if trim then
+          redis.call("ZREMRANGEBYSCORE", key, "-inf", str(now))
+        end
+        if renew then
+          redis.call("ZADD", key, str(e), p.id)
+          redis.call("PEXPIREAT", key, str(latest))
+        end
+      end
+  end,
+}
+
 ------------------------------------------------------------------------------
 -- Calls
 ------------------------------------------------------------------------------
@@ -1155,6 +1270,7 @@ local POLICIES = {
   { word = "BUCKET", limiter = BUCKET, n = 3, names = "capacity tokens period" },
   { word = "GCRA", limiter = GCRA, n = 3, names = "capacity tokens period" },
   { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, names = "limit window" },
+  { word = "ACQUIRE", limiter = ACQUIRE, n = 3, names = "limit ttl id" },
 }
 
 local function policy_of(word)
@@ -1226,7 +1342,7 @@ local function rl_all(keys, args)
         fail(
           "ERR syntax error: unknown policy '"
             .. printable(word)
-            .. "', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"
+            .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"
         )
       end
       fail(
@@ -1261,7 +1377,51 @@ local function rl_all(keys, args)
   end)
 end
 
+local function rl_acquire(keys, args)
+  return guarded("rl_acquire", function()
+    if #keys ~= 1 then
+      fail("ERR rl_acquire takes exactly one key: FCALL rl_acquire 1 key limit ttl id")
+    end
+    if #args ~= 3 then
+      arity("rl_acquire")
+    end
+    local p = lease_params(args, 1)
+    local d, write = ACQUIRE.decide(keys[1], p, now_ms(), { refund = false, n = 1 })
+    if write then
+      write()
+    end
+    return fields(d)
+  end)
+end
+
+-- ZREM + PEXPIREAT at the latest lease left, or DEL when no live lease is left.
+local function rl_release(keys, args)
+  return guarded("rl_release", function()
+    if #keys ~= 1 then
+      fail("ERR rl_release takes exactly one key: FCALL rl_release 1 key id")
+    end
+    if #args ~= 1 then
+      arity("rl_release")
+    end
+    local key, id = keys[1], lease_id(args[1])
+    local now = now_ms()
+    if not lease_load(key) or not live_end(key, now, id) then
+      return 0
+    end
+    local other = latest_live(key, now, id)
+    if other == nil then
+      delete(key)
+    else
+      redis.call("ZREM", key, id)
+      redis.call("PEXPIREAT", key, str(other))
+    end
+    return 1
+  end)
+end
+
 return {
+  rl_acquire = rl_acquire,
+  rl_release = rl_release,
   rl_fixed = single("rl_fixed", FIXED, 2, "limit window"),
   rl_sliding = single("rl_sliding", SLIDING, 2, "limit window"),
   rl_bucket = single("rl_bucket", BUCKET, 3, "capacity tokens period"),
@@ -1272,13 +1432,14 @@ return {
 end
 
 local lib
-local function register(name)
+local function register(name, flags)
   redis.register_function({
     function_name = name,
     callback = function(keys, args)
       lib = lib or build()
       return lib[name](keys, args)
     end,
+    flags = flags,
   })
 end
 register("rl_fixed")
@@ -1287,3 +1448,7 @@ register("rl_bucket")
 register("rl_gcra")
 register("rl_slidingcounter")
 register("rl_all")
+register("rl_acquire")
+-- Like DEL, a release must work on a server at maxmemory, or a full server could
+-- never free a slot.
+register("rl_release", { "allow-oom" })

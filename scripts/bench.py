@@ -267,6 +267,14 @@ def workloads(have_floor, have_cell, library_functions):
                           ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
         w += fcall(command, argv)
     w += [rl("RL.SLIDING", sliding)] + fcall("RL.SLIDING", sliding)
+    # Leases beside the sliding log at the same set size (up to 128 members a key):
+    # an ACQUIRE under a fresh random id (a grant, or a rejection once the hot
+    # key's 128 slots are taken), and a RELEASE of an id nobody holds (the lookup
+    # every release pays; a release that frees a slot adds ZREM + PEXPIREAT).
+    acquire = ["RL.ACQUIRE", "KEY", "128", "1m", "job:__rand_int__"]
+    release = ["RL.RELEASE", "KEY", "job:__rand_int__"]
+    w += [rl("RL.ACQUIRE", acquire, [("× RL.SLIDING", "RL.SLIDING")])] + fcall("RL.ACQUIRE", acquire)
+    w += [rl("RL.RELEASE", release, [("× RL.SLIDING", "RL.SLIDING")])] + fcall("RL.RELEASE", release)
     # RL.ALL over the two keys RL.FIXED and RL.GCRA run on alone, against those two
     # calls (a pair of them: 1 / (1/fixed + 1/gcra) pairs per second). Distinct
     # suffixes: the two placeholders draw their numbers independently.
@@ -278,7 +286,8 @@ def workloads(have_floor, have_cell, library_functions):
     return w
 
 
-COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× redis-cell", "× library", "× the pair"]
+COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× RL.SLIDING", "× redis-cell", "× library",
+           "× the pair"]
 
 SHAPES = [
     # name, pipeline, hot key, replica
@@ -372,6 +381,9 @@ def check_replies(workloads_, servers):
             if not (isinstance(reply, list) and len(reply) == int(w.argv[1]) + 1
                     and all(isinstance(r, list) and len(r) == 5 for r in reply)):
                 raise Broken(f"{w.name}: expected {int(w.argv[1]) + 1} arrays, got {reply!r}")
+        elif "RL.RELEASE" in w.argv or "rl_release" in w.argv:
+            if not isinstance(reply, int):
+                raise Broken(f"{w.name}: expected an integer, got {reply!r}")
         elif w.argv[0] not in ("INCR", "SET", "HSET", "ZADD"):
             if not (isinstance(reply, list) and len(reply) == 5
                     and all(isinstance(x, int) for x in reply)):
@@ -473,6 +485,9 @@ EXPECT = [
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
     ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),
+    ("RL.ACQUIRE", "RL.SLIDING", 0.8),
+    ("RL.ACQUIRE", "FCALL rl_acquire", 3.0),
+    ("RL.RELEASE", "FCALL rl_release", 3.0),
 ]
 
 

@@ -144,6 +144,45 @@ PY
 # check_policies <base url>: examples/python/policies.py, several policies per request
 # with RL.ALL: the RateLimit-Policy and RateLimit fields of both policies, a failed
 # upstream call refunded, and a 429 from the burst that leaves the daily count alone.
+# At most 2 reports at once per user (RL.ACQUIRE / RL.RELEASE): 3 at once give two
+# 200 and one 503 with Retry-After, each with the RateLimit fields counted in
+# concurrent requests; once they are done, a slot is free again at once.
+check_concurrency() {
+  python3 - "$1" "$2" <<'PY'
+import sys, threading, urllib.request, urllib.error
+
+base, name = sys.argv[1], sys.argv[2]
+user = f"smoke-reports-{name}"
+
+def get():
+    req = urllib.request.Request(base + "/report", headers={"X-User": user})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+results = []
+threads = [threading.Thread(target=lambda: results.append(get())) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+statuses = sorted(s for s, _ in results)
+if statuses != [200, 200, 503]:
+    sys.exit(f"3 reports at once: want 200, 200, 503, got {statuses}")
+for status, h in results:
+    policy, state = h.get("RateLimit-Policy") or "", h.get("RateLimit") or ""
+    if policy != '"concurrency";q=2;qu="concurrent-requests"' or not state.startswith('"concurrency";r='):
+        sys.exit(f"{status}: RateLimit-Policy {policy!r}, RateLimit {state!r}")
+    if status == 503 and not (h.get("Retry-After") or "").isdigit():
+        sys.exit(f"503 without Retry-After: {dict(h)}")
+status, h = get()
+if status != 200:
+    sys.exit(f"a report after the others ended: want 200 (their slots released), got {status}")
+PY
+}
+
 check_policies() {
   python3 - "$1" "$capacity" <<'PY'
 import re, sys, urllib.request, urllib.error
@@ -270,6 +309,7 @@ for name in python policies node rust; do
   fi
   port=$(free_port)
   REDIS_URL=$redis_url PORT=$port RL_CAPACITY=$capacity RL_TOKENS=1 RL_PERIOD=$period \
+    RL_CONCURRENT=2 RL_REPORT_MS=1500 \
     "${cmd[@]}" >"$log" 2>&1 &
   pid=$!
   pids+=("$pid")
@@ -294,8 +334,12 @@ for name in python policies node rust; do
     echo "FAIL $name ($backend): $reason" >&2
     show_log "$log"
     failed=$((failed + 1))
+  elif ! reason=$(check_concurrency "http://127.0.0.1:$port" "$name-$backend" 2>&1); then
+    echo "FAIL $name ($backend): /report: $reason" >&2
+    show_log "$log"
+    failed=$((failed + 1))
   else
-    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected ($((SECONDS - started)) s)"
+    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected; /report: 2 at once, the third 503 with Retry-After and qu=\"concurrent-requests\", a slot free again after ($((SECONDS - started)) s)"
     passed=$((passed + 1))
   fi
   stop "$pid"

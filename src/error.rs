@@ -37,6 +37,18 @@ pub enum Error {
     )]
     SlidingLimit { max: u64 },
 
+    #[error("id must be 1 to 256 bytes")]
+    BadLeaseId,
+
+    #[error(
+        "limit must be an integer from 1 to {max} for RL.ACQUIRE, which keeps one entry \
+         per lease (rl.sliding-max-limit)"
+    )]
+    LeaseLimit { max: u64 },
+
+    #[error("syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")]
+    LeaseRefund,
+
     #[error("syntax error: unknown option '{0}', expected COST n or REFUND n")]
     UnknownOption(String),
 
@@ -56,8 +68,8 @@ pub enum Error {
     DuplicateKey(String),
 
     #[error(
-        "syntax error: unknown policy '{0}', expected FIXED, SLIDING, BUCKET, GCRA or \
-         SLIDINGCOUNTER"
+        "syntax error: unknown policy '{0}', expected FIXED, SLIDING, BUCKET, GCRA, \
+         SLIDINGCOUNTER or ACQUIRE"
     )]
     UnknownPolicy(String),
 

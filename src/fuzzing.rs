@@ -7,14 +7,16 @@
 //! stored state and the clock. Every reply must satisfy the contract's invariants;
 //! a violation panics, which the fuzzer reports as a crash.
 
+use crate::algorithms::acquire::{self, LeaseSet, VecLeases};
 use crate::algorithms::bucket::{self, State};
 use crate::algorithms::fixed::{self, Counter};
 use crate::algorithms::gcra::{self, Tat};
 use crate::algorithms::sliding::{self, VecLog, Write};
 use crate::algorithms::sliding_counter::{self, Counts};
+use crate::algorithms::Cost;
 use crate::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::commands::{
-    Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
+    Acquire, Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
 };
 use crate::decimal;
 use crate::storage::codec;
@@ -63,6 +65,10 @@ pub fn run(data: &[u8]) {
     let _ = decimal::digits(state);
     let _ = decimal::micros(state);
 
+    if selector >= LEASES {
+        leases(&argv, now, state);
+        return;
+    }
     if selector % 7 == 6 {
         // RL.ALL's line: numkeys, keys, policies, options, in any bytes.
         if let Ok(keys) = crate::commands::parses_all(&argv) {
@@ -160,6 +166,46 @@ pub fn run(data: &[u8]) {
                 assert_eq!(decimal::micros(text), Some(s.bucket.level_micros));
             }
         }
+    }
+}
+
+/// Selectors from here on run RL.ACQUIRE and RL.RELEASE (the arms above take
+/// `selector % 7`; saved inputs use small selectors).
+const LEASES: u8 = 0xF0;
+
+/// RL.ACQUIRE on leases made of the state bytes (3 per lease: an id byte and an
+/// end relative to now), then RL.RELEASE of the same id.
+fn leases(argv: &[&[u8]], now: Millis, state: &[u8]) {
+    let Some((params, _)) = parse::<Acquire>(argv) else {
+        return;
+    };
+    let mut set = VecLeases::default();
+    for c in state.chunks(3) {
+        let id = vec![c[0]];
+        if set.end_of(&id).is_none() {
+            let offset = i16::from_le_bytes([*c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)]);
+            set.0.push((id, now.saturating_add(i64::from(offset))));
+        }
+    }
+    let id = params.id.as_bytes();
+    let live = |s: &VecLeases| s.stored() - s.ended_by(now);
+    let before = live(&set);
+    let out = acquire::acquire(&set, now, params.leases, id, Cost::ONE);
+    check(&out.decision, Amount::Take(Cost::ONE));
+    let limit = params.leases.limit.get();
+    let held = set.end_of(id).is_some_and(|end| end > now);
+    assert_eq!(out.decision.allowed, held || before < limit, "{out:?}");
+    let mut after = set.clone();
+    if let Some(g) = out.store {
+        after.grant(id, &g);
+        assert!(g.expires_at > now || g.lease_end.is_none(), "{g:?}");
+        assert!(live(&after) <= before.max(limit), "{} live", live(&after));
+    }
+    let released = acquire::release(&set, now, id);
+    assert_eq!(released.is_some(), held, "{released:?}");
+    if let Some(r) = released {
+        set.release(id, &r);
+        assert_eq!(live(&set) + 1, before);
     }
 }
 

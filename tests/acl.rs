@@ -206,9 +206,9 @@ fn write_category_includes_rl_commands_only_where_modules_can_set_categories() {
         }
     } else {
         assert_eq!(in_write.len(), COMMANDS.len(), "in @write: {in_write:?}");
-        // The table's commands, and RL.ALL (tests/all.rs).
+        // The table's commands, and those outside it (RL.ALL, the leases).
         let mut all: Vec<String> = COMMANDS.iter().map(|c| c.name.to_lowercase()).collect();
-        all.push("rl.all".to_string());
+        all.extend(OUTSIDE_TABLE.iter().map(|c| c.to_lowercase()));
         all.sort();
         assert!(
             listed.is_empty() || listed == all,
@@ -270,4 +270,54 @@ fn rl_all_is_held_to_the_key_pattern_on_every_key() {
     }
     assert_eq!(snapshot(&mut admin, b"rl:a"), before);
     assert!(!exists(&mut admin, "other:a") && !exists(&mut admin, "other:b"));
+}
+
+#[test]
+fn leases_are_held_to_the_key_pattern() {
+    if module_only("ACL rules here name the module's commands (the library is called with FCALL)") {
+        return;
+    }
+    let s = Server::start();
+    let mut admin = s.conn();
+    set_user(&mut admin, "app", &["~rl:*", "+rl.acquire", "+rl.release"]);
+    let mut c = login(&s, "app");
+    let r = rl(&mut c, &["RL.ACQUIRE", "rl:jobs", "2", "1h", "job-1"]);
+    assert_eq!((r.allowed, r.remaining), (1, 1));
+    for args in [
+        strings(&["RL.ACQUIRE", "secret:jobs", "2", "1h", "job-1"]),
+        strings(&["RL.RELEASE", "secret:jobs", "job-1"]),
+    ] {
+        assert_denied(&s, "app", &args, "key", &args[1]);
+    }
+    let released: i64 = command_of(&["RL.RELEASE", "rl:jobs", "job-1"])
+        .query(&mut c)
+        .expect("RL.RELEASE");
+    assert_eq!(released, 1);
+    // Where modules set categories (7.2+): both @write and @ratelimit, RL.RELEASE
+    // also @fast (it is O(log N) and must be cheap at maxmemory), RL.ACQUIRE not.
+    let acquire = categories_of(&mut admin, "RL.ACQUIRE");
+    let release = categories_of(&mut admin, "RL.RELEASE");
+    if !categories_of(&mut admin, "RL.FIXED").is_empty() {
+        let has = |cats: &[String], c: &str| cats.iter().any(|x| x == c);
+        for c in ["@write", "@ratelimit"] {
+            assert!(
+                has(&acquire, c) && has(&release, c),
+                "{c}: {acquire:?} {release:?}"
+            );
+        }
+        assert!(
+            has(&release, "@fast") && !has(&acquire, "@fast"),
+            "{acquire:?} {release:?}"
+        );
+    } else {
+        assert!(acquire.is_empty() && release.is_empty());
+    }
+    // Both need read and write permission on the key, like every RL command.
+    set_user(
+        &mut admin,
+        "reader",
+        &["%R~rl:*", "+rl.acquire", "+rl.release"],
+    );
+    let args = strings(&["RL.RELEASE", "rl:jobs", "job-1"]);
+    assert_denied(&s, "reader", &args, "key", &args[1]);
 }

@@ -291,7 +291,7 @@ fn bad_calls_are_errors_that_change_nothing() {
         (&["2", "a", "b", "FIXED", "5", "1h"], "ERR one policy per key, in key order: numkeys is 2, policies given 1"),
         (&["2", "a", "b", "FIXED", "5", "1h", "COST", "1"], "ERR one policy per key"),
         (&["1", "a", "FIXED", "5", "1h", "FIXED", "5", "1h"], "ERR one policy per key, in key order: numkeys is 1, policies given 2"),
-        (&["2", "a", "b", "FIXED", "5", "1h", "LEAKY", "5", "1h"], "ERR syntax error: unknown policy 'LEAKY', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"),
+        (&["2", "a", "b", "FIXED", "5", "1h", "LEAKY", "5", "1h"], "ERR syntax error: unknown policy 'LEAKY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
         (&["1", "a", "CL.THROTTLE", "5", "1", "1h"], "ERR syntax error: unknown policy 'CL.THROTTLE'"),
         (&["2", "a", "b", "FIXED", "5", "1h", "BUCKET", "5", "1"], "ERR syntax error: policy BUCKET takes capacity tokens period"),
         (&["1", "a", "FIXED", "0", "1h"], "ERR limit must be an integer from 1 to 9007199254740991"),
@@ -525,4 +525,129 @@ fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_
     drop(r);
     drop(replayed);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------- leases
+
+/// The leases stored at `key`, by end.
+fn lease_ids(c: &mut Connection, key: &str) -> Vec<String> {
+    cmd("ZRANGE")
+        .arg(&[key, "0", "-1"])
+        .query(c)
+        .expect("ZRANGE")
+}
+
+#[test]
+fn an_acquire_policy_beside_a_rate_limit_is_all_or_nothing_both_ways() {
+    let s = Server::start();
+    let mut c = s.conn();
+    align_to_window(&mut c, HOUR_MS, 60_000);
+    // "3 per hour and at most 2 at once".
+    let call = |id: &str| -> Vec<String> {
+        strings(&[
+            "2", "conc", "rate", "ACQUIRE", "2", "1h", id, "FIXED", "3", "1h",
+        ])
+    };
+    let r = all(&mut c, &strs(&call("a")));
+    assert_eq!(fields(&r[1]), (1, 2, 1, 0, HOUR_MS), "{r:?}");
+    assert_eq!((r[2].allowed, r[2].remaining), (1, 2), "{r:?}");
+    assert_eq!(
+        (r[0].allowed, r[0].limit, r[0].remaining),
+        (1, 2, 1),
+        "{r:?}"
+    );
+    assert_eq!(all(&mut c, &strs(&call("b")))[0].allowed, 1);
+
+    // The lease set is full: no rate unit is taken.
+    let before = state(&mut c, &["conc", "rate"]);
+    let r = all(&mut c, &strs(&call("c")));
+    assert_eq!(state(&mut c, &["conc", "rate"]), before, "nothing written");
+    let (lease, rate) = (&r[1], &r[2]);
+    assert_eq!(
+        (lease.allowed, lease.limit, lease.remaining),
+        (0, 2, 0),
+        "{r:?}"
+    );
+    assert!(
+        lease.retry_after > 0 && lease.retry_after <= HOUR_MS,
+        "{r:?}"
+    );
+    // The rate limit's own verdict and its real state, nothing taken: 1 left.
+    assert_eq!(
+        (rate.allowed, rate.remaining, rate.retry_after),
+        (1, 1, 0),
+        "{r:?}"
+    );
+    assert_eq!(
+        (r[0].allowed, r[0].retry_after),
+        (0, lease.retry_after),
+        "{r:?}"
+    );
+
+    // A renewal of a held lease is allowed: it takes the last rate unit.
+    assert_eq!(all(&mut c, &strs(&call("a")))[0].allowed, 1);
+    // The rate limit is used up: releasing a slot does not help, and no lease is taken.
+    assert_eq!(rl_release(&mut c, "conc", "b"), 1);
+    let before = state(&mut c, &["conc", "rate"]);
+    let r = all(&mut c, &strs(&call("d")));
+    assert_eq!(state(&mut c, &["conc", "rate"]), before, "nothing written");
+    assert_eq!(lease_ids(&mut c, "conc"), ["a"]);
+    assert_eq!(
+        (r[1].allowed, r[1].remaining, r[1].retry_after),
+        (1, 1, 0),
+        "{r:?}"
+    );
+    assert_eq!((r[2].allowed, r[2].remaining), (0, 0), "{r:?}");
+    assert_eq!(
+        (r[0].allowed, r[0].retry_after),
+        (0, r[2].retry_after),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn an_acquire_policy_counts_one_lease_whatever_the_cost_and_takes_no_refund() {
+    let s = Server::start();
+    let mut c = s.conn();
+    align_to_window(&mut c, HOUR_MS, 60_000);
+    let line = |id: &str, extra: &[&str]| -> Vec<String> {
+        let mut l = strings(&[
+            "2", "conc", "rate", "ACQUIRE", "3", "1h", id, "FIXED", "10", "1h",
+        ]);
+        l.extend(strings(extra));
+        l
+    };
+    let r = all(&mut c, &strs(&line("a", &["COST", "4"])));
+    assert_eq!((r[1].remaining, r[2].remaining), (2, 6), "{r:?}");
+    // COST 0 inspects every key: no lease either.
+    let before = state(&mut c, &["conc", "rate"]);
+    let r = all(&mut c, &strs(&line("b", &["COST", "0"])));
+    assert_eq!(fields(&r[1]).0, 1, "{r:?}");
+    assert_eq!((r[1].remaining, r[2].remaining), (2, 6), "{r:?}");
+    assert_eq!(
+        state(&mut c, &["conc", "rate"]),
+        before,
+        "COST 0 writes nothing"
+    );
+    let err = try_all(&mut c, &strs(&line("b", &["REFUND", "1"]))).expect_err("REFUND");
+    assert_eq!(
+        err.detail(),
+        Some("syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")
+    );
+    assert_eq!(
+        state(&mut c, &["conc", "rate"]),
+        before,
+        "an error writes nothing"
+    );
+    let err = try_all(&mut c, &["1", "conc", "ACQUIRE", "3", "1h"]).expect_err("short");
+    assert_eq!(
+        err.detail(),
+        Some("syntax error: policy ACQUIRE takes limit ttl id")
+    );
+}
+
+fn rl_release(c: &mut Connection, key: &str, id: &str) -> i64 {
+    command_of(&["RL.RELEASE", key, id])
+        .query(c)
+        .expect("RL.RELEASE")
 }

@@ -566,3 +566,47 @@ fn rl_all_runs_on_hash_tagged_keys_and_is_refused_across_slots() {
         .sum();
     assert_eq!(total, 2, "only the two tagged keys exist");
 }
+
+#[test]
+fn leases_of_one_user_live_on_their_hash_tags_slot_beside_its_rate_limits() {
+    let cluster = Cluster::start(3, 0);
+    let (conc, rate) = ("{user42}:conc", "{user42}:rate");
+    let slot = cluster.keyslot(conc);
+    assert_eq!(cluster.keyslot(rate), slot);
+    let owner = cluster.owner(slot);
+    let mut client = cluster.client();
+    let acquire = |c: &mut redis::cluster::ClusterConnection, id: &str| -> Vec<i64> {
+        command_of(&["RL.ACQUIRE", conc, "2", "1d", id])
+            .query(c)
+            .expect("RL.ACQUIRE")
+    };
+    assert_eq!(acquire(&mut client, "a")[..3], [1, 2, 1]);
+    // "At most 2 at once and 3 a day", on the owning node, in one call.
+    let mut c = cluster.conn(owner.port);
+    let both = |c: &mut Connection, id: &str, other: &str| {
+        command_of(&[
+            "RL.ALL", "2", conc, other, "ACQUIRE", "2", "1d", id, "FIXED", "3", "1d",
+        ])
+        .query::<Vec<Vec<i64>>>(c)
+    };
+    assert_eq!(both(&mut c, "b", rate).expect("RL.ALL")[0][0], 1);
+    assert_eq!(acquire(&mut client, "c")[..3], [0, 2, 0], "full");
+    let released: i64 = command_of(&["RL.RELEASE", conc, "a"])
+        .query(&mut client)
+        .expect("RL.RELEASE");
+    assert_eq!(released, 1);
+    for p in cluster.primaries() {
+        let expected = if p.port == owner.port { 2 } else { 0 };
+        assert_eq!(dbsize(&mut cluster.conn(p.port)), expected, "{p:?}");
+    }
+    // Another user's key is in another slot: refused, nothing taken.
+    let other = "{user7}:rate";
+    assert_ne!(cluster.keyslot(other), slot);
+    let err = both(&mut c, "d", other).expect_err("across slots");
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+    let ids: Vec<String> = cmd("ZRANGE")
+        .arg(&[conc, "0", "-1"])
+        .query(&mut c)
+        .expect("ZRANGE");
+    assert_eq!(ids, ["b"]);
+}

@@ -323,3 +323,57 @@ fn refunds_and_rl_all_fire_their_keys_own_events_on_primary_and_replica() {
     assert_eq!(keyevents(&from_primary), expected, "primary");
     assert_eq!(from_primary, from_replica);
 }
+
+fn lease(c: &mut Connection, args: &[&str]) -> Value {
+    command_of(args)
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+#[test]
+fn leases_fire_the_events_of_their_propagated_commands_and_rejections_none() {
+    let (primary, replica) = primary_and_replica();
+    let mut on_primary = Listener::new(&primary);
+    let mut on_replica = Listener::new(&replica);
+    let mut c = connect(&primary);
+    // A new lease: ZADD + PEXPIREAT. A renewal: the same.
+    lease(&mut c, &["RL.ACQUIRE", "q", "2", "1h", "a"]);
+    lease(&mut c, &["RL.ACQUIRE", "q", "2", "2h", "a"]);
+    // A short lease that ends: the next grant trims it (ZREMRANGEBYSCORE) first.
+    lease(&mut c, &["RL.ACQUIRE", "q", "2", "20ms", "b"]);
+    let t = server_ms(&mut c);
+    wait_until(&mut c, t + 40);
+    lease(&mut c, &["RL.ACQUIRE", "q", "2", "1h", "c"]);
+    // Rejected, an unknown release, an error: nothing.
+    lease(&mut c, &["RL.ACQUIRE", "q", "2", "1h", "d"]);
+    lease(&mut c, &["RL.RELEASE", "q", "zz"]);
+    let _ = command_of(&["RL.ACQUIRE", "q", "0", "1h", "d"]).query::<Value>(&mut c);
+    // A release: ZREM + PEXPIREAT; the last one: DEL.
+    lease(&mut c, &["RL.RELEASE", "q", "a"]);
+    lease(&mut c, &["RL.RELEASE", "q", "c"]);
+    marker(&mut c, "end");
+    let q = |e: &'static str| (e, "q");
+    let expected = pairs(&[
+        q("zadd"),
+        q("expire"),
+        q("zadd"),
+        q("expire"),
+        q("zadd"),
+        q("expire"),
+        q("zremrangebyscore"),
+        q("zadd"),
+        q("expire"),
+        q("zrem"),
+        q("expire"),
+        q("del"),
+    ]);
+    let from_primary = on_primary.until_marker("end");
+    let from_replica = on_replica.until_marker("end");
+    assert_eq!(
+        keyevents(&from_replica),
+        expected,
+        "replica (native commands)"
+    );
+    assert_eq!(keyevents(&from_primary), expected, "primary");
+    assert_eq!(from_primary, from_replica);
+}

@@ -573,6 +573,8 @@ fn bad_input_gets_the_module_s_error_texts() {
             "RL.GCRA",
             "RL.SLIDINGCOUNTER",
             "RL.ALL",
+            "RL.ACQUIRE",
+            "RL.RELEASE",
         ]);
         let mut args: Vec<Vec<u8>> = Vec::new();
         let key = rng.pick(&keys).to_string();
@@ -633,10 +635,75 @@ fn same_names(mut text: String) -> String {
         "rl.gcra",
         "rl.slidingcounter",
         "rl.all",
+        "rl.acquire",
+        "rl.release",
     ] {
         let function = name.replace('.', "_");
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));
         text = text.replace(&format!("'{}'", name.to_uppercase()), &format!("'{name}'"));
     }
     text
+}
+
+#[test]
+fn leases_agree_with_the_module() {
+    let seed = env("RL_SWEEP_SEED", 0x1ea5e);
+    let scenarios = env("RL_SWEEP_SCENARIOS", 2500) / 2;
+    let s = both();
+    let mut c = s.conn();
+    let mut rng = Rng(seed);
+    let (a, b) = (strings(&["m"]), strings(&["l"]));
+    let ids = ["a", "b", "c", "\u{0}é\n", "job-42"];
+    let mut compared = 0;
+    for _ in 0..scenarios {
+        // Leases set up by hand: ends around now, some already over.
+        let mut setups = Vec::new();
+        if rng.below(2) == 0 {
+            let mut recipe = strings(&["zset"]);
+            for id in &ids[..1 + rng.below(ids.len() as u64) as usize] {
+                let offset = rng.below(4000) as i64 - 1000;
+                recipe.extend([format!("@ms+{offset}"), id.to_string()]);
+            }
+            recipe.push("@ms+100000000".to_string());
+            setups.push((a[0].clone(), b[0].clone(), recipe));
+        }
+        let limit = match rng.below(3) {
+            0 => 1 + rng.below(4),
+            1 => 1 + rng.below(100_000),
+            _ => 100_000,
+        };
+        // Leases that end within seconds can expire the key while the MULTI runs.
+        let mut strict = !setups.is_empty();
+        let mut calls = Vec::new();
+        for _ in 0..1 + rng.below(6) {
+            let id = rng.pick(&ids).to_string();
+            if rng.below(3) == 0 {
+                calls.push(strings(&["RL.RELEASE", &id]));
+                continue;
+            }
+            let ttl = match rng.below(3) {
+                0 => 1 + rng.below(3000),
+                _ => rng.magnitude(MAX_DURATION_MS),
+            };
+            strict = strict || ttl < 60_000;
+            calls.push(vec![
+                "RL.ACQUIRE".to_string(),
+                limit.to_string(),
+                format!("{ttl}ms"),
+                id,
+            ]);
+        }
+        compared += u64::from(run(
+            &mut c,
+            Scenario {
+                setups,
+                calls: &calls,
+                a: &a,
+                b: &b,
+                keys: (&a, &b),
+                strict,
+            },
+        ));
+    }
+    enough(compared, scenarios);
 }

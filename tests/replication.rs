@@ -781,3 +781,117 @@ fn save_and_restart_keeps_every_limiter_and_decisions_continue() {
     assert_restored(&mut c, &before, "SAVE and a restart");
     assert_one_unit_left(&mut c, "SAVE and a restart");
 }
+
+// ---------------------------------------------------------------- leases
+
+/// Thousands of mixed RL.ACQUIRE / RL.RELEASE calls on a few keys (grants,
+/// renewals, rejections, releases of held, unknown and expired ids, leases that
+/// end and are trimmed, RL.ALL with an ACQUIRE policy), in rounds a little longer
+/// than the short leases. Ends once every short lease is over, each key that is
+/// left holding a lease of an hour or more, so nothing expires while servers are
+/// compared. Returns how many calls were allowed.
+fn lease_workload(c: &mut Connection) -> usize {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let ids = ["a", "b", "c", "d", "\u{0}é", "job-42"];
+    let mut allowed = 0;
+    for _ in 0..8 {
+        let mut p = redis::pipe();
+        for _ in 0..400 {
+            let key = format!("lease:{}", next(6));
+            let id = ids[next(ids.len() as u64) as usize];
+            let limit = (1 + next(3)).to_string();
+            let ttl = ["30ms", "120ms", "1h", "2h"][next(4) as usize];
+            let line = match next(10) {
+                0..=5 => strings(&["RL.ACQUIRE", &key, &limit, ttl, id]),
+                6..=8 => strings(&["RL.RELEASE", &key, id]),
+                _ => strings(&[
+                    "RL.ALL",
+                    "2",
+                    &key,
+                    "lease:rate",
+                    "ACQUIRE",
+                    &limit,
+                    ttl,
+                    id,
+                    "FIXED",
+                    "100000",
+                    "1d",
+                ]),
+            };
+            p.add_command(command_of(&line));
+        }
+        let replies: Vec<Value> = p.query(c).expect("lease calls");
+        allowed += replies
+            .iter()
+            .filter(|r| match r {
+                Value::Int(n) => *n == 1,
+                Value::Array(v) => matches!(v.first(), Some(Value::Int(1)))
+                    || matches!(v.first(), Some(Value::Array(w)) if w.first() == Some(&Value::Int(1))),
+                _ => false,
+            })
+            .count();
+        let now = server_ms(c);
+        wait_until_server_ms(c, now + 50);
+    }
+    let now = server_ms(c);
+    wait_until_server_ms(c, now + 200);
+    allowed
+}
+
+#[test]
+fn leases_reach_replicas_and_the_aof_as_native_effects_and_end_identical() {
+    let dir = TempDir::new("leases");
+    let opts = dir.options(&AOF_ARGS);
+    let primary = Server::with(opts.clone());
+    let with_module = primary.replica(true);
+    let without_module = primary.replica(false);
+    let mut c = primary.conn();
+    let allowed = lease_workload(&mut c);
+    assert!(allowed > 500, "only {allowed} calls allowed");
+    assert!(!keys(&mut c).is_empty(), "some leases are held");
+    for replica in [&with_module, &without_module] {
+        primary.sync(replica);
+        let mut r = replica.conn();
+        assert_same_data(&mut c, &mut r, "replica vs primary after the lease calls");
+        assert_eq!(repl_offset(&mut r), repl_offset(&mut c));
+    }
+    // The AOF holds native commands only, and replays to the same data, with the
+    // module or without it.
+    let commands = aof_commands(&dir.0);
+    assert!(
+        commands
+            .iter()
+            .all(|c| !c[0].starts_with("RL.") && c[0] != "FCALL"),
+        "{:?}",
+        commands
+            .iter()
+            .find(|c| c[0].starts_with("RL.") || c[0] == "FCALL")
+    );
+    for effect in ["ZADD", "ZREM", "ZREMRANGEBYSCORE", "PEXPIREAT"] {
+        assert!(
+            commands.iter().any(|c| c[0] == effect),
+            "{effect} in the AOF"
+        );
+    }
+    let before = state(&mut c);
+    drop((with_module, without_module));
+    primary.shutdown(false);
+    for without in [false, true] {
+        let s = Server::with(Options {
+            without_module: without,
+            ..opts.clone()
+        });
+        assert_eq!(
+            state(&mut s.conn()),
+            before,
+            "AOF replay, without module: {without}"
+        );
+        s.shutdown(false);
+    }
+}

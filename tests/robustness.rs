@@ -542,12 +542,13 @@ fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
 /// One random RL.ALL line: half well-formed (distinct keys of every kind, a policy
 /// each, maybe COST or REFUND), half numkeys, keys and words from the hostile pool.
 fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let policies: [&[&str]; 5] = [
+    let policies: [&[&str]; 6] = [
         &["FIXED", "5", "1h"],
         &["SLIDING", "5", "1h"],
         &["BUCKET", "5", "1", "1h"],
         &["GCRA", "5", "1", "1h"],
         &["SLIDINGCOUNTER", "5", "1h"],
+        &["ACQUIRE", "5", "1h", "job"],
     ];
     let n = 1 + rng.index(4);
     let mut line = vec![n.to_string().into_bytes()];

@@ -174,3 +174,45 @@ fn a_sliding_log_failing_half_way_propagates_exactly_what_was_written() {
     assert_eq!(expires_at, remove_before.1);
     assert_eq!(members(&mut replica.conn(), remove), kept);
 }
+
+#[test]
+fn a_refused_lease_write_propagates_exactly_what_was_written() {
+    if module_only("fault injection is a testing build of the module") {
+        return;
+    }
+    let (primary, replica) = setup();
+    let mut c = connect(&primary);
+    // The add refused on a new key: nothing written, nothing propagated.
+    let before = offset(&mut c);
+    assert_write_failed(
+        &mut c,
+        &["RL.ACQUIRE", "__rl_fail_add__:new", "2", "1h", "a"],
+    );
+    assert_eq!(offset(&mut c), before, "nothing propagated");
+    assert!(!exists(&mut c, "__rl_fail_add__:new"));
+
+    // The trim refused at the second expired lease: the first one's removal
+    // reaches the replica (ZREM), and no lease is added.
+    let q = "__rl_fail_remove__:q";
+    let now = server_ms(&mut c);
+    let (old, older, live) = (now - 1000, now - 2000, now + 3_600_000);
+    let (old, older, live) = (old.to_string(), older.to_string(), live.to_string());
+    query(&mut c, &["ZADD", q, &older, "x", &old, "y", &live, "z"]);
+    query(&mut c, &["PEXPIREAT", q, &live]);
+    assert_write_failed(&mut c, &["RL.ACQUIRE", q, "5", "1h", "a"]);
+    assert_same(&primary, &replica, q);
+    let left: Vec<String> = cmd("ZRANGE").arg(&[q, "0", "-1"]).query(&mut c).unwrap();
+    assert_eq!(left, ["y", "z"]);
+
+    // The expiry refused after the add: the lease is there on both, without a
+    // PEXPIREAT; a release whose expiry is refused propagates its ZREM.
+    let e = "__rl_fail_expiry__:e";
+    assert_write_failed(&mut c, &["RL.ACQUIRE", e, "2", "1h", "a"]);
+    assert_write_failed(&mut c, &["RL.ACQUIRE", e, "2", "1h", "b"]);
+    assert_same(&primary, &replica, e);
+    assert_write_failed(&mut c, &["RL.RELEASE", e, "a"]);
+    let (_, at) = assert_same(&primary, &replica, e);
+    assert_eq!(at, -1, "no expiry was set");
+    let left: Vec<String> = cmd("ZRANGE").arg(&[e, "0", "-1"]).query(&mut c).unwrap();
+    assert_eq!(left, ["b"]);
+}

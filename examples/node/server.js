@@ -1,4 +1,6 @@
-// Rate-limited HTTP server: Node's http module, ioredis and one RL.BUCKET call per request.
+// Rate-limited HTTP server: Node's http module, ioredis and one RL.BUCKET call per request,
+// and a route (/report) of which at most RL_CONCURRENT run at once per user (RL.ACQUIRE
+// when the request starts, RL.RELEASE when it ends).
 //
 // Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused, RL's
 // Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one the
@@ -6,7 +8,9 @@
 //
 // Run:  npm ci && node server.js
 // Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (3000),
-//       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
+//       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second;
+//       RL_CONCURRENT (2) reports at once, each taking RL_REPORT_MS (1000).
+import { randomUUID } from "node:crypto";
 import http from "node:http";
 import { Redis } from "ioredis";
 
@@ -44,6 +48,20 @@ console.log(
     : "rate limiter: RL's Functions library (FCALL rl_bucket), no module",
 );
 
+// Leases: RL.ACQUIRE / RL.RELEASE, or the library's rl_acquire / rl_release.
+const leases =
+  backend.name === "module"
+    ? {
+        acquire: (key, ...args) => redis.call("RL.ACQUIRE", key, ...args),
+        release: (key, id) => redis.call("RL.RELEASE", key, id),
+      }
+    : {
+        acquire: (key, ...args) => redis.call("FCALL", "rl_acquire", 1, key, ...args),
+        release: (key, id) => redis.call("FCALL", "rl_release", 1, key, id),
+      };
+const concurrent = Number(process.env.RL_CONCURRENT ?? 2);
+const reportMs = Number(process.env.RL_REPORT_MS ?? 1000);
+
 // Headers count whole seconds; round up so a client never retries too early.
 const ceilSeconds = (ms) => String(Math.ceil(ms / 1000));
 
@@ -79,13 +97,57 @@ function withRateLimit(handler) {
   };
 }
 
-// The application being protected.
-function hello(req, res) {
+// Middleware: at most `limit` requests of `path` in flight at once per user; 503 when
+// all slots are taken. Each request holds a lease named by its own id, which ends by
+// itself after `ttl` (the longest a request may run): a crash never keeps a slot.
+function withConcurrencyLimit(handler, path, limit, ttl) {
+  return async (req, res) => {
+    if (req.url !== path) return handler(req, res);
+    const user = req.headers["x-user"] || req.socket.remoteAddress;
+    const key = `rl:concurrent:${user}`;
+    const lease = randomUUID();
+    let reply;
+    try {
+      reply = await leases.acquire(key, limit, ttl, lease);
+    } catch (err) {
+      console.error("concurrency limiter unavailable; letting the request through:", err.message);
+      return handler(req, res);
+    }
+    const [allowed, max, remaining, retryAfterMs] = reply;
+    // IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers), in concurrent requests.
+    res.setHeader("RateLimit-Policy", `"concurrency";q=${max};qu="concurrent-requests"`);
+    res.setHeader(
+      "RateLimit",
+      `"concurrency";r=${remaining}` + (allowed === 1 ? "" : `;t=${ceilSeconds(retryAfterMs)}`),
+    );
+    if (allowed !== 1) {
+      res.setHeader("Retry-After", ceilSeconds(retryAfterMs));
+      res.writeHead(503, { "Content-Type": "text/plain" });
+      return res.end("Too many reports running; try again shortly\n");
+    }
+    try {
+      await handler(req, res);
+    } finally {
+      await leases.release(key, lease).catch((err) => {
+        console.error(`could not release ${lease} (it ends by itself):`, err.message);
+      });
+    }
+  };
+}
+
+// The application being protected: /report takes a while, anything else answers at once.
+async function app(req, res) {
+  if (req.url === "/report") {
+    await new Promise((resolve) => setTimeout(resolve, reportMs)); // a slow export
+    res.writeHead(200, { "Content-Type": "text/plain" });
+    return res.end("Report ready\n");
+  }
   res.writeHead(200, { "Content-Type": "text/plain" });
   res.end("Hello!\n");
 }
 
 const port = Number(process.env.PORT ?? 3000);
-http.createServer(withRateLimit(hello)).listen(port, "127.0.0.1", () => {
+const server = withRateLimit(withConcurrencyLimit(app, "/report", concurrent, "30s"));
+http.createServer(server).listen(port, "127.0.0.1", () => {
   console.log(`listening on http://127.0.0.1:${port}`);
 });

@@ -5,6 +5,7 @@
 //! is allowed and consumes something, the state to store. That keeps every rule of
 //! the contract testable with explicit times.
 
+pub mod acquire;
 pub mod bucket;
 pub mod fixed;
 pub mod gcra;

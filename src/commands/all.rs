@@ -4,12 +4,14 @@
 //! its own command would decide it, and written (and propagated) exactly as its own
 //! command writes it only if every key allows. A policy is one of
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
-//! `GCRA capacity tokens period`, `SLIDINGCOUNTER limit window`, one per key in key
-//! order; COST (or REFUND) applies to every key.
+//! `GCRA capacity tokens period`, `SLIDINGCOUNTER limit window`,
+//! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND) applies to
+//! every key but an ACQUIRE (one lease; REFUND is an error there).
 //!
 //! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
 //! then each key's.
 
+use super::acquire::Acquire;
 use super::bucket::Bucket;
 use super::fixed::Fixed;
 use super::framework::{fields, Handler, Inline, Limiter, MAX_COUNTED_KEYS};
@@ -98,6 +100,7 @@ policies! {
     Bucket = c"BUCKET",
     Gcra = c"GCRA",
     SlidingCounter = c"SLIDINGCOUNTER",
+    Acquire = c"ACQUIRE",
 }
 
 /// "policy FIXED takes limit window".
@@ -325,7 +328,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA or SLIDINGCOUNTER"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
         ];

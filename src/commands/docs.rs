@@ -118,14 +118,17 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
                 raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
             );
             choice.subargs = tree.list(options);
-            choice
+            Some(choice)
         }
-        CostArg::Positional(name) => arg(name, integer),
+        CostArg::Positional(name) => Some(arg(name, integer)),
+        CostArg::None => None,
     };
-    args.push(RedisModuleCommandArg {
-        flags: raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int,
-        ..amount
-    });
+    if let Some(amount) = amount {
+        args.push(RedisModuleCommandArg {
+            flags: raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int,
+            ..amount
+        });
+    }
     // SAFETY: as above; an all-zero argument ends the server's argument array.
     args.push(unsafe { zeroed() });
 
@@ -136,8 +139,12 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         since: SINCE.as_ptr(),
         history: ptr::null_mut(),
         tips: ptr::null(),
-        // Negative: at least this many, counting the command name.
-        arity: -(spec.min_argc as c_int),
+        // Counting the command name: exactly this many for a command without
+        // options, else (negative) at least this many.
+        arity: match spec.cost {
+            CostArg::None => spec.min_argc as c_int,
+            CostArg::Option | CostArg::Positional(_) => -(spec.min_argc as c_int),
+        },
         key_specs: key_specs.as_mut_ptr(),
         args: args.as_mut_ptr(),
     };
@@ -170,7 +177,7 @@ fn positional(a: &Arg) -> RedisModuleCommandArg {
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
             false,
         ),
-        ArgKind::Duration | ArgKind::Policies => (
+        ArgKind::Duration | ArgKind::Text | ArgKind::Policies => (
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
             false,
         ),

@@ -4,11 +4,12 @@
 //! - `framework`: the steps every command runs ([`framework::dispatch`]), and the
 //!   [`Limiter`] and [`Handler`] traits a command implements;
 //! - one file per command (`fixed`, `sliding`, `bucket`, `gcra`, `sliding_counter`,
-//!   `throttle`, `all`), which supplies only its parsing and its storage pair;
+//!   `throttle`, `all`, `acquire`), which supplies only its parsing and its storage pair;
 //! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's spec;
 //! - `registry`: the list of every command ([`registry::COMMANDS`]), registration
 //!   and the INFO rows.
 
+mod acquire;
 mod all;
 mod bucket;
 mod docs;
@@ -26,6 +27,6 @@ pub use registry::{info, register_all};
 // The fuzzer drives the commands' parsers and decisions directly.
 #[cfg(feature = "fuzzing")]
 pub use {
-    all::parses as parses_all, bucket::Bucket, fixed::Fixed, framework::Limiter, gcra::Gcra,
-    sliding::Sliding, sliding_counter::SlidingCounter, throttle::Throttle,
+    acquire::Acquire, all::parses as parses_all, bucket::Bucket, fixed::Fixed, framework::Limiter,
+    gcra::Gcra, sliding::Sliding, sliding_counter::SlidingCounter, throttle::Throttle,
 };

@@ -5,6 +5,7 @@
 use std::os::raw::c_int;
 use std::panic::catch_unwind;
 
+use super::acquire::{Acquire, Release};
 use super::all::All;
 use super::bucket::Bucket;
 use super::docs;
@@ -47,6 +48,8 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<SlidingCounter>(),
     Command::of::<Throttle>(),
     Command::of::<All>(),
+    Command::of::<Acquire>(),
+    Command::of::<Release>(),
 ];
 
 /// Registers every command in [`COMMANDS`].

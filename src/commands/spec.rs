@@ -24,6 +24,8 @@ pub enum ArgKind {
     Integer,
     /// A duration such as `60`, `1500ms` or `1m`.
     Duration,
+    /// Any bytes (RL.ACQUIRE's lease id).
+    Text,
     /// One or more RL.ALL policies (`FIXED limit window | …`).
     Policies,
 }
@@ -62,6 +64,8 @@ pub enum CostArg {
     Option,
     /// A last optional positional argument with this name (CL.THROTTLE's quantity).
     Positional(&'static CStr),
+    /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
+    None,
 }
 
 impl Spec {
@@ -91,6 +95,7 @@ impl Spec {
         match self.cost {
             CostArg::Option => None,
             CostArg::Positional(_) => Some(self.min_argc + 1),
+            CostArg::None => Some(self.min_argc),
         }
     }
 

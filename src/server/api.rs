@@ -84,6 +84,7 @@ required_api!(
     RedisModule_HashSet,
     RedisModule_ZsetAdd,
     RedisModule_ZsetRem,
+    RedisModule_ZsetScore,
     RedisModule_ZsetFirstInScoreRange,
     RedisModule_ZsetLastInScoreRange,
     RedisModule_ZsetRangeCurrentElement,

@@ -68,12 +68,17 @@ pub fn reply_array(ctx: *mut RedisModuleCtx, len: usize) {
     unsafe { rm!(RedisModule_ReplyWithArray)(ctx, len as c_long) };
 }
 
+/// Replies with one integer.
+pub fn reply_integer(ctx: *mut RedisModuleCtx, value: i64) {
+    // SAFETY: `ctx` is the running command's context.
+    unsafe { rm!(RedisModule_ReplyWithLongLong)(ctx, value as c_longlong) };
+}
+
 /// Replies with an array of integers.
 pub fn reply_integers<const N: usize>(ctx: *mut RedisModuleCtx, fields: [i64; N]) {
     reply_array(ctx, N);
     for f in fields {
-        // SAFETY: `ctx` is the running command's context, inside the array above.
-        unsafe { rm!(RedisModule_ReplyWithLongLong)(ctx, f as c_longlong) };
+        reply_integer(ctx, f);
     }
 }
 

@@ -3,11 +3,13 @@
 //! Everything here goes through the module key API (no `RedisModule_Call` on the
 //! hot path) and replicates effects with absolute times, never the RL command.
 //! Modules are named after the limiter whose state they hold (`fixed`, `sliding`,
-//! `bucket`); `record` is the integer-with-expiry string several limiters share.
+//! `bucket`, `acquire`); `record` is the integer-with-expiry string several limiters
+//! share, `zset` the sorted-set pieces the sliding log and the lease set share.
 //!
 //! Every store returns `Err` when a write fails, and propagates (and notifies) only
 //! writes that happened, after they happened.
 
+pub mod acquire;
 pub mod bucket;
 pub mod codec;
 mod effects;
@@ -16,6 +18,7 @@ pub mod gcra;
 pub mod record;
 pub mod sliding;
 pub mod sliding_counter;
+mod zset;
 
 pub use crate::server::{Key, Kind};
 
@@ -49,8 +52,9 @@ pub fn change<S>(
 /// write step fail as if the server had refused it, so tests can follow a failed
 /// write through to what is replied and propagated. Steps: `resize` and `expiry`
 /// (records), `hset` and `expiry` (buckets), `remove` and `add` (sliding logs; they
-/// fail at the second member, after one succeeded) and `expiry`, and `delete` (a
-/// refund back to the initial state).
+/// fail at the second member, after one succeeded) and `expiry`, `remove` (at the
+/// second member), `add` and `expiry` (lease sets), and `delete` (a refund back to
+/// the initial state, a release of the last lease).
 #[cfg(feature = "testing")]
 fn injected(key: &Key, step: &str) -> bool {
     key.name_bytes()

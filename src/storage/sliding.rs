@@ -7,9 +7,10 @@ use std::os::raw::c_int;
 
 use crate::server::{raw, rm};
 
+use super::zset::{self, edge_score, members_through, Edge, Range, Written};
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
-use crate::algorithms::{Millis, MAX_COUNT};
+use crate::algorithms::Millis;
 use crate::decimal;
 use crate::error::{Error, Result};
 use crate::server::{ServerString, StrRef};
@@ -34,12 +35,8 @@ pub fn load(key: &Key) -> Result<ZsetLog<'_>> {
         Kind::SortedSet => {
             // Scores are sorted: if the lowest and highest are times RL could have
             // written, every score in between is too.
-            let valid = |s: Option<f64>| {
-                s.filter(|s| s.is_finite() && *s >= 0.0 && *s <= MAX_COUNT as f64)
-                    .map(|s| s.ceil() as Millis)
-            };
-            let oldest = valid(edge_score(key, Edge::Oldest));
-            let newest = valid(edge_score(key, Edge::Newest));
+            let oldest = edge_score(key, Edge::Oldest).and_then(zset::valid_time);
+            let newest = edge_score(key, Edge::Newest).and_then(zset::valid_time);
             if oldest.is_none() || newest.is_none() {
                 return Err(Error::NotALimiter(WHAT));
             }
@@ -51,113 +48,6 @@ pub fn load(key: &Key) -> Result<ZsetLog<'_>> {
         }
         _ => Err(Error::WrongType),
     }
-}
-
-#[derive(Clone, Copy)]
-enum Edge {
-    Oldest,
-    Newest,
-}
-
-/// A range over the scores of one key, stopped when dropped.
-struct Range<'k> {
-    key: &'k Key,
-    started: bool,
-}
-
-impl<'k> Range<'k> {
-    /// Scores in `(min, max]` when `min_exclusive`, else `[min, max]`.
-    fn scores(key: &'k Key, min: f64, max: f64, min_exclusive: bool) -> Self {
-        // SAFETY: the key is open (it outlives the range, which stops on drop); a
-        // range on an empty or non-zset key is refused, not undefined.
-        let ok = unsafe {
-            rm!(RedisModule_ZsetFirstInScoreRange)(
-                key.raw(),
-                min,
-                max,
-                c_int::from(min_exclusive),
-                0,
-            )
-        };
-        Range {
-            key,
-            started: ok == raw::REDISMODULE_OK as c_int,
-        }
-    }
-
-    fn last(key: &'k Key) -> Self {
-        // SAFETY: as in `scores`.
-        let ok = unsafe {
-            rm!(RedisModule_ZsetLastInScoreRange)(key.raw(), f64::NEG_INFINITY, f64::INFINITY, 0, 0)
-        };
-        Range {
-            key,
-            started: ok == raw::REDISMODULE_OK as c_int,
-        }
-    }
-
-    fn at_end(&self) -> bool {
-        // SAFETY: the key is open and its range was started.
-        !self.started || unsafe { rm!(RedisModule_ZsetRangeEndReached)(self.key.raw()) } != 0
-    }
-
-    /// The current member and its score.
-    fn current(&self) -> Option<(ServerString, f64)> {
-        if self.at_end() {
-            return None;
-        }
-        let mut score = 0.0;
-        // SAFETY: the key is open, its range started and not at its end; `score` is a
-        // valid out-pointer.
-        let member =
-            unsafe { rm!(RedisModule_ZsetRangeCurrentElement)(self.key.raw(), &mut score) };
-        // SAFETY: the server hands the caller one reference to the member it returns.
-        unsafe { ServerString::from_owned(member) }.map(|m| (m, score))
-    }
-
-    /// Moves on; false at the end of the range.
-    fn advance(&mut self) -> bool {
-        // SAFETY: the key is open and its range started and not at its end.
-        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangeNext)(self.key.raw()) } != 0
-    }
-
-    /// Moves back (in a range started from the last element); false at its start.
-    fn retreat(&mut self) -> bool {
-        // SAFETY: the key is open and its range started and not at its end.
-        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangePrev)(self.key.raw()) } != 0
-    }
-
-    /// Counts the remaining elements without materialising members.
-    fn count(mut self) -> u64 {
-        if self.at_end() {
-            return 0;
-        }
-        let mut n = 1;
-        while self.advance() {
-            n += 1;
-        }
-        n
-    }
-}
-
-impl Drop for Range<'_> {
-    fn drop(&mut self) {
-        // Not rm!: a drop must never panic.
-        // SAFETY: a plain load of a function pointer the loader wrote before any command.
-        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
-            // SAFETY: the key is open; stopping a range that never started is a no-op.
-            unsafe { stop(self.key.raw()) };
-        }
-    }
-}
-
-fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
-    let range = match edge {
-        Edge::Oldest => Range::scores(key, f64::NEG_INFINITY, f64::INFINITY, false),
-        Edge::Newest => Range::last(key),
-    };
-    let (_member, score) = range.current()?;
-    Some(score)
 }
 
 impl Log for ZsetLog<'_> {
@@ -210,7 +100,8 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
     let gone = members_through(key, append.drop_through);
     let sequence = Sequence(Some(next_sequence(key, newest)));
 
-    let (removed, mut failed) = remove_each(key, &gone, "removing units that left the window");
+    let (removed, mut failed) =
+        zset::remove_members(key, &gone, "removing units that left the window");
     let mut written = Written {
         gone: gone.len(),
         removed,
@@ -229,36 +120,23 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
         }
     }
 
-    propagate(key, written, &append, &score, &gone, &added)?;
+    let pairs: Vec<StrRef> = added
+        .iter()
+        .flat_map(|m| [score.as_ref(), m.as_ref()])
+        .collect();
+    zset::propagate(
+        key,
+        written,
+        append.drop_through,
+        &gone,
+        &pairs,
+        append.expires_at,
+    )?;
     if written.removed > 0 || written.added > 0 {
         key.signal_modified();
     }
     failed.map_or(Ok(()), |what| Err(Error::WriteFailed(what)))
 }
-
-/// Removes `members` one by one, stopping at the first the server refuses: how many
-/// were removed, and `what` failed if one was refused.
-fn remove_each<'a>(
-    key: &Key,
-    members: impl IntoIterator<Item = &'a ServerString>,
-    what: &'static str,
-) -> (usize, Option<&'static str>) {
-    let mut removed = 0;
-    for member in members {
-        let mut deleted: c_int = 0;
-        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
-        // is a valid out-pointer.
-        let ok = !(injected(key, "remove") && removed == 1)
-            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
-                == raw::REDISMODULE_OK as c_int;
-        if !ok {
-            return (removed, Some(what));
-        }
-        removed += 1;
-    }
-    (removed, None)
-}
-
 /// The sequence numbers new members take, counting up. The last one (u64::MAX,
 /// reached only after a foreign member that high) can be taken once; past it the
 /// call fails instead of looping forever.
@@ -323,37 +201,6 @@ fn add_unit(
     }
 }
 
-/// Propagates exactly what `written` says was written, in order.
-fn propagate(
-    key: &Key,
-    written: Written,
-    append: &Append,
-    score: &ServerString,
-    gone: &[ServerString],
-    added: &[ServerString],
-) -> Result<()> {
-    for effect in written.effects() {
-        match effect {
-            Effect::ZremRangeByScore { emptied } => {
-                effects::zremrangebyscore(key, append.drop_through, emptied)?
-            }
-            Effect::Zrem { count, emptied } => {
-                let removed: Vec<StrRef> = gone[..count].iter().map(ServerString::as_ref).collect();
-                effects::zrem(key, &removed, emptied)?
-            }
-            Effect::Zadd { count } => {
-                let pairs: Vec<StrRef> = added[..count]
-                    .iter()
-                    .flat_map(|m| [score.as_ref(), m.as_ref()])
-                    .collect();
-                effects::zadd(key, &pairs)?
-            }
-            Effect::PexpireAt => effects::pexpireat(key, append.expires_at)?,
-        }
-    }
-    Ok(())
-}
-
 /// Applies a refund: drops units that left the window and the newest units given
 /// back, moves the expiry to when the newest unit left leaves the window, and only
 /// then propagates what was written: `ZREMRANGEBYSCORE` (if anything had left),
@@ -369,7 +216,8 @@ pub fn remove(key: &Key, removal: Removal) -> Result<()> {
     }
     let gone = members_through(key, removal.drop_through);
     let newest = newest_members(key, removal.newest);
-    let (removed, mut failed) = remove_each(key, gone.iter().chain(&newest), "removing units");
+    let (removed, mut failed) =
+        zset::remove_members(key, gone.iter().chain(&newest), "removing units");
     let complete = failed.is_none();
     let expiry = complete && !injected(key, "expiry") && key.set_expires_at(expires_at);
     if complete && !expiry {
@@ -416,58 +264,6 @@ fn newest_members(key: &Key, n: u64) -> Vec<ServerString> {
     members
 }
 
-/// What a store wrote, in order. What is propagated is derived from this alone.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Written {
-    /// Members that had left the window, all of them to be removed.
-    gone: usize,
-    /// Of those, how many were removed (the first ones).
-    removed: usize,
-    /// Whether the removals left the key empty (so deleted it).
-    emptied: bool,
-    /// New members logged.
-    added: usize,
-    /// Whether the expiry was set.
-    expiry: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Effect {
-    /// All of `gone` removed: `ZREMRANGEBYSCORE key -inf drop_through` is the same.
-    ZremRangeByScore {
-        emptied: bool,
-    },
-    /// Only the first `count` of `gone` removed.
-    Zrem {
-        count: usize,
-        emptied: bool,
-    },
-    /// `ZADD` of the first `count` new members.
-    Zadd {
-        count: usize,
-    },
-    PexpireAt,
-}
-
-impl Written {
-    /// The commands replaying exactly these writes, in order (at most three).
-    fn effects(self) -> impl Iterator<Item = Effect> {
-        let removal = match self.removed {
-            0 => None,
-            n if n == self.gone => Some(Effect::ZremRangeByScore {
-                emptied: self.emptied,
-            }),
-            count => Some(Effect::Zrem {
-                count,
-                emptied: self.emptied,
-            }),
-        };
-        let add = (self.added > 0).then_some(Effect::Zadd { count: self.added });
-        let expiry = self.expiry.then_some(Effect::PexpireAt);
-        [removal, add, expiry].into_iter().flatten()
-    }
-}
-
 /// One past the highest sequence number among the newest units (0 for a new log).
 /// New units are always logged at or after the newest time, so sequence numbers
 /// grow with time and the highest one sits at the newest score.
@@ -484,103 +280,4 @@ fn next_sequence(key: &Key, newest: Option<Millis>) -> u64 {
         }
     }
     next
-}
-
-/// Every member logged at or before `through`.
-fn members_through(key: &Key, through: Millis) -> Vec<ServerString> {
-    let mut members = Vec::new();
-    let mut range = Range::scores(key, f64::NEG_INFINITY, through as f64, false);
-    while let Some((member, _)) = range.current() {
-        members.push(member);
-        if !range.advance() {
-            break;
-        }
-    }
-    members
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Effect, Written};
-
-    fn effects(w: Written) -> Vec<Effect> {
-        w.effects().collect()
-    }
-
-    #[test]
-    fn a_complete_store_propagates_trim_add_and_expiry_in_that_order() {
-        let w = Written {
-            gone: 3,
-            removed: 3,
-            emptied: false,
-            added: 2,
-            expiry: true,
-        };
-        assert_eq!(
-            effects(w),
-            [
-                Effect::ZremRangeByScore { emptied: false },
-                Effect::Zadd { count: 2 },
-                Effect::PexpireAt
-            ]
-        );
-        // Nothing had left the window: no ZREMRANGEBYSCORE at all.
-        let w = Written {
-            gone: 0,
-            removed: 0,
-            ..w
-        };
-        assert_eq!(effects(w), [Effect::Zadd { count: 2 }, Effect::PexpireAt]);
-        // The trim emptied the set: the replica's ZREMRANGEBYSCORE deletes the key.
-        let w = Written {
-            gone: 4,
-            removed: 4,
-            emptied: true,
-            ..w
-        };
-        assert_eq!(effects(w)[0], Effect::ZremRangeByScore { emptied: true });
-    }
-
-    #[test]
-    fn a_partial_store_propagates_exactly_what_was_written() {
-        // Failed at the third removal: ZREM of the two removed, nothing else.
-        let w = Written {
-            gone: 5,
-            removed: 2,
-            emptied: false,
-            added: 0,
-            expiry: false,
-        };
-        assert_eq!(
-            effects(w),
-            [Effect::Zrem {
-                count: 2,
-                emptied: false
-            }]
-        );
-        // Failed at the second new unit: the trim, the one added, its expiry.
-        let w = Written {
-            gone: 1,
-            removed: 1,
-            emptied: true,
-            added: 1,
-            expiry: true,
-        };
-        assert_eq!(
-            effects(w),
-            [
-                Effect::ZremRangeByScore { emptied: true },
-                Effect::Zadd { count: 1 },
-                Effect::PexpireAt
-            ]
-        );
-        // Failed before any write: nothing at all.
-        assert_eq!(effects(Written::default()), []);
-        // Units added but the expiry refused: no PEXPIREAT.
-        let w = Written {
-            added: 3,
-            ..Written::default()
-        };
-        assert_eq!(effects(w), [Effect::Zadd { count: 3 }]);
-    }
 }

@@ -72,6 +72,8 @@ pub fn function_of(name: &[u8]) -> Option<String> {
         "RL.GCRA",
         "RL.SLIDINGCOUNTER",
         "RL.ALL",
+        "RL.ACQUIRE",
+        "RL.RELEASE",
     ];
     NAMES
         .iter()

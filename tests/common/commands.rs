@@ -377,6 +377,63 @@ pub const SLIDINGCOUNTER: Command = Command {
     style: Style::Rl,
 };
 
+/// The module's commands outside the table, each with its own test file: RL.ALL
+/// (several keys, tests/all.rs), RL.ACQUIRE and RL.RELEASE (no COST; RL.RELEASE
+/// replies an integer; tests/acquire.rs, which uses the [`ACQUIRE`] row).
+pub const OUTSIDE_TABLE: &[&str] = &["RL.ALL", "RL.ACQUIRE", "RL.RELEASE"];
+
+/// `limit ttl id`, as RL.ACQUIRE takes them.
+const LIMIT_TTL_ID: &[Param] = &[
+    Param {
+        name: "limit",
+        kind: Kind::Count,
+        valid: "5",
+        // rl.sliding-max-limit's default.
+        max: "100000",
+    },
+    Param {
+        name: "ttl",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+];
+
+/// A limit of `n` leases lasting `ttl`, for the lease `job`.
+fn limit_ttl_job(n: u64, ttl: &str) -> Vec<String> {
+    vec![n.to_string(), ttl.to_string(), "job".to_string()]
+}
+
+/// RL.ACQUIRE (SPEC "RL.ACQUIRE key limit ttl id"): not in [`COMMANDS`], whose
+/// tests send COST; tests/acquire.rs reads its fields. `params` leaves out the id,
+/// which [`Command::per`] adds (`job`).
+pub const ACQUIRE: Command = Command {
+    name: "RL.ACQUIRE",
+    short: "acquire",
+    params: LIMIT_TTL_ID,
+    arity: 5,
+    fast: false,
+    native_type: "zset",
+    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
+    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
+    foreign: &[
+        &["ZADD", "k", "+inf", "a"],
+        &["ZADD", "k", "-inf", "a"],
+        &["ZADD", "k", "-5", "a"],
+        &["ZADD", "k", "1.5", "a"],
+        &["ZADD", "k", "1", "a", "2.5", "b"],
+        &["ZADD", "k", "-1", "a", "1", "b"],
+        &["ZADD", "k", "1e300", "a"],
+    ],
+    holds: "RL.ACQUIRE",
+    policy: limit_ttl_job,
+    string_state: None,
+    propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+    events: &["zadd", "expire"],
+    too_fast: None,
+    style: Style::Rl,
+};
+
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
 /// CL.THROTTLE, the module's alone, stays last.
 const EVERY: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER, &THROTTLE];

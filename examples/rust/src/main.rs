@@ -1,4 +1,6 @@
-//! Rate-limited HTTP server: tiny_http, the redis crate and one RL.BUCKET call per request.
+//! Rate-limited HTTP server: tiny_http, the redis crate and one RL.BUCKET call per request,
+//! and a route (/report) of which at most RL_CONCURRENT run at once per user (RL.ACQUIRE
+//! when the request starts, RL.RELEASE when it ends).
 //!
 //! Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused,
 //! RL's Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one
@@ -6,9 +8,12 @@
 //!
 //! Run:  cargo run --release
 //! Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8080),
-//!       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second.
+//!       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second;
+//!       RL_CONCURRENT (2) reports at once, each taking RL_REPORT_MS (1000).
 
 use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use std::{env, sync::Arc, thread};
 use tiny_http::{Header, Request, Response, Server};
 
@@ -46,17 +51,18 @@ impl Backend {
         }
     }
 
-    /// The call for `key`; the caller adds the parameters.
-    fn bucket(self, key: String) -> redis::Cmd {
+    /// The call of RL command `name` (`RL.BUCKET`, or `FCALL rl_bucket 1`) for
+    /// `key`; the caller adds the parameters.
+    fn command(self, name: &str, key: String) -> redis::Cmd {
         match self {
             Backend::Module => {
-                let mut c = redis::cmd("RL.BUCKET");
+                let mut c = redis::cmd(name);
                 c.arg(key);
                 c
             }
             Backend::Library => {
                 let mut c = redis::cmd("FCALL");
-                c.arg("rl_bucket").arg(1).arg(key);
+                c.arg(name.to_lowercase().replace('.', "_")).arg(1).arg(key);
                 c
             }
         }
@@ -69,6 +75,8 @@ struct Limiter {
     capacity: u64,
     tokens: u64,
     period: String, // RL durations: 1500ms, 60, 1m, ...
+    concurrent: u64,
+    report_ms: u64,
 }
 
 impl Limiter {
@@ -79,22 +87,36 @@ impl Limiter {
         con: &mut Option<redis::Connection>,
         user: &str,
     ) -> redis::RedisResult<Decision> {
-        // Keep one connection per worker thread; open it again after an error.
+        let mut call = self.backend.command("RL.BUCKET", format!("rl:api:{user}"));
+        call.arg(self.capacity).arg(self.tokens).arg(&self.period);
+        self.query(con, &call)
+    }
+
+    /// Runs `call` on the worker's connection; opens it again after an error.
+    fn query<T: redis::FromRedisValue>(
+        &self,
+        con: &mut Option<redis::Connection>,
+        call: &redis::Cmd,
+    ) -> redis::RedisResult<T> {
         if con.is_none() {
             *con = Some(self.client.get_connection()?);
         }
-        let result = self
-            .backend
-            .bucket(format!("rl:api:{user}"))
-            .arg(self.capacity)
-            .arg(self.tokens)
-            .arg(&self.period)
-            .query(con.as_mut().unwrap());
+        let result = call.query(con.as_mut().unwrap());
         if result.is_err() {
             *con = None;
         }
         result
     }
+}
+
+/// A name for this request's lease, unique across requests and processes.
+fn lease_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos}-{n}", std::process::id())
 }
 
 /// Headers count whole seconds; round up so a client never retries too early.
@@ -106,9 +128,79 @@ fn header(name: &str, value: impl Into<String>) -> Header {
     Header::from_bytes(name.as_bytes(), value.into().as_bytes()).unwrap()
 }
 
-/// The application being protected.
-fn hello(_request: &Request) -> Response<Cursor<Vec<u8>>> {
-    Response::from_string("Hello!\n")
+/// A response with its body in memory.
+type Reply = Response<Cursor<Vec<u8>>>;
+
+/// The application's signature: the request, the limiter and this worker's Redis
+/// connection (for /report's leases), the user.
+type App = fn(&Request, &Limiter, &mut Option<redis::Connection>, &str) -> Reply;
+
+/// The application being protected: /report takes a while (at most
+/// `limiter.concurrent` at once per user), anything else answers at once.
+fn app(
+    request: &Request,
+    limiter: &Limiter,
+    con: &mut Option<redis::Connection>,
+    user: &str,
+) -> Response<Cursor<Vec<u8>>> {
+    if request.url() != "/report" {
+        return Response::from_string("Hello!\n");
+    }
+    concurrency_limited(limiter, con, user, || {
+        thread::sleep(Duration::from_millis(limiter.report_ms)); // a slow export
+        Response::from_string("Report ready\n")
+    })
+}
+
+/// Middleware: at most `limiter.concurrent` runs of `work` at once per user; 503 when
+/// all slots are taken. Each run holds a lease named by its own id, which ends by
+/// itself after 30 s (the longest a report may run): a crash never keeps a slot.
+fn concurrency_limited(
+    limiter: &Limiter,
+    con: &mut Option<redis::Connection>,
+    user: &str,
+    work: impl FnOnce() -> Response<Cursor<Vec<u8>>>,
+) -> Response<Cursor<Vec<u8>>> {
+    let (key, lease) = (format!("rl:concurrent:{user}"), lease_id());
+    let mut acquire = limiter.backend.command("RL.ACQUIRE", key.clone());
+    acquire.arg(limiter.concurrent).arg("30s").arg(&lease);
+    let (allowed, limit, remaining, retry_after_ms, _): Decision =
+        match limiter.query(con, &acquire) {
+            Ok(decision) => decision,
+            Err(err) => {
+                eprintln!("concurrency limiter unavailable; letting the request through: {err}");
+                return work();
+            }
+        };
+    let retry = ceil_seconds(u64::try_from(retry_after_ms).unwrap_or(0));
+    let mut response = if allowed == 1 {
+        let response = work();
+        let mut release = limiter.backend.command("RL.RELEASE", key);
+        release.arg(&lease);
+        if let Err(err) = limiter.query::<i64>(con, &release) {
+            eprintln!("could not release {lease} (it ends by itself): {err}");
+        }
+        response
+    } else {
+        Response::from_string("Too many reports running; try again shortly\n")
+            .with_status_code(503)
+            .with_header(header("Retry-After", retry.clone()))
+    };
+    // IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers), in concurrent requests.
+    response.add_header(header(
+        "RateLimit-Policy",
+        format!("\"concurrency\";q={limit};qu=\"concurrent-requests\""),
+    ));
+    let wait = if allowed == 1 {
+        String::new()
+    } else {
+        format!(";t={retry}")
+    };
+    response.add_header(header(
+        "RateLimit",
+        format!("\"concurrency\";r={remaining}{wait}"),
+    ));
+    response
 }
 
 /// Middleware: asks the limiter, then answers 429 or runs `app`, with RateLimit-* headers on both.
@@ -116,7 +208,7 @@ fn rate_limited(
     request: &Request,
     limiter: &Limiter,
     con: &mut Option<redis::Connection>,
-    app: fn(&Request) -> Response<Cursor<Vec<u8>>>,
+    app: App,
 ) -> Response<Cursor<Vec<u8>>> {
     // X-User stands in for an authenticated user id; trust such a header only
     // behind your own auth. Without it, limit by the client's address.
@@ -135,12 +227,12 @@ fn rate_limited(
                 // Fail open: a Redis outage should not take the whole API down.
                 // Answer 503 here instead if the limit protects something costly.
                 eprintln!("rate limiter unavailable; letting the request through: {err}");
-                return app(request);
+                return app(request, limiter, con, &user);
             }
         };
 
     let mut response = if allowed == 1 {
-        app(request)
+        app(request, limiter, con, &user)
     } else {
         let mut response = Response::from_string("Too Many Requests\n").with_status_code(429);
         // retry_after_ms is -1 when the call can never succeed (cost > capacity).
@@ -186,6 +278,8 @@ fn main() {
         capacity: env_or("RL_CAPACITY", 5),
         tokens: env_or("RL_TOKENS", 1),
         period: env_or("RL_PERIOD", "1s".into()),
+        concurrent: env_or("RL_CONCURRENT", 2),
+        report_ms: env_or("RL_REPORT_MS", 1000),
     });
     let addr = format!("127.0.0.1:{}", env_or("PORT", 8080u16));
     let server = Arc::new(Server::http(&addr).expect("cannot listen"));
@@ -199,7 +293,7 @@ fn main() {
             thread::spawn(move || {
                 let mut con = None;
                 for request in server.incoming_requests() {
-                    let response = rate_limited(&request, &limiter, &mut con, hello);
+                    let response = rate_limited(&request, &limiter, &mut con, app);
                     let _ = request.respond(response); // the client may have gone
                 }
             })

@@ -1,0 +1,325 @@
+//! Sorted-set building blocks shared by the limiters that keep one (RL.SLIDING's
+//! log, RL.ACQUIRE's leases): ranges over scores read in place, removal of members
+//! with failure injection, and the effects a trim + add + expiry propagates.
+
+use std::os::raw::c_int;
+
+use crate::server::{raw, rm};
+
+use super::{effects, injected, Key};
+use crate::algorithms::{Millis, MAX_COUNT};
+use crate::error::Result;
+use crate::server::{ServerString, StrRef};
+
+/// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
+pub(super) fn valid_time(score: f64) -> Option<Millis> {
+    (score.is_finite() && score >= 0.0 && score <= MAX_COUNT as f64).then(|| score.ceil() as Millis)
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Edge {
+    Oldest,
+    Newest,
+}
+
+/// A range over the scores of one key, stopped when dropped.
+pub(super) struct Range<'k> {
+    key: &'k Key,
+    started: bool,
+}
+
+impl<'k> Range<'k> {
+    /// Scores in `(min, max]` when `min_exclusive`, else `[min, max]`.
+    pub(super) fn scores(key: &'k Key, min: f64, max: f64, min_exclusive: bool) -> Self {
+        // SAFETY: the key is open (it outlives the range, which stops on drop); a
+        // range on an empty or non-zset key is refused, not undefined.
+        let ok = unsafe {
+            rm!(RedisModule_ZsetFirstInScoreRange)(
+                key.raw(),
+                min,
+                max,
+                c_int::from(min_exclusive),
+                0,
+            )
+        };
+        Range {
+            key,
+            started: ok == raw::REDISMODULE_OK as c_int,
+        }
+    }
+
+    pub(super) fn last(key: &'k Key) -> Self {
+        // SAFETY: as in `scores`.
+        let ok = unsafe {
+            rm!(RedisModule_ZsetLastInScoreRange)(key.raw(), f64::NEG_INFINITY, f64::INFINITY, 0, 0)
+        };
+        Range {
+            key,
+            started: ok == raw::REDISMODULE_OK as c_int,
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        // SAFETY: the key is open and its range was started.
+        !self.started || unsafe { rm!(RedisModule_ZsetRangeEndReached)(self.key.raw()) } != 0
+    }
+
+    /// The current member and its score.
+    pub(super) fn current(&self) -> Option<(ServerString, f64)> {
+        if self.at_end() {
+            return None;
+        }
+        let mut score = 0.0;
+        // SAFETY: the key is open, its range started and not at its end; `score` is a
+        // valid out-pointer.
+        let member =
+            unsafe { rm!(RedisModule_ZsetRangeCurrentElement)(self.key.raw(), &mut score) };
+        // SAFETY: the server hands the caller one reference to the member it returns.
+        unsafe { ServerString::from_owned(member) }.map(|m| (m, score))
+    }
+
+    /// Moves on; false at the end of the range.
+    pub(super) fn advance(&mut self) -> bool {
+        // SAFETY: the key is open and its range started and not at its end.
+        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangeNext)(self.key.raw()) } != 0
+    }
+
+    /// Moves back (in a range started from the last element); false at its start.
+    pub(super) fn retreat(&mut self) -> bool {
+        // SAFETY: the key is open and its range started and not at its end.
+        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangePrev)(self.key.raw()) } != 0
+    }
+
+    /// Counts the remaining elements without materialising members.
+    pub(super) fn count(mut self) -> u64 {
+        if self.at_end() {
+            return 0;
+        }
+        let mut n = 1;
+        while self.advance() {
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for Range<'_> {
+    fn drop(&mut self) {
+        // Not rm!: a drop must never panic.
+        // SAFETY: a plain load of a function pointer the loader wrote before any command.
+        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
+            // SAFETY: the key is open; stopping a range that never started is a no-op.
+            unsafe { stop(self.key.raw()) };
+        }
+    }
+}
+
+pub(super) fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
+    let range = match edge {
+        Edge::Oldest => Range::scores(key, f64::NEG_INFINITY, f64::INFINITY, false),
+        Edge::Newest => Range::last(key),
+    };
+    let (_member, score) = range.current()?;
+    Some(score)
+}
+
+/// Every member logged at or before `through`.
+pub(super) fn members_through(key: &Key, through: Millis) -> Vec<ServerString> {
+    let mut members = Vec::new();
+    let mut range = Range::scores(key, f64::NEG_INFINITY, through as f64, false);
+    while let Some((member, _)) = range.current() {
+        members.push(member);
+        if !range.advance() {
+            break;
+        }
+    }
+    members
+}
+
+/// Removes `members` one by one (a test build's `remove` step fails at the
+/// second); how many were removed, and what failed if not all were.
+pub(super) fn remove_members<'a>(
+    key: &Key,
+    members: impl IntoIterator<Item = &'a ServerString>,
+    what: &'static str,
+) -> (usize, Option<&'static str>) {
+    let mut removed = 0;
+    for member in members {
+        let mut deleted: c_int = 0;
+        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
+        // is a valid out-pointer.
+        let ok = !(injected(key, "remove") && removed == 1)
+            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
+                == raw::REDISMODULE_OK as c_int;
+        if !ok {
+            return (removed, Some(what));
+        }
+        removed += 1;
+    }
+    (removed, None)
+}
+
+/// Propagates exactly what a trim + add + expiry wrote ([`Written::effects`]):
+/// `gone` are the members through `drop_through` that were to be removed, `pairs`
+/// the (score, member) pairs added.
+pub(super) fn propagate(
+    key: &Key,
+    written: Written,
+    drop_through: Millis,
+    gone: &[ServerString],
+    pairs: &[StrRef<'_>],
+    expires_at: Millis,
+) -> Result<()> {
+    for effect in written.effects() {
+        match effect {
+            Effect::ZremRangeByScore { emptied } => {
+                effects::zremrangebyscore(key, drop_through, emptied)?
+            }
+            Effect::Zrem { count, emptied } => {
+                let removed: Vec<StrRef> = gone[..count].iter().map(ServerString::as_ref).collect();
+                effects::zrem(key, &removed, emptied)?
+            }
+            Effect::Zadd { count } => effects::zadd(key, &pairs[..2 * count])?,
+            Effect::PexpireAt => effects::pexpireat(key, expires_at)?,
+        }
+    }
+    Ok(())
+}
+
+/// What a store wrote, in order. What is propagated is derived from this alone.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Written {
+    /// Members that had left the window, all of them to be removed.
+    pub(super) gone: usize,
+    /// Of those, how many were removed (the first ones).
+    pub(super) removed: usize,
+    /// Whether the removals left the key empty (so deleted it).
+    pub(super) emptied: bool,
+    /// New members logged.
+    pub(super) added: usize,
+    /// Whether the expiry was set.
+    pub(super) expiry: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Effect {
+    /// All of `gone` removed: `ZREMRANGEBYSCORE key -inf drop_through` is the same.
+    ZremRangeByScore {
+        emptied: bool,
+    },
+    /// Only the first `count` of `gone` removed.
+    Zrem {
+        count: usize,
+        emptied: bool,
+    },
+    /// `ZADD` of the first `count` new members.
+    Zadd {
+        count: usize,
+    },
+    PexpireAt,
+}
+
+impl Written {
+    /// The commands replaying exactly these writes, in order (at most three).
+    pub(super) fn effects(self) -> impl Iterator<Item = Effect> {
+        let removal = match self.removed {
+            0 => None,
+            n if n == self.gone => Some(Effect::ZremRangeByScore {
+                emptied: self.emptied,
+            }),
+            count => Some(Effect::Zrem {
+                count,
+                emptied: self.emptied,
+            }),
+        };
+        let add = (self.added > 0).then_some(Effect::Zadd { count: self.added });
+        let expiry = self.expiry.then_some(Effect::PexpireAt);
+        [removal, add, expiry].into_iter().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Effect, Written};
+
+    fn effects(w: Written) -> Vec<Effect> {
+        w.effects().collect()
+    }
+
+    #[test]
+    fn a_complete_store_propagates_trim_add_and_expiry_in_that_order() {
+        let w = Written {
+            gone: 3,
+            removed: 3,
+            emptied: false,
+            added: 2,
+            expiry: true,
+        };
+        assert_eq!(
+            effects(w),
+            [
+                Effect::ZremRangeByScore { emptied: false },
+                Effect::Zadd { count: 2 },
+                Effect::PexpireAt
+            ]
+        );
+        // Nothing had left the window: no ZREMRANGEBYSCORE at all.
+        let w = Written {
+            gone: 0,
+            removed: 0,
+            ..w
+        };
+        assert_eq!(effects(w), [Effect::Zadd { count: 2 }, Effect::PexpireAt]);
+        // The trim emptied the set: the replica's ZREMRANGEBYSCORE deletes the key.
+        let w = Written {
+            gone: 4,
+            removed: 4,
+            emptied: true,
+            ..w
+        };
+        assert_eq!(effects(w)[0], Effect::ZremRangeByScore { emptied: true });
+    }
+
+    #[test]
+    fn a_partial_store_propagates_exactly_what_was_written() {
+        // Failed at the third removal: ZREM of the two removed, nothing else.
+        let w = Written {
+            gone: 5,
+            removed: 2,
+            emptied: false,
+            added: 0,
+            expiry: false,
+        };
+        assert_eq!(
+            effects(w),
+            [Effect::Zrem {
+                count: 2,
+                emptied: false
+            }]
+        );
+        // Failed at the second new unit: the trim, the one added, its expiry.
+        let w = Written {
+            gone: 1,
+            removed: 1,
+            emptied: true,
+            added: 1,
+            expiry: true,
+        };
+        assert_eq!(
+            effects(w),
+            [
+                Effect::ZremRangeByScore { emptied: true },
+                Effect::Zadd { count: 1 },
+                Effect::PexpireAt
+            ]
+        );
+        // Failed before any write: nothing at all.
+        assert_eq!(effects(Written::default()), []);
+        // Units added but the expiry refused: no PEXPIREAT.
+        let w = Written {
+            added: 3,
+            ..Written::default()
+        };
+        assert_eq!(effects(w), [Effect::Zadd { count: 3 }]);
+    }
+}

@@ -42,6 +42,7 @@ fn check(d: &Decision, amount: Amount) {
     match d.retry_after {
         RetryAfter::Now => assert!(d.allowed, "{d:?}"),
         RetryAfter::Never => assert!(!d.allowed && cost > d.limit, "{d:?}"),
+        RetryAfter::Delayed(ms) => assert!(d.allowed && (1..=MAX_COUNT).contains(&ms), "{d:?}"),
         RetryAfter::Ms(ms) => assert!(!d.allowed && ms <= MAX_COUNT, "{d:?}"),
     }
 }

@@ -92,6 +92,7 @@ fn check_reply(dec: &Decision, limit: u64, n: u64) {
     match dec.retry_after {
         RetryAfter::Now => assert!(dec.allowed),
         RetryAfter::Never => assert!(!dec.allowed && n > limit),
+        RetryAfter::Delayed(ms) => assert!(dec.allowed && (1..=MAX_COUNT).contains(&ms)),
         RetryAfter::Ms(ms) => assert!(!dec.allowed && ms <= MAX_COUNT),
     }
 }

@@ -80,7 +80,7 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
             ArgKind::Policies => {
                 let blocks = super::all::POLICIES
                     .iter()
-                    .map(|(word, params)| {
+                    .map(|(word, params, _delay)| {
                         let mut block = arg(
                             word,
                             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,

@@ -85,6 +85,9 @@ pub struct Spec {
     /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
     /// taken, RL loads without it and logs so.
     pub optional: bool,
+    /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy): see
+    /// [`Limiter::delayed`].
+    pub delay: bool,
 }
 
 /// How a command takes its cost.
@@ -115,6 +118,15 @@ impl Spec {
             min_argc: 1 + args.len(),
             cost: CostArg::Option,
             optional: false,
+            delay: false,
+        }
+    }
+
+    /// The same command, taking `[DELAY max]` too.
+    const fn with_delay(self) -> Spec {
+        Spec {
+            delay: true,
+            ..self
         }
     }
 
@@ -173,12 +185,23 @@ pub trait Limiter {
     fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
 
     /// Parses every argument after the key: the positional ones, then the options
-    /// (`[COST n | REFUND n]`). CL.THROTTLE replaces it (a positional quantity, no
-    /// options).
+    /// (`[COST n | REFUND n]`, and `[DELAY max]` if the SPEC says so). CL.THROTTLE
+    /// replaces it (a positional quantity, no options).
     fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
         let (positional, options) = args.split_at(Self::SPEC.args.len() - 1);
         let params = Self::parse_params(positional)?;
-        Ok((params, args::options(options.iter().copied())?.amount))
+        let options = args::options(options.iter().copied(), Self::SPEC.delay)?;
+        let params = match options.delay {
+            Some(max_ms) => Self::delayed(params, max_ms),
+            None => params,
+        };
+        Ok((params, options.amount))
+    }
+
+    /// The parameters with `DELAY max` (ms) applied. Only called for a command
+    /// whose SPEC takes DELAY, which must replace this.
+    fn delayed(params: Self::Params, _max_ms: u64) -> Self::Params {
+        params
     }
 
     /// Loads the key's state and decides; writes nothing. RL.ALL decides every key

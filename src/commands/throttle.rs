@@ -43,6 +43,7 @@ impl Limiter for Throttle {
         min_argc: 5,
         cost: CostArg::Positional(c"quantity"),
         optional: true,
+        delay: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
@@ -85,7 +86,8 @@ impl Limiter for Throttle {
     fn reply(ctx: *mut redis_module::raw::RedisModuleCtx, d: &Decision) {
         let retry = match d.retry_after {
             RetryAfter::Ms(ms) => seconds(ms),
-            RetryAfter::Now | RetryAfter::Never => -1,
+            // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
+            RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
         };
         super::reply_integers(
             ctx,

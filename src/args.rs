@@ -111,7 +111,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes_delay: bool) 
                 return Err(Error::UnknownOption {
                     option: printable(name),
                     expected: if takes_delay {
-                        "COST n, REFUND n or DELAY max"
+                        "COST n or REFUND n, or DELAY max"
                     } else {
                         "COST n or REFUND n"
                     },
@@ -360,7 +360,7 @@ mod tests {
             parsed(&["WAIT", "1s"], true),
             Err(Error::UnknownOption {
                 option: "WAIT".into(),
-                expected: "COST n, REFUND n or DELAY max"
+                expected: "COST n or REFUND n, or DELAY max"
             })
         );
     }

@@ -120,8 +120,10 @@ pub fn run(data: &[u8]) {
             let stored = (!state.is_empty()).then(|| {
                 Tat(u128::from(take_i64(&mut state) as u64) << (take_i64(&mut state) & 63))
             });
+            // With or without DELAY (RL.GCRA's option): a rejected call writes nothing.
             let out = gcra::call(stored, now, emission, amount);
             check(&out.decision, amount);
+            assert!(out.decision.allowed || out.store.is_none(), "{out:?}");
             if let Some(Change::Store(s)) = out.store {
                 assert!(s.expires_at >= now, "{s:?}");
             }

@@ -117,11 +117,16 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
             } else {
                 count(rng)
             };
-            (
-                vec![capacity.to_string(), tokens.to_string(), d],
-                capacity,
-                ms,
-            )
+            let mut words = vec![capacity.to_string(), tokens.to_string(), d];
+            if name == "RL.GCRA" && rng.below(2) == 0 {
+                // DELAY max (a policy's in RL.ALL, an option of RL.GCRA's).
+                words.push(rng.pick(&["DELAY", "delay"]).to_string());
+                words.push(match rng.below(4) {
+                    0 => rng.pick(&["0", "0ms"]).to_string(),
+                    _ => duration(rng).0,
+                });
+            }
+            (words, capacity, ms)
         }
         "RL.SLIDING" => {
             let limit = match rng.below(3) {
@@ -568,6 +573,9 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"cost",
         b"REFUND",
         b"refund",
+        b"DELAY",
+        b"delay",
+        b"0ms",
         b"Cost",
         b"EX",
         b"\xff\xfe",

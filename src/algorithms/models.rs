@@ -581,7 +581,7 @@ proptest! {
         // scheduled. Waits are whole ms, rounded up: when T is not a whole number
         // of ms, an action's time is up to 1 ms late, so allow one ms more.
         let t = emission_ns(emission) as u128;
-        let late = if t % 1_000_000 == 0 { 0 } else { 1_000_000 };
+        let late = if t.is_multiple_of(1_000_000) { 0 } else { 1_000_000 };
         for &(a, _) in &scheduled {
             for &(b, _) in scheduled.iter().filter(|(b, _)| *b >= a) {
                 let units: u128 = scheduled.iter().filter(|(s, _)| (a..=b).contains(s)).map(|&(_, n)| u128::from(n)).sum();

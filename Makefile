@@ -28,19 +28,12 @@ load-library: ## Load functions/rl.lua into HOST:PORT (every primary, if it is a
 
 # The integration tests load the release .so that `make build` ships (Redis's
 # allocator, no test hooks); only the panic test loads a build with --features testing.
-RELEASE_SO := $(CURDIR)/target/release/librl.so
-TESTING_SO := $(CURDIR)/target/testing/librl.so
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+RELEASE_SO := $(TARGET_DIR)/release/librl.so
+TESTING_SO := $(TARGET_DIR)/testing/librl.so
 
 test: build ## Unit, property and integration tests (module, then library backend), examples, bench smoke
-	$(CARGO) test --features fuzzing --lib
-	$(CARGO) build --profile testing --features testing
-	cell=$$(CARGO="$(CARGO)" scripts/redis-cell.sh) && \
-	RL_REDIS_CELL=$$cell RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) $(CARGO) test --test '*'
-	@echo "integration tests again with the Functions library (functions/rl.lua) instead of the module:"
-	RL_BACKEND=library RL_MODULE=$(RELEASE_SO) $(CARGO) test --test '*'
-	@scripts/examples.sh
-	@BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
-	@PLOT_QUICK=1 scripts/plot.sh >/dev/null && echo "plot smoke: ok"
+	@CARGO="$(CARGO)" RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) scripts/test.sh
 
 unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test --features fuzzing --lib

@@ -479,8 +479,11 @@ local function canonical(s)
   return v
 end
 
--- A string state with an expiry: (value, expires_at) or nil for no key.
-local function load_record(key, what, parse)
+-- A string state: (value, expires_at) or nil for no key; expires_at is nil when
+-- the key has no expiry. `need_expiry`: a value without one is not this limiter's
+-- state (RL.FIXED: its expiry says which window it counts); GCRA and the sliding
+-- counter read their value alone (docs/commands.md), the next write sets one.
+local function load_record(key, what, parse, need_expiry)
   local t = key_type(key)
   if t == "none" then
     return nil
@@ -489,8 +492,11 @@ local function load_record(key, what, parse)
   end
   local value = parse(redis.call("GET", key))
   local at = redis.call("PEXPIRETIME", key)
-  if value == nil or at < 0 then
+  if value == nil or (need_expiry and at < 0) then
     fail("ERR key does not hold " .. what)
+  end
+  if at < 0 then
+    at = nil
   end
   return value, at
 end
@@ -527,7 +533,7 @@ local function fixed_load(key)
   local used, at = load_record(key, FIXED_WHAT, function(s)
     local v = canonical(s)
     return v and cmp(v, U64_MAX) <= 0 and v or nil
-  end)
+  end, true)
   return used and { used = used, expires_at = at } or nil
 end
 
@@ -909,7 +915,7 @@ local BUCKET = {
 
 -- RL.GCRA -------------------------------------------------------------------
 
-local GCRA_WHAT = "a GCRA state (a non-negative integer TAT in ns with an expiry)"
+local GCRA_WHAT = "a GCRA state (a non-negative integer TAT in ns)"
 local NS_PER_MS = 1000000
 
 local function gcra_params(args, i)
@@ -997,7 +1003,7 @@ local GCRA = {
 
 -- RL.SLIDINGCOUNTER ---------------------------------------------------------
 
-local SC_WHAT = 'an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>" with an expiry)'
+local SC_WHAT = 'an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")'
 
 local function sc_parse(s)
   local a, b, c = s:match("^([^ ]*) ([^ ]*) ([^ ]*)$")

@@ -11,8 +11,9 @@
 use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
-use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+use crate::server::raw::{self, RedisModuleCtx, RedisModuleString};
 
 use crate::server::optional;
 
@@ -117,6 +118,29 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
+/// The last value [`set_numeric`] refused, with why (name, value, range), so a
+/// load that fails in `RedisModule_LoadConfigs` can say which setting, value and
+/// range: the server applies redis.conf and `MODULE LOADEX … CONFIG` values itself
+/// and only reports that one failed.
+static REFUSED: Mutex<Option<String>> = Mutex::new(None);
+
+fn refused(line: String) {
+    if let Ok(mut last) = REFUSED.lock() {
+        *last = Some(line);
+    }
+}
+
+fn take_refused() -> Option<String> {
+    REFUSED.lock().ok().and_then(|mut last| last.take())
+}
+
+/// Every setting with its range, for a load error whose value the server refused
+/// before the module saw it (not an integer).
+fn ranges() -> String {
+    let ranges: Vec<String> = SETTINGS.iter().map(Setting::range_error).collect();
+    ranges.join("; ")
+}
+
 fn known_names() -> String {
     let names: Vec<&str> = SETTINGS.iter().map(Setting::name_str).collect();
     names.join(", ")
@@ -133,6 +157,9 @@ pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
         return Err("this server has no module configs (Redis 7.0 or newer is required)".into());
     };
     for (i, s) in SETTINGS.iter().enumerate() {
+        // The server's own bounds are the widest it takes, so every integer value
+        // reaches `set_numeric` and one check (`Setting::check`) words every refusal,
+        // naming the value too.
         // SAFETY: `ctx` is the load context; the name is a NUL-terminated static;
         // the callbacks match the server's signatures and privdata is the
         // setting's index, read back only by those callbacks.
@@ -142,8 +169,8 @@ pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
                 s.name.as_ptr(),
                 s.value.load(Ordering::Relaxed),
                 raw::REDISMODULE_CONFIG_DEFAULT,
-                s.min,
-                s.max,
+                c_longlong::MIN,
+                c_longlong::MAX,
                 Some(get_numeric),
                 Some(set_numeric),
                 None,
@@ -154,16 +181,28 @@ pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
             return Err(format!("cannot register the config rl.{}", s.name_str()));
         }
     }
+    let _ = take_refused();
     // SAFETY: `ctx` is the load context, after every config was registered.
     if unsafe { load_configs(ctx) } != raw::REDISMODULE_OK as c_int {
-        // The server has logged which setting and why.
-        return Err("a setting given in redis.conf or MODULE LOADEX is not valid".into());
+        return Err(match take_refused() {
+            Some(line) => line,
+            // Not an integer: the server refused it before the module saw it (its
+            // own line above names the setting).
+            None => format!(
+                "a setting given in redis.conf or MODULE LOADEX is not an integer: {}",
+                ranges()
+            ),
+        });
     }
     Ok(())
 }
 
 fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
     SETTINGS.get(privdata as usize)
+}
+
+fn name_of(privdata: *mut c_void) -> &'static str {
+    setting_of(privdata).map_or("?", Setting::name_str)
 }
 
 extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
@@ -185,6 +224,10 @@ extern "C" fn set_numeric(
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => {
+            refused(format!(
+                "rl.{} {value}, given in redis.conf or MODULE LOADEX, is out of range: {message}",
+                name_of(privdata)
+            ));
             if !err.is_null() {
                 if let Some(create) = optional!(RedisModule_CreateString) {
                     // SAFETY: the server hands a valid out-pointer and takes

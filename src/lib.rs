@@ -4,7 +4,8 @@
 //! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
 //! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
-//! - `config`: module settings; `server`: the clock and the API check;
+//! - `server`: every call into the server's module API, behind safe functions;
+//! - `stats`: the INFO counters; `config`: module settings;
 //! - this file: what the server calls to load and unload the module.
 
 // Every unsafe block says why it is sound.
@@ -25,7 +26,7 @@ mod storage;
 use std::os::raw::c_int;
 use std::panic::catch_unwind;
 
-use redis_module::raw::{self, RedisModuleCtx, RedisModuleString};
+use server::raw::{RedisModuleCtx, RedisModuleString};
 
 /// The module's name, as `MODULE LIST` shows it and configs are prefixed (`rl.`).
 const NAME: &std::ffi::CStr = c"rl";
@@ -54,40 +55,30 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     argv: *mut *mut RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: `ctx` is the server's load context; the name is NUL-terminated. This
-    // fills in every RedisModule_* function pointer the server provides.
-    let init = unsafe {
-        raw::Export_RedisModule_Init(
-            ctx,
-            NAME.as_ptr(),
-            VERSION,
-            raw::REDISMODULE_APIVER_1 as c_int,
-        )
-    };
-    if init != raw::REDISMODULE_OK as c_int {
-        return raw::REDISMODULE_ERR as c_int;
+    // SAFETY: `ctx` is the server's load context, and this the first API call.
+    if !unsafe { server::init(ctx, NAME, VERSION) } {
+        return server::ERR;
     }
     let args: Vec<&[u8]> = match usize::try_from(argc) {
         Ok(n) if n > 0 && !argv.is_null() => {
             // SAFETY: the server passes `argc` valid strings that outlive OnLoad.
             let strings = unsafe { std::slice::from_raw_parts(argv, n) };
-            // SAFETY: each string is valid for the whole load (see above).
-            // SAFETY: each string is valid for the whole load (see above).
             strings
                 .iter()
-                .map(|&s| unsafe { storage::bytes_of(s) })
+                // SAFETY: each string is valid for the whole load (see above).
+                .map(|&s| unsafe { server::bytes_of(s) })
                 .collect()
         }
         _ => Vec::new(),
     };
     // No panic may unwind into the server, not even while loading.
     match catch_unwind(|| load(ctx, &args)) {
-        Ok(Ok(())) => raw::REDISMODULE_OK as c_int,
+        Ok(Ok(())) => server::OK,
         Ok(Err(message)) => {
             server::log_warning(ctx, &format!("rl: not loaded: {message}"));
-            raw::REDISMODULE_ERR as c_int
+            server::ERR
         }
-        Err(_) => raw::REDISMODULE_ERR as c_int,
+        Err(_) => server::ERR,
     }
 }
 
@@ -97,8 +88,8 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
 /// Called only by the server, with a context for this module.
 #[no_mangle]
 pub unsafe extern "C" fn RedisModule_OnUnload(_ctx: *mut RedisModuleCtx) -> c_int {
-    let _ = catch_unwind(storage::names::release);
-    raw::REDISMODULE_OK as c_int
+    let _ = catch_unwind(server::names::release);
+    server::OK
 }
 
 fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
@@ -107,22 +98,11 @@ fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     })?;
     config::apply_module_args(args)?;
     config::register(ctx)?;
-    // Opening a key for writing must not by itself abort WATCHes or invalidate
-    // client caches: only real writes signal (see storage::Key).
-    // SAFETY: `ctx` is the load context.
-    unsafe {
-        storage::rm!(RedisModule_SetModuleOptions)(
-            ctx,
-            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
-        )
-    };
+    server::set_module_options(ctx);
     // Constant strings the commands pass to the server, created once now.
-    storage::names::names();
+    server::names::names();
     // The `# rl` section of INFO.
-    if let Some(register_info) = server::optional!(RedisModule_RegisterInfoFunc) {
-        // SAFETY: `ctx` is the load context; the callback never unwinds.
-        unsafe { register_info(ctx, Some(stats::info)) };
-    }
+    server::register_info(ctx, commands::info);
     let ratelimit = server::acl_category(ctx, c"ratelimit");
     commands::register_all(ctx, ratelimit)
 }

@@ -1,15 +1,14 @@
 //! Per-command counters since the module loaded, shown by `INFO rl`.
 //!
-//! Each command owns one [`Counters`] (see `commands::COMMANDS`, the one list every
+//! Each command owns one [`Counters`] (see the commands' registry, the one list every
 //! per-command table derives from), so adding a command cannot leave a table short.
 //! Relaxed atomics: the counters are only ever touched on the main thread, and a
 //! reader needs no ordering with anything else.
 
-use std::os::raw::c_int;
-use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redis_module::raw::{self, RedisModuleInfoCtx};
+use crate::server::info;
+use crate::server::raw::RedisModuleInfoCtx;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,20 +58,22 @@ fn prefix(command: &str) -> String {
     short.to_ascii_lowercase()
 }
 
-/// The `# rl` section of INFO: `rl_<command>_<allowed|rejected|errors>` fields.
-/// Called by the server (outside any command), so it too must never unwind.
-pub extern "C" fn info(ctx: *mut RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let _ = catch_unwind(|| {
-        if raw::add_info_section(ctx, None) != raw::Status::Ok {
-            return;
+/// Writes the `# rl` section of INFO: `rl_<command>_<allowed|rejected|errors>`
+/// fields, one row per `(command name, counters)`. The registry hands over the rows,
+/// so this layer knows no command.
+pub fn section<'a>(
+    ctx: *mut RedisModuleInfoCtx,
+    rows: impl Iterator<Item = (&'a str, &'a Counters)>,
+) {
+    if !info::begin_section(ctx) {
+        return;
+    }
+    for (command, counters) in rows {
+        let prefix = prefix(command);
+        for (name, value) in counters.fields() {
+            info::field(ctx, &format!("{prefix}_{name}"), value);
         }
-        for command in crate::commands::COMMANDS {
-            let prefix = prefix(command.spec.name_str());
-            for (name, value) in command.stats.fields() {
-                raw::add_info_field_unsigned_long_long(ctx, &format!("{prefix}_{name}"), value);
-            }
-        }
-    });
+    }
 }
 
 #[cfg(test)]

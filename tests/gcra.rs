@@ -464,7 +464,7 @@ fn a_replica_without_the_module_receives_set_pxat_and_ends_byte_identical() {
     let replica = primary.replica(false);
     let mut c = primary.conn();
     // The first write of the stream carries a SELECT: get it out of the way.
-    let _: () = cmd("SET").arg("warm-up").arg(1).query(&mut c).unwrap();
+    let _: () = cmd("SET").arg("warm-up").arg("x").query(&mut c).unwrap();
     let _: i64 = cmd("RPUSH").arg("a-list").arg("x").query(&mut c).unwrap();
 
     let allowed: &[&[&str]] = &[
@@ -1193,4 +1193,68 @@ fn delay_errors_change_nothing() {
     assert_eq!(snapshot(&mut c, b"g"), before, "an error changed the key");
     assert_eq!(rdb_changes(&mut c), changes, "an error counted as a change");
     assert!(!exists(&mut c, "g2"));
+}
+
+/// The value alone is the state: a TAT on a key without an expiry (`RESTORE key 0
+/// …` of a redis-cell key, a `PERSIST`) is read like any other, as redis-cell reads
+/// it; COST 0 and a rejected call leave it as it is, and the next allowed write sets
+/// the expiry again (docs/commands.md, RL.GCRA).
+#[test]
+fn a_tat_without_an_expiry_is_read_and_the_next_write_sets_one() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let persisted = |c: &mut Connection, key: &str, ahead_ms: i64| {
+        let tat = (server_ms(c) + ahead_ms) as u128 * NS;
+        let _: () = cmd("SET").arg(key).arg(tat.to_string()).query(c).unwrap();
+        assert_eq!(pexpiretime(c, key), -1);
+        tat
+    };
+    // 10 s of debt at 1 per second, capacity 20: about 10 left.
+    let tat = persisted(&mut c, "g:persisted", 10_000);
+    let peek = rl(
+        &mut c,
+        &["RL.GCRA", "g:persisted", "20", "1", "1s", "COST", "0"],
+    );
+    assert_eq!(
+        (peek.allowed, peek.limit, peek.remaining),
+        (1, 20, 10),
+        "{peek:?}"
+    );
+    assert!((9_000..=10_000).contains(&peek.reset_after), "{peek:?}");
+    assert_eq!(pexpiretime(&mut c, "g:persisted"), -1, "COST 0 wrote");
+    let r = rl(&mut c, &["RL.GCRA", "g:persisted", "20", "1", "1s"]);
+    assert_eq!((r.allowed, r.remaining, r.retry_after), (1, 9, 0), "{r:?}");
+    assert_eq!(
+        get(&mut c, "g:persisted"),
+        Some((tat + 1_000 * NS).to_string())
+    );
+    assert_eq!(
+        pexpiretime(&mut c, "g:persisted") as u128,
+        (tat + 1_000 * NS).div_ceil(NS),
+        "the allowed write sets the expiry"
+    );
+
+    // 100 s of debt, capacity 5: rejected for about 96 s, nothing written.
+    let tat = persisted(&mut c, "g:persisted:full", 100_000);
+    let r = rl(&mut c, &["RL.GCRA", "g:persisted:full", "5", "1", "1s"]);
+    assert_eq!((r.allowed, r.remaining), (0, 0), "{r:?}");
+    assert!((95_000..=96_000).contains(&r.retry_after), "{r:?}");
+    assert_eq!(get(&mut c, "g:persisted:full"), Some(tat.to_string()));
+    assert_eq!(pexpiretime(&mut c, "g:persisted:full"), -1);
+
+    if module_only("CL.THROTTLE is the module's") {
+        return;
+    }
+    // CL.THROTTLE reads it the same (max_burst 19: capacity 20).
+    let tat = persisted(&mut c, "g:persisted:cell", 10_000);
+    let v: Vec<i64> = cmd("CL.THROTTLE")
+        .arg(&["g:persisted:cell", "19", "1", "1"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(v[..4], [0, 20, 9, -1], "{v:?}");
+    assert_eq!(
+        get(&mut c, "g:persisted:cell"),
+        Some((tat + 1_000 * NS).to_string())
+    );
+    assert!(pexpiretime(&mut c, "g:persisted:cell") > 0);
 }

@@ -426,6 +426,47 @@ fn a_key_written_by_rl_is_continued_by_redis_cell() {
     assert_eq!(tat(&mut a, "n"), written + T60);
 }
 
+/// Moving keys the usual way, `DUMP` + `RESTORE key 0 payload`, drops the expiry:
+/// RL reads redis-cell's TAT alone and the next write sets the expiry again
+/// (docs/commands.md, RL.GCRA). On the library, RL.GCRA with the same limiter.
+#[test]
+fn a_redis_cell_key_restored_without_an_expiry_is_continued() {
+    let Some(cell) = redis_cell("a_redis_cell_key_restored_without_an_expiry_is_continued") else {
+        return;
+    };
+    let cs = cell_server(&cell);
+    let rs = Server::start();
+    let (mut a, mut b) = (cs.conn(), rs.conn());
+    let call = throttle("mig", 4, 1, 60, 1);
+    let (_, r, cell_after) = burst(&mut a, &[call.clone(), call.clone(), call.clone()]);
+    let remaining: Vec<i64> = r.iter().map(|r| r[2]).collect();
+    assert_eq!(remaining, [4, 3, 2], "redis-cell: {r:?}");
+    let written = tat(&mut a, "mig");
+    let payload: Vec<u8> = cmd("DUMP").arg("mig").query(&mut a).expect("DUMP");
+    let _: () = cmd("RESTORE")
+        .arg("mig")
+        .arg(0)
+        .arg(payload)
+        .query(&mut b)
+        .expect("RESTORE with TTL 0");
+    assert_eq!(pexpiretime(&mut b, "mig"), -1);
+    // As above: continue once RL's clock is a full ms past redis-cell's calls.
+    wait_until(&mut b, cell_after / 1000 + 2);
+    let next = if is_library() {
+        strings(&["RL.GCRA", "mig", "5", "1", "1m"])
+    } else {
+        call
+    };
+    let (_, r, _) = burst(&mut b, &[next]);
+    assert_eq!(r[0][1..3], [5, 1], "the fourth unit: {r:?}");
+    assert_eq!(tat(&mut b, "mig"), written + T60);
+    assert_eq!(
+        pexpiretime(&mut b, "mig") as u128,
+        (written + T60).div_ceil(1_000_000),
+        "the write set the expiry again"
+    );
+}
+
 // ------------------------------------------------------------------ load order
 
 #[test]

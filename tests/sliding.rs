@@ -102,6 +102,12 @@ impl Sliding {
         });
         let (reply, lo, hi, wrote) = (o.reply, o.lo, o.hi, o.wrote);
         let (before, after, at_after) = (o.before, o.after, o.expires_at);
+        // Redis 7.0 has no frozen instant in MULTI: a key whose last unit leaves the
+        // window during the MULTI expires by itself between the reads around the
+        // call (the library's FCALL is slow enough to cross that ms now and then).
+        // A call here never deletes the log (an allowed call leaves its units), so a
+        // key gone afterwards expired: it was not written.
+        let wrote = wrote && !(after.is_empty() && at_after == -2);
         let scores: Vec<i64> = before.iter().map(|u| u.1).collect();
         let step = Step {
             reply,
@@ -369,13 +375,6 @@ fn allowed_call_trims_units_that_left_the_window() {
 
 #[test]
 fn unit_counts_until_exactly_window_ms_after_it() {
-    // Under the library this real-time boundary test failed once on Redis 7.0 (live
-    // clock inside MULTI) with its first write missing from the log read after it,
-    // not yet understood; the library's boundary is compared with the module's at
-    // the same ms by tests/library.rs.
-    if module_only("a real-time window boundary, flaky under the library on 7.0") {
-        return;
-    }
     let s = Server::start();
     let mut c = connect(&s);
     let lim = Sliding {
@@ -385,8 +384,9 @@ fn unit_counts_until_exactly_window_ms_after_it() {
     // Inspect (COST 0) in a tight loop around the moment the unit leaves; a call
     // whose bracket is a single ms shows the boundary exactly: counted at
     // t + window - 1, gone at t + window. A busy machine may step over those
-    // milliseconds, so try a few units.
-    for attempt in 1..=5 {
+    // milliseconds (Redis 7.0 reads a live clock inside MULTI, so a slow call
+    // spans two), so try up to 20 units.
+    for attempt in 1..=20 {
         let key = format!("edge:{attempt}");
         let t = lim.call(&mut c, &key, 1).at();
         let leaves = t + lim.window;

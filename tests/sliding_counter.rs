@@ -793,3 +793,41 @@ fn memory_stays_constant_whatever_the_rate() {
     assert!(sizes.len() <= 3, "{sizes:?}");
     assert!(sizes.iter().all(|&b| b <= 120), "{sizes:?}");
 }
+
+/// The value alone is the state: counts on a key without an expiry (a `RESTORE key
+/// 0 …`, a `PERSIST`) are read like any others, a rejected call leaves the key as it
+/// was, and the next allowed write sets the expiry again (docs/commands.md,
+/// RL.SLIDINGCOUNTER). RL.FIXED differs (its expiry says which window it counts):
+/// its row in tests/common/commands.rs lists a counter without one as foreign.
+#[test]
+fn counts_without_an_expiry_are_read_and_the_next_write_sets_one() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let w = window_ms("60s");
+    let now = wait_for_phase(&mut c, w, 0, w - 2_000);
+    let start = now - now.rem_euclid(w);
+    for (key, counts) in [
+        ("sc:persisted:room", (start, 1, 0)),
+        ("sc:persisted:full", (start, 10, 0)),
+        ("sc:persisted:old", (start - 5 * w, 10, 10)),
+    ] {
+        set_counts(&mut c, key, counts, now + 10_000);
+        let _: i64 = cmd("PERSIST").arg(key).query(&mut c).expect("PERSIST");
+        assert_eq!(pexpiretime(&mut c, key), -1);
+        let (o, at) = checked(&mut c, key, 10, "60s", 1);
+        let window = at - at.rem_euclid(w);
+        if o.reply.allowed == 1 {
+            assert_eq!(o.expires_at, window + 2 * w, "{key}: {o:?}", o = o.reply);
+        } else {
+            assert!(!o.wrote, "{key}: a rejected call wrote");
+            assert_eq!(o.expires_at, -1, "{key}");
+        }
+    }
+    // The full counter in the current window rejects; the others allow.
+    assert_eq!(
+        get(&mut c, "sc:persisted:full"),
+        Some(format((start, 10, 0)))
+    );
+    assert!(pexpiretime(&mut c, "sc:persisted:room") > 0);
+    assert!(pexpiretime(&mut c, "sc:persisted:old") > 0);
+}

@@ -12,18 +12,20 @@
 //! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
 //! then each key's.
 
-use redis_module::raw::RedisModuleCtx;
-
-use super::{
-    reply_integers, Arg, ArgKind, Argv, Bucket, CostArg, Fixed, Gcra, Handler, Inline, Keys,
-    Limiter, Sliding, SlidingCounter, Spec,
-};
+use super::bucket::Bucket;
+use super::fixed::Fixed;
+use super::framework::{fields, Handler, Inline, Limiter, MAX_COUNTED_KEYS};
+use super::gcra::Gcra;
+use super::sliding::Sliding;
+use super::sliding_counter::SlidingCounter;
+use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::server;
+use crate::server::call::{reply_array, reply_integers, Argv};
+use crate::server::raw::RedisModuleCtx;
 use crate::stats::Counters;
-use crate::storage::rm;
 use crate::storage::Key;
 
 pub struct All;
@@ -158,7 +160,7 @@ impl Call {
 /// Parses everything after the command name.
 fn parse(args: &[&[u8]]) -> Result<Call> {
     let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
-    let numkeys = args::integer("numkeys", numkeys, 1, super::MAX_COUNTED_KEYS)?;
+    let numkeys = args::integer("numkeys", numkeys, 1, MAX_COUNTED_KEYS)?;
     // numkeys <= 16: it fits a usize.
     let keys = numkeys as usize;
     if rest.len() < keys {
@@ -275,7 +277,7 @@ impl Handler for All {
         let keys: Vec<Key> = (0..call.keys())
             // SAFETY: `ctx` and the key names are the running command's; the keys
             // are dropped before it returns.
-            .map(|i| unsafe { Key::open(ctx, argv.0[2 + i]) })
+            .map(|i| unsafe { Key::open(ctx, argv.string(2 + i)) })
             .collect();
         let mut outcomes = Vec::with_capacity(call.keys());
         for (key, policy) in keys.iter().zip(&call.policies) {
@@ -310,10 +312,9 @@ impl Handler for All {
     }
 
     fn reply(ctx: *mut RedisModuleCtx, decided: &Vec<Decision>) {
-        // SAFETY: `ctx` is the running command's context; an array of arrays.
-        unsafe { rm!(RedisModule_ReplyWithArray)(ctx, decided.len() as _) };
+        reply_array(ctx, decided.len());
         for d in decided {
-            reply_integers(ctx, super::fields(d));
+            reply_integers(ctx, fields(d));
         }
     }
 }

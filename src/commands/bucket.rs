@@ -5,7 +5,8 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::{rate, Limiter, Spec, RATE_ARGS};
+use super::framework::{rate, Limiter};
+use super::spec::{Spec, RATE_ARGS};
 use crate::algorithms::bucket::{self, Rate, Store};
 use crate::algorithms::{Amount, Change, Millis, Outcome};
 use crate::error::Result;

@@ -4,7 +4,8 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use super::framework::{quota, Limiter};
+use super::spec::{Spec, QUOTA_ARGS};
 use crate::algorithms::fixed::{self, Counter};
 use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
 use crate::error::Result;

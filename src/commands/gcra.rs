@@ -6,7 +6,8 @@
 //! reset_after_ms]`; with `DELAY max` a call whose turn comes within max is allowed
 //! and its retry_after_ms is the wait before acting (docs/commands.md).
 
-use super::{rate, Limiter, Spec, RATE_ARGS};
+use super::framework::{rate, Limiter};
+use super::spec::{Spec, RATE_ARGS};
 use crate::algorithms::gcra::{self, Emission, Store};
 use crate::algorithms::{Amount, Change, Millis, Outcome, Rate};
 use crate::error::{Error, Result};

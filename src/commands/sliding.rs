@@ -4,7 +4,8 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use super::framework::{quota, Limiter};
+use super::spec::{Spec, QUOTA_ARGS};
 use crate::algorithms::sliding::{self, Log, Write};
 use crate::algorithms::{Amount, Millis, Outcome, Quota};
 use crate::config;

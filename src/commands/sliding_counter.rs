@@ -5,7 +5,8 @@
 //! any limit and rate. The key is a native string `"<start> <current> <previous>"`.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::{quota, Limiter, Spec, QUOTA_ARGS};
+use super::framework::{quota, Limiter};
+use super::spec::{Spec, QUOTA_ARGS};
 use crate::algorithms::sliding_counter::{self, Store};
 use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
 use crate::error::Result;

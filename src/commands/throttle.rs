@@ -5,14 +5,17 @@
 //! `[limited, limit, remaining, retry_after_s, reset_after_s]` (limited is 1 when
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
+use super::framework::Limiter;
 use super::gcra::{self, emission};
-use super::{Arg, ArgKind, CostArg, Keys, Limiter, Spec};
+use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::{
     Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
 };
 use crate::args;
 use crate::error::{Error, Result};
+use crate::server::call::reply_integers;
+use crate::server::raw::RedisModuleCtx;
 use crate::stats::Counters;
 use crate::storage::Key;
 
@@ -83,13 +86,13 @@ impl Limiter for Throttle {
         gcra::store(key, write)
     }
 
-    fn reply(ctx: *mut redis_module::raw::RedisModuleCtx, d: &Decision) {
+    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
         let retry = match d.retry_after {
             RetryAfter::Ms(ms) => seconds(ms),
             // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
             RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
         };
-        super::reply_integers(
+        reply_integers(
             ctx,
             [
                 i64::from(!d.allowed),

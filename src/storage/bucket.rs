@@ -4,14 +4,16 @@
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 
-use redis_module::raw::{self, RedisModuleString};
+use crate::server::raw::{self, RedisModuleString};
+use crate::server::rm;
 
-use super::names::names;
 use super::record::undo;
-use super::{codec, effects, injected, Key, Kind, ServerString};
+use super::{codec, effects, injected, Key, Kind};
 use crate::algorithms::bucket::{State, Store};
 use crate::algorithms::MAX_COUNT;
 use crate::error::{Error, Result};
+use crate::server::names::names;
+use crate::server::ServerString;
 
 const WHAT: &str = "an RL.BUCKET (a hash with numeric fields tokens and ts)";
 

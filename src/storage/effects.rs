@@ -9,71 +9,38 @@
 //!
 //! Callers propagate only writes that happened, after they happened.
 
-use std::ffi::CStr;
-use std::os::raw::c_int;
-
-use redis_module::raw;
-
-use super::names::names;
-use super::replicate::replicate;
-use super::{Key, StrRef};
 use crate::algorithms::Millis;
 use crate::error::Result;
-
-/// Event classes (`notify-keyspace-events` letters).
-#[derive(Clone, Copy)]
-enum Class {
-    /// `g`: DEL, EXPIRE and friends.
-    Generic,
-    /// `$`
-    String,
-    /// `h`
-    Hash,
-    /// `z`
-    SortedSet,
-}
-
-fn notify(key: &Key, class: Class, event: &'static CStr) {
-    let class = match class {
-        Class::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
-        Class::String => raw::REDISMODULE_NOTIFY_STRING,
-        Class::Hash => raw::REDISMODULE_NOTIFY_HASH,
-        Class::SortedSet => raw::REDISMODULE_NOTIFY_ZSET,
-    };
-    // SAFETY: the key's context and name are the running command's; `event` is a
-    // NUL-terminated static string. The server copies what it publishes. It only
-    // fails for a context without a client, which a command's context always has.
-    unsafe {
-        rm!(RedisModule_NotifyKeyspaceEvent)(key.ctx(), class as c_int, event.as_ptr(), key.name())
-    };
-}
+use crate::server::names::names;
+use crate::server::replicate::replicate;
+use crate::server::{EventClass as Class, Key, StrRef};
 
 /// `SET key value PXAT at`: events `set`, `expire`.
 pub fn set_pxat(key: &Key, value: &[u8], at: Millis) -> Result<()> {
     replicate!(key, c"SET"; bytes(value), shared(&names().pxat), int(at))?;
-    notify(key, Class::String, c"set");
-    notify(key, Class::Generic, c"expire");
+    key.notify(Class::String, c"set");
+    key.notify(Class::Generic, c"expire");
     Ok(())
 }
 
 /// `DEL key`: event `del`.
 pub fn del(key: &Key) -> Result<()> {
     replicate!(key, c"DEL";)?;
-    notify(key, Class::Generic, c"del");
+    key.notify(Class::Generic, c"del");
     Ok(())
 }
 
 /// `PEXPIREAT key at` (a time in the future): event `expire`.
 pub fn pexpireat(key: &Key, at: Millis) -> Result<()> {
     replicate!(key, c"PEXPIREAT"; int(at))?;
-    notify(key, Class::Generic, c"expire");
+    key.notify(Class::Generic, c"expire");
     Ok(())
 }
 
 /// `HSET key tokens <level> ts <ts>`: event `hset`.
 pub fn hset_bucket(key: &Key, tokens: &[u8], ts: Millis) -> Result<()> {
     replicate!(key, c"HSET"; shared(&names().tokens), bytes(tokens), shared(&names().ts), int(ts))?;
-    notify(key, Class::Hash, c"hset");
+    key.notify(Class::Hash, c"hset");
     Ok(())
 }
 
@@ -81,9 +48,9 @@ pub fn hset_bucket(key: &Key, tokens: &[u8], ts: Millis) -> Result<()> {
 /// `zremrangebyscore`, then `del` if it emptied the set.
 pub fn zremrangebyscore(key: &Key, max: Millis, emptied: bool) -> Result<()> {
     replicate!(key, c"ZREMRANGEBYSCORE"; shared(&names().neg_inf), int(max))?;
-    notify(key, Class::SortedSet, c"zremrangebyscore");
+    key.notify(Class::SortedSet, c"zremrangebyscore");
     if emptied {
-        notify(key, Class::Generic, c"del");
+        key.notify(Class::Generic, c"del");
     }
     Ok(())
 }
@@ -92,9 +59,9 @@ pub fn zremrangebyscore(key: &Key, max: Millis, emptied: bool) -> Result<()> {
 /// it emptied the set.
 pub fn zrem(key: &Key, members: &[StrRef<'_>], emptied: bool) -> Result<()> {
     replicate!(key, c"ZREM"; strings(members))?;
-    notify(key, Class::SortedSet, c"zrem");
+    key.notify(Class::SortedSet, c"zrem");
     if emptied {
-        notify(key, Class::Generic, c"del");
+        key.notify(Class::Generic, c"del");
     }
     Ok(())
 }
@@ -103,6 +70,6 @@ pub fn zrem(key: &Key, members: &[StrRef<'_>], emptied: bool) -> Result<()> {
 /// added them all: event `zadd`.
 pub fn zadd(key: &Key, pairs: &[StrRef<'_>]) -> Result<()> {
     replicate!(key, c"ZADD"; strings(pairs))?;
-    notify(key, Class::SortedSet, c"zadd");
+    key.notify(Class::SortedSet, c"zadd");
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! RL.FIXED's state: a [`record`](super::record) holding the units used in the
-//! current window, expiring at the window's end.
+//! current window, expiring at the window's end. The expiry is part of the state
+//! (it says which window the count is of), so a counter without one is refused
+//! (docs/commands.md, RL.FIXED).
 
 use super::{record, Key};
 use crate::algorithms::fixed::Counter;
@@ -10,7 +12,8 @@ const WHAT: &str = "an RL.FIXED counter (a non-negative integer with an expiry)"
 /// Reads the counter; None for an absent key.
 pub fn load(key: &Key) -> Result<Option<Counter>> {
     let used = |bytes: &[u8]| record::parse_canonical(bytes).and_then(|v| u64::try_from(v).ok());
-    Ok(record::load(key, WHAT, used)?.map(|(used, expires_at)| Counter { used, expires_at }))
+    Ok(record::load_with_expiry(key, WHAT, used)?
+        .map(|(used, expires_at)| Counter { used, expires_at }))
 }
 
 /// Stores the counter and propagates `SET key used PXAT expires_at`.

@@ -6,9 +6,11 @@ use super::{record, Key};
 use crate::algorithms::gcra::{Store, Tat};
 use crate::error::Result;
 
-const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns with an expiry)";
+const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns)";
 
-/// Reads the TAT; None for an absent key.
+/// Reads the TAT; None for an absent key. The value alone is the state: a TAT on a
+/// key without an expiry (`RESTORE key 0 …` of a redis-cell key, `PERSIST`) is read
+/// like any other, and the next write sets the expiry again.
 pub fn load(key: &Key) -> Result<Option<Tat>> {
     Ok(record::load(key, WHAT, record::parse_canonical)?.map(|(tat, _)| Tat(tat)))
 }

@@ -8,39 +8,16 @@
 //! Every store returns `Err` when a write fails, and propagates (and notifies) only
 //! writes that happened, after they happened.
 
-/// Resolves a module API function pointer. All of them are checked when the module
-/// loads ([`crate::server::check_api`]), so a missing one here is a bug that the command
-/// guard turns into an error reply.
-macro_rules! rm {
-    ($name:ident) => {{
-        // Callers are often already inside an unsafe block.
-        // SAFETY: a plain load of a function-pointer static that the server's loader
-        // wrote once, before any command ran, and that nothing writes afterwards.
-        #[allow(unused_unsafe)]
-        let f = match unsafe { redis_module::raw::$name } {
-            Some(f) => f,
-            None => $crate::server::missing_api(stringify!($name)),
-        };
-        f
-    }};
-}
-pub(crate) use rm;
-
 pub mod bucket;
 pub mod codec;
 mod effects;
 pub mod fixed;
 pub mod gcra;
-pub mod key;
-pub mod names;
 pub mod record;
-mod replicate;
 pub mod sliding;
 pub mod sliding_counter;
-mod string;
 
-pub use key::{Key, Kind};
-pub(crate) use string::{bytes_of, ServerString, StrRef};
+pub use crate::server::{Key, Kind};
 
 use crate::algorithms::Change;
 use crate::error::{Error, Result};

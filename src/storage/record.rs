@@ -28,28 +28,43 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
 
-/// Reads the record: None for an absent key. `parse` reads the value; it and a
-/// missing expiry make the "does not hold" error naming `what`.
+/// Reads the record's value: None for an absent key. `parse` reads the value; when
+/// it fails, the "does not hold" error names `what`. The expiry comes along as the
+/// key has it (None: no expiry): whether a value without one is a state is the
+/// limiter's call (see [`load_with_expiry`]).
 pub fn load<T>(
     key: &Key,
     what: &'static str,
     parse: impl FnOnce(&[u8]) -> Option<T>,
-) -> Result<Option<(T, Millis)>> {
+) -> Result<Option<(T, Option<Millis>)>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::String => {
             let value = parse(value(key)).ok_or(Error::NotALimiter(what))?;
-            // A value without an expiry never resets: not one RL wrote.
-            let expires_at = key.expires_at().ok_or(Error::NotALimiter(what))?;
-            Ok(Some((value, expires_at)))
+            Ok(Some((value, key.expires_at())))
         }
         _ => Err(Error::WrongType),
+    }
+}
+
+/// As [`load`], for a limiter whose expiry is part of its state (RL.FIXED's count
+/// is of the window that ends at the expiry): a value without one is not a state RL
+/// wrote, and is the "does not hold" error.
+pub fn load_with_expiry<T>(
+    key: &Key,
+    what: &'static str,
+    parse: impl FnOnce(&[u8]) -> Option<T>,
+) -> Result<Option<(T, Millis)>> {
+    match load(key, what, parse)? {
+        None => Ok(None),
+        Some((value, Some(expires_at))) => Ok(Some((value, expires_at))),
+        Some((_, None)) => Err(Error::NotALimiter(what)),
     }
 }
 

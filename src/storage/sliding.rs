@@ -5,12 +5,13 @@
 
 use std::os::raw::c_int;
 
-use redis_module::raw;
+use crate::server::{raw, rm};
 
-use super::{codec, effects, injected, Key, Kind, ServerString, StrRef};
+use super::{codec, effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::{Error, Result};
+use crate::server::{ServerString, StrRef};
 
 const WHAT: &str = "an RL.SLIDING log (a sorted set of ms timestamps)";
 

@@ -7,8 +7,7 @@ use crate::algorithms::sliding_counter::{Counts, Store};
 use crate::algorithms::MAX_COUNT;
 use crate::error::Result;
 
-const WHAT: &str =
-    "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\" with an expiry)";
+const WHAT: &str = "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\")";
 
 /// Room for three u64 decimals and two spaces.
 type Buf = [u8; 64];
@@ -48,7 +47,9 @@ fn format(c: Counts, buf: &mut Buf) -> &[u8] {
     &buf[..len]
 }
 
-/// Reads the counts; None for an absent key.
+/// Reads the counts; None for an absent key. The value alone is the state (its
+/// start says which window it counts): without an expiry it is read the same, and
+/// the next write sets one.
 pub fn load(key: &Key) -> Result<Option<Counts>> {
     Ok(record::load(key, WHAT, parse)?.map(|(counts, _)| counts))
 }

@@ -8,9 +8,9 @@ use std::mem::{size_of, zeroed};
 use std::os::raw::c_int;
 use std::ptr;
 
-use redis_module::raw::{self, RedisModuleCommandArg, RedisModuleCommandArgType, RedisModuleCtx};
+use crate::server::raw::{self, RedisModuleCommandArg, RedisModuleCommandArgType, RedisModuleCtx};
 
-use super::{Arg, ArgKind, CostArg, Keys, Spec};
+use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::optional;
 
 /// The version of this module, shown in COMMAND DOCS `since`.
@@ -80,13 +80,17 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
             ArgKind::Policies => {
                 let blocks = super::all::POLICIES
                     .iter()
-                    .map(|(word, params, _delay)| {
+                    .map(|(word, params, delay)| {
                         let mut block = arg(
                             word,
                             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
                         );
                         block.token = word.as_ptr();
-                        block.subargs = tree.list(params.iter().map(positional).collect());
+                        let mut subargs: Vec<_> = params.iter().map(positional).collect();
+                        if *delay {
+                            subargs.push(delay_option());
+                        }
+                        block.subargs = tree.list(subargs);
                         block
                     })
                     .collect();
@@ -126,6 +130,9 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         flags: raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int,
         ..amount
     });
+    if spec.delay {
+        args.push(delay_option());
+    }
     // SAFETY: as above; an all-zero argument ends the server's argument array.
     args.push(unsafe { zeroed() });
 
@@ -147,6 +154,17 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         return Err(format!("cannot describe {}", spec.name_str()));
     }
     Ok(())
+}
+
+/// `[DELAY max]`: RL.GCRA's option (and its RL.ALL policy's), a duration.
+fn delay_option() -> RedisModuleCommandArg {
+    let mut delay = arg(
+        c"delay",
+        raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+    );
+    delay.token = c"DELAY".as_ptr();
+    delay.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+    delay
 }
 
 /// An argument of this name and type, no flags, naming no key.

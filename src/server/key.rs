@@ -1,5 +1,6 @@
 //! One open key, its type and its absolute expiry.
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
@@ -14,6 +15,19 @@ pub enum Kind {
     Hash,
     SortedSet,
     Other,
+}
+
+/// Keyspace event classes (`notify-keyspace-events` letters).
+#[derive(Clone, Copy)]
+pub enum EventClass {
+    /// `g`: DEL, EXPIRE and friends.
+    Generic,
+    /// `$`
+    String,
+    /// `h`
+    Hash,
+    /// `z`
+    SortedSet,
 }
 
 /// A key opened for reading and writing.
@@ -106,6 +120,29 @@ impl Key {
     pub fn signal_modified(&self) {
         // SAFETY: `ctx` and `name` are the running command's (`open`'s contract).
         unsafe { rm!(RedisModule_SignalModifiedKey)(self.ctx, self.name) };
+    }
+}
+
+impl Key {
+    /// Fires the keyspace event `event` of `class` on this key.
+    pub fn notify(&self, class: EventClass, event: &'static CStr) {
+        let class = match class {
+            EventClass::Generic => raw::REDISMODULE_NOTIFY_GENERIC,
+            EventClass::String => raw::REDISMODULE_NOTIFY_STRING,
+            EventClass::Hash => raw::REDISMODULE_NOTIFY_HASH,
+            EventClass::SortedSet => raw::REDISMODULE_NOTIFY_ZSET,
+        };
+        // SAFETY: the key's context and name are the running command's; `event` is a
+        // NUL-terminated static string. The server copies what it publishes. It only
+        // fails for a context without a client, which a command's context always has.
+        unsafe {
+            rm!(RedisModule_NotifyKeyspaceEvent)(
+                self.ctx,
+                class as c_int,
+                event.as_ptr(),
+                self.name,
+            )
+        };
     }
 }
 

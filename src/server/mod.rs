@@ -1,7 +1,15 @@
-//! What the module needs from the server beyond keys: the clock, and a check at
-//! load time that every API function it calls exists.
+//! Every call RL makes into the server's module API, behind safe functions: the
+//! function-pointer lookup (`rm!`, `optional!`) and the load-time check that every
+//! required one exists, the clock, server strings and the constant names, open
+//! keys and the effects propagation builder, replies, and the load-time glue
+//! (module init, options, the INFO callback, the ACL category, the log).
+//!
+//! The layers above (storage, stats, commands, config, lib) reach the server only
+//! through this module.
 
-use redis_module::raw;
+/// The raw bindings, for the layers above that hand the server its own types and
+/// constants (key handles, zset flags); their calls still go through `rm!`.
+pub(crate) use redis_module::raw;
 
 /// The server's implementation of a module API function that not every server
 /// has, or None. Required ones go through `rm!` instead.
@@ -16,26 +24,39 @@ macro_rules! optional {
 }
 pub(crate) use optional;
 
-use crate::algorithms::Millis;
-use crate::storage::rm;
-
-/// The server's time for the running command, in ms since the Unix epoch. Read
-/// once per call.
-///
-/// Since Redis 7.2 (and in every Valkey) a MULTI/EXEC, a Lua script or an FCALL
-/// runs at one frozen instant, the one `TIME` and key expiry use; that instant is
-/// `RedisModule_CachedMicroseconds`. `RedisModule_Milliseconds` is the live clock,
-/// which would decide a call inside a transaction later than the server considers
-/// it, and could see as live a key the server already treats as expired. Redis 7.0
-/// has no such instant (nor the function): there the live clock is the server's.
-pub fn now_ms() -> Millis {
-    match optional!(RedisModule_CachedMicroseconds) {
-        // SAFETY: no preconditions: it only reads the server's cached time.
-        Some(cached_us) => unsafe { cached_us() }.div_euclid(1000),
-        // SAFETY: as above; check_api guarantees the pointer at load.
-        None => unsafe { rm!(RedisModule_Milliseconds)() },
-    }
+/// Resolves a module API function pointer. All of them are checked when the module
+/// loads ([`check_api`]), so a missing one here is a bug that the command guard
+/// turns into an error reply.
+macro_rules! rm {
+    ($name:ident) => {{
+        // Callers are often already inside an unsafe block.
+        // SAFETY: a plain load of a function-pointer static that the server's loader
+        // wrote once, before any command ran, and that nothing writes afterwards.
+        #[allow(unused_unsafe)]
+        let f = match unsafe { redis_module::raw::$name } {
+            Some(f) => f,
+            None => $crate::server::missing_api(stringify!($name)),
+        };
+        f
+    }};
 }
+pub(crate) use rm;
+
+pub mod call;
+mod clock;
+pub mod info;
+pub mod key;
+mod load;
+pub mod names;
+pub mod replicate;
+mod string;
+
+pub use clock::now_ms;
+pub use key::{EventClass, Key, Kind};
+pub use load::{
+    acl_category, create_command, init, log_warning, register_info, set_module_options, ERR, OK,
+};
+pub(crate) use string::{bytes_of, ServerString, StrRef};
 
 /// Called by `rm!` when a function pointer is missing: a panic the command guard
 /// turns into an error reply. [`check_api`] makes this unreachable in practice.
@@ -103,38 +124,6 @@ required_api!(
     RedisModule_IsKeysPositionRequest,
     RedisModule_KeyAtPos,
 );
-
-/// Writes a warning to the server log.
-pub fn log_warning(ctx: *mut redis_module::raw::RedisModuleCtx, message: &str) {
-    redis_module::Context::new(ctx).log_warning(message);
-}
-
-/// Creates the module's ACL category `name`, or reuses it: after `MODULE UNLOAD`
-/// the server keeps a module's categories, and the next load's
-/// `RedisModule_AddACLCategory` fails with EBUSY. True when commands can be put in
-/// it; false where the server has no module categories (before 7.4).
-pub fn acl_category(ctx: *mut raw::RedisModuleCtx, name: &std::ffi::CStr) -> bool {
-    let Some(add) = optional!(RedisModule_AddACLCategory) else {
-        return false;
-    };
-    // SAFETY: `ctx` is the load context (the only time categories can be added);
-    // `name` is NUL-terminated.
-    if unsafe { add(ctx, name.as_ptr()) } == raw::REDISMODULE_OK as std::os::raw::c_int {
-        return true;
-    }
-    let error = std::io::Error::last_os_error();
-    if error.kind() == std::io::ErrorKind::ResourceBusy {
-        return true;
-    }
-    log_warning(
-        ctx,
-        &format!(
-            "rl: cannot create the ACL category {}: {error}; commands get @write/@fast only",
-            name.to_string_lossy()
-        ),
-    );
-    false
-}
 
 #[cfg(test)]
 mod tests {

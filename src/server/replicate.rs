@@ -31,38 +31,38 @@ use crate::error::{Error, Result};
 
 macro_rules! replicate {
     ($key:expr, $cmd:expr; $($pieces:tt)*) => {{
-        let key: &$crate::storage::Key = $key;
+        let key: &$crate::server::Key = $key;
         let cmd: &'static ::std::ffi::CStr = $cmd;
-        $crate::storage::replicate::replicate!(@munch call(key, cmd) [b's'] [key.name()] $($pieces)*)
+        $crate::server::replicate::replicate!(@munch call(key, cmd) [b's'] [key.name()] $($pieces)*)
     }};
     // The format string the pieces produce, NUL included, without replicating
     // (for tests: the piece expressions are not evaluated).
     (@format $($pieces:tt)*) => {
-        $crate::storage::replicate::replicate!(@munch format() [b's'] [()] $($pieces)*)
+        $crate::server::replicate::replicate!(@munch format() [b's'] [()] $($pieces)*)
     };
 
     (@munch $mode:ident($($m:tt)*) [$($f:expr),*] [$($a:expr),*]
         int($v:expr) $(, $($rest:tt)*)?) => {
-        $crate::storage::replicate::replicate!(@munch $mode($($m)*)
+        $crate::server::replicate::replicate!(@munch $mode($($m)*)
             [$($f,)* b'l'] [$($a,)* ::std::os::raw::c_longlong::from($v)] $($($rest)*)?)
     };
     (@munch $mode:ident($($m:tt)*) [$($f:expr),*] [$($a:expr),*]
         bytes($v:ident) $(, $($rest:tt)*)?) => {
-        $crate::storage::replicate::replicate!(@munch $mode($($m)*)
+        $crate::server::replicate::replicate!(@munch $mode($($m)*)
             [$($f,)* b'b']
             [$($a,)* <[u8]>::as_ptr($v).cast::<::std::os::raw::c_char>(), <[u8]>::len($v)]
             $($($rest)*)?)
     };
     (@munch $mode:ident($($m:tt)*) [$($f:expr),*] [$($a:expr),*]
         shared($v:expr) $(, $($rest:tt)*)?) => {
-        $crate::storage::replicate::replicate!(@munch $mode($($m)*)
-            [$($f,)* b's'] [$($a,)* $crate::storage::names::Shared::ptr($v)] $($($rest)*)?)
+        $crate::server::replicate::replicate!(@munch $mode($($m)*)
+            [$($f,)* b's'] [$($a,)* $crate::server::names::Shared::ptr($v)] $($($rest)*)?)
     };
     (@munch $mode:ident($($m:tt)*) [$($f:expr),*] [$($a:expr),*]
         strings($v:ident) $(, $($rest:tt)*)?) => {
-        $crate::storage::replicate::replicate!(@munch $mode($($m)*)
+        $crate::server::replicate::replicate!(@munch $mode($($m)*)
             [$($f,)* b'v']
-            [$($a,)* $crate::storage::replicate::vector($v), <[$crate::storage::StrRef]>::len($v)]
+            [$($a,)* $crate::server::replicate::vector($v), <[$crate::server::StrRef]>::len($v)]
             $($($rest)*)?)
     };
 
@@ -76,14 +76,14 @@ macro_rules! replicate {
         // key's context and name are the running command's. The server copies or
         // takes a reference to everything before returning.
         let status = unsafe {
-            $crate::storage::rm!(RedisModule_Replicate)(
+            $crate::server::rm!(RedisModule_Replicate)(
                 $key.ctx(),
                 $cmd.as_ptr(),
                 FORMAT.as_ptr().cast::<::std::os::raw::c_char>(),
                 $($a),*
             )
         };
-        $crate::storage::replicate::checked(status)
+        $crate::server::replicate::checked(status)
     }};
     (@munch format() [$($f:expr),*] [$($a:expr),*]) => {{
         const FORMAT: &[u8] = &[$($f,)* 0];

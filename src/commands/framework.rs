@@ -1,0 +1,245 @@
+//! The steps every command runs, in [`dispatch`]: check the argument count,
+//! parse, read the server clock once, open the key, load → decide → store and
+//! propagate, reply. Each command supplies only its parsing and its storage pair
+//! (a [`Limiter`]), or the whole run (a [`Handler`], RL.ALL).
+
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::spec::{Keys, Spec};
+use crate::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
+use crate::args;
+use crate::error::{Error, Result};
+use crate::server::call::{self, Argv};
+use crate::server::raw::{RedisModuleCtx, RedisModuleString};
+use crate::server::{self, Key};
+use crate::stats::{Counters, Verdict};
+
+/// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
+/// RL.SLIDINGCOUNTER share.
+pub(super) fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota::new(
+        args::count("limit", args[0])?,
+        args::duration("window", args[1])?,
+    ))
+}
+
+/// Parses `capacity tokens period`, the parameters RL.BUCKET and RL.GCRA share.
+pub(super) fn rate(args: &[&[u8]]) -> Result<Rate> {
+    Ok(Rate {
+        capacity: args::count("capacity", args[0])?,
+        tokens: args::count("tokens", args[1])?,
+        period: args::duration("period", args[2])?,
+    })
+}
+/// One RL command: how it parses its parameters, decides on a key's state and
+/// writes what it decided.
+pub trait Limiter {
+    const SPEC: Spec;
+    type Params;
+    /// What an allowed call (or a refund) writes to the key.
+    type Write;
+
+    /// Parses the positional arguments after the key (not the cost).
+    fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
+
+    /// Parses every argument after the key: the positional ones, then the options
+    /// (`[COST n | REFUND n]`, and `[DELAY max]` if the SPEC says so). CL.THROTTLE
+    /// replaces it (a positional quantity, no options).
+    fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
+        let (positional, options) = args.split_at(Self::SPEC.args.len() - 1);
+        let params = Self::parse_params(positional)?;
+        let options = args::options(options.iter().copied(), Self::SPEC.delay)?;
+        let params = match options.delay {
+            Some(max_ms) => Self::delayed(params, max_ms),
+            None => params,
+        };
+        Ok((params, options.amount))
+    }
+
+    /// The parameters with `DELAY max` (ms) applied. Only called for a command
+    /// whose SPEC takes DELAY, which must replace this.
+    fn delayed(params: Self::Params, _max_ms: u64) -> Self::Params {
+        params
+    }
+
+    /// Loads the key's state and decides; writes nothing. RL.ALL decides every key
+    /// this way before it writes any.
+    fn decide(
+        key: &Key,
+        params: &Self::Params,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<Self::Write>>;
+
+    /// Writes what [`Limiter::decide`] returned, and propagates it.
+    fn store(key: &Key, write: Self::Write) -> Result<()>;
+
+    /// Replies with the decision: RL's five integers unless the command says
+    /// otherwise (CL.THROTTLE).
+    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+        call::reply_integers(ctx, fields(d));
+    }
+
+    /// This command's INFO counters.
+    const STATS: &'static Counters;
+}
+
+/// A decision as RL's five reply integers.
+pub(super) fn fields(d: &Decision) -> [i64; 5] {
+    [
+        i64::from(d.allowed),
+        d.limit as i64,
+        d.remaining as i64,
+        d.retry_after_ms(),
+        d.reset_after_ms as i64,
+    ]
+}
+
+/// Decides on one key and stores what an allowed call writes.
+fn apply<L: Limiter>(
+    key: &Key,
+    params: &L::Params,
+    now: Millis,
+    amount: Amount,
+) -> Result<Decision> {
+    let outcome = L::decide(key, params, now, amount)?;
+    if let Some(write) = outcome.store {
+        L::store(key, write)?;
+    }
+    Ok(outcome.decision)
+}
+
+/// What [`dispatch`] runs: a command that parses its arguments, decides and
+/// writes, and replies. Every [`Limiter`] is one (on one key); RL.ALL is one on
+/// several.
+pub trait Handler {
+    const SPEC: Spec;
+    const STATS: &'static Counters;
+    /// What the call decided, for [`Handler::reply`].
+    type Decided;
+
+    /// Everything after the argument count check, up to the reply.
+    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Self::Decided>;
+
+    /// Whether the call was allowed (for the INFO counters).
+    fn allowed(decided: &Self::Decided) -> bool;
+
+    fn reply(ctx: *mut RedisModuleCtx, decided: &Self::Decided);
+}
+
+impl<L: Limiter> Handler for L {
+    const SPEC: Spec = L::SPEC;
+    const STATS: &'static Counters = L::STATS;
+    type Decided = Decision;
+
+    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
+        let mut inline = Inline::default();
+        let (params, amount) = L::parse(inline.args_from(argv, 2))?;
+        #[cfg(feature = "testing")]
+        if argv.bytes(1) == b"__rl_panic__" {
+            panic!("injected by the testing feature");
+        }
+        let now = server::now_ms();
+        // SAFETY: `ctx` and the key name are the running command's.
+        let key = unsafe { Key::open(ctx, argv.string(1)) };
+        apply::<L>(&key, &params, now, amount)
+    }
+
+    fn allowed(d: &Decision) -> bool {
+        d.allowed
+    }
+
+    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+        <L as Limiter>::reply(ctx, d)
+    }
+}
+
+/// The entry point Redis calls for command `H`. No panic gets past it: a bug
+/// becomes an error reply instead of aborting the server, and everything that
+/// could panic (counting, replying) runs inside the guard.
+pub extern "C" fn dispatch<H: Handler>(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let guarded = catch_unwind(AssertUnwindSafe(|| {
+        let argc = usize::try_from(argc).unwrap_or(0);
+        // SAFETY: the server passes `argc` valid argument strings (or NULL) that
+        // live for the whole call.
+        let argv = unsafe { Argv::from_raw(argv, argc) };
+        if matches!(H::SPEC.keys, Keys::Counted) && call::is_keys_position_request(ctx) {
+            if let Some(argv) = &argv {
+                report_counted_keys(ctx, argv);
+            }
+            return;
+        }
+        let Some(argv) = argv.filter(|_| H::SPEC.accepts_argc(argc)) else {
+            call::reply_wrong_arity(ctx);
+            H::STATS.record(Verdict::Error);
+            return;
+        };
+        match H::run(ctx, &argv) {
+            Ok(decided) => {
+                H::STATS.record(if H::allowed(&decided) {
+                    Verdict::Allowed
+                } else {
+                    Verdict::Rejected
+                });
+                H::reply(ctx, &decided);
+            }
+            Err(e) => {
+                H::STATS.record(Verdict::Error);
+                call::reply_error(ctx, &e);
+            }
+        }
+    }));
+    if guarded.is_err() {
+        // A bug: the key was opened but nothing reached the reply. Whatever the
+        // panic left half-done, the client gets an error, never a dead server.
+        call::reply_error(ctx, &Error::Internal(H::SPEC.name_str()));
+    }
+    server::OK
+}
+
+/// Answers the server's question "where are the keys?" for `numkeys key [key …]`
+/// (the `getkeys-api` call Cluster routing uses: it reads no key specs). A bad
+/// numkeys reports none; the call itself then answers the error.
+fn report_counted_keys(ctx: *mut RedisModuleCtx, argv: &Argv) {
+    if argv.count() < 2 {
+        return;
+    }
+    let numkeys = args::integer("numkeys", argv.bytes(1), 1, MAX_COUNTED_KEYS).unwrap_or(0);
+    for pos in (2..argv.count()).take(numkeys as usize) {
+        call::key_at(ctx, pos);
+    }
+}
+
+/// At most this many keys in one RL.ALL call.
+pub const MAX_COUNTED_KEYS: u64 = 16;
+
+/// How many arguments a call may have after its key without allocating.
+const INLINE_ARGS: usize = 8;
+
+/// The arguments from some position on as byte slices: on the stack for every
+/// well-formed single-key call, on the heap beyond [`INLINE_ARGS`].
+#[derive(Default)]
+pub(super) struct Inline<'a> {
+    inline: [&'a [u8]; INLINE_ARGS],
+    spilled: Vec<&'a [u8]>,
+}
+
+impl<'a> Inline<'a> {
+    pub(super) fn args_from(&mut self, argv: &Argv<'a>, first: usize) -> &[&'a [u8]] {
+        let rest = first.min(argv.count())..argv.count();
+        if rest.len() <= INLINE_ARGS {
+            for (slot, i) in self.inline.iter_mut().zip(rest.clone()) {
+                *slot = argv.bytes(i);
+            }
+            &self.inline[..rest.len()]
+        } else {
+            self.spilled = rest.map(|i| argv.bytes(i)).collect();
+            &self.spilled
+        }
+    }
+}

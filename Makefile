@@ -51,7 +51,7 @@ examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a f
 cluster: build ## Start a local 3-shard Redis Cluster with RL on ports BASE_PORT.. (default 7000); LIBRARY=1: the library; Ctrl-C stops it
 	@BASE_PORT=$(BASE_PORT) LIBRARY=$(LIBRARY) scripts/cluster.sh
 
-plot: build ## Draw docs/algorithms.png: the same traffic on the three commands (PLOT_OUT=path)
+plot: build ## Draw docs/algorithms.png (the same traffic on every rate limiter) and write docs/accuracy.md (PLOT_OUT=path)
 	@scripts/plot.sh
 
 fmt: ## Format the code
@@ -60,7 +60,7 @@ fmt: ## Format the code
 clean: ## Remove build output
 	$(CARGO) clean
 
-bench: build ## Benchmark RL against native commands, the module-API floor, redis-cell and the Functions library (~7 min; BENCH_ROUNDS, BENCH_SECONDS)
+bench: build ## Benchmark RL against native commands, the module-API floor, redis-cell and the Functions library; writes docs/performance.md (~10 min; BENCH_ROUNDS, BENCH_SECONDS)
 	@scripts/bench.sh
 
 fuzz: ## Fuzz parsing and decisions for FUZZ_SECONDS (default 60)

@@ -17,7 +17,7 @@ as two deployments would. The decisions are then compared one by one:
 
 and the most units the counter let through in any window-long span is set against
 the limit (the log never exceeds it). Every reply of both commands is also checked
-against an exact model of SPEC's rules at the recorded time (Python integers), so the
+against an exact model of the rules of docs/commands.md at the recorded time (Python integers), so the
 table shows what the module does, not what it should do. Exits 1 on a mismatch or if
 the log ever goes over the limit.
 
@@ -112,7 +112,7 @@ def run(r, windows, run_id):
     return plan, records, start
 
 
-# --- exact models of SPEC's rules ---------------------------------------------------
+# --- exact models of the rules of docs/commands.md ---------------------------------
 
 
 def log_model(units, now, n):
@@ -134,7 +134,7 @@ def log_model(units, now, n):
 
 
 def counter_model(stored, now, n):
-    """RL.SLIDINGCOUNTER per SPEC: (reply, counts stored or None)."""
+    """RL.SLIDINGCOUNTER per docs/commands.md#rlslidingcounter: (reply, counts stored or None)."""
     w, limit = WINDOW_MS, LIMIT
     start, current, previous = stored if stored else (now, 0, 0)
     at = max(now, start)
@@ -195,8 +195,8 @@ def check_and_time(recs):
             t = rec["t0"]
             problems.append(
                 f"call {k} in [{rec['t0']}, {rec['t1']}] COST {n}: RL.SLIDING {rec['log']} "
-                f"(SPEC {log_model(units, t, n)[0]}), RL.SLIDINGCOUNTER {rec['counter']} "
-                f"stored {rec['stored']!r} (SPEC {counter_model(counts, t, n)})")
+                f"(model {log_model(units, t, n)[0]}), RL.SLIDINGCOUNTER {rec['counter']} "
+                f"stored {rec['stored']!r} (model {counter_model(counts, t, n)})")
             # Follow the server from here on.
             log = log or (t, rec["logged"])
             counter = counter or (t, got)
@@ -276,7 +276,7 @@ The same requests were sent to `RL.SLIDING key {LIMIT} {WINDOW}` (the exact log)
 `RL.SLIDINGCOUNTER key {LIMIT} {WINDOW}` on a real redis-server ({server}), each request
 to both in one MULTI/EXEC, for {windows} windows of {WINDOW_MS} ms per traffic shape. Each
 limiter keeps its own state. Every reply of both was also checked against an exact
-model of SPEC's rules at the recorded server time: all matched.
+model of the rules of docs/commands.md at the recorded server time: all matched.
 
 {shapes_text}
 

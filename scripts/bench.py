@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 
+import docmarkers
+
 ENV = os.environ
 QUICK = bool(ENV.get("BENCH_QUICK"))
 ROUNDS = 1 if QUICK else int(ENV.get("BENCH_ROUNDS", "11"))
@@ -54,6 +56,13 @@ CELL = ENV.get("BENCH_CELL_SO", "")
 CELL_SKIP = ENV.get("BENCH_CELL_SKIP", "")
 LIBRARY = ENV.get("BENCH_LIBRARY", "")
 SHAPES_WANTED = ENV.get("BENCH_SHAPES", "")
+# A full run writes its figures (everything it prints from the header on) into
+# docs/performance.md between its bench markers (scripts/docmarkers.py), so the docs
+# show the last full run and nothing else; BENCH_DOCS=path another page, BENCH_DOCS=
+# (empty) none. Quick or partial runs
+# (BENCH_QUICK, BENCH_SHAPES) write only where BENCH_DOCS names a page.
+DOCS = ENV.get("BENCH_DOCS", "" if QUICK or SHAPES_WANTED else
+               os.path.join(docmarkers.DOCS, "performance.md"))
 
 
 class Broken(Exception):
@@ -527,26 +536,37 @@ def key21(prefix):
 
 
 def memory(servers, library_functions):
+    """MEMORY USAGE of each state, next to what the module key API lets it cost: an
+    RL.FIXED counter is a raw string (the int encoding a native SET gives an integer
+    is out of the key API's reach), an RL.GCRA TAT costs what redis-cell's costs (the
+    same key API), an RL.SLIDINGCOUNTER what a native SET of the same string costs."""
     rl = servers["rl"].conn
     rl.ok("FLUSHALL")
     rows = []
 
-    def row(label, conn, key):
+    def native_set(value):
+        k = key21("native:same:")
+        rl.ok("SET", k, value, "PX", "60000")
+        b = rl.ok("MEMORY", "USAGE", k)
+        rl.ok("DEL", k)
+        return b
+
+    def row(label, conn, key, target=""):
         value = conn.call("GET", key)
         value = value.decode()[:40] if isinstance(value, bytes) else ""
-        rows.append((label, value, conn.ok("MEMORY", "USAGE", key), ""))
+        rows.append((label, value, conn.ok("MEMORY", "USAGE", key), "", target))
 
     big = "9007199254740991"
     k = key21("rl:fixed:")
     rl.ok("RL.FIXED", k, "100", "1m")
-    row("RL.FIXED counter", rl, k)
+    row("RL.FIXED counter", rl, k, "80 (a raw string: the int encoding is out of the key API's reach)")
     # Slow refills, so the keys (which expire when the limiter is full again) outlive the table.
     k = key21("rl:gcra:")
     rl.ok("RL.GCRA", k, "100", "1", "1h")
-    row("RL.GCRA TAT (ns)", rl, k)
+    row("RL.GCRA TAT (ns)", rl, k, "redis-cell's (104)")
     k = key21("rl:cell:")
     rl.ok("CL.THROTTLE", k, "99", "1", "3600")
-    row("CL.THROTTLE TAT (ns)", rl, k)
+    row("CL.THROTTLE TAT (ns)", rl, k, "redis-cell's (104)")
     if "cell" in servers:
         c = servers["cell"].conn
         c.ok("FLUSHALL")
@@ -554,7 +574,8 @@ def memory(servers, library_functions):
         row("redis-cell CL.THROTTLE TAT (ns)", c, k)
     k = key21("rl:sc:")
     rl.ok("RL.SLIDINGCOUNTER", k, "100", "1m")
-    row("RL.SLIDINGCOUNTER, first call", rl, k)
+    row("RL.SLIDINGCOUNTER, first call", rl, k,
+        f"a native SET of the same string: {native_set(rl.ok('GET', k))}")
     # The counter at its largest below 10^9: a previous window of 999,999,999, as many now.
     sec, usec = rl.ok("TIME")
     now_ms = int(sec) * 1000 + int(usec) // 1000
@@ -562,23 +583,45 @@ def memory(servers, library_functions):
     k = key21("rl:scbig:")
     rl.ok("SET", k, f"{hour - 3_600_000} 999999999 0", "PXAT", str(hour + 3_600_000))
     rl.ok("RL.SLIDINGCOUNTER", k, big, "1h", "COST", "999999999")
-    row("RL.SLIDINGCOUNTER, counts 999999999", rl, k)
+    row("RL.SLIDINGCOUNTER, counts 999999999", rl, k,
+        f"a native SET of the same string: {native_set(rl.ok('GET', k))}")
     k = key21("rl:bucket:")
     rl.ok("RL.BUCKET", k, "100", "10", "1s")
-    rows.append(("RL.BUCKET hash", "", rl.ok("MEMORY", "USAGE", k), ""))
+    rows.append(("RL.BUCKET hash", "", rl.ok("MEMORY", "USAGE", k), "", ""))
     for units in (10, 128, 1000):
         k = key21(f"rl:sliding:{units}:")
         rl.ok("RL.SLIDING", k, "100000", "1h", "COST", str(units))
         b = rl.ok("MEMORY", "USAGE", k)
-        rows.append((f"RL.SLIDING, {units} units", "", b, f"{b / units:.1f}"))
+        rows.append((f"RL.SLIDING, {units} units", "", b, f"{b / units:.1f}", ""))
     k = key21("native:int:")
     rl.ok("SET", k, "1", "PX", "60000")
     row("native SET of an integer (int-encoded)", rl, k)
     print("\n### Memory per key (MEMORY USAGE, key names of 21 bytes)\n")
-    print("| key | value | bytes | per unit |\n|---|---|---:|---:|")
-    for label, value, b, per in rows:
+    print("| key | value | bytes | per unit | what the key API allows |\n|---|---|---:|---:|---|")
+    for label, value, b, per, target in rows:
         shown = f"`{value}`" if value else ""
-        print(f"| {label} | {shown} | {b} | {per} |")
+        print(f"| {label} | {shown} | {b} | {per} | {target} |")
+    print("\nRL pays for effects replication: each allowed call propagates its result "
+          "(`SET key TAT PXAT t`), so replicas and the AOF hold the primary's bytes; "
+          "redis-cell replicates the command itself, which replicas re-run with their own "
+          "clocks, wrong for a time-based state.")
+
+
+# --- the figures in the docs ---------------------------------------------------------
+
+
+class Tee:
+    """stdout, also kept, so the figures printed can go into the docs."""
+
+    def __init__(self, out):
+        self.out, self.kept = out, []
+
+    def write(self, text):
+        self.kept.append(text)
+        return self.out.write(text)
+
+    def flush(self):
+        self.out.flush()
 
 
 # --- main -----------------------------------------------------------------------------
@@ -588,6 +631,10 @@ def main():
     # A SIGTERM (a stopped make, a CI timeout) still stops the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
+    problem = DOCS and docmarkers.check(DOCS, "bench")
+    if problem:
+        print(f"bench: error: {problem} (BENCH_DOCS= writes no page)", file=sys.stderr)
+        return 1
     root = tempfile.mkdtemp(prefix="rl-bench-")
     servers, everything = {}, []
     try:
@@ -612,6 +659,8 @@ def main():
         version = servers["rl"].conn.ok("INFO", "server").decode()
         version = next(line.split(":", 1)[1] for line in version.splitlines()
                        if line.startswith("redis_version:"))
+        tee = Tee(sys.stdout)
+        sys.stdout = tee
         print(f"\nRL benchmark: {time.strftime('%Y-%m-%d', time.gmtime())}, redis-server "
               f"{version}, {os.cpu_count()} cores, {ROUNDS} round(s), redis-benchmark with "
               f"{CLIENTS} clients on the same machine")
@@ -649,7 +698,12 @@ def main():
         print_summary(all_results)
         memory(servers, library_functions)
         print(f"\nThis run took {time.time() - started:.0f} s.")
+        sys.stdout = tee.out
+        if DOCS:
+            docmarkers.replace(DOCS, "bench", "".join(tee.kept))
+            print(f"bench: figures written to {DOCS}", file=sys.stderr)
     except Broken as e:
+        sys.stdout = sys.__stdout__
         print(f"bench: error: {e}", file=sys.stderr)
         return 1
     finally:

@@ -27,6 +27,8 @@ import socket
 import sys
 import time
 
+import docmarkers
+
 LIMIT = 10  # RL.FIXED / RL.SLIDING / RL.SLIDINGCOUNTER limit, RL.BUCKET / RL.GCRA capacity and tokens
 WINDOW = "1s"  # their window, or period ...
 WINDOW_MS = 1000  # ... in ms
@@ -421,7 +423,12 @@ def main():
     p.add_argument("--port", type=int, default=int(os.environ.get("REDIS_PORT", 6379)))
     p.add_argument("--out", default="docs/algorithms.png")
     p.add_argument("--quick", action="store_true", help="a short run (smoke test)")
+    p.add_argument("--docs", default="",
+                   help="a page whose plot markers get the decision counts (docs/performance.md)")
     args = p.parse_args()
+    problem = args.docs and docmarkers.check(args.docs, "plot")
+    if problem:
+        sys.exit(f"plot: {problem}")
 
     r = Redis(args.host, args.port)
     modules = r.call("MODULE", "LIST")
@@ -439,12 +446,18 @@ def main():
     b_after = sum(1 for t in burst if boundary <= t < boundary + BURST_MS)
     print(f"plot: burst {b_before} requests in the {BURST_MS} ms before the boundary, "
           f"{b_after} in the {BURST_MS} ms after (wanted {BURST} + {BURST})")
-    for name, _ in ALGOS:
+    table = [f"The traffic: a request every {STEADY_MS} ms, plus {b_before} requests in the "
+             f"{BURST_MS} ms before a window boundary and {b_after} in the {BURST_MS} ms after "
+             f"it; limit (capacity, refill per second) {LIMIT}, window {WINDOW}.", "",
+             "| command | accepted | rejected | most accepted within any 1 s |",
+             "|---|---:|---:|---:|"]
+    for name, command in ALGOS:
         recs = records[name]
         n_ok = sum(1 for _, a, _ in recs if a)
         peak, at = max_in_span(accepted_times(recs), WINDOW_MS)
         print(f"plot: {name:8s} {n_ok:3d} accepted, {len(recs) - n_ok:3d} rejected; "
               f"max accepted within any 1 s: {peak} (from t = {at / 1000:.3f} s)")
+        table.append(f"| {command[0]} | {n_ok} | {len(recs) - n_ok} | {peak} |")
 
     problems = check_guarantees(records)
     for problem in problems:
@@ -456,6 +469,9 @@ def main():
         if f.read(8) != b"\x89PNG\r\n\x1a\n":
             sys.exit(f"plot: {args.out} is not a PNG")
     print(f"plot: wrote {args.out} ({os.path.getsize(args.out) // 1024} KB)")
+    if args.docs:
+        docmarkers.replace(args.docs, "plot", "\n".join(table))
+        print(f"plot: wrote the decision counts into {args.docs}")
     if problems:
         sys.exit(1)
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make plot`: draws docs/algorithms.png, the same traffic sent to RL.FIXED, RL.SLIDING,
+# `make plot`: draws docs/algorithms.png (and writes its decision counts into
+# docs/performance.md), the same traffic sent to RL.FIXED, RL.SLIDING,
 # RL.SLIDINGCOUNTER, RL.BUCKET and RL.GCRA on a real redis-server (scripts/plot.py),
 # then measures RL.SLIDINGCOUNTER's decisions against RL.SLIDING's exact log on the
 # same traffic shapes and writes docs/accuracy.md (scripts/accuracy.py).
@@ -8,6 +9,8 @@
 #                   PLOT_QUICK=1 a temporary file, removed on exit)
 #   PLOT_ACCURACY_OUT=path  where to write the accuracy report (default
 #                   docs/accuracy.md; with PLOT_QUICK=1 a temporary file)
+#   PLOT_DOCS=path  the page whose plot markers get the decision counts (default
+#                   docs/performance.md; none with PLOT_QUICK=1 unless given; empty: none)
 #   PLOT_QUICK=1    smoke mode used by `make test`: about 2 + 3 s of traffic
 #   RL_MODULE=path  the module to load (default target/release/librl.so, built when missing)
 #
@@ -45,9 +48,11 @@ if [ -n "${PLOT_QUICK:-}" ] && [ "${PLOT_QUICK}" != 0 ]; then
   quick=(--quick)
   out=${PLOT_OUT:-$tmp/algorithms.png}
   accuracy_out=${PLOT_ACCURACY_OUT:-$tmp/accuracy.md}
+  docs=${PLOT_DOCS:-}
 else
   out=${PLOT_OUT:-$root/docs/algorithms.png}
   accuracy_out=${PLOT_ACCURACY_OUT:-$root/docs/accuracy.md}
+  docs=${PLOT_DOCS-$root/docs/performance.md}
 fi
 
 # --- matplotlib ---------------------------------------------------------------------
@@ -91,7 +96,7 @@ export MPLBACKEND=Agg MPLCONFIGDIR=$root/target/plot-mplconfig
 rl_start_redis "$tmp"
 port=$redis_port
 
-"${python[@]}" "$root/scripts/plot.py" --port "$port" --out "$out" ${quick[@]+"${quick[@]}"}
+"${python[@]}" "$root/scripts/plot.py" --port "$port" --out "$out" --docs "$docs" ${quick[@]+"${quick[@]}"}
 # RL.SLIDINGCOUNTER against the exact log on the same server (standard library only).
 "${python[@]}" "$root/scripts/accuracy.py" --port "$port" --md "$accuracy_out" ${quick[@]+"${quick[@]}"}
 if [ -n "${quick[*]:-}" ] && [ -z "${PLOT_OUT:-}" ]; then

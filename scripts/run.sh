@@ -48,13 +48,18 @@ if [ -n "$with_library" ]; then
   RL's Functions library (no module) is loaded in redis-server on port $port.
   In another terminal, try:
 
-    redis-cli -p $port FCALL rl_fixed   1 user:42 10 1m        # 10 per minute, fixed window
-    redis-cli -p $port FCALL rl_sliding 1 user:42:s 5 1m       # 5 in any minute, sliding log
-    redis-cli -p $port FCALL rl_bucket  1 user:42:b 10 1 1s    # bucket of 10, refills 1 per second
-    redis-cli -p $port FCALL rl_all 2 user:42:a user:42:d FIXED 10 1s FIXED 1000 1d
+    redis-cli -p $port FCALL rl_fixed          1 try:fixed 10 1m         # 10 per minute, fixed window
+    redis-cli -p $port FCALL rl_sliding        1 try:sliding 5 1m        # 5 in any minute, sliding log
+    redis-cli -p $port FCALL rl_slidingcounter 1 try:counter 100 1m      # 100 a minute, constant memory
+    redis-cli -p $port FCALL rl_bucket         1 try:bucket 10 1 1s      # bucket of 10, refills 1 per second
+    redis-cli -p $port FCALL rl_gcra           1 try:gcra 10 1 1s        # the same limiter in one integer
+    redis-cli -p $port FCALL rl_gcra           1 try:queue 2 1 1s DELAY 5s   # wait your turn (reply field 4)
+    redis-cli -p $port FCALL rl_acquire        1 try:jobs 3 30s job-1    # at most 3 at once, leases of 30 s
+    redis-cli -p $port FCALL rl_release        1 try:jobs job-1
+    redis-cli -p $port FCALL rl_all 2 try:second try:day FIXED 10 1s FIXED 1000 1d
 
-  Each reply is: allowed, limit, remaining, retry_after_ms, reset_after_ms.
-  Stop the server with Ctrl-C.
+  Each reply is: allowed, limit, remaining, retry_after_ms (with DELAY: the wait),
+  reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
 
 MSG
   wait "$server"
@@ -65,12 +70,19 @@ cat <<MSG
 
   RL is loaded in redis-server on port $port. In another terminal, try:
 
-    redis-cli -p $port RL.FIXED   user:42 5 1m        # 5 per minute, fixed window
-    redis-cli -p $port RL.SLIDING user:42:s 5 1m      # 5 in any minute, sliding log
-    redis-cli -p $port RL.BUCKET  user:42:b 10 1 1s   # bucket of 10, refills 1 per second
+    redis-cli -p $port RL.FIXED          try:fixed 5 1m          # 5 per minute, fixed window
+    redis-cli -p $port RL.SLIDING        try:sliding 5 1m        # 5 in any minute, sliding log
+    redis-cli -p $port RL.SLIDINGCOUNTER try:counter 100 1m      # 100 a minute, constant memory
+    redis-cli -p $port RL.BUCKET         try:bucket 10 1 1s      # bucket of 10, refills 1 per second
+    redis-cli -p $port RL.GCRA           try:gcra 10 1 1s        # the same limiter in one integer
+    redis-cli -p $port RL.GCRA           try:queue 2 1 1s DELAY 5s   # wait your turn (reply field 4)
+    redis-cli -p $port CL.THROTTLE       try:cell 15 30 60       # redis-cell's command
+    redis-cli -p $port RL.ACQUIRE        try:jobs 3 30s job-1    # at most 3 at once, leases of 30 s
+    redis-cli -p $port RL.RELEASE        try:jobs job-1
+    redis-cli -p $port RL.ALL 2 try:second try:day FIXED 10 1s FIXED 1000 1d
 
-  Each reply is: allowed, limit, remaining, retry_after_ms, reset_after_ms.
-  Stop the server with Ctrl-C.
+  Each reply is: allowed, limit, remaining, retry_after_ms (with DELAY: the wait),
+  reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
 
 MSG
 wait "$server"

@@ -90,7 +90,7 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
     // Saturating: a foreign TAT near u128::MAX leaves a debt whose sum with the
     // increment overflows; every wait is capped at 2^53 − 1 ms either way.
     let wanted = debt.saturating_add(increment);
-    // D + M < 2^53 · 10 years + 10 years in ns: far inside u128.
+    // D + M ≤ 2^53 · 10 years + 2^64 ms in ns: far inside u128.
     let allowed = n <= rate.capacity && wanted <= d + rate.max_wait;
     let debt_after = if allowed { wanted } else { debt };
 

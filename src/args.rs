@@ -4,37 +4,26 @@
 //! exactly the accepted form is an error naming the argument.
 
 use crate::algorithms::{Amount, Cost, Count, Interval, MAX_DURATION_MS};
+use crate::decimal;
 use crate::error::{Error, Result};
-
-/// Parses an unsigned decimal integer the way Redis reads integer arguments:
-/// ASCII digits only, no sign, no spaces, no leading zeros.
-fn parse_u64(bytes: &[u8]) -> Option<u64> {
-    if bytes.is_empty() || (bytes.len() > 1 && bytes[0] == b'0') {
-        return None;
-    }
-    bytes.iter().try_fold(0u64, |acc, &b| {
-        let digit = char::from(b).to_digit(10)?;
-        acc.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
 
 /// A limit, capacity or refill amount: 1 ..= 2^53 - 1.
 pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
-    parse_u64(bytes)
+    decimal::canonical_u64(bytes)
         .and_then(Count::new)
         .ok_or(Error::BadCount { name, min: 1 })
 }
 
 /// An integer argument within `min ..= max` (CL.THROTTLE's max_burst).
 pub fn integer(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Result<u64> {
-    parse_u64(bytes)
+    decimal::canonical_u64(bytes)
         .filter(|v| (min..=max).contains(v))
         .ok_or(Error::BadInteger { name, min, max })
 }
 
 /// A cost given as a positional argument (CL.THROTTLE's quantity): 0 ..= 2^53 - 1.
 pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
-    parse_u64(bytes)
+    decimal::canonical_u64(bytes)
         .and_then(Cost::new)
         .ok_or(Error::BadCount { name, min: 0 })
 }
@@ -72,7 +61,7 @@ fn duration_ms(bytes: &[u8]) -> Option<u64> {
         b"d" => 86_400_000,
         _ => return None,
     };
-    parse_u64(number)
+    decimal::canonical_u64(number)
         .and_then(|n| n.checked_mul(ms_per_unit))
         .filter(|&ms| ms <= MAX_DURATION_MS)
 }

@@ -13,9 +13,9 @@ use std::os::raw::{c_char, c_int, c_longlong};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use crate::server::raw::{self, RedisModuleCtx, RedisModuleString};
-
-use crate::server::optional;
+use crate::server;
+use crate::server::config::Numeric;
+use crate::server::raw::{RedisModuleCtx, RedisModuleString};
 
 /// Highest value `sliding-max-limit` accepts (about 1 GB for one full log).
 pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
@@ -150,40 +150,28 @@ fn known_names() -> String {
 /// value the module arguments gave (or the default), then lets the server apply
 /// what redis.conf or `MODULE LOADEX … CONFIG` set (those win over arguments).
 pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
-    let (Some(register_numeric), Some(load_configs)) = (
-        optional!(RedisModule_RegisterNumericConfig),
-        optional!(RedisModule_LoadConfigs),
-    ) else {
+    if !server::config::available() {
         return Err("this server has no module configs (Redis 7.0 or newer is required)".into());
-    };
-    for (i, s) in SETTINGS.iter().enumerate() {
+    }
+    for (index, s) in SETTINGS.iter().enumerate() {
         // The server's own bounds are the widest it takes, so every integer value
         // reaches `set_numeric` and one check (`Setting::check`) words every refusal,
         // naming the value too.
-        // SAFETY: `ctx` is the load context; the name is a NUL-terminated static;
-        // the callbacks match the server's signatures and privdata is the
-        // setting's index, read back only by those callbacks.
-        let ok = unsafe {
-            register_numeric(
-                ctx,
-                s.name.as_ptr(),
-                s.value.load(Ordering::Relaxed),
-                raw::REDISMODULE_CONFIG_DEFAULT,
-                c_longlong::MIN,
-                c_longlong::MAX,
-                Some(get_numeric),
-                Some(set_numeric),
-                None,
-                i as *mut c_void,
-            )
+        let config = Numeric {
+            name: s.name,
+            value: s.value.load(Ordering::Relaxed),
+            min: c_longlong::MIN,
+            max: c_longlong::MAX,
+            get: get_numeric,
+            set: set_numeric,
+            index,
         };
-        if ok != raw::REDISMODULE_OK as c_int {
+        if !server::config::register_numeric(ctx, &config) {
             return Err(format!("cannot register the config rl.{}", s.name_str()));
         }
     }
     let _ = take_refused();
-    // SAFETY: `ctx` is the load context, after every config was registered.
-    if unsafe { load_configs(ctx) } != raw::REDISMODULE_OK as c_int {
+    if !server::config::load(ctx) {
         return Err(match take_refused() {
             Some(line) => line,
             // Not an integer: the server refused it before the module saw it (its
@@ -221,23 +209,16 @@ extern "C" fn set_numeric(
     match result {
         Ok((s, v)) => {
             s.value.store(v, Ordering::Relaxed);
-            raw::REDISMODULE_OK as c_int
+            server::OK
         }
         Err(message) => {
             refused(format!(
                 "rl.{} {value}, given in redis.conf or MODULE LOADEX, is out of range: {message}",
                 name_of(privdata)
             ));
-            if !err.is_null() {
-                if let Some(create) = optional!(RedisModule_CreateString) {
-                    // SAFETY: the server hands a valid out-pointer and takes
-                    // ownership of the string (made without a context).
-                    unsafe {
-                        *err = create(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
-                    };
-                }
-            }
-            raw::REDISMODULE_ERR as c_int
+            // SAFETY: `err` is the out-pointer the server passed to this callback.
+            unsafe { server::config::set_error(err, &message) };
+            server::ERR
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT}
 use crate::commands::{
     Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
 };
+use crate::decimal;
 use crate::storage::codec;
 
 fn take_i64(bytes: &mut &[u8]) -> i64 {
@@ -60,8 +61,8 @@ pub fn run(data: &[u8]) {
     let argv: Vec<&[u8]> = arg_bytes.split(|&b| b == 0).collect();
     let now = take_i64(&mut state) >> 8;
     // The stored-content decoders must accept or refuse any bytes without panicking.
-    let _ = codec::parse_uint(state);
-    let _ = codec::parse_micros(state);
+    let _ = decimal::digits(state);
+    let _ = decimal::micros(state);
 
     if selector % 7 == 6 {
         // RL.ALL's line: numkeys, keys, policies, options, in any bytes.
@@ -159,7 +160,7 @@ pub fn run(data: &[u8]) {
                 assert!(s.bucket.level_micros <= full, "{s:?}");
                 let mut buf = [0u8; 48];
                 let text = codec::format_micros(s.bucket.level_micros, &mut buf);
-                assert_eq!(codec::parse_micros(text), Some(s.bucket.level_micros));
+                assert_eq!(decimal::micros(text), Some(s.bucket.level_micros));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! RL: native rate-limit commands for Redis.
 //!
 //! - `algorithms`: the limiters as pure functions of (state, now, quota, cost);
+//! - `decimal`: the one decimal parser, for arguments and stored state;
 //! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
 //! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
@@ -15,6 +16,7 @@ pub mod algorithms;
 pub mod args;
 mod commands;
 mod config;
+mod decimal;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -32,13 +34,6 @@ use server::raw::{RedisModuleCtx, RedisModuleString};
 const NAME: &std::ffi::CStr = c"rl";
 /// major * 10000 + minor * 100 + patch, as `MODULE LIST` shows it.
 const VERSION: c_int = 100;
-
-// Inside redis-server every allocation goes through the server's allocator, so
-// `used_memory`, `maxmemory` and `MEMORY USAGE` see RL's memory. Unit tests and the
-// fuzzer run outside Redis, where that allocator does not exist.
-#[cfg(not(any(test, feature = "system-alloc")))]
-#[global_allocator]
-static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
 
 /// Called by the server when it loads the module (`--loadmodule`, `MODULE LOAD`).
 ///

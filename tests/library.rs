@@ -20,37 +20,6 @@ use common::*;
 const MAX: u64 = 9_007_199_254_740_991;
 const MAX_DURATION_MS: u64 = 315_360_000_000;
 
-/// xorshift64*, so a failure can be replayed by seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-    /// 1 ..= max, log-uniform (every magnitude as likely), or an edge.
-    fn magnitude(&mut self, max: u64) -> u64 {
-        match self.below(8) {
-            0 => max,
-            1 => 1,
-            2 => max - self.below(3).min(max - 1),
-            _ => {
-                let bits = 64 - max.leading_zeros() as u64;
-                let v = self.next() >> (64 - 1 - self.below(bits));
-                v.clamp(1, max)
-            }
-        }
-    }
-}
-
 /// A count argument 1 ..= 2^53−1.
 fn count(rng: &mut Rng) -> u64 {
     match rng.below(4) {

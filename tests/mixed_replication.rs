@@ -97,30 +97,18 @@ impl Call<'_> {
     }
 }
 
-/// xorshift64: the same calls on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 /// The calls of the workload: every policy, many keys, and the cost mix
 /// 70% default, 10% COST 0, 15% COST 2, 5% COST above the limit.
 fn workload(policies: &[Policy]) -> Vec<Call<'_>> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     (0..CALLS)
         .map(|_| {
-            let policy = &policies[rng.below(policies.len())];
+            let policy = rng.pick(policies);
             let key = format!(
                 "{}:{}:{}",
                 policy.command.short,
                 policy.lifetime,
-                rng.below(policy.keys)
+                rng.index(policy.keys)
             );
             let cost = match rng.below(20) {
                 0..=1 => Some(0),

@@ -7,24 +7,6 @@ use common::*;
 
 use std::time::Duration;
 
-/// A small deterministic PRNG (xorshift64*), so a failure can be replayed by seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
 /// Arguments at and past every bound, and plain garbage.
 fn token_pool() -> Vec<Vec<u8>> {
     let mut pool: Vec<Vec<u8>> = [
@@ -567,7 +549,7 @@ fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
         &["GCRA", "5", "1", "1h"],
         &["SLIDINGCOUNTER", "5", "1h"],
     ];
-    let n = 1 + rng.below(4);
+    let n = 1 + rng.index(4);
     let mut line = vec![n.to_string().into_bytes()];
     let mut keys: Vec<&str> = Vec::new();
     while keys.len() < n {

@@ -5,7 +5,7 @@ use std::os::raw::{c_int, c_long, c_longlong};
 
 use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
-use super::bytes_of;
+use super::string::bytes_of;
 use crate::error::Error;
 
 /// The argument vector of the running command.

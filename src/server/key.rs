@@ -71,7 +71,7 @@ impl Key {
     pub(crate) fn name_bytes(&self) -> &[u8] {
         // SAFETY: the name is an argument of the running command (`open`'s contract),
         // alive and unmodified for the whole call, which outlives `self`.
-        unsafe { super::bytes_of(self.name) }
+        unsafe { super::string::bytes_of(self.name) }
     }
 
     pub fn kind(&self) -> Kind {

@@ -93,7 +93,7 @@ macro_rules! replicate {
 pub(crate) use replicate;
 
 /// The array pointer of a `v` piece.
-pub fn vector(strings: &[super::StrRef<'_>]) -> *mut *mut raw::RedisModuleString {
+pub fn vector(strings: &[super::string::StrRef<'_>]) -> *mut *mut raw::RedisModuleString {
     // StrRef is repr(transparent) over NonNull<RedisModuleString>, which has the
     // layout of *mut RedisModuleString. The server only reads the array.
     strings

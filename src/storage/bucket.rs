@@ -11,6 +11,7 @@ use super::record::undo;
 use super::{codec, effects, injected, Key, Kind};
 use crate::algorithms::bucket::{State, Store};
 use crate::algorithms::MAX_COUNT;
+use crate::decimal;
 use crate::error::{Error, Result};
 use crate::server::names::names;
 use crate::server::ServerString;
@@ -46,10 +47,10 @@ pub fn load(key: &Key) -> Result<Option<State>> {
                     ServerString::from_owned(ts),
                 )
             };
-            let level_micros = tokens.as_ref().and_then(|t| codec::parse_micros(t.bytes()));
+            let level_micros = tokens.as_ref().and_then(|t| decimal::micros(t.bytes()));
             let ts_ms = ts
                 .as_ref()
-                .and_then(|t| codec::parse_uint(t.bytes()))
+                .and_then(|t| decimal::digits(t.bytes()))
                 .filter(|&t| t <= MAX_COUNT);
             match (level_micros, ts_ms) {
                 (Some(level_micros), Some(ts)) => Ok(Some(State {

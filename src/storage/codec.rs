@@ -1,43 +1,8 @@
 //! How numbers look inside the keys: plain decimals that `GET`, `HGETALL` and
-//! `ZRANGE` show as users expect. Formatting goes into stack buffers so the hot path
-//! allocates nothing.
+//! `ZRANGE` show as users expect (read back by [`crate::decimal`]). Formatting goes
+//! into stack buffers so the hot path allocates nothing.
 
 use crate::algorithms::bucket::MICROS;
-
-/// Parses a stored non-negative integer (a counter, a timestamp).
-pub fn parse_uint(bytes: &[u8]) -> Option<u64> {
-    if bytes.is_empty() || bytes.len() > 20 {
-        return None;
-    }
-    bytes.iter().try_fold(0u64, |acc, &b| {
-        let digit = char::from(b).to_digit(10)?;
-        acc.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
-
-/// Parses a stored token level, a plain decimal such as `4`, `2.5` or `0.333333`,
-/// into millionths of a token. Digits past the sixth decimal place are dropped
-/// (rounding down, never up). Signs, exponents, `inf` and `nan` are refused.
-pub fn parse_micros(bytes: &[u8]) -> Option<u128> {
-    let (int, frac) = match bytes.iter().position(|&b| b == b'.') {
-        Some(dot) => (&bytes[..dot], &bytes[dot + 1..]),
-        None => (bytes, &b""[..]),
-    };
-    if int.is_empty() || int.len() > 30 || (bytes.contains(&b'.') && frac.is_empty()) {
-        return None;
-    }
-    let whole = int.iter().try_fold(0u128, |acc, &b| {
-        Some(acc * 10 + u128::from(char::from(b).to_digit(10)?))
-    })?;
-    let mut micros = 0u128;
-    for (i, &b) in frac.iter().enumerate() {
-        let digit = u128::from(char::from(b).to_digit(10)?);
-        if i < 6 {
-            micros += digit * 10u128.pow(5 - i as u32);
-        }
-    }
-    whole.checked_mul(MICROS)?.checked_add(micros)
-}
 
 /// Room for any level this module stores: 2^53 · 10^6 has 22 digits, plus a dot.
 pub type MicrosBuf = [u8; 48];
@@ -88,25 +53,9 @@ mod tests {
     }
 
     #[test]
-    fn levels_round_trip_and_parse_strictly() {
+    fn levels_round_trip() {
         for m in [0, 1, 10, 999_999, 1_000_000, 2_500_000, 123_456_789_012] {
-            assert_eq!(parse_micros(fmt(m).as_bytes()), Some(m));
-        }
-        assert_eq!(parse_micros(b"0.3333339"), Some(333_333));
-        assert_eq!(parse_micros(b"7.00"), Some(7_000_000));
-        for bad in [
-            "", ".", "1.", ".5", "-1", "+1", "1e3", "inf", "nan", "1.2.3", " 1", "0x1",
-        ] {
-            assert_eq!(parse_micros(bad.as_bytes()), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn integers_parse_strictly() {
-        assert_eq!(parse_uint(b"0"), Some(0));
-        assert_eq!(parse_uint(b"18446744073709551615"), Some(u64::MAX));
-        for bad in ["", "-1", "1.0", "18446744073709551616", "abc", " 1"] {
-            assert_eq!(parse_uint(bad.as_bytes()), None, "{bad:?}");
+            assert_eq!(crate::decimal::micros(fmt(m).as_bytes()), Some(m));
         }
     }
 }

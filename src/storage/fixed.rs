@@ -5,14 +5,14 @@
 
 use super::{record, Key};
 use crate::algorithms::fixed::Counter;
+use crate::decimal;
 use crate::error::Result;
 
 const WHAT: &str = "an RL.FIXED counter (a non-negative integer with an expiry)";
 
 /// Reads the counter; None for an absent key.
 pub fn load(key: &Key) -> Result<Option<Counter>> {
-    let used = |bytes: &[u8]| record::parse_canonical(bytes).and_then(|v| u64::try_from(v).ok());
-    Ok(record::load_with_expiry(key, WHAT, used)?
+    Ok(record::load_with_expiry(key, WHAT, decimal::canonical_u64)?
         .map(|(used, expires_at)| Counter { used, expires_at }))
 }
 

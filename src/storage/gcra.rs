@@ -4,6 +4,7 @@
 
 use super::{record, Key};
 use crate::algorithms::gcra::{Store, Tat};
+use crate::decimal;
 use crate::error::Result;
 
 const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns)";
@@ -12,7 +13,7 @@ const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns)";
 /// key without an expiry (`RESTORE key 0 …` of a redis-cell key, `PERSIST`) is read
 /// like any other, and the next write sets the expiry again.
 pub fn load(key: &Key) -> Result<Option<Tat>> {
-    Ok(record::load(key, WHAT, record::parse_canonical)?.map(|(tat, _)| Tat(tat)))
+    Ok(record::load(key, WHAT, decimal::canonical)?.map(|(tat, _)| Tat(tat)))
 }
 
 /// Stores the TAT and propagates `SET key TAT PXAT expires_at`.

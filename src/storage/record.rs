@@ -68,18 +68,6 @@ pub fn load_with_expiry<T>(
     }
 }
 
-/// A canonical non-negative decimal integer (no sign, no leading zeros) that fits
-/// u128.
-pub fn parse_canonical(bytes: &[u8]) -> Option<u128> {
-    if bytes.is_empty() || bytes.len() > 39 || (bytes.len() > 1 && bytes[0] == b'0') {
-        return None;
-    }
-    bytes.iter().try_fold(0u128, |acc, &b| {
-        let digit = char::from(b).to_digit(10)?;
-        acc.checked_mul(10)?.checked_add(u128::from(digit))
-    })
-}
-
 /// The string's bytes, borrowed from the server while `key` is borrowed.
 fn value(key: &Key) -> &[u8] {
     let mut len = 0usize;
@@ -170,39 +158,4 @@ pub(super) fn undo(key: &Key, failed: &'static str) -> Result<()> {
         key.signal_modified();
     }
     Err(Error::WriteFailed(failed))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_canonical;
-
-    #[test]
-    fn only_canonical_decimals_are_records() {
-        assert_eq!(parse_canonical(b"0"), Some(0));
-        assert_eq!(parse_canonical(b"7"), Some(7));
-        assert_eq!(
-            parse_canonical(b"1800000000000000000"),
-            Some(1_800_000_000_000_000_000)
-        );
-        assert_eq!(
-            parse_canonical(b"18446744073709551615"),
-            Some(u128::from(u64::MAX))
-        );
-        assert_eq!(
-            parse_canonical(u128::MAX.to_string().as_bytes()),
-            Some(u128::MAX)
-        );
-        for bad in [
-            "",
-            "00",
-            "007",
-            "-1",
-            "+1",
-            "1.0",
-            " 1",
-            "340282366920938463463374607431768211456",
-        ] {
-            assert_eq!(parse_canonical(bad.as_bytes()), None, "{bad:?}");
-        }
-    }
 }

@@ -7,9 +7,10 @@ use std::os::raw::c_int;
 
 use crate::server::{raw, rm};
 
-use super::{codec, effects, injected, Key, Kind};
+use super::{effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::{Millis, MAX_COUNT};
+use crate::decimal;
 use crate::error::{Error, Result};
 use crate::server::{ServerString, StrRef};
 
@@ -207,78 +208,18 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
     }
     let score = ServerString::from_i64(append.at).ok_or(Error::WriteFailed("creating a string"))?;
     let gone = members_through(key, append.drop_through);
-    let mut seq = next_sequence(key, newest);
+    let sequence = Sequence(Some(next_sequence(key, newest)));
 
+    let (removed, mut failed) = remove_each(key, &gone, "removing units that left the window");
     let mut written = Written {
         gone: gone.len(),
+        removed,
+        emptied: removed > 0 && key.kind() == Kind::Empty,
         ..Written::default()
     };
-    let mut failed = None;
-    for member in &gone {
-        let mut deleted: c_int = 0;
-        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
-        // is a valid out-pointer.
-        let ok = !(injected(key, "remove") && written.removed == 1)
-            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
-                == raw::REDISMODULE_OK as c_int;
-        if !ok {
-            failed = Some("removing units that left the window");
-            break;
-        }
-        written.removed += 1;
-    }
-    written.emptied = written.removed > 0 && key.kind() == Kind::Empty;
-
-    let mut added: Vec<ServerString> = Vec::new();
+    let mut added = Vec::new();
     if failed.is_none() {
-        added.reserve(usize::try_from(append.units).unwrap_or(0));
-        let mut digits = itoa::Buffer::new();
-        // The last number (u64::MAX, only after a foreign member that high) can be
-        // taken once; past it the call fails instead of looping forever.
-        let mut exhausted = false;
-        'units: for _ in 0..append.units {
-            // NX so a member someone else added under a number we picked is never
-            // moved: take the next number instead.
-            loop {
-                if exhausted {
-                    failed = Some("logging the new units");
-                    break 'units;
-                }
-                let member = ServerString::new(digits.format(seq).as_bytes())
-                    .ok_or(Error::WriteFailed("creating a string"));
-                match seq.checked_add(1) {
-                    Some(next) => seq = next,
-                    None => exhausted = true,
-                }
-                let member = match member {
-                    Ok(m) => m,
-                    Err(_) => {
-                        failed = Some("creating a string");
-                        break 'units;
-                    }
-                };
-                let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
-                // SAFETY: the key is open for writing; `member` is a live string;
-                // `flags` is a valid in/out-pointer.
-                let ok = !(injected(key, "add") && added.len() == 1)
-                    && unsafe {
-                        rm!(RedisModule_ZsetAdd)(
-                            key.raw(),
-                            append.at as f64,
-                            member.ptr(),
-                            &mut flags,
-                        )
-                    } == raw::REDISMODULE_OK as c_int;
-                if !ok {
-                    failed = Some("logging the new units");
-                    break 'units;
-                }
-                if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
-                    added.push(member);
-                    break;
-                }
-            }
-        }
+        failed = add_units(key, &append, sequence, &mut added).err();
     }
     written.added = added.len();
     if written.added > 0 {
@@ -288,6 +229,109 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
         }
     }
 
+    propagate(key, written, &append, &score, &gone, &added)?;
+    if written.removed > 0 || written.added > 0 {
+        key.signal_modified();
+    }
+    failed.map_or(Ok(()), |what| Err(Error::WriteFailed(what)))
+}
+
+/// Removes `members` one by one, stopping at the first the server refuses: how many
+/// were removed, and `what` failed if one was refused.
+fn remove_each<'a>(
+    key: &Key,
+    members: impl IntoIterator<Item = &'a ServerString>,
+    what: &'static str,
+) -> (usize, Option<&'static str>) {
+    let mut removed = 0;
+    for member in members {
+        let mut deleted: c_int = 0;
+        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
+        // is a valid out-pointer.
+        let ok = !(injected(key, "remove") && removed == 1)
+            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
+                == raw::REDISMODULE_OK as c_int;
+        if !ok {
+            return (removed, Some(what));
+        }
+        removed += 1;
+    }
+    (removed, None)
+}
+
+/// The sequence numbers new members take, counting up. The last one (u64::MAX,
+/// reached only after a foreign member that high) can be taken once; past it the
+/// call fails instead of looping forever.
+struct Sequence(Option<u64>);
+
+impl Sequence {
+    fn take(&mut self) -> Option<u64> {
+        let n = self.0?;
+        self.0 = n.checked_add(1);
+        Some(n)
+    }
+}
+
+/// Logs `append.units` new members at `append.at` into `added`, stopping at the
+/// first failure (whose description it returns).
+fn add_units(
+    key: &Key,
+    append: &Append,
+    mut sequence: Sequence,
+    added: &mut Vec<ServerString>,
+) -> std::result::Result<(), &'static str> {
+    added.reserve(usize::try_from(append.units).unwrap_or(0));
+    let mut digits = itoa::Buffer::new();
+    for _ in 0..append.units {
+        let refuse = injected(key, "add") && added.len() == 1;
+        added.push(add_unit(
+            key,
+            append.at,
+            &mut sequence,
+            &mut digits,
+            refuse,
+        )?);
+    }
+    Ok(())
+}
+
+/// Logs one unit at `at` under the next free sequence number. NX so a member
+/// someone else added under a number we picked is never moved: take the next
+/// number instead. `refuse` makes the server's write fail (test injection).
+fn add_unit(
+    key: &Key,
+    at: Millis,
+    sequence: &mut Sequence,
+    digits: &mut itoa::Buffer,
+    refuse: bool,
+) -> std::result::Result<ServerString, &'static str> {
+    loop {
+        let seq = sequence.take().ok_or("logging the new units")?;
+        let member = ServerString::new(digits.format(seq).as_bytes()).ok_or("creating a string")?;
+        let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
+        // SAFETY: the key is open for writing; `member` is a live string; `flags` is
+        // a valid in/out-pointer.
+        let ok = !refuse
+            && unsafe { rm!(RedisModule_ZsetAdd)(key.raw(), at as f64, member.ptr(), &mut flags) }
+                == raw::REDISMODULE_OK as c_int;
+        if !ok {
+            return Err("logging the new units");
+        }
+        if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
+            return Ok(member);
+        }
+    }
+}
+
+/// Propagates exactly what `written` says was written, in order.
+fn propagate(
+    key: &Key,
+    written: Written,
+    append: &Append,
+    score: &ServerString,
+    gone: &[ServerString],
+    added: &[ServerString],
+) -> Result<()> {
     for effect in written.effects() {
         match effect {
             Effect::ZremRangeByScore { emptied } => {
@@ -307,13 +351,7 @@ pub fn store(key: &Key, newest: Option<Millis>, append: Append) -> Result<()> {
             Effect::PexpireAt => effects::pexpireat(key, append.expires_at)?,
         }
     }
-    if written.removed > 0 || written.added > 0 {
-        key.signal_modified();
-    }
-    match failed {
-        Some(what) => Err(Error::WriteFailed(what)),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Applies a refund: drops units that left the window and the newest units given
@@ -331,21 +369,7 @@ pub fn remove(key: &Key, removal: Removal) -> Result<()> {
     }
     let gone = members_through(key, removal.drop_through);
     let newest = newest_members(key, removal.newest);
-    let mut removed = 0;
-    let mut failed = None;
-    for member in gone.iter().chain(&newest) {
-        let mut deleted: c_int = 0;
-        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
-        // is a valid out-pointer.
-        let ok = !(injected(key, "remove") && removed == 1)
-            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
-                == raw::REDISMODULE_OK as c_int;
-        if !ok {
-            failed = Some("removing units");
-            break;
-        }
-        removed += 1;
-    }
+    let (removed, mut failed) = remove_each(key, gone.iter().chain(&newest), "removing units");
     let complete = failed.is_none();
     let expiry = complete && !injected(key, "expiry") && key.set_expires_at(expires_at);
     if complete && !expiry {
@@ -452,7 +476,7 @@ fn next_sequence(key: &Key, newest: Option<Millis>) -> u64 {
     let mut range = Range::scores(key, newest as f64, f64::INFINITY, false);
     let mut next = 0;
     while let Some((member, _)) = range.current() {
-        if let Some(seq) = codec::parse_uint(member.bytes()) {
+        if let Some(seq) = decimal::digits(member.bytes()) {
             next = next.max(seq.saturating_add(1));
         }
         if !range.advance() {

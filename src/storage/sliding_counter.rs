@@ -5,6 +5,7 @@
 use super::{record, Key};
 use crate::algorithms::sliding_counter::{Counts, Store};
 use crate::algorithms::MAX_COUNT;
+use crate::decimal;
 use crate::error::Result;
 
 const WHAT: &str = "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\")";
@@ -14,7 +15,7 @@ type Buf = [u8; 64];
 
 fn parse(bytes: &[u8]) -> Option<Counts> {
     let mut fields = bytes.split(|&b| b == b' ');
-    let mut next = || fields.next().and_then(record::parse_canonical);
+    let mut next = || fields.next().and_then(decimal::canonical);
     let (start, current, previous) = (next()?, next()?, next()?);
     if fields.next().is_some() {
         return None;

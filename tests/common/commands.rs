@@ -3,7 +3,8 @@
 //! about it. Those tests iterate [`COMMANDS`]: a new command is covered by adding
 //! its row here.
 
-use super::{try_rl, Connection, Reply};
+use super::helpers::{try_rl, Reply};
+use redis::Connection;
 
 /// What a positional parameter holds (SPEC "Counts" and "Durations").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,149 @@
+//! Unsigned decimals as RL reads them, from arguments and from stored state: ASCII
+//! digits only (no sign, no spaces, no exponent). One parser, with the variants its
+//! callers need:
+//!
+//! - [`canonical`]: no leading zeros, the form RL writes and Redis reads integer
+//!   arguments in (arguments, the records of RL.FIXED, RL.GCRA and
+//!   RL.SLIDINGCOUNTER);
+//! - [`digits`]: leading zeros read, for stored fields the library backend reads
+//!   the same way (a bucket's `ts`, a sliding log's sequence members);
+//! - [`micros`]: a plain decimal with a fraction (a bucket's token level).
+
+use crate::algorithms::bucket::MICROS;
+
+/// The value of a run of ASCII digits, None for anything else or an overflow.
+fn fold(bytes: &[u8]) -> Option<u128> {
+    if bytes.is_empty() {
+        return None;
+    }
+    bytes.iter().try_fold(0u128, |acc, &b| {
+        let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// A canonical decimal: digits without a leading zero (`0` itself is fine).
+pub fn canonical(bytes: &[u8]) -> Option<u128> {
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    fold(bytes)
+}
+
+/// [`canonical`], within u64.
+pub fn canonical_u64(bytes: &[u8]) -> Option<u64> {
+    canonical(bytes).and_then(|v| u64::try_from(v).ok())
+}
+
+/// Digits, leading zeros allowed, at most 20 of them, within u64.
+pub fn digits(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > 20 {
+        return None;
+    }
+    fold(bytes).and_then(|v| u64::try_from(v).ok())
+}
+
+/// A plain decimal such as `4`, `2.5` or `0.333333`, in millionths. Digits past the
+/// sixth decimal place are dropped (rounding down, never up); the whole part has
+/// at most 30 digits (leading zeros read); a dot needs digits on both sides.
+pub fn micros(bytes: &[u8]) -> Option<u128> {
+    let (whole, frac) = match bytes.iter().position(|&b| b == b'.') {
+        Some(dot) => (&bytes[..dot], Some(&bytes[dot + 1..])),
+        None => (bytes, None),
+    };
+    if whole.len() > 30 {
+        return None;
+    }
+    let whole = fold(whole)?;
+    let fraction = match frac {
+        None => 0,
+        Some(frac) => {
+            if frac.is_empty() || !frac.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            frac.iter()
+                .take(6)
+                .zip((0..6).rev())
+                .map(|(&b, power)| u128::from(b - b'0') * 10u128.pow(power))
+                .sum()
+        }
+    };
+    whole.checked_mul(MICROS)?.checked_add(fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_refuses_leading_zeros_signs_and_overflow() {
+        assert_eq!(canonical(b"0"), Some(0));
+        assert_eq!(canonical(b"7"), Some(7));
+        assert_eq!(canonical(u128::MAX.to_string().as_bytes()), Some(u128::MAX));
+        assert_eq!(canonical_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(canonical_u64(b"18446744073709551616"), None);
+        for bad in [
+            "",
+            "00",
+            "007",
+            "-1",
+            "+1",
+            "1.0",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x1",
+            "\u{661}",
+            "340282366920938463463374607431768211456",
+        ] {
+            assert_eq!(canonical(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn digits_read_leading_zeros_within_twenty() {
+        assert_eq!(digits(b"0"), Some(0));
+        assert_eq!(digits(b"007"), Some(7));
+        assert_eq!(digits(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(digits(b"00000000000000000001"), Some(1));
+        for bad in [
+            "",
+            "-1",
+            "1.0",
+            "18446744073709551616",
+            "000000000000000000001",
+            "abc",
+            " 1",
+        ] {
+            assert_eq!(digits(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn micros_cut_extra_decimals_and_parse_strictly() {
+        assert_eq!(micros(b"4"), Some(4_000_000));
+        assert_eq!(micros(b"2.5"), Some(2_500_000));
+        assert_eq!(micros(b"0.3333339"), Some(333_333));
+        assert_eq!(micros(b"7.00"), Some(7_000_000));
+        assert_eq!(micros(b"007.5"), Some(7_500_000));
+        assert_eq!(micros(b"1.00000099999999"), Some(1_000_000));
+        for bad in [
+            "",
+            ".",
+            "1.",
+            ".5",
+            "-1",
+            "+1",
+            "1e3",
+            "inf",
+            "nan",
+            "1.2.3",
+            " 1",
+            "0x1",
+            "1.0000001x",
+            "1234567890123456789012345678901",
+        ] {
+            assert_eq!(micros(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The backend under test (env `RL_BACKEND`): the module, or the Functions library
+//! `functions/rl.lua`, and the one place that turns the module's command lines into
+//! the library's `FCALL`s.
+
+use std::path::PathBuf;
+
+use redis::{cmd, Connection};
+
+/// What serves the RL commands in the servers the tests start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The module (`--loadmodule`), RL.* commands.
+    Module,
+    /// The Functions library (`FUNCTION LOAD`), `FCALL rl_*`.
+    Library,
+}
+
+/// The backend under test: `RL_BACKEND=library`, else the module.
+pub fn backend() -> Backend {
+    match std::env::var("RL_BACKEND").as_deref() {
+        Ok("library") => Backend::Library,
+        Ok("module") | Ok("") | Err(_) => Backend::Module,
+        Ok(other) => panic!("RL_BACKEND={other}: expected module or library"),
+    }
+}
+
+pub fn is_library() -> bool {
+    backend() == Backend::Library
+}
+
+/// True (and says why) when the test is about a module-only feature and the
+/// backend is the library: the caller returns, the test counts as skipped.
+pub fn module_only(why: &str) -> bool {
+    if is_library() {
+        eprintln!("skipped with the library backend: {why}");
+        return true;
+    }
+    false
+}
+
+/// The Functions library: `RL_LIBRARY`, or the repository's functions/rl.lua.
+pub fn library_path() -> PathBuf {
+    std::env::var_os("RL_LIBRARY")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/functions/rl.lua")))
+}
+
+/// The library's source, for FUNCTION LOAD.
+pub fn library_source() -> String {
+    let path = library_path();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Loads the library into a server (FUNCTION LOAD REPLACE).
+pub fn load_library(c: &mut Connection) {
+    let name: String = cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library_source())
+        .query(c)
+        .expect("FUNCTION LOAD of the library");
+    assert_eq!(name, "rl");
+}
+
+/// The library function for an RL command name (any case): `RL.FIXED` → `rl_fixed`.
+pub fn function_of(name: &[u8]) -> Option<String> {
+    const NAMES: &[&str] = &[
+        "RL.FIXED",
+        "RL.SLIDING",
+        "RL.BUCKET",
+        "RL.GCRA",
+        "RL.SLIDINGCOUNTER",
+        "RL.ALL",
+    ];
+    NAMES
+        .iter()
+        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|n| n.to_lowercase().replace('.', "_"))
+}
+
+/// A command line as the backend takes it: unchanged for the module; for the
+/// library an RL command becomes `FCALL rl_<name> 1 key args…` (RL.ALL:
+/// `FCALL rl_all numkeys keys… args…`). Any other command is unchanged.
+pub fn translate(args: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    if !is_library() || args.is_empty() {
+        return args;
+    }
+    let Some(function) = function_of(&args[0]) else {
+        return args;
+    };
+    let mut out = vec![b"FCALL".to_vec(), function.clone().into_bytes()];
+    if function == "rl_all" {
+        // numkeys is already where FCALL wants it.
+        out.extend(args.into_iter().skip(1));
+    } else {
+        out.push(b"1".to_vec());
+        out.extend(args.into_iter().skip(1));
+    }
+    out
+}
+
+/// A command built elsewhere (`cmd("RL.FIXED").arg(…)`) as the backend takes it.
+pub fn on_backend(c: &redis::Cmd) -> redis::Cmd {
+    let args: Vec<Vec<u8>> = c
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => b.to_vec(),
+            redis::Arg::Cursor => b"0".to_vec(),
+        })
+        .collect();
+    let mut out = redis::Cmd::new();
+    for a in translate(args) {
+        out.arg(a);
+    }
+    out
+}
+
+/// The name an arity error names for `command` (`RL.FIXED` → `rl.fixed` for the
+/// module, `rl_fixed` for the library), lower case.
+pub fn arity_name(command: &str) -> String {
+    match function_of(command.as_bytes()) {
+        Some(f) if is_library() => f,
+        _ => command.to_lowercase(),
+    }
+}
+
+/// `ERR wrong number of arguments for '…' command` for `command` on this backend.
+pub fn arity_error(command: &str) -> String {
+    format!(
+        "ERR wrong number of arguments for '{}' command",
+        arity_name(command)
+    )
+}

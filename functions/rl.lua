@@ -2,16 +2,16 @@
 --[[
 RL's rate limiters as a Redis Functions library (Redis 7.0+, Valkey), for servers
 that refuse MODULE LOAD. Same arguments, replies, errors, key formats, TTLs and
-replicated effects as the module's commands (SPEC "The same commands without a
-module"):
+replicated effects as the module's commands (docs/library.md):
 
   redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
   FCALL rl_fixed          1 key limit window             [COST n | REFUND n]
   FCALL rl_sliding        1 key limit window             [COST n | REFUND n]
   FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n]
-  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n]
+  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n] [DELAY max]
   FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n]
+    (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
 
@@ -363,19 +363,30 @@ end
 
 local UNITS = { [""] = 1000, s = 1000, ms = 1, m = 60000, h = 3600000, d = 86400000 }
 
-local function duration_arg(name, s)
+-- A duration's ms, at least `min` (1 for a window or period, 0 for a DELAY).
+local function duration_ms(name, s, min)
   local number, unit = s:match("^([0-9]*)(.*)$")
   local per = #unit <= 2 and UNITS[unit:lower()]
   local v = per and #number <= 12 and plain_int(number)
-  if not v or v * per < 1 or v * per > MAX_DURATION then
+  if not v or v * per < min or v * per > MAX_DURATION then
     fail(
       "ERR "
         .. name
-        .. " must be a duration from 1ms to 10 years: an integer with an optional unit "
+        .. " must be a duration from "
+        .. (min == 0 and "0" or "1ms")
+        .. " to 10 years: an integer with an optional unit "
         .. "ms, s, m, h or d (a bare integer means seconds)"
     )
   end
   return v * per
+end
+
+local function duration_arg(name, s)
+  return duration_ms(name, s, 1)
+end
+
+local function delay_arg(name, s)
+  return duration_ms(name, s, 0)
 end
 
 -- An argument made safe to echo: Rust's escape_ascii of its first 32 bytes.
@@ -399,31 +410,52 @@ local function printable(s)
   return tconcat(out)
 end
 
--- [COST n | REFUND n] from args[i..]: {refund = bool, n = number}.
-local function options(args, i)
-  local amount
+-- [COST n | REFUND n] (and [DELAY max] when takes_delay) from args[i..]:
+-- {refund = bool, n = number}, and delay (ms) when given.
+local function options(args, i, takes_delay)
+  local amount, delay
   while i <= #args do
     local word = args[i]:upper()
     local option
-    if word == "COST" or word == "REFUND" then
-      option = word
-    else
-      fail("ERR syntax error: unknown option '" .. printable(args[i]) .. "', expected COST n or REFUND n")
-    end
-    local value = args[i + 1]
-    if value == nil then
-      fail("ERR syntax error: " .. option .. " needs a value")
-    end
-    if amount then
-      if amount.option == option then
-        fail("ERR syntax error: " .. option .. " given more than once")
+    if takes_delay and word == "DELAY" then
+      if args[i + 1] == nil then
+        fail("ERR syntax error: DELAY needs a value")
       end
-      fail("ERR syntax error: COST and REFUND exclude each other")
+      if delay then
+        fail("ERR syntax error: DELAY given more than once")
+      end
+      delay = delay_arg("DELAY", args[i + 1])
+    else
+      if word == "COST" or word == "REFUND" then
+        option = word
+      else
+        fail(
+          "ERR syntax error: unknown option '"
+            .. printable(args[i])
+            .. "', expected COST n or REFUND n"
+            .. (takes_delay and ", or DELAY max" or "")
+        )
+      end
+      local value = args[i + 1]
+      if value == nil then
+        fail("ERR syntax error: " .. option .. " needs a value")
+      end
+      if amount then
+        if amount.option == option then
+          fail("ERR syntax error: " .. option .. " given more than once")
+        end
+        fail("ERR syntax error: COST and REFUND exclude each other")
+      end
+      amount = { option = option, refund = option == "REFUND", n = cost_arg(option, value) }
     end
-    amount = { option = option, refund = option == "REFUND", n = cost_arg(option, value) }
     i = i + 2
   end
-  return amount or { option = "COST", refund = false, n = 1 }
+  amount = amount or { option = "COST", refund = false, n = 1 }
+  if delay and amount.refund then
+    fail("ERR syntax error: DELAY and REFUND exclude each other")
+  end
+  amount.delay = delay
+  return amount
 end
 
 ------------------------------------------------------------------------------
@@ -896,7 +928,12 @@ local function gcra_params(args, i)
         .. "nanosecond (1000000 per ms)"
     )
   end
-  return { capacity = r.capacity, interval = interval, tolerance = mul(r.capacity, interval) }, j
+  return { capacity = r.capacity, interval = interval, tolerance = mul(r.capacity, interval), max_wait = 0 }, j
+end
+
+-- The same rate with DELAY max (ms): a call may wait up to max_wait ns for its turn.
+local function gcra_delayed(e, max_ms)
+  return { capacity = e.capacity, interval = e.interval, tolerance = e.tolerance, max_wait = mul(max_ms, NS_PER_MS) }
 end
 
 local function gcra_expiry(now, debt)
@@ -909,13 +946,17 @@ local function gcra_take(tat, now, e, n)
   local debt = sub(base, now_ns)
   local t, d = e.interval, e.tolerance
   local increment = mul(n, t)
-  local allowed = n <= e.capacity and cmp(add(debt, increment), d) <= 0
-  local debt_after = allowed and add(debt, increment) or debt
+  local wanted = add(debt, increment)
+  local allowed = n <= e.capacity and cmp(wanted, add(d, e.max_wait)) <= 0
+  local debt_after = allowed and wanted or debt
   local store = (allowed and n > 0) and { tat = add(base, increment), expires_at = gcra_expiry(now, debt_after) }
     or nil
-  local retry = 0
-  if not allowed then
-    retry = n > e.capacity and -1 or cap(divceil(sub(add(debt, increment), d), NS_PER_MS))
+  local retry
+  if allowed then
+    -- The debt beyond D is the wait before acting (none without DELAY).
+    retry = cap(divceil(satsub(wanted, d), NS_PER_MS))
+  else
+    retry = n > e.capacity and -1 or cap(divceil(sub(sub(wanted, d), e.max_wait), NS_PER_MS))
   end
   return {
     allowed = allowed,
@@ -930,6 +971,7 @@ end
 local GCRA = {
   name = "GCRA",
   params = gcra_params,
+  delayed = gcra_delayed,
   decide = function(key, e, now, amount)
     local tat = load_record(key, GCRA_WHAT, canonical)
     local n = amount.n
@@ -1248,13 +1290,25 @@ local function single(name, limiter, nparams, usage)
   return function(keys, args)
     return guarded(name, function()
       if #keys ~= 1 then
-        fail("ERR " .. name .. " takes exactly one key: FCALL " .. name .. " 1 key " .. usage .. " [COST n | REFUND n]")
+        fail(
+          "ERR "
+            .. name
+            .. " takes exactly one key: FCALL "
+            .. name
+            .. " 1 key "
+            .. usage
+            .. " [COST n | REFUND n]"
+            .. (limiter.delayed and " [DELAY max]" or "")
+        )
       end
       if #args < nparams then
         arity(name)
       end
       local params, i = limiter.params(args, 1)
-      local amount = options(args, i)
+      local amount = options(args, i, limiter.delayed ~= nil)
+      if amount.delay then
+        params = limiter.delayed(params, amount.delay)
+      end
       local d, write = limiter.decide(keys[1], params, now_ms(), amount)
       if write then
         write()
@@ -1283,16 +1337,13 @@ local function policy_of(word)
   return nil
 end
 
+-- Allowed: the longest wait of a scheduled key (GCRA with DELAY), else 0.
+-- Rejected: -1 if a key never allows, else the longest wait of a rejecting key.
 local function combine(per_key)
-  local allowed, never, longest, reset = true, false, 0, 0
+  local allowed, reset = true, 0
   local tightest
   for _, d in ipairs(per_key) do
     allowed = allowed and d.allowed
-    if d.retry == -1 then
-      never = true
-    elseif d.retry > longest then
-      longest = d.retry
-    end
     if tightest == nil or d.remaining < tightest.remaining then
       tightest = d
     end
@@ -1300,10 +1351,17 @@ local function combine(per_key)
       reset = d.reset
     end
   end
-  local retry = 0
-  if not allowed then
-    retry = never and -1 or longest
+  local never, longest = false, 0
+  for _, d in ipairs(per_key) do
+    if d.allowed == allowed then
+      if d.retry == -1 then
+        never = true
+      elseif d.retry > longest then
+        longest = d.retry
+      end
+    end
   end
+  local retry = never and -1 or longest
   return { allowed = allowed, limit = tightest.limit, remaining = tightest.remaining, retry = retry, reset = reset }
 end
 
@@ -1322,7 +1380,7 @@ local function rl_all(keys, args)
         end
       end
     end
-    local policies, i = {}, 1
+    local policies, i, delayed = {}, 1, false
     while args[i] ~= nil do
       local p = policy_of(args[i])
       if not p then
@@ -1332,8 +1390,19 @@ local function rl_all(keys, args)
         fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
       end
       local params = p.limiter.params(args, i + 1)
-      policies[#policies + 1] = { limiter = p.limiter, params = params }
       i = i + 1 + p.n
+      -- A GCRA policy's DELAY max follows its parameters.
+      if p.limiter.delayed and args[i] ~= nil and args[i]:upper() == "DELAY" then
+        if args[i + 1] == nil then
+          fail("ERR syntax error: DELAY needs a value")
+        end
+        params = p.limiter.delayed(params, delay_arg("DELAY", args[i + 1]))
+        if args[i + 2] ~= nil and args[i + 2]:upper() == "DELAY" then
+          fail("ERR syntax error: DELAY given more than once")
+        end
+        i, delayed = i + 2, true
+      end
+      policies[#policies + 1] = { limiter = p.limiter, params = params }
     end
     if #policies ~= #keys then
       local word = args[i]
@@ -1349,7 +1418,10 @@ local function rl_all(keys, args)
         "ERR one policy per key, in key order: numkeys is " .. #keys .. ", policies given " .. #policies
       )
     end
-    local amount = options(args, i)
+    local amount = options(args, i, false)
+    if delayed and amount.refund then
+      fail("ERR syntax error: DELAY and REFUND exclude each other")
+    end
     local now = now_ms()
     local decisions, writes, all = {}, {}, true
     for k, key in ipairs(keys) do

@@ -8,8 +8,11 @@
 # module on a free port (RL_MODULE, or target/release/librl.so, built when missing),
 # then starts each example on a free port and checks over HTTP that a user gets
 # `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
-# while another user is unaffected. Prints PASS/FAIL/SKIP per example; exits 1 on any
-# failure. Everything it starts is stopped on exit, also on failure or Ctrl-C.
+# while another user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
+# runner) is checked against a stub partner API instead: its calls arrive at the
+# declared rate, within a few percent, with no 429. Prints PASS/FAIL/SKIP per
+# example; exits 1 on any failure. Everything it starts is stopped on exit, also on
+# failure or Ctrl-C.
 #
 # Python 3 with venv is installed with apt when missing (scripts/deps.sh examples).
 # Node.js 20+ is not: without it (or with an older one) the Node example is skipped
@@ -225,6 +228,95 @@ expect(remaining(h) == (0, daily - capacity), "the 429 takes nothing from the da
 PY
 }
 
+# The job runner's run: JOBS calls at RL_RATE per second, from WORKERS threads.
+worker_jobs=60
+worker_rate=20
+worker_threads=4
+
+# stub_partner <port> <file>: a partner API that answers worker_jobs POSTs, then
+# writes what it saw (arrival times, statuses) as JSON to <file> and exits. It
+# enforces the declared rate itself (a GCRA with a burst of 5, tolerance for
+# scheduling jitter): a call beyond it gets a 429, as a real partner would answer.
+stub_partner() {
+  python3 - "$1" "$2" "$worker_jobs" "$worker_rate" <<'PY'
+import json, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+port, out, jobs, rate = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+interval, burst = 1.0 / rate, 5
+seen, lock, tat = [], threading.Lock(), [0.0]
+
+class Partner(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        now = time.monotonic()
+        with lock:
+            later = max(tat[0], now) + interval
+            status = 429 if later - now > burst * interval else 200
+            if status == 200:
+                tat[0] = later
+            seen.append((now, status))
+            done = len(seen) >= jobs
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        if done:
+            threading.Thread(target=server.shutdown).start()
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", port), Partner)
+server.serve_forever()
+with open(out, "w") as f:
+    json.dump(seen, f)
+PY
+}
+
+# check_worker <stats file>: every job arrived, none got a 429, and the arrivals
+# came at the declared rate (the first is the burst of 1; the rest are spaced).
+check_worker() {
+  python3 - "$1" "$worker_jobs" "$worker_rate" <<'PY'
+import json, sys
+
+seen, jobs, rate = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+times = sorted(t for t, _ in seen)
+rejected = sum(1 for _, status in seen if status == 429)
+if len(seen) != jobs:
+    sys.exit(f"the partner saw {len(seen)} calls, not {jobs}")
+if rejected:
+    sys.exit(f"{rejected} of {jobs} calls got a 429")
+achieved = (len(times) - 1) / (times[-1] - times[0])
+if abs(achieved - rate) > 0.05 * rate:
+    sys.exit(f"{achieved:.2f} calls per second, not {rate} within 5%")
+print(f"{jobs} calls at {achieved:.2f} per second (limit {rate}), no 429")
+PY
+}
+
+# run_worker <backend log label>: the stub, then the worker against it; sets reason.
+run_worker() {
+  local label=$1 stub_port stub_pid stats=$tmp/$1-partner.json
+  stub_port=$(free_port)
+  stub_partner "$stub_port" "$stats" >"$tmp/$label-partner.log" 2>&1 &
+  stub_pid=$!
+  pids+=("$stub_pid")
+  if ! wait_port "$stub_pid" "$stub_port" 20; then
+    reason="the stub partner did not listen on port $stub_port"
+    return 1
+  fi
+  if ! REDIS_URL=$redis_url PARTNER_URL="http://127.0.0.1:$stub_port/" JOBS=$worker_jobs \
+    RL_RATE=$worker_rate WORKERS=$worker_threads timeout 60 "${cmd[@]}" >"$log" 2>&1; then
+    reason="the worker failed or took over 60 s"
+    return 1
+  fi
+  wait "$stub_pid" 2>/dev/null || true
+  if ! grep -q "$said" "$log"; then
+    reason="it did not say at start that it uses $said"
+    return 1
+  fi
+  reason=$(check_worker "$stats" 2>&1)
+}
+
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
 # It returns 1 when installing or building failed, and 2 when the example cannot run
@@ -256,6 +348,12 @@ setup_python() {
 setup_policies() {
   setup_python || return
   cmd[${#cmd[@]} - 1]=$root/examples/python/policies.py
+}
+
+# The job runner (RL.GCRA … DELAY): the same environment as the Python one.
+setup_worker() {
+  setup_python || return
+  cmd[${#cmd[@]} - 1]=$root/examples/python/worker.py
 }
 
 setup_node() {
@@ -291,7 +389,8 @@ redis=$redis_pid
 pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
-for name in python policies node rust; do
+# RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
+for name in ${RL_EXAMPLES:-python policies worker node rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -305,6 +404,18 @@ for name in python policies node rust; do
     echo "FAIL $name ($backend): could not install or build it" >&2
     show_log "$tmp/$name-setup.log"
     failed=$((failed + 1))
+    continue
+  fi
+  if [ "$name" = worker ]; then
+    reason=
+    if run_worker "$backend-$name"; then
+      echo "PASS $name ($backend, said so): RL.GCRA … DELAY as a queue, $reason ($((SECONDS - started)) s)"
+      passed=$((passed + 1))
+    else
+      echo "FAIL $name ($backend): $reason" >&2
+      show_log "$log"
+      failed=$((failed + 1))
+    fi
     continue
   fi
   port=$(free_port)

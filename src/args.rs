@@ -3,7 +3,7 @@
 //! Arguments are raw bytes (keys and values are binary-safe); anything that is not
 //! exactly the accepted form is an error naming the argument.
 
-use crate::algorithms::{Amount, Cost, Count, Interval};
+use crate::algorithms::{Amount, Cost, Count, Interval, MAX_DURATION_MS};
 use crate::decimal;
 use crate::error::{Error, Result};
 
@@ -31,12 +31,24 @@ pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
 /// A window or period: an integer with an optional unit (ms, s, m, h, d; any case);
 /// a bare integer means seconds, as in EXPIRE. 1 ms ..= 10 years.
 pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
+    duration_ms(bytes)
+        .and_then(Interval::from_ms)
+        .ok_or(Error::BadDuration { name, min: "1ms" })
+}
+
+/// A `DELAY`: a duration as for [`duration`], but `0` (no wait) is allowed, in ms.
+pub fn delay(name: &'static str, bytes: &[u8]) -> Result<u64> {
+    duration_ms(bytes).ok_or(Error::BadDuration { name, min: "0" })
+}
+
+/// A duration's ms, 0 ..= 10 years; None if it is not one.
+fn duration_ms(bytes: &[u8]) -> Option<u64> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = bytes.split_at(digits);
     // Case-insensitive without allocating: units are at most two letters.
     let mut lower = [0u8; 2];
     if unit.len() > lower.len() {
-        return Err(Error::BadDuration(name));
+        return None;
     }
     for (l, u) in lower.iter_mut().zip(unit) {
         *l = u.to_ascii_lowercase();
@@ -47,33 +59,52 @@ pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
         b"m" => 60_000,
         b"h" => 3_600_000,
         b"d" => 86_400_000,
-        _ => return Err(Error::BadDuration(name)),
+        _ => return None,
     };
     decimal::canonical_u64(number)
         .and_then(|n| n.checked_mul(ms_per_unit))
-        .and_then(Interval::from_ms)
-        .ok_or(Error::BadDuration(name))
+        .filter(|&ms| ms <= MAX_DURATION_MS)
 }
 
 /// The options after the positional arguments: `COST n` (take n units, 1 by
-/// default) or `REFUND n` (give back up to n), case-insensitive, each at most once
-/// and not both.
+/// default) or `REFUND n` (give back up to n), and for RL.GCRA `DELAY max` (wait
+/// up to max for a turn instead of being rejected); case-insensitive, each at most
+/// once, REFUND with neither of the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub amount: Amount,
+    /// `DELAY max` in ms, when given (only if the command takes it).
+    pub delay: Option<u64>,
 }
 
-pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>) -> Result<Options> {
+/// Parses the options; `takes_delay`: the command accepts `DELAY max`.
+pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes_delay: bool) -> Result<Options> {
     let mut amount = None;
+    let mut delay = None;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
+        if takes_delay && name.eq_ignore_ascii_case(b"DELAY") {
+            let value = it.next().ok_or(Error::MissingValue("DELAY"))?;
+            if delay.is_some() {
+                return Err(Error::DuplicateOption("DELAY"));
+            }
+            delay = Some(self::delay("DELAY", value)?);
+            continue;
+        }
         let (option, make): (&'static str, fn(Cost) -> Amount) =
             if name.eq_ignore_ascii_case(b"COST") {
                 ("COST", Amount::Take)
             } else if name.eq_ignore_ascii_case(b"REFUND") {
                 ("REFUND", Amount::Refund)
             } else {
-                return Err(Error::UnknownOption(printable(name)));
+                return Err(Error::UnknownOption {
+                    option: printable(name),
+                    expected: if takes_delay {
+                        "COST n or REFUND n, or DELAY max"
+                    } else {
+                        "COST n or REFUND n"
+                    },
+                });
             };
         let value = it.next().ok_or(Error::MissingValue(option))?;
         match amount {
@@ -83,12 +114,16 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>) -> Result<Options> 
             Some(Amount::Refund(_)) if option == "REFUND" => {
                 return Err(Error::DuplicateOption(option))
             }
-            Some(_) => return Err(Error::CostAndRefund),
+            Some(_) => return Err(Error::Exclusive("COST", "REFUND")),
             None => amount = Some(make(cost(option, value)?)),
         }
     }
+    if let (Some(_), Some(Amount::Refund(_))) = (delay, amount) {
+        return Err(Error::Exclusive("DELAY", "REFUND"));
+    }
     Ok(Options {
         amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
+        delay,
     })
 }
 
@@ -192,14 +227,20 @@ mod tests {
                 "{input:?}"
             );
         }
-        assert_eq!(duration("period", b"x"), Err(Error::BadDuration("period")));
+        assert_eq!(
+            duration("period", b"x"),
+            Err(Error::BadDuration {
+                name: "period",
+                min: "1ms"
+            })
+        );
     }
 
     #[test]
     fn cost_or_refund_is_optional_case_insensitive_and_given_once() {
         let amount = |args: &[&str]| {
             let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes).map(|o| match o.amount {
+            options(bytes, false).map(|o| match o.amount {
                 Amount::Take(n) => ("COST", n.get()),
                 Amount::Refund(n) => ("REFUND", n.get()),
             })
@@ -230,11 +271,11 @@ mod tests {
         );
         assert_eq!(
             amount(&["COST", "1", "REFUND", "2"]),
-            Err(Error::CostAndRefund)
+            Err(Error::Exclusive("COST", "REFUND"))
         );
         assert_eq!(
             amount(&["REFUND", "1", "COST", "2"]),
-            Err(Error::CostAndRefund)
+            Err(Error::Exclusive("COST", "REFUND"))
         );
         assert_eq!(
             amount(&["COST", "1", "cost"]),
@@ -242,21 +283,86 @@ mod tests {
         );
         assert_eq!(
             amount(&["WEIGHT", "2"]),
-            Err(Error::UnknownOption("WEIGHT".into()))
+            Err(Error::UnknownOption {
+                option: "WEIGHT".into(),
+                expected: "COST n or REFUND n"
+            })
         );
         assert_eq!(
             amount(&["COST", "1", "EX"]),
-            Err(Error::UnknownOption("EX".into()))
+            Err(Error::UnknownOption {
+                option: "EX".into(),
+                expected: "COST n or REFUND n"
+            })
+        );
+    }
+
+    #[test]
+    fn delay_takes_a_duration_from_zero_and_excludes_refund() {
+        let parsed = |args: &[&str], takes_delay| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            options(bytes, takes_delay).map(|o| (o.amount, o.delay))
+        };
+        let take = |n| Amount::Take(Cost::new(n).unwrap());
+        assert_eq!(parsed(&[], true), Ok((take(1), None)));
+        assert_eq!(parsed(&["DELAY", "250ms"], true), Ok((take(1), Some(250))));
+        assert_eq!(parsed(&["delay", "0"], true), Ok((take(1), Some(0))));
+        assert_eq!(parsed(&["Delay", "0ms"], true), Ok((take(1), Some(0))));
+        assert_eq!(
+            parsed(&["COST", "3", "DELAY", "3650d"], true),
+            Ok((take(3), Some(315_360_000_000)))
+        );
+        assert_eq!(
+            parsed(&["DELAY", "2s", "cost", "0"], true),
+            Ok((take(0), Some(2000)))
+        );
+        let bad = Err(Error::BadDuration {
+            name: "DELAY",
+            min: "0",
+        });
+        for value in ["-1", "1.5s", "00", "3651d", "1w", "", "x"] {
+            assert_eq!(parsed(&["DELAY", value], true), bad, "{value:?}");
+        }
+        assert_eq!(parsed(&["DELAY"], true), Err(Error::MissingValue("DELAY")));
+        assert_eq!(
+            parsed(&["DELAY", "1s", "DELAY", "1s"], true),
+            Err(Error::DuplicateOption("DELAY"))
+        );
+        for line in [
+            &["DELAY", "1s", "REFUND", "1"],
+            &["REFUND", "1", "DELAY", "0"],
+        ] {
+            assert_eq!(
+                parsed(line, true),
+                Err(Error::Exclusive("DELAY", "REFUND")),
+                "{line:?}"
+            );
+        }
+        assert_eq!(
+            parsed(&["DELAY", "1s"], false),
+            Err(Error::UnknownOption {
+                option: "DELAY".into(),
+                expected: "COST n or REFUND n"
+            })
+        );
+        assert_eq!(
+            parsed(&["WAIT", "1s"], true),
+            Err(Error::UnknownOption {
+                option: "WAIT".into(),
+                expected: "COST n or REFUND n, or DELAY max"
+            })
         );
     }
 
     #[test]
     fn echoed_options_are_escaped_and_truncated() {
         let long = [b'x'; 100];
-        let e = options([&long[..]]).unwrap_err().to_string();
+        let e = options([&long[..]], false).unwrap_err().to_string();
         assert!(e.len() < 100, "{e}");
         assert!(e.contains("xxx..."));
-        let e = options([&b"a\r\nb\x00\xff"[..]]).unwrap_err().to_string();
+        let e = options([&b"a\r\nb\x00\xff"[..]], false)
+            .unwrap_err()
+            .to_string();
         assert!(
             !e.contains('\r') && !e.contains('\n') && !e.contains('\0'),
             "{e:?}"

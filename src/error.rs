@@ -25,11 +25,15 @@ pub enum Error {
     )]
     RateTooHigh,
 
+    /// `min` is `1ms` for a window or period, `0` for a DELAY.
     #[error(
-        "{0} must be a duration from 1ms to 10 years: an integer with an optional unit \
-         ms, s, m, h or d (a bare integer means seconds)"
+        "{name} must be a duration from {min} to 10 years: an integer with an optional \
+         unit ms, s, m, h or d (a bare integer means seconds)"
     )]
-    BadDuration(&'static str),
+    BadDuration {
+        name: &'static str,
+        min: &'static str,
+    },
 
     #[error(
         "limit must be an integer from 1 to {max} for RL.SLIDING, which keeps one entry \
@@ -49,8 +53,12 @@ pub enum Error {
     #[error("syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")]
     LeaseRefund,
 
-    #[error("syntax error: unknown option '{0}', expected COST n or REFUND n")]
-    UnknownOption(String),
+    /// `expected` lists the command's options (RL.GCRA's include DELAY).
+    #[error("syntax error: unknown option '{option}', expected {expected}")]
+    UnknownOption {
+        option: String,
+        expected: &'static str,
+    },
 
     #[error("syntax error: {0} given more than once")]
     DuplicateOption(&'static str),
@@ -58,8 +66,9 @@ pub enum Error {
     #[error("syntax error: {0} needs a value")]
     MissingValue(&'static str),
 
-    #[error("syntax error: COST and REFUND exclude each other")]
-    CostAndRefund,
+    /// COST and REFUND; DELAY and REFUND.
+    #[error("syntax error: {0} and {1} exclude each other")]
+    Exclusive(&'static str, &'static str),
 
     #[error("numkeys is {0}, but fewer keys follow it")]
     TooFewKeys(u64),

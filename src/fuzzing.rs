@@ -45,6 +45,7 @@ fn check(d: &Decision, amount: Amount) {
     match d.retry_after {
         RetryAfter::Now => assert!(d.allowed, "{d:?}"),
         RetryAfter::Never => assert!(!d.allowed && cost > d.limit, "{d:?}"),
+        RetryAfter::Delayed(ms) => assert!(d.allowed && (1..=MAX_COUNT).contains(&ms), "{d:?}"),
         RetryAfter::Ms(ms) => assert!(!d.allowed && ms <= MAX_COUNT, "{d:?}"),
     }
 }
@@ -126,8 +127,10 @@ pub fn run(data: &[u8]) {
             let stored = (!state.is_empty()).then(|| {
                 Tat(u128::from(take_i64(&mut state) as u64) << (take_i64(&mut state) & 63))
             });
+            // With or without DELAY (RL.GCRA's option): a rejected call writes nothing.
             let out = gcra::call(stored, now, emission, amount);
             check(&out.decision, amount);
+            assert!(out.decision.allowed || out.store.is_none(), "{out:?}");
             if let Some(Change::Store(s)) = out.store {
                 assert!(s.expires_at >= now, "{s:?}");
             }
@@ -213,7 +216,7 @@ fn leases(argv: &[&[u8]], now: Millis, state: &[u8]) {
 fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, Amount)> {
     // argv has no command name: the key is argv[0].
     let argc = argv.len() + 1;
-    if !L::SPEC.accepts_argc(argc) {
+    if !L::DEFINITION.accepts_argc(argc) {
         return None;
     }
     L::parse(&argv[1..]).ok()

@@ -1,6 +1,6 @@
 //! RL.ACQUIRE and RL.RELEASE against real redis-servers, both backends.
 //!
-//! Contract (SPEC "RL.ACQUIRE key limit ttl id — RL.RELEASE key id"): at most
+//! The rules (docs/commands.md#rlacquire-and-rlrelease): at most
 //! `limit` live leases, each named by its id and ending by itself at now + ttl;
 //! ACQUIRE of a live id renews it; RELEASE of a live id frees its slot (1), of
 //! anything else changes nothing (0). The key is a sorted set (member = id, score
@@ -102,7 +102,7 @@ fn at_exact_ms(
 fn spec_vector_limit_2_ttl_10s() {
     let s = Server::start();
     let mut c = s.conn();
-    // SPEC's times scaled by 1/10 (ttl 1 s; 400 and 500 ms): the same steps.
+    // The reference's times scaled by 1/10 (ttl 1 s; 400 and 500 ms): the same steps.
     let mut p = redis::pipe();
     p.atomic().cmd("TIME");
     for id in ["a", "b", "c"] {

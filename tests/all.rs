@@ -1,6 +1,6 @@
 //! RL.ALL against real redis-servers.
 //!
-//! Contract (SPEC "RL.ALL"): every key is decided at one instant as its own command
+//! The rules (docs/commands.md#rlall): every key is decided at one instant as its own command
 //! would decide it; if all allow, each key is written exactly as its own command
 //! writes it, otherwise nothing is written. The reply is numkeys + 1 arrays: the
 //! combined decision, then each key's. Keys are declared with a numkeys key spec.

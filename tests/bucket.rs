@@ -2,7 +2,7 @@
 //!
 //! Every call goes through [`Bucket::call`], which reads the hash, TIME, the call,
 //! TIME and the hash again inside one MULTI, so the call's server time is bracketed
-//! however noisy the machine is. Replies are checked against the SPEC's formulas in
+//! however noisy the machine is. Replies are checked against the reference's formulas (docs/commands.md#rlbucket) in
 //! exact integer arithmetic (units of 10^-6 token / period), applied to the hash as it
 //! actually was before the call.
 
@@ -96,7 +96,7 @@ impl Bucket {
         }
     }
 
-    /// The SPEC's reply to a call that writes nothing, at `now`.
+    /// The reference's reply to a call that writes nothing, at `now`.
     fn expect(&self, stored: Option<Level>, now: i64, cost: i64) -> Reply {
         let level = self.level_at(stored, now);
         let wanted = i128::from(cost) * self.token();
@@ -118,7 +118,7 @@ impl Bucket {
         }
     }
 
-    /// Calls `RL.BUCKET key … COST cost` and checks it against the SPEC: an allowed
+    /// Calls `RL.BUCKET key … COST cost` and checks it against the reference: an allowed
     /// call with a cost stores `ts` = its server time and `tokens` = the level at `ts`
     /// minus the cost (within 10^-6 token) and expires the key when that level would
     /// be full again; anything else leaves the key byte-identical.
@@ -139,14 +139,14 @@ impl Bucket {
             expires_at: at_after,
         };
         if !o.wrote {
-            // Nothing written: the reply is the SPEC's at some instant of the bracket.
+            // Nothing written: the reply is the reference's at some instant of the bracket.
             let fits = (lo..=hi).any(|now| {
                 let want = self.expect(before, now, cost);
                 want == reply && !(want.allowed == 1 && cost > 0)
             });
             assert!(
                 fits,
-                "{args:?} wrote nothing and replied {reply:?}; the SPEC says {:?} (now in {lo}..={hi}, hash {hash_before:?})",
+                "{args:?} wrote nothing and replied {reply:?}; the reference says {:?} (now in {lo}..={hi}, hash {hash_before:?})",
                 self.expect(before, hi, cost)
             );
             return step;
@@ -163,7 +163,7 @@ impl Bucket {
         let wanted = i128::from(cost) * self.token();
         assert!(
             cost > 0 && wanted <= level,
-            "{args:?} at {at} changed the key though the SPEC says {:?} writes nothing\nbefore {hash_before:?}\nafter {hash_after:?}",
+            "{args:?} at {at} changed the key though the reference says {:?} writes nothing\nbefore {hash_before:?}\nafter {hash_after:?}",
             self.expect(before, at, cost)
         );
         let written = stored.micros * i128::from(self.period);
@@ -247,7 +247,7 @@ fn format_micros(micros: i128) -> String {
 fn seed_vector_holds_back_to_back_and_time_scaled() {
     let s = Server::start();
     let mut c = connect(&s);
-    // SPEC's seed vector: seven calls at once, (allowed, remaining).
+    // The reference's vector: seven calls at once, (allowed, remaining).
     let burst = [(1, 4), (1, 3), (1, 2), (1, 1), (1, 0), (0, 0), (0, 0)];
     for period in [1000, 100] {
         let b = Bucket {

@@ -1,4 +1,4 @@
-//! Rules every RL command shares (SPEC "Common rules"), checked over every row of
+//! Rules every RL command shares (docs/commands.md#common-rules), checked over every row of
 //! `common::COMMANDS` against real redis-servers.
 
 mod common;
@@ -445,7 +445,6 @@ fn command_docs_describe_summary_since_and_arguments() {
         assert!(!text(field(doc, "since")).is_empty(), "{}", lim.name);
         assert_eq!(text(field(doc, "module")), "rl");
         let args = items(field(doc, "arguments"));
-        let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
         let mut want = vec!["key".to_string()];
         want.extend(lim.params.iter().map(|p| p.name.to_string()));
         want.push(
@@ -455,6 +454,19 @@ fn command_docs_describe_summary_since_and_arguments() {
             }
             .into(),
         );
+        // RL.GCRA's [DELAY max] follows its amount: a token and a duration.
+        let args = match args.split_last() {
+            Some((delay, rest)) if lim.name == "RL.GCRA" => {
+                assert_eq!(text(field(delay, "name")), "delay");
+                assert_eq!(text(field(delay, "token")), "DELAY");
+                assert_eq!(text(field(delay, "type")), "string");
+                let flags: Vec<String> = items(field(delay, "flags")).iter().map(text).collect();
+                assert_eq!(flags, ["optional"]);
+                rest
+            }
+            _ => args,
+        };
+        let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
         assert_eq!(names, want, "{}", lim.name);
         assert_eq!(text(field(&args[0], "type")), "key");
         let amount = args.last().unwrap();
@@ -492,6 +504,51 @@ fn command_docs_describe_summary_since_and_arguments() {
         }
         let flags: Vec<String> = items(field(amount, "flags")).iter().map(text).collect();
         assert!(flags.contains(&"optional".to_string()), "{flags:?}");
+    }
+}
+
+/// RL.ALL's policies as COMMAND DOCS shows them: a block per policy, GCRA's ending
+/// with its optional `DELAY max`.
+#[test]
+fn command_docs_show_rl_all_s_gcra_policy_with_its_delay() {
+    if module_only("COMMAND DOCS describes module commands") {
+        return;
+    }
+    let s = Server::start();
+    let mut c = s.conn();
+    let docs: Value = cmd("COMMAND")
+        .arg("DOCS")
+        .arg("RL.ALL")
+        .query(&mut c)
+        .unwrap();
+    let (_, doc) = fields(&docs).into_iter().next().expect("one entry");
+    let args = items(field(doc, "arguments"));
+    let policy = args
+        .iter()
+        .find(|a| text(field(a, "name")) == "policy")
+        .expect("a policy argument");
+    let blocks: Vec<(String, Vec<String>)> = items(field(policy, "arguments"))
+        .iter()
+        .map(|b| {
+            let names = items(field(b, "arguments"))
+                .iter()
+                .map(|a| text(field(a, "name")))
+                .collect();
+            (text(field(b, "token")), names)
+        })
+        .collect();
+    let gcra = blocks
+        .iter()
+        .find(|(token, _)| token == "GCRA")
+        .expect("GCRA");
+    assert_eq!(
+        gcra.1,
+        ["capacity", "tokens", "period", "delay"],
+        "{blocks:?}"
+    );
+    let others = blocks.iter().filter(|(token, _)| token != "GCRA");
+    for (token, names) in others {
+        assert!(!names.contains(&"delay".to_string()), "{token}: {names:?}");
     }
 }
 

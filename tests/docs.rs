@@ -35,39 +35,6 @@ const PROMPT: &str = "127.0.0.1:6379> ";
 const TX_PROMPT: &str = "127.0.0.1:6379(TX)> ";
 const ATTEMPTS: usize = 3;
 
-/// Features whose sessions are written ahead of the code that serves them: a
-/// session using one is skipped, with a line saying so, while the module under
-/// test lacks it (probed, so the sessions run as soon as the feature is there).
-/// (name, the call that fails without it, the text a session using it contains, in
-/// upper case: sessions are searched in any case)
-const PENDING: &[(&str, &[&str], &str)] = &[
-    (
-        "RL.ACQUIRE",
-        &["COMMAND", "INFO", "RL.ACQUIRE"],
-        "RL.ACQUIRE",
-    ),
-    (
-        "RL.RELEASE",
-        &["COMMAND", "INFO", "RL.RELEASE"],
-        "RL.RELEASE",
-    ),
-    (
-        "RL.GCRA … DELAY",
-        &[
-            "RL.GCRA",
-            "{docs}:delay-probe",
-            "1",
-            "1",
-            "1s",
-            "DELAY",
-            "0",
-            "COST",
-            "0",
-        ],
-        " DELAY ",
-    ),
-];
-
 /// Pages the docs link to that another change adds (the release notes' install
 /// page): a link to one is not checked while it is absent.
 const PENDING_PAGES: &[&str] = &["docs/install.md"];
@@ -103,18 +70,7 @@ struct Step {
 
 #[derive(Debug)]
 struct Session {
-    line: usize,
     steps: Vec<Step>,
-}
-
-impl Session {
-    fn text(&self) -> String {
-        self.steps
-            .iter()
-            .map(|s| s.command.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 fn prompt_of(line: &str) -> Option<(bool, &str)> {
@@ -127,26 +83,26 @@ fn prompt_of(line: &str) -> Option<(bool, &str)> {
 /// The redis-cli sessions of a page: fenced blocks with at least one prompt line.
 fn sessions(markdown: &str) -> Vec<Session> {
     let mut out = Vec::new();
-    let mut block: Option<(usize, Vec<(usize, &str)>)> = None;
+    let mut block: Option<Vec<(usize, &str)>> = None;
     for (i, line) in markdown.lines().enumerate() {
         let n = i + 1;
         if line.trim_start().starts_with("```") {
             match block.take() {
-                None => block = Some((n, Vec::new())),
-                Some((start, lines)) => {
-                    if let Some(s) = session_of(start, &lines) {
+                None => block = Some(Vec::new()),
+                Some(lines) => {
+                    if let Some(s) = session_of(&lines) {
                         out.push(s);
                     }
                 }
             }
-        } else if let Some((_, lines)) = block.as_mut() {
+        } else if let Some(lines) = block.as_mut() {
             lines.push((n, line));
         }
     }
     out
 }
 
-fn session_of(start: usize, lines: &[(usize, &str)]) -> Option<Session> {
+fn session_of(lines: &[(usize, &str)]) -> Option<Session> {
     if !lines.iter().any(|(_, l)| prompt_of(l).is_some()) {
         return None;
     }
@@ -170,7 +126,7 @@ fn session_of(start: usize, lines: &[(usize, &str)]) -> Option<Session> {
             s.expected.pop();
         }
     }
-    Some(Session { line: start, steps })
+    Some(Session { steps })
 }
 
 /// Splits a command line as redis-cli does (sdssplitargs): spaces separate
@@ -423,43 +379,11 @@ fn start() -> Server {
     server
 }
 
-/// The pending features this module lacks.
-fn missing_features(
-    c: &mut Client,
-) -> Vec<&'static (&'static str, &'static [&'static str], &'static str)> {
-    PENDING
-        .iter()
-        .filter(|(_, probe, _)| {
-            let args: Vec<Vec<u8>> = probe.iter().map(|a| a.as_bytes().to_vec()).collect();
-            match c.call(&args) {
-                Resp::Error(_) => true,
-                Resp::Array(Some(items)) => {
-                    matches!(items.first(), Some(Resp::Array(None) | Resp::Bulk(None)))
-                }
-                _ => false,
-            }
-        })
-        .collect()
-}
-
 /// Runs a page's sessions; the first mismatch, described.
-fn run_page(path: &Path, sessions: &[Session], skipped: &mut Vec<String>) -> Result<(), String> {
+fn run_page(path: &Path, sessions: &[Session]) -> Result<(), String> {
     let server = start();
     let mut c = Client::new(&server);
-    let missing = missing_features(&mut c);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    skipped.clear();
     for s in sessions {
-        if let Some((feature, _, _)) = missing
-            .iter()
-            .find(|(_, _, text)| s.text().to_uppercase().contains(text))
-        {
-            skipped.push(format!(
-                "{name}:{}: skipped: the module under test has no {feature} yet",
-                s.line
-            ));
-            continue;
-        }
         let mut in_tx = false;
         for step in &s.steps {
             let where_ = format!("{}:{}", path.display(), step.line);
@@ -507,18 +431,14 @@ fn every_redis_cli_session_in_the_docs_prints_what_the_page_shows() {
         if sessions.is_empty() {
             continue;
         }
-        let mut skipped = Vec::new();
         let mut last = Ok(());
         for _ in 0..ATTEMPTS {
-            last = run_page(&path, &sessions, &mut skipped);
+            last = run_page(&path, &sessions);
             if last.is_ok() {
                 break;
             }
         }
-        for s in &skipped {
-            eprintln!("{s}");
-        }
-        ran += sessions.len() - skipped.len();
+        ran += sessions.len();
         if let Err(e) = last {
             failures.push(e);
         }

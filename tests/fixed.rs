@@ -401,7 +401,7 @@ fn a_shorter_window_keeps_the_count_and_expires_at_the_current_window_end() {
     assert_expires_at_window_end(&mut c, "k", 10_000, t0, t1);
 }
 
-/// SPEC: after a policy change "a fixed counter keeps its count (an allowed call
+/// docs/commands.md#parameters-come-with-every-call: after a policy change "a fixed counter keeps its count (an allowed call
 /// then expires it at the current window's end)" — also when the old window ends
 /// exactly one new window after the current one (2 s → 1 s in the first half of a
 /// 2 s window), which looks like a clock step back to a module that only sees the

@@ -1,4 +1,4 @@
-//! RL.GCRA and RL's CL.THROTTLE against a real redis-server: SPEC's and
+//! RL.GCRA and RL's CL.THROTTLE against a real redis-server: the reference's (docs/commands.md#rlgcra) and
 //! redis-cell's vectors, the stored TAT and its expiry, replication of effects,
 //! errors, and everything redis-cell gets wrong.
 //!
@@ -201,7 +201,7 @@ fn at_one_instant(c: &mut Connection, key: &str, start: Start, calls: &[&[&str]]
     panic!("{calls:?}: no script ran within one millisecond in 200 tries");
 }
 
-/// SPEC's RL.GCRA on a TAT: (reply, TAT to store) for `capacity`, emission
+/// The reference's RL.GCRA on a TAT: (reply, TAT to store) for `capacity`, emission
 /// interval `t` ns and cost `n` at server ms `now`.
 fn model(
     tat: Option<u128>,
@@ -210,11 +210,24 @@ fn model(
     t: u128,
     n: u128,
 ) -> ([i64; 5], Option<u128>) {
+    model_delayed(tat, now, capacity, t, n, 0)
+}
+
+/// [`model`] with `DELAY max_ms`: admitted while the debt stays within D + max,
+/// waiting for what exceeds D.
+fn model_delayed(
+    tat: Option<u128>,
+    now: i64,
+    capacity: u128,
+    t: u128,
+    n: u128,
+    max_ms: u128,
+) -> ([i64; 5], Option<u128>) {
     let now_ns = now as u128 * NS;
-    let d = capacity * t;
+    let (d, m) = (capacity * t, max_ms * NS);
     let base = tat.map_or(now_ns, |tat| tat.max(now_ns));
     let debt = base - now_ns;
-    let allowed = n <= capacity && debt + n * t <= d;
+    let allowed = n <= capacity && debt + n * t <= d + m;
     let after = if allowed { debt + n * t } else { debt };
     let remaining = if after > d {
         0
@@ -222,11 +235,11 @@ fn model(
         ((d - after) / t).min(capacity)
     };
     let retry = if allowed {
-        0
+        (debt + n * t).saturating_sub(d).div_ceil(NS) as i64
     } else if n > capacity {
         -1
     } else {
-        (debt + n * t - d).div_ceil(NS) as i64
+        (debt + n * t - d - m).div_ceil(NS) as i64
     };
     let reply = [
         i64::from(allowed),
@@ -304,7 +317,7 @@ fn cl_throttle_redis_cell_vectors() {
         Start::Fresh,
         &[&["CL.THROTTLE", "user123", "15", "30", "60"]],
     );
-    assert_eq!(i.reply(0), [0, 16, 15, -1, 2], "README vector");
+    assert_eq!(i.reply(0), [0, 16, 15, -1, 2], "redis-cell's README vector");
     assert_eq!(i.tat(), i.now_ns() + 2_000_000_000, "T = 60 s / 30");
 
     let k: &[&str] = &["CL.THROTTLE", "k", "0", "1", "2"];
@@ -815,6 +828,371 @@ fn quantity_zero_writes_nothing() {
     assert_eq!(&r[..3], [1, 6, 4]);
     assert_eq!(snapshot(&mut c, b"z"), before, "COST 0 touched a live key");
     assert_eq!(rdb_changes(&mut c), changes);
+}
+
+// ------------------------------------------------------------------ DELAY
+
+/// Reply `i` of an [`Instant`] as RL.ALL's arrays of five integers.
+fn all_reply(i: &Instant, k: usize) -> Vec<[i64; 5]> {
+    let v: Vec<Vec<i64>> = redis::from_redis_value(&i.replies[k])
+        .unwrap_or_else(|e| panic!("reply {k} {:?}: {e}", i.replies[k]));
+    v.into_iter()
+        .map(|r| r.try_into().expect("five integers"))
+        .collect()
+}
+
+#[test]
+fn spec_delay_vector_schedules_five_and_rejects_the_sixth_at_one_instant() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let call: &[&str] = &["RL.GCRA", "d", "2", "1", "1s", "DELAY", "3s"];
+    let i = at_one_instant(&mut c, "d", Start::Fresh, &[call; 6]);
+    let want = [
+        [1, 2, 1, 0, 1000],
+        [1, 2, 0, 0, 2000],
+        [1, 2, 0, 1000, 3000],
+        [1, 2, 0, 2000, 4000],
+        [1, 2, 0, 3000, 5000],
+        [0, 2, 0, 1000, 5000],
+    ];
+    for (k, want) in want.iter().enumerate() {
+        assert_eq!(&i.reply(k), want, "call {} at t = 0", k + 1);
+    }
+    assert_eq!(
+        i.tat(),
+        i.now_ns() + 5000 * NS,
+        "the sixth call wrote nothing"
+    );
+    assert_eq!(i.pexpiretime, i.now + 5000);
+    // The option in any case, before or after COST; DELAY 0 is no DELAY.
+    let i = at_one_instant(
+        &mut c,
+        "d",
+        Start::Fresh,
+        &[
+            &[
+                "RL.GCRA", "d", "2", "1", "1s", "delay", "3000ms", "COST", "2",
+            ],
+            &["RL.GCRA", "d", "2", "1", "1s", "COST", "1", "Delay", "3s"],
+            &["RL.GCRA", "d", "2", "1", "1s", "DELAY", "0"],
+            &["RL.GCRA", "d", "2", "1", "1s"],
+        ],
+    );
+    assert_eq!(i.reply(0), [1, 2, 0, 0, 2000]);
+    assert_eq!(i.reply(1), [1, 2, 0, 1000, 3000]);
+    assert_eq!(
+        i.reply(2),
+        [0, 2, 0, 2000, 3000],
+        "DELAY 0 rejects as without it"
+    );
+    assert_eq!(i.reply(3), [0, 2, 0, 2000, 3000]);
+}
+
+#[test]
+fn delay_with_cost_a_lowered_capacity_and_a_sub_ms_interval_follows_the_model() {
+    let s = Server::start();
+    let mut c = s.conn();
+    /// `RL.GCRA m capacity tokens 1s COST cost DELAY {delay}ms` on a TAT
+    /// `ahead` (ms, ns) of now, and its reply.
+    struct Case {
+        capacity: u128,
+        tokens: u128,
+        cost: u128,
+        delay: u128,
+        ahead: (i64, u32),
+        reply: [i64; 5],
+    }
+    let case = |capacity, tokens, cost, delay, ahead, reply| Case {
+        capacity,
+        tokens,
+        cost,
+        delay,
+        ahead,
+        reply,
+    };
+    let cases = [
+        // COST 3 with 3 s of debt on capacity 5: 1 s past D, within the 4 s delay.
+        case(5, 1, 3, 4000, (3000, 0), [1, 5, 0, 1000, 6000]),
+        case(5, 1, 3, 4000, (6000, 1), [0, 5, 0, 1, 6001]),
+        case(5, 1, 6, 3_600_000, (0, 0), [0, 5, 5, -1, 0]),
+        // Written under capacity 10, read under capacity 3: 10 s of debt, D = 3 s.
+        case(3, 1, 1, 8000, (10_000, 0), [1, 3, 0, 8000, 11_000]),
+        case(3, 1, 1, 7000, (10_000, 0), [0, 3, 0, 1000, 10_000]),
+        case(3, 1, 0, 7000, (10_000, 0), [1, 3, 0, 7000, 10_000]),
+        // T = 0.5 ms: waits under a ms round up to one.
+        case(1, 2000, 1, 1, (0, 500_000), [1, 1, 0, 1, 1]),
+        case(1, 2000, 1, 1, (1, 0), [1, 1, 0, 1, 2]),
+        case(1, 2000, 1, 1, (1, 1), [0, 1, 0, 1, 2]),
+        // T = 333333333 ns.
+        case(1, 3, 1, 1000, (333, 333_333), [1, 1, 0, 334, 667]),
+        case(2, 1, 1, 0, (2000, 0), [0, 2, 0, 1000, 2000]),
+    ];
+    for Case {
+        capacity,
+        tokens,
+        cost,
+        delay,
+        ahead: (ms, ns),
+        reply,
+    } in cases
+    {
+        let [capacity_s, tokens_s, cost_s] = [capacity, tokens, cost].map(|v| v.to_string());
+        let delay_s = format!("{delay}ms");
+        let call: &[&str] = &[
+            "RL.GCRA",
+            "m",
+            &capacity_s,
+            &tokens_s,
+            "1s",
+            "COST",
+            &cost_s,
+            "DELAY",
+            &delay_s,
+        ];
+        let i = at_one_instant(&mut c, "m", Start::Tat { ms, ns }, &[call]);
+        let tat = i.now_ns() + ms as u128 * NS + u128::from(ns);
+        let t = 1_000_000_000 / tokens;
+        let (expect, stored) = model_delayed(Some(tat), i.now, capacity, t, cost, delay);
+        assert_eq!(
+            i.reply(0),
+            reply,
+            "{call:?} on a TAT {ms} ms + {ns} ns ahead"
+        );
+        assert_eq!(expect, reply, "the model agrees on {call:?}");
+        assert_eq!(i.tat(), stored.unwrap_or(tat), "{call:?}: stored TAT");
+    }
+    // A burst at T = 0.5 ms, capacity 1, DELAY 1ms: two scheduled in the next ms.
+    let sub_ms: &[&str] = &["RL.GCRA", "u", "1", "2000", "1s", "DELAY", "1ms"];
+    let i = at_one_instant(&mut c, "u", Start::Fresh, &[sub_ms; 4]);
+    assert_eq!(
+        (0..4).map(|k| i.reply(k)).collect::<Vec<_>>(),
+        [
+            [1, 1, 0, 0, 1],
+            [1, 1, 0, 1, 1],
+            [1, 1, 0, 1, 2],
+            [0, 1, 0, 1, 2]
+        ]
+    );
+    assert_eq!(i.tat(), i.now_ns() + 1_500_000);
+    assert_eq!(i.pexpiretime, i.now + 2);
+}
+
+#[test]
+fn twenty_clients_reserving_one_key_get_distinct_slots_in_arrival_order() {
+    let s = Server::start();
+    // Capacity 1, T = 100 ms, DELAY 10s: each call queues behind the earlier ones.
+    let call = strings(&["RL.GCRA", "fleet", "1", "10", "1s", "DELAY", "10s"]);
+    let clients: Vec<Connection> = (0..20).map(|_| s.conn()).collect();
+    let start = std::sync::Barrier::new(clients.len());
+    let observed: Vec<Observed<Option<String>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = clients
+            .into_iter()
+            .map(|mut c| {
+                let (call, start) = (&call, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    observe(&mut c, call, |p, k| {
+                        p.cmd("GET").arg(k);
+                    })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a client"))
+            .collect()
+    });
+    // Each call's slot: its server time plus its wait. Sorted by slot, the calls
+    // are in the order they ran (server time, and the TAT each one read).
+    let mut slots: Vec<(i64, &Observed<Option<String>>)> = observed
+        .iter()
+        .map(|o| {
+            assert_eq!(o.reply.allowed, 1, "{:?}", o.reply);
+            assert!(o.reply.retry_after <= 10_000, "{:?}", o.reply);
+            // T is a whole number of ms: the TAT is the slot + T exactly.
+            assert_eq!(
+                o.reply.reset_after,
+                o.reply.retry_after + 100,
+                "{:?}",
+                o.reply
+            );
+            (o.lo + o.reply.retry_after, o)
+        })
+        .collect();
+    slots.sort_by_key(|(slot, _)| *slot);
+    assert_eq!(slots[0].1.reply.retry_after, 0, "the first goes at once");
+    let tat = |o: &Observed<Option<String>>| -> u128 {
+        o.after.as_deref().expect("a TAT").parse().expect("a TAT")
+    };
+    for pair in slots.windows(2) {
+        let ((a, x), (b, y)) = (pair[0], pair[1]);
+        // Exact where a MULTI runs at one instant (lo = hi); else within the spread.
+        let slack = (x.hi - x.lo) + (y.hi - y.lo);
+        assert!(
+            (b - a - 100).abs() <= slack,
+            "slots {a} and {b} are not T = 100 ms apart: {:?} then {:?}",
+            x.reply,
+            y.reply
+        );
+        assert!(y.lo + slack >= x.lo, "a later slot went to an earlier call");
+        assert_eq!(
+            tat(y),
+            tat(x) + 100 * NS,
+            "each call queued behind the previous"
+        );
+    }
+}
+
+#[test]
+fn rl_all_with_a_delay_policy_answers_the_longest_wait() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let all = |b_delay: &'static str| -> Vec<&'static str> {
+        let mut line = vec![
+            "RL.ALL", "2", "a", "b", "GCRA", "1", "1", "1s", "DELAY", "5s",
+        ];
+        line.extend(["GCRA", "3", "1", "1s"]);
+        if !b_delay.is_empty() {
+            line.extend(["DELAY", b_delay]);
+        }
+        line
+    };
+    let (delayed, strict) = (all("5s"), all(""));
+    let i = at_one_instant(
+        &mut c,
+        "a",
+        Start::Fresh,
+        &[
+            &["DEL", "b"],
+            &delayed,
+            &delayed,
+            &delayed,
+            &strict,
+            &["GET", "b"],
+        ],
+    );
+    // a: capacity 1, scheduled from the second call on; b: capacity 3, at once.
+    assert_eq!(
+        all_reply(&i, 1),
+        [[1, 1, 0, 0, 1000], [1, 1, 0, 0, 1000], [1, 3, 2, 0, 1000]]
+    );
+    assert_eq!(
+        all_reply(&i, 2),
+        [
+            [1, 1, 0, 1000, 2000],
+            [1, 1, 0, 1000, 2000],
+            [1, 3, 1, 0, 2000]
+        ]
+    );
+    assert_eq!(
+        all_reply(&i, 3),
+        [
+            [1, 1, 0, 2000, 3000],
+            [1, 1, 0, 2000, 3000],
+            [1, 3, 0, 0, 3000]
+        ]
+    );
+    // b without DELAY rejects: a would be scheduled, but nothing is written and
+    // the combined wait is b's, the key that rejects.
+    assert_eq!(
+        all_reply(&i, 4),
+        [
+            [0, 1, 0, 1000, 3000],
+            [1, 1, 0, 3000, 3000],
+            [0, 3, 0, 1000, 3000]
+        ]
+    );
+    assert_eq!(
+        i.tat(),
+        i.now_ns() + 3000 * NS,
+        "a: three calls, the fourth wrote nothing"
+    );
+    let b: String = redis::from_redis_value(&i.replies[5]).expect("GET b");
+    assert_eq!(b, (i.now_ns() + 3000 * NS).to_string());
+}
+
+#[test]
+fn delay_errors_change_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    rl(&mut c, &["RL.GCRA", "g", "5", "1", "1h", "COST", "2"]);
+    let before = snapshot(&mut c, b"g");
+    let changes = rdb_changes(&mut c);
+    let gcra = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut line = vec!["RL.GCRA", "g", "5", "1", "1h"];
+        line.extend(extra);
+        line
+    };
+    let bad_delay = "ERR DELAY must be a duration from 0 to 10 years: an integer with an \
+                     optional unit ms, s, m, h or d (a bare integer means seconds)";
+    let refund = "ERR syntax error: DELAY and REFUND exclude each other";
+    let mut cases: Vec<(Vec<&str>, &str)> =
+        vec![
+        (gcra(&["DELAY", "1s", "REFUND", "1"]), refund),
+        (gcra(&["refund", "1", "delay", "0"]), refund),
+        (gcra(&["DELAY"]), "ERR syntax error: DELAY needs a value"),
+        (gcra(&["COST", "1", "DELAY"]), "ERR syntax error: DELAY needs a value"),
+        (
+            gcra(&["DELAY", "1s", "DELAY", "1s"]),
+            "ERR syntax error: DELAY given more than once",
+        ),
+        (
+            gcra(&["WAIT", "1s"]),
+            "ERR syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max",
+        ),
+        (
+            vec!["RL.BUCKET", "g2", "5", "1", "1h", "DELAY", "1s"],
+            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+        ),
+        (
+            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "REFUND", "1"],
+            refund,
+        ),
+        (
+            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "x"],
+            bad_delay,
+        ),
+        (
+            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY"],
+            "ERR syntax error: DELAY needs a value",
+        ),
+        (
+            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "DELAY", "1s"],
+            "ERR syntax error: DELAY given more than once",
+        ),
+        (
+            vec!["RL.ALL", "1", "g", "FIXED", "5", "1h", "DELAY", "1s"],
+            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+        ),
+    ];
+    for value in [
+        "-1",
+        "1.5s",
+        "00",
+        "3651d",
+        "315360000001ms",
+        "1w",
+        "",
+        "x",
+        "1 s",
+    ] {
+        cases.push((gcra(&["DELAY", value]), bad_delay));
+    }
+    for (args, expected) in &cases {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        assert_eq!(&error_of(&mut c, &args), expected, "{args:?}");
+    }
+    if !is_library() {
+        // redis-cell's syntax: no options at all.
+        let e = error_of(
+            &mut c,
+            &[b"CL.THROTTLE", b"g", b"4", b"1", b"3600", b"DELAY", b"1s"],
+        );
+        assert_eq!(e.to_lowercase(), arity_error("CL.THROTTLE").to_lowercase());
+    }
+    assert_eq!(snapshot(&mut c, b"g"), before, "an error changed the key");
+    assert_eq!(rdb_changes(&mut c), changes, "an error counted as a change");
+    assert!(!exists(&mut c, "g2"));
 }
 
 /// The value alone is the state: a TAT on a key without an expiry (`RESTORE key 0

@@ -1,5 +1,5 @@
 //! The Functions library (functions/rl.lua) held to the module call for call
-//! (SPEC "The same commands without a module").
+//! (docs/library.md).
 //!
 //! One server runs both: the module and the library. Each scenario sets up two
 //! keys identically (natively, with states near or far beyond 2^53, or by earlier
@@ -9,7 +9,7 @@
 //! resulting value and every absolute expiry must be identical. Parameters are
 //! drawn over the full ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years,
 //! costs and refunds 0 ..= 2^53−1, and stored states up to u64 counts and u128
-//! TATs. This is the proof behind README's statement that the two agree
+//! TATs. This is the proof behind docs/library.md's statement that the two agree
 //! everywhere (and of the one difference it lists, which is not generated here).
 //!
 //! RL_SWEEP_SEED and RL_SWEEP_SCENARIOS replay or lengthen a run.
@@ -86,11 +86,16 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
             } else {
                 count(rng)
             };
-            (
-                vec![capacity.to_string(), tokens.to_string(), d],
-                capacity,
-                ms,
-            )
+            let mut words = vec![capacity.to_string(), tokens.to_string(), d];
+            if name == "RL.GCRA" && rng.below(2) == 0 {
+                // DELAY max (a policy's in RL.ALL, an option of RL.GCRA's).
+                words.push(rng.pick(&["DELAY", "delay"]).to_string());
+                words.push(match rng.below(4) {
+                    0 => rng.pick(&["0", "0ms"]).to_string(),
+                    _ => duration(rng).0,
+                });
+            }
+            (words, capacity, ms)
         }
         "RL.SLIDING" => {
             let limit = match rng.below(3) {
@@ -278,7 +283,7 @@ struct Scenario<'s> {
     keys: (&'s [String], &'s [String]),
     /// A window under a minute: a key may expire while the MULTI runs. On Redis 7.0
     /// the module then still reads it (the transaction's time) while deciding at
-    /// the live clock, and the library does not (the script's time): README lists
+    /// the live clock, and the library does not (the script's time): docs/library.md lists
     /// this. Such a scenario is compared only when the whole MULTI ran in one ms.
     strict: bool,
 }
@@ -537,6 +542,9 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"cost",
         b"REFUND",
         b"refund",
+        b"DELAY",
+        b"delay",
+        b"0ms",
         b"Cost",
         b"EX",
         b"\xff\xfe",

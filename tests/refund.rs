@@ -1,4 +1,4 @@
-//! REFUND n on every RL command (SPEC "REFUND").
+//! REFUND n on every RL command (docs/commands.md#refund).
 //!
 //! Contract: a refund gives back up to n units taken earlier, never beyond the
 //! initial state; a key that reaches it is deleted; a refund on a key already

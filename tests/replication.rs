@@ -248,7 +248,7 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
     }
     // An hourly policy on the same keys, so nothing expires while tests compare. Its
     // limit is 4: a sliding counter read under a new window counts every unit of the
-    // last two seconds (SPEC: parameters come with every call).
+    // last two seconds (docs/commands.md#parameters-come-with-every-call).
     for (l, key) in COMMANDS.iter().zip(&roll) {
         let r = l.call(c, key, &l.per(4, "1h"), None);
         assert_eq!(r.allowed, 1, "{} back to hourly: {r:?}", l.name);
@@ -791,13 +791,8 @@ fn save_and_restart_keeps_every_limiter_and_decisions_continue() {
 /// left holding a lease of an hour or more, so nothing expires while servers are
 /// compared. Returns how many calls were allowed.
 fn lease_workload(c: &mut Connection) -> usize {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| rng.below(n);
     let ids = ["a", "b", "c", "d", "\u{0}é", "job-42"];
     let mut allowed = 0;
     for _ in 0..8 {
@@ -894,4 +889,80 @@ fn leases_reach_replicas_and_the_aof_as_native_effects_and_end_identical() {
         );
         s.shutdown(false);
     }
+}
+
+// ---------------------------------------------------------------- DELAY
+
+/// RL.GCRA with `DELAY max` (and RL.ALL with a GCRA policy carrying it): a
+/// scheduled call writes what any allowed call writes, a call rejected even with
+/// the delay writes nothing; replica and AOF hold exactly the primary's effects.
+#[test]
+fn delayed_calls_replicate_and_log_only_their_effects() {
+    let primary = Server::with(Options {
+        args: strings(&AOF_ARGS),
+        ..Options::default()
+    });
+    let replica = primary.replica(false);
+    let mut c = primary.conn();
+    // Capacity 2, 1 per hour, DELAY 3h: two at once, three scheduled, the sixth
+    // rejected. Then RL.ALL: its GCRA key (capacity 1, DELAY 1h) is scheduled once.
+    let gcra = ["RL.GCRA", "gcra:q", "2", "1", "1h", "DELAY", "3h"];
+    let all = [
+        "RL.ALL", "2", "gcra:a", "fixed:b", "GCRA", "1", "1", "1h", "DELAY", "1h", "FIXED", "5",
+        "1h",
+    ];
+    let calls: Vec<(&[&str], i64, i64)> = vec![
+        // (call, allowed, its wait in hours)
+        (&gcra, 1, 0),
+        (&gcra, 1, 0),
+        (&gcra, 1, 1),
+        (&gcra, 1, 2),
+        (&gcra, 1, 3),
+        (&gcra, 0, 1),
+        (&all, 1, 0),
+        (&all, 1, 1),
+        (&all, 0, 1),
+    ];
+    let mut expected: Vec<Vec<String>> = Vec::new();
+    for (call, allowed, hours) in calls {
+        let before = repl_offset(&mut c);
+        let raw: Value = command_of(call).query(&mut c).expect("an RL call");
+        let combined: Vec<i64> = match redis::from_redis_value::<Vec<Vec<i64>>>(&raw) {
+            Ok(replies) => replies[0].clone(),
+            Err(_) => redis::from_redis_value(&raw).expect("five integers"),
+        };
+        assert_eq!(combined[0], allowed, "{call:?}: {combined:?}");
+        // The wait (or the rejection's retry) is `hours` from the TAT the call read,
+        // taken a few ms before this one.
+        let retry = combined[3];
+        assert!(
+            retry <= hours * HOUR_MS && retry > hours * HOUR_MS - 5_000,
+            "{call:?}: retry_after {retry}, expected about {hours} h"
+        );
+        if allowed == 0 {
+            assert_eq!(repl_offset(&mut c), before, "{call:?} propagated something");
+            continue;
+        }
+        let keys = if call[0] == "RL.ALL" {
+            &call[2..4]
+        } else {
+            &call[1..2]
+        };
+        for key in keys {
+            let value: String = cmd("GET").arg(*key).query(&mut c).expect("GET");
+            let at = pexpiretime(&mut c, key).to_string();
+            expected.push(strings(&["SET", key, &value, "PXAT", &at]));
+        }
+    }
+    primary.sync(&replica);
+    let mut r = replica.conn();
+    assert_same_data(&mut c, &mut r, "replica vs primary after DELAY calls");
+    let effects: Vec<Vec<String>> = aof_commands_but_the_library(&primary.dir)
+        .into_iter()
+        .filter(|c| !["SELECT", "MULTI", "EXEC"].contains(&c[0].to_ascii_uppercase().as_str()))
+        .collect();
+    assert_eq!(
+        effects, expected,
+        "the AOF holds each allowed call's SET … PXAT"
+    );
 }

@@ -3,8 +3,8 @@
 //! Every call goes through [`Sliding::call`], which reads the log, TIME, the call,
 //! TIME and the log again inside one MULTI, so the call's server time is bracketed
 //! to a millisecond or two however noisy the machine is. Each reply is then checked
-//! against the SPEC's formulas applied to the log as it actually was, and each write
-//! against what the SPEC says an allowed call stores.
+//! against the reference's formulas (docs/commands.md#rlsliding) applied to the log as it actually was, and each write
+//! against what the reference says an allowed call stores.
 
 mod common;
 use common::*;
@@ -56,7 +56,7 @@ impl Sliding {
         args
     }
 
-    /// The SPEC's reply to a call at `now` against a log holding `log` (scores, sorted).
+    /// The reference's reply to a call at `now` against a log holding `log` (scores, sorted).
     fn expect(&self, log: &[i64], now: i64, cost: i64) -> Reply {
         let counted: Vec<i64> = log
             .iter()
@@ -92,7 +92,7 @@ impl Sliding {
     }
 
     /// Calls `RL.SLIDING key … COST cost` and checks the reply and the stored log
-    /// against the SPEC: an allowed call with a cost logs `cost` new members at its
+    /// against the reference: an allowed call with a cost logs `cost` new members at its
     /// server time, drops exactly the units that left the window and expires the key
     /// when its newest unit leaves; anything else leaves the key byte-identical.
     fn call(&self, c: &mut Connection, key: &str, cost: i64) -> Step {
@@ -118,14 +118,14 @@ impl Sliding {
             expires_at: at_after,
         };
         if !wrote {
-            // Nothing written: the reply is the SPEC's at some instant of the bracket.
+            // Nothing written: the reply is the reference's at some instant of the bracket.
             let fits = (lo..=hi).any(|now| {
                 let want = self.expect(&scores, now, cost);
                 want == reply && !(want.allowed == 1 && cost > 0)
             });
             assert!(
                 fits,
-                "{args:?} wrote nothing and replied {reply:?}; the SPEC says {:?} (now in {lo}..={hi}, log {:?})",
+                "{args:?} wrote nothing and replied {reply:?}; the reference says {:?} (now in {lo}..={hi}, log {:?})",
                 self.expect(&scores, hi, cost),
                 step.before
             );
@@ -140,7 +140,7 @@ impl Sliding {
         let want = self.expect(&scores, at, cost);
         assert!(
             want.allowed == 1 && cost > 0,
-            "{args:?} at {at} changed the key though the SPEC says {want:?} writes nothing\nbefore {:?}\nafter {:?}",
+            "{args:?} at {at} changed the key though the reference says {want:?} writes nothing\nbefore {:?}\nafter {:?}",
             step.before,
             step.after
         );
@@ -233,7 +233,7 @@ fn seed_vector_holds_time_scaled_to_a_600ms_window() {
         limit: 5,
         window: 600,
     };
-    // SPEC's seed vector, seconds scaled to 10 ms: (offset, allowed, remaining).
+    // The reference's vector, seconds scaled to 10 ms: (offset, allowed, remaining).
     let table = [
         (100, 1, 4),
         (200, 1, 3),
@@ -399,7 +399,7 @@ fn unit_counts_until_exactly_window_ms_after_it() {
             }
             if step.lo == step.hi {
                 let remaining = step.reply.remaining;
-                // call() already checked these against the SPEC; state them plainly.
+                // call() already checked these against the reference; state them plainly.
                 if step.lo == leaves - 1 {
                     assert_eq!(remaining, 0, "the unit at {t} counts at {}", step.lo);
                     before_edge = true;

@@ -1,10 +1,10 @@
 //! RL.SLIDINGCOUNTER against a real redis-server.
 //!
 //! Every call that matters is observed inside MULTI (the key before and after, TIME
-//! before and after), and checked against an exact model of SPEC's rules
-//! ("RL.SLIDINGCOUNTER") at some instant of that bracket: the reply, the stored
+//! before and after), and checked against an exact model of the reference's rules
+//! (docs/commands.md#rlslidingcounter) at some instant of that bracket: the reply, the stored
 //! `"<start> <current> <previous>"` and PEXPIRETIME = start + 2·window. The model
-//! takes `retry_after` from SPEC's formula and also, for short windows, by
+//! takes `retry_after` from the reference's formula and also, for short windows, by
 //! searching for the first ms at which the same call would pass, and both must agree.
 //! States are set up with a native `SET k "<start> <current> <previous>" PXAT t`,
 //! starts aligned to the current server window; waits poll the server clock.
@@ -33,7 +33,7 @@ fn format((start, cur, prev): Counts) -> String {
     format!("{start} {cur} {prev}")
 }
 
-/// What SPEC says a call does: the reply, and the counts and expiry it stores
+/// What the reference says a call does: the reply, and the counts and expiry it stores
 /// (None when it writes nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Expected {
@@ -41,7 +41,7 @@ struct Expected {
     store: Option<(Counts, i64)>,
 }
 
-/// SPEC's rules, in i128, for a call of `n` at server time `now`.
+/// The reference's rules, in i128, for a call of `n` at server time `now`.
 fn model(stored: Option<Counts>, now: i64, limit: u64, w: i64, n: u64) -> Expected {
     let (start, current, previous) = stored.unwrap_or((now, 0, 0));
     let at = now.max(start);
@@ -75,7 +75,7 @@ fn model(stored: Option<Counts>, now: i64, limit: u64, w: i64, n: u64) -> Expect
     } else if n > limit {
         -1
     } else {
-        // SPEC's formula ...
+        // The reference's formula ...
         let need = l - c - n128;
         let d1 = (need >= 0 && p > 0).then(|| w128 - e - need * w128 / p);
         let formula = match d1 {
@@ -103,7 +103,7 @@ fn model(stored: Option<Counts>, now: i64, limit: u64, w: i64, n: u64) -> Expect
                 .expect("a call of n <= limit passes within two windows");
             assert_eq!(
                 formula, searched,
-                "SPEC's retry_after formula vs the search (cur {c}, prev {p}, e {e}, n {n})"
+                "the reference's retry_after formula vs the search (cur {c}, prev {p}, e {e}, n {n})"
             );
         }
         formula + lag
@@ -174,7 +174,7 @@ fn checked(
     let at = (o.lo..=o.hi).find_map(matches).unwrap_or_else(|| {
         panic!(
             "{CMD} {key} {limit} {window} COST {cost} on {:?} between {} and {}: replied {:?}, \
-             stored {:?} expiring at {}; SPEC at {}: {:?}",
+             stored {:?} expiring at {}; the reference at {}: {:?}",
             o.before,
             o.lo,
             o.hi,
@@ -224,9 +224,9 @@ fn wait_for_phase(c: &mut Connection, w: i64, from: i64, to: i64) -> i64 {
     }
 }
 
-/// SPEC's vectors, the counts exactly as SPEC gives them, the 60 s window scaled to
+/// The reference's vectors, the counts exactly as it gives them, the 60 s window scaled to
 /// 6 s (the decisions depend on e / W only): 15 s into 60 s is 1.5 s into 6 s.
-/// SPEC's numbers hold for e in [1500, 1571) ms (COST 2 rejected below 2250, the
+/// Its numbers hold for e in [1500, 1571) ms (COST 2 rejected below 2250, the
 /// weighted 42 keeps COST 1 out below 11·W/42 ≈ 1571); a run the machine delayed past
 /// that is retried.
 #[test]
@@ -420,7 +420,7 @@ fn previous_window_weighs_by_overlap_and_older_windows_count_nothing() {
     assert_eq!((o.reply.allowed, o.reply.remaining), (1, 0));
     assert_eq!(o.after, Some(format!("{i} 10 0")));
 
-    // This window, as SPEC's vector states it (the e of this test, not 15 s).
+    // This window, as the reference's vector states it (the e of this test, not 15 s).
     set_counts(&mut c, "cur", (i, 3, 8), i + 2 * w);
     checked(&mut c, "cur", 10, "1m", 1);
     checked(&mut c, "cur", 10, "1m", 2);
@@ -443,7 +443,7 @@ fn a_policy_change_applies_at_once_and_keeps_the_counts() {
         (0, 3, 0)
     );
     assert!(!o.wrote);
-    // COST 0 too: SPEC's test (4 + 0)·W ≤ 3·W fails, so it answers 0, and writes nothing.
+    // COST 0 too: the test (4 + 0)·W ≤ 3·W fails, so it answers 0, and writes nothing.
     let (o, _) = checked(&mut c, "k", 3, "1m", 0);
     assert_eq!((o.reply.allowed, o.reply.remaining), (0, 0));
     assert!(!o.wrote);
@@ -762,9 +762,9 @@ fn memory_usage_is_what_a_native_set_of_the_same_value_costs() {
     }
 }
 
-/// SPEC asks ≤ 96 B for a 21-byte key name while counts stay below 10^9. That is
+/// docs/commands.md#rlslidingcounter states ≤ 96 B for a 21-byte key name while counts stay below 10^9. That is
 /// below what a native `SET` of the value costs on Redis 7.0 with jemalloc (104 B
-/// for the smallest value RL writes, 120 B for the largest): README states the
+/// for the smallest value RL writes, 120 B for the largest): docs/performance.md states the
 /// figures. What RL does promise is asserted above (no more than the native SET)
 /// and here: constant memory, whatever the number of calls.
 #[test]

@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn seed_vector_5_tokens_refilling_1_per_second() {
-        // SPEC: seven calls at t = 0, then one at t = 3 s.
+        // docs/commands.md#rlbucket: seven calls at t = 0, then one at t = 3 s.
         let r = rate(5, 1, 1000);
         let mut state = None;
         let expected = [

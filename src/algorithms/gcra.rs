@@ -11,6 +11,11 @@
 //! 2^53 · 10 years in ns, beyond u64); the only rounding is `T = floor(period_ns /
 //! tokens)`, which is exact whenever the period in ns is a multiple of `tokens`, and
 //! the ms of the reply, rounded up (never too early).
+//!
+//! `DELAY max` turns the limiter into a queue (NGINX's `limit_req … delay=`, Go's
+//! `rate.Limiter.Reserve`): a call whose turn comes within `max` is admitted with
+//! the same write as any allowed call, and told how long to wait before acting.
+//! The TAT is the schedule: each admitted call queues behind the earlier ones.
 
 use super::{
     after, cap, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis, Outcome, Rate,
@@ -20,12 +25,16 @@ use super::{
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u128 = 1_000_000;
 
-/// A rate whose emission interval is at least 1 ns: what RL.GCRA can represent.
+/// A rate whose emission interval is at least 1 ns: what RL.GCRA can represent;
+/// and how long a call may wait for its turn (`DELAY max`, 0 without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emission {
     /// The emission interval T in ns: the debt one unit adds.
     interval: u128,
     capacity: u64,
+    /// M, the longest wait in ns: a call is admitted while its debt stays
+    /// within D + M, and waits for what exceeds D.
+    max_wait: u128,
 }
 
 impl Emission {
@@ -36,7 +45,17 @@ impl Emission {
         (interval >= 1).then_some(Emission {
             interval,
             capacity: rate.capacity.get(),
+            max_wait: 0,
         })
+    }
+
+    /// The same rate, scheduling calls that wait at most `max_ms` for their turn
+    /// (`DELAY max`). `0` is the rate without DELAY.
+    pub fn with_delay(self, max_ms: u64) -> Self {
+        Emission {
+            max_wait: u128::from(max_ms) * NS_PER_MS,
+            ..self
+        }
     }
 
     /// The debt the limiter tolerates: `capacity · T`.
@@ -68,8 +87,12 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
     let (t, d) = (rate.interval, rate.tolerance());
     let n = cost.get();
     let increment = u128::from(n) * t;
-    let allowed = n <= rate.capacity && debt.saturating_add(increment) <= d;
-    let debt_after = if allowed { debt + increment } else { debt };
+    // Saturating: a foreign TAT near u128::MAX leaves a debt whose sum with the
+    // increment overflows; every wait is capped at 2^53 − 1 ms either way.
+    let wanted = debt.saturating_add(increment);
+    // D + M ≤ 2^53 · 10 years + 2^64 ms in ns: far inside u128.
+    let allowed = n <= rate.capacity && wanted <= d + rate.max_wait;
+    let debt_after = if allowed { wanted } else { debt };
 
     let store = (allowed && n > 0).then(|| {
         let tat = base + increment;
@@ -79,14 +102,17 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
         }
     });
     let retry_after = if allowed {
-        RetryAfter::Now
+        // The part of the debt beyond D is the wait (none without DELAY).
+        match cap(wanted.saturating_sub(d).div_ceil(NS_PER_MS)) {
+            0 => RetryAfter::Now,
+            wait => RetryAfter::Delayed(wait),
+        }
     } else if n > rate.capacity {
         RetryAfter::Never
     } else {
-        // debt + increment > d here.
-        // Saturating: a foreign TAT near u128::MAX leaves a debt whose sum with the
-        // increment overflows; the wait is capped at 2^53 − 1 ms either way.
-        RetryAfter::Ms(cap((debt.saturating_add(increment) - d).div_ceil(NS_PER_MS)))
+        // wanted > D + M here: the time until the same call, with the same DELAY,
+        // is admitted.
+        RetryAfter::Ms(cap((wanted - d - rate.max_wait).div_ceil(NS_PER_MS)))
     };
     let remaining = d.saturating_sub(debt_after) / t;
     Outcome {
@@ -184,6 +210,88 @@ mod tests {
         assert_eq!(fields(&call(&mut s, 3000, r, 1)), (1, 5, 2, 0, 3000));
         assert_eq!(fields(&call(&mut s, 3100, r, 1)), (1, 5, 1, 0, 3900));
         assert_eq!(s, Some(Tat(7_000_000_000)));
+    }
+
+    #[test]
+    fn spec_delay_vector_schedules_instead_of_rejecting() {
+        // Capacity 2, 1 token per second, DELAY 3s, all at t = 0.
+        let r = rate(2, 1, 1000).with_delay(3000);
+        let mut s = None;
+        for want in [
+            (1, 2, 1, 0, 1000),
+            (1, 2, 0, 0, 2000),
+            (1, 2, 0, 1000, 3000),
+            (1, 2, 0, 2000, 4000),
+            (1, 2, 0, 3000, 5000),
+        ] {
+            assert_eq!(fields(&call(&mut s, 0, r, 1)), want);
+        }
+        let out = decide(s, 0, r, cost(1));
+        assert_eq!(fields(&out.decision), (0, 2, 0, 1000, 5000));
+        assert_eq!(out.store, None, "the sixth call writes nothing");
+        assert_eq!(s, Some(Tat(5_000_000_000)));
+        // The wait is the Delayed variant: allowed, act after it.
+        let r = rate(2, 1, 1000).with_delay(3000);
+        let d = decide(Some(Tat(2_000_000_000)), 0, r, cost(1)).decision;
+        assert_eq!(d.retry_after, RetryAfter::Delayed(1000));
+    }
+
+    #[test]
+    fn delay_zero_is_the_call_without_delay() {
+        let r = rate(3, 2, 1000);
+        for tat in [
+            None,
+            Some(Tat(1)),
+            Some(Tat(1_499_999_999)),
+            Some(Tat(9_000_000_001)),
+        ] {
+            for n in [0, 1, 2, 3, 4] {
+                assert_eq!(
+                    decide(tat, 1000, r.with_delay(0), cost(n)),
+                    decide(tat, 1000, r, cost(n))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_delayed_call_takes_cost_and_waits_at_most_max() {
+        // Capacity 4, 1 per 100 ms, DELAY 250ms: COST 3 twice at t = 0.
+        let r = rate(4, 1, 100).with_delay(250);
+        let mut s = None;
+        assert_eq!(fields(&call(&mut s, 0, r, 3)), (1, 4, 1, 0, 300));
+        // Debt 300 + 300 = 600 ms > D = 400 ms: wait 200 ms (≤ 250).
+        assert_eq!(fields(&call(&mut s, 0, r, 3)), (1, 4, 0, 200, 600));
+        // Another unit: 700 − 400 = 300 > 250, rejected for 50 ms.
+        assert_eq!(fields(&call(&mut s, 0, r, 1)), (0, 4, 0, 50, 600));
+        assert!(decide(s, 50, r, cost(1)).decision.allowed);
+        assert!(!decide(s, 49, r, cost(1)).decision.allowed);
+        // More than the capacity is never admitted, however long the delay.
+        let long = rate(4, 1, 100).with_delay(MAX_DURATION_MS);
+        assert_eq!(
+            fields(&decide(None, 0, long, cost(5)).decision),
+            (0, 4, 4, -1, 0)
+        );
+    }
+
+    #[test]
+    fn cost_zero_with_delay_reports_the_wait_and_writes_nothing() {
+        let r = rate(2, 1, 1000).with_delay(3000);
+        let out = decide(Some(Tat(3_500_000_000)), 0, r, cost(0));
+        assert_eq!(out.store, None);
+        assert_eq!(fields(&out.decision), (1, 2, 0, 1500, 3500));
+    }
+
+    #[test]
+    fn a_sub_millisecond_wait_rounds_up_to_one_ms() {
+        // T = 0.5 ms, capacity 1: the second call's turn is 0.5 ms away.
+        let r = rate(1, 2000, 1000).with_delay(1);
+        let mut s = None;
+        assert_eq!(fields(&call(&mut s, 10, r, 1)), (1, 1, 0, 0, 1));
+        assert_eq!(fields(&call(&mut s, 10, r, 1)), (1, 1, 0, 1, 1));
+        assert_eq!(fields(&call(&mut s, 10, r, 1)), (1, 1, 0, 1, 2));
+        assert_eq!(fields(&call(&mut s, 10, r, 1)), (0, 1, 0, 1, 2));
+        assert_eq!(s, Some(Tat(11_500_000)));
     }
 
     #[test]
@@ -316,5 +424,10 @@ mod tests {
         assert!(!d.allowed && d.remaining == 0);
         let d = decide(None, i64::MIN, rate(1, 1, 1), cost(1)).decision;
         assert!(d.allowed);
+        let long = r.with_delay(u64::MAX);
+        let d = decide(Some(Tat(u128::MAX)), i64::MAX, long, cost(MAX_COUNT)).decision;
+        assert!(!d.allowed && d.retry_after_ms() <= MAX_COUNT as i64);
+        let d = decide(Some(s.tat), i64::MAX / 2_000_000, long, cost(1)).decision;
+        assert_eq!(d.retry_after, RetryAfter::Delayed(MAX_DURATION_MS));
     }
 }

@@ -20,12 +20,17 @@ pub use quota::{Cost, Count, Interval, Quota, Rate, MAX_COUNT, MAX_DURATION_MS};
 /// Server time in milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-/// When a rejected call could succeed if nothing else happens.
+/// The reply's `retry_after`: when the caller may act. For a rejected call, when
+/// the same call could succeed if nothing else happens; for an allowed one, at
+/// once or, when it was scheduled (RL.GCRA's `DELAY`), after its wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryAfter {
     /// Allowed now (the reply's `0`).
     Now,
-    /// Milliseconds until the same call would be allowed, rounded up.
+    /// Allowed and scheduled: act after this many ms (rounded up, never 0). Only
+    /// RL.GCRA with `DELAY max` answers it, with a wait of at most `max`.
+    Delayed(u64),
+    /// Rejected: milliseconds until the same call would be allowed, rounded up.
     Ms(u64),
     /// The cost exceeds the limit: no amount of waiting helps (the reply's `-1`).
     Never,
@@ -127,12 +132,13 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// `retry_after` as the reply's integer: 0 allowed, -1 never.
+    /// `retry_after` as the reply's integer: 0 allowed now, the wait of a
+    /// scheduled call, -1 never.
     pub fn retry_after_ms(&self) -> i64 {
         match self.retry_after {
             RetryAfter::Now => 0,
             // cap() keeps every duration at or below 2^53 - 1, which fits an i64.
-            RetryAfter::Ms(ms) => i64::try_from(ms).unwrap_or(i64::MAX),
+            RetryAfter::Delayed(ms) | RetryAfter::Ms(ms) => i64::try_from(ms).unwrap_or(i64::MAX),
             RetryAfter::Never => -1,
         }
     }

@@ -93,6 +93,7 @@ fn check_reply(dec: &Decision, limit: u64, n: u64) {
     match dec.retry_after {
         RetryAfter::Now => assert!(dec.allowed),
         RetryAfter::Never => assert!(!dec.allowed && n > limit),
+        RetryAfter::Delayed(ms) => assert!(dec.allowed && (1..=MAX_COUNT).contains(&ms)),
         RetryAfter::Ms(ms) => assert!(!dec.allowed && ms <= MAX_COUNT),
     }
 }
@@ -309,6 +310,9 @@ struct BucketModel {
     /// Round the carried level down to a millionth (RL.BUCKET's stored copy); off,
     /// the model is the exact bucket RL.GCRA must equal.
     round: bool,
+    /// RL.GCRA's `DELAY max` in ms: the level may go down to −max · rate, and a
+    /// call that takes it below 0 waits until it is back at 0.
+    delay_ms: u64,
 }
 
 fn rat(n: i128) -> BigRational {
@@ -330,6 +334,7 @@ impl BucketModel {
             level: rat(i128::from(capacity)),
             ts: None,
             round: true,
+            delay_ms: 0,
         }
     }
 
@@ -351,7 +356,8 @@ impl BucketModel {
             }
         };
         let wanted = rat(i128::from(n));
-        let allowed = level >= wanted;
+        let queue = per_ms.clone() * rat(i128::from(self.delay_ms));
+        let allowed = n <= capacity && level.clone() - wanted.clone() >= -queue;
         // The reply describes the exact level; only the stored copy is rounded down.
         let after = if allowed {
             level.clone() - wanted.clone()
@@ -367,12 +373,17 @@ impl BucketModel {
             };
             self.ts = Some(now);
         }
+        // Until the level is back to the cost: the wait of a scheduled call.
+        let until_enough = (wanted - level) / per_ms.clone();
         let retry_after = if allowed {
-            RetryAfter::Now
+            match ceil_ms(&until_enough) {
+                0 => RetryAfter::Now,
+                wait => RetryAfter::Delayed(wait),
+            }
         } else if n > capacity {
             RetryAfter::Never
         } else {
-            RetryAfter::Ms(ceil_ms(&((wanted - level) / per_ms.clone())))
+            RetryAfter::Ms(ceil_ms(&(until_enough - rat(i128::from(self.delay_ms)))))
         };
         let reset_after_ms = if after >= cap {
             0
@@ -460,12 +471,13 @@ proptest! {
 
     #[test]
     fn gcra_decides_exactly_as_the_exact_bucket_when_t_is_exact(
-        (capacity, (tokens, period), seq) in (count(), exact_rate())
-            .prop_flat_map(|(c, r)| (Just(c), Just(r), calls(c, r.1, fwd)))
+        (capacity, (tokens, period), delay, seq) in (count(), exact_rate(), delay())
+            .prop_flat_map(|(c, r, m)| (Just(c), Just(r), Just(m), calls(c, r.1, fwd)))
     ) {
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
-        let emission = Emission::new(rate).unwrap();
-        let (mut state, mut model, mut now) = (None::<Tat>, BucketModel::exact(capacity), START);
+        let emission = Emission::new(rate).unwrap().with_delay(delay);
+        let mut model = BucketModel { delay_ms: delay, ..BucketModel::exact(capacity) };
+        let (mut state, mut now) = (None::<Tat>, START);
         for (step, n) in seq {
             now += step;
             let out = gcra::decide(state, now, emission, k(n));
@@ -506,6 +518,81 @@ proptest! {
         let per_ms = BigRational::new(BigInt::from(1_000_000), BigInt::from(emission_ns(emission)));
         let refill = per_ms * rat(i128::from(latest - earliest));
         prop_assert!(rat(i128::from(admitted)) <= rat(i128::from(capacity)) + refill);
+    }
+}
+
+/// A DELAY's max: mostly none, often short, sometimes at the bound.
+fn delay() -> impl Strategy<Value = u64> {
+    prop_oneof![2 => Just(0u64), 4 => 1u64..=5000, 1 => 0..=MAX_DURATION_MS, 1 => Just(MAX_DURATION_MS)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn gcra_delay_zero_is_the_call_without_delay_in_every_reply_and_state(
+        (capacity, tokens, period, seq) in (count(), count(), duration())
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), calls(c, p, back)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let Some(plain) = Emission::new(rate) else { return Ok(()) };
+        let (mut state, mut now) = (None::<Tat>, START);
+        for (step, n) in seq {
+            now += step;
+            let out = gcra::decide(state, now, plain.with_delay(0), k(n));
+            prop_assert_eq!(out, gcra::decide(state, now, plain, k(n)), "at {} cost {}", now, n);
+            if let Some(s) = out.store { state = Some(s.tat); }
+        }
+    }
+
+    #[test]
+    fn gcra_delay_schedules_at_the_rate_waits_at_most_max_and_rejects_without_writing(
+        (capacity, tokens, period, delay, seq) in (1u64..=10, 1u64..=20, 1u64..=5000, delay())
+            .prop_flat_map(|(c, t, p, m)| (Just(c), Just(t), Just(p), Just(m), calls(c, p, back)))
+    ) {
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let emission = Emission::new(rate).unwrap().with_delay(delay);
+        let (mut state, mut now) = (None::<Tat>, START);
+        // (call time + wait, units) of every call that took something.
+        let mut scheduled: Vec<(i64, u64)> = Vec::new();
+        for (step, n) in seq {
+            now += step;
+            let out = gcra::decide(state, now, emission, k(n));
+            check_reply(&out.decision, capacity, n);
+            match out.decision.retry_after {
+                RetryAfter::Delayed(wait) => prop_assert!(wait <= delay, "waits {} > {}", wait, delay),
+                RetryAfter::Ms(wait) => {
+                    // Exact: the same call with the same DELAY is admitted then, not before.
+                    let wait = wait as i64;
+                    prop_assert!(wait > 0);
+                    prop_assert!(gcra::decide(state, now + wait, emission, k(n)).decision.allowed);
+                    prop_assert!(!gcra::decide(state, now + wait - 1, emission, k(n)).decision.allowed);
+                }
+                RetryAfter::Now | RetryAfter::Never => {}
+            }
+            if !out.decision.allowed {
+                prop_assert_eq!(out.store, None, "a rejected call writes nothing");
+            }
+            if let Some(s) = out.store {
+                scheduled.push((now + out.decision.retry_after_ms(), n));
+                state = Some(s.tat);
+            }
+        }
+        // Over any interval [a, b] at most capacity + (b − a) / T units are
+        // scheduled. Waits are whole ms, rounded up: when T is not a whole number
+        // of ms, an action's time is up to 1 ms late, so allow one ms more.
+        let t = emission_ns(emission) as u128;
+        let late = if t.is_multiple_of(1_000_000) { 0 } else { 1_000_000 };
+        for &(a, _) in &scheduled {
+            for &(b, _) in scheduled.iter().filter(|(b, _)| *b >= a) {
+                let units: u128 = scheduled.iter().filter(|(s, _)| (a..=b).contains(s)).map(|&(_, n)| u128::from(n)).sum();
+                let span = (b - a) as u128 * 1_000_000 + late;
+                prop_assert!(
+                    units * t <= u128::from(capacity) * t + span,
+                    "{} units scheduled in [{}, {}], T = {} ns", units, a, b, t
+                );
+            }
+        }
     }
 }
 

@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn seed_vector_limit_5_per_minute() {
-        // SPEC: times in seconds from a start point; (t, allowed, remaining, retry_after_ms).
+        // docs/commands.md#rlsliding: times in seconds from a start point; (t, allowed, remaining, retry_after_ms).
         let table = [
             (10, true, 4, 0),
             (20, true, 3, 0),

@@ -217,7 +217,7 @@ mod tests {
     }
     const MIN: i64 = 60_000;
 
-    /// Previous window 8, current 3, 15 s into a 60 s window (SPEC).
+    /// Previous window 8, current 3, 15 s into a 60 s window (docs/commands.md#rlslidingcounter).
     fn spec_state() -> (Option<Counts>, Millis) {
         let start = 1000 * MIN;
         let counts = Counts {

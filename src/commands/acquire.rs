@@ -39,7 +39,7 @@ fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 }
 
 impl Limiter for Acquire {
-    const SPEC: Spec = Spec {
+    const DEFINITION: Spec = Spec {
         // Exactly key limit ttl id: no COST, no REFUND.
         cost: CostArg::None,
         ..Spec::rl(
@@ -100,7 +100,7 @@ impl Limiter for Acquire {
 }
 
 impl Handler for Release {
-    const SPEC: Spec = Spec {
+    const DEFINITION: Spec = Spec {
         cost: CostArg::None,
         ..Spec::rl(
             // Not deny-oom: like DEL, it must free a slot on a server at maxmemory.

@@ -4,9 +4,11 @@
 //! its own command would decide it, and written (and propagated) exactly as its own
 //! command writes it only if every key allows. A policy is one of
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
-//! `GCRA capacity tokens period`, `SLIDINGCOUNTER limit window`,
+//! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
 //! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND) applies to
-//! every key but an ACQUIRE (one lease; REFUND is an error there).
+//! every key but an ACQUIRE (one lease; REFUND is an error there). A GCRA policy
+//! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
+//! retry_after is the longest wait, when every key's turn has come.
 //!
 //! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
 //! then each key's.
@@ -36,9 +38,14 @@ static COUNTERS: Counters = Counters::new();
 /// decided and written by that command.
 macro_rules! policies {
     ($($variant:ident = $word:literal),* $(,)?) => {
-        /// Each policy's name (its token in COMMAND DOCS) and parameters.
-        pub(super) const POLICIES: &[(&std::ffi::CStr, &[Arg])] = &[
-            $(($word, <$variant as Limiter>::SPEC.args.split_at(1).1)),*
+        /// Each policy's name (its token in COMMAND DOCS), parameters, and whether
+        /// it takes `[DELAY max]`.
+        pub(super) const POLICIES: &[(&std::ffi::CStr, &[Arg], bool)] = &[
+            $((
+                $word,
+                <$variant as Limiter>::DEFINITION.args.split_at(1).1,
+                <$variant as Limiter>::DEFINITION.delay,
+            )),*
         ];
 
         /// One key's limit: a command and its parameters.
@@ -52,19 +59,24 @@ macro_rules! policies {
         }
 
         impl Policy {
-            /// The policy at the start of `args` and how many arguments it takes;
-            /// None when `args` does not start with a policy name.
-            fn parse(args: &[&[u8]]) -> Option<Result<(Policy, usize)>> {
+            /// The policy at the start of `args`, how many arguments it takes and
+            /// whether it carries a DELAY; None when `args` does not start with a
+            /// policy name.
+            fn parse(args: &[&[u8]]) -> Option<Result<(Policy, usize, bool)>> {
                 let word = args.first()?;
                 $(
                     if word.eq_ignore_ascii_case($word.to_bytes()) {
-                        let spec = &<$variant as Limiter>::SPEC;
+                        let spec = &<$variant as Limiter>::DEFINITION;
                         let n = spec.args.len() - 1;
                         let Some(params) = args.get(1..=n) else {
                             return Some(Err(policy_args($word, spec)));
                         };
-                        let parsed = <$variant as Limiter>::parse_params(params);
-                        return Some(parsed.map(|p| (Policy::$variant(p), 1 + n)));
+                        let parsed = <$variant as Limiter>::parse_params(params).and_then(|p| {
+                            policy_delay::<$variant>(p, &args[1 + n..])
+                        });
+                        return Some(parsed.map(|(p, used)| {
+                            (Policy::$variant(p), 1 + n + used, used > 0)
+                        }));
                     }
                 )*
                 None
@@ -101,6 +113,25 @@ policies! {
     Gcra = c"GCRA",
     SlidingCounter = c"SLIDINGCOUNTER",
     Acquire = c"ACQUIRE",
+}
+
+/// A policy's `DELAY max` at the start of `rest`, if its command takes one
+/// (GCRA): the parameters with it applied, and the arguments it took (0 or 2).
+fn policy_delay<L: Limiter>(params: L::Params, rest: &[&[u8]]) -> Result<(L::Params, usize)> {
+    match rest {
+        [word, rest @ ..] if L::DEFINITION.delay && word.eq_ignore_ascii_case(b"DELAY") => {
+            let value = rest.first().ok_or(Error::MissingValue("DELAY"))?;
+            let max_ms = args::delay("DELAY", value)?;
+            if rest
+                .get(1)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
+            {
+                return Err(Error::DuplicateOption("DELAY"));
+            }
+            Ok((L::delayed(params, max_ms), 2))
+        }
+        _ => Ok((params, 0)),
+    }
 }
 
 /// "policy FIXED takes limit window".
@@ -145,9 +176,11 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
         }
     }
     let mut policies = Vec::with_capacity(keys);
+    let mut delayed = false;
     while let Some(parsed) = Policy::parse(rest) {
-        let (policy, used) = parsed?;
+        let (policy, used, delay) = parsed?;
         policies.push(policy);
+        delayed |= delay;
         rest = &rest[used..];
     }
     if policies.len() != keys {
@@ -165,7 +198,10 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
             },
         });
     }
-    let amount = args::options(rest.iter().copied())?.amount;
+    let amount = args::options(rest.iter().copied(), false)?.amount;
+    if delayed && matches!(amount, Amount::Refund(_)) {
+        return Err(Error::Exclusive("DELAY", "REFUND"));
+    }
     Ok(Call { policies, amount })
 }
 
@@ -177,14 +213,22 @@ pub fn parses(args: &[&[u8]]) -> Result<usize> {
 }
 
 /// The combined decision over every key's reply: allowed if all are; the
-/// smallest remaining (the first such key's, with its limit); retry_after 0 when
-/// allowed, -1 if some key never allows, else the longest wait among the keys that
-/// reject; the longest reset_after.
+/// smallest remaining (the first such key's, with its limit); retry_after when
+/// allowed the longest wait of a scheduled key (a GCRA policy with DELAY: act when
+/// every key's turn has come), else 0; when rejected -1 if some key never allows,
+/// else the longest wait among the keys that reject; the longest reset_after.
 fn combine(per_key: &[Decision]) -> Decision {
     let allowed = per_key.iter().all(|d| d.allowed);
     let tightest = per_key.iter().min_by_key(|d| d.remaining);
     let retry_after = if allowed {
-        RetryAfter::Now
+        let longest = per_key
+            .iter()
+            .filter_map(|d| match d.retry_after {
+                RetryAfter::Delayed(ms) => Some(ms),
+                RetryAfter::Now | RetryAfter::Ms(_) | RetryAfter::Never => None,
+            })
+            .max();
+        longest.map_or(RetryAfter::Now, RetryAfter::Delayed)
     } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
         RetryAfter::Never
     } else {
@@ -192,7 +236,7 @@ fn combine(per_key: &[Decision]) -> Decision {
             .iter()
             .filter_map(|d| match d.retry_after {
                 RetryAfter::Ms(ms) => Some(ms),
-                RetryAfter::Now | RetryAfter::Never => None,
+                RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => None,
             })
             .max();
         RetryAfter::Ms(longest.unwrap_or(0))
@@ -207,7 +251,7 @@ fn combine(per_key: &[Decision]) -> Decision {
 }
 
 impl Handler for All {
-    const SPEC: Spec = Spec {
+    const DEFINITION: Spec = Spec {
         name: c"RL.ALL",
         // getkeys-api: Cluster finds the keys by asking (report_counted_keys).
         flags: c"write deny-oom getkeys-api",
@@ -223,6 +267,7 @@ impl Handler for All {
         min_argc: 6,
         cost: CostArg::Option,
         optional: false,
+        delay: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     /// The combined decision, then each key's.
@@ -318,6 +363,25 @@ mod tests {
         assert_eq!(call.amount, Amount::Refund(Cost::new(2).unwrap()));
         let call = parse_line("1 k GCRA 5 1 1s").unwrap();
         assert_eq!(call.amount, Amount::Take(Cost::ONE));
+        // A GCRA policy carries its DELAY; the next policy follows it.
+        let call = parse_line("2 a b gcra 5 1 1s delay 3s FIXED 10 1m COST 2").unwrap();
+        assert!(matches!(
+            call.policies[..],
+            [Policy::Gcra(_), Policy::Fixed(_)]
+        ));
+        assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()));
+        let delayed = |line| match parse_line(line).unwrap().policies[0] {
+            Policy::Gcra(e) => e,
+            _ => unreachable!(),
+        };
+        assert_ne!(
+            delayed("1 a GCRA 5 1 1s DELAY 3s"),
+            delayed("1 a GCRA 5 1 1s")
+        );
+        assert_eq!(
+            delayed("1 a GCRA 5 1 1s DELAY 0"),
+            delayed("1 a GCRA 5 1 1s")
+        );
     }
 
     #[test]
@@ -331,6 +395,13 @@ mod tests {
             ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
+            ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
+            ("1 a GCRA 5 1 1s DELAY", "syntax error: DELAY needs a value"),
+            ("1 a GCRA 5 1 1s DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
+            ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("1 a FIXED 5 1s DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
+            ("1 a GCRA 5 1 1s COST 1 DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
+            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: unknown policy 'DELAY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
         ];
         for (line, want) in cases {
             assert_eq!(
@@ -364,5 +435,21 @@ mod tests {
         );
         let never = [per_key[0], decision(false, 2, 2, RetryAfter::Never, 0)];
         assert_eq!(combine(&never).retry_after, RetryAfter::Never);
+        // Allowed with scheduled keys (GCRA with DELAY): act after the longest wait.
+        let scheduled = [
+            decision(true, 10, 4, RetryAfter::Delayed(300), 900),
+            decision(true, 3, 2, RetryAfter::Now, 5000),
+            decision(true, 7, 0, RetryAfter::Delayed(700), 1700),
+        ];
+        assert_eq!(
+            combine(&scheduled),
+            decision(true, 7, 0, RetryAfter::Delayed(700), 5000)
+        );
+        // Rejected: a key that would be scheduled does not set the wait.
+        let rejected = [
+            scheduled[2],
+            decision(false, 3, 0, RetryAfter::Ms(200), 900),
+        ];
+        assert_eq!(combine(&rejected).retry_after, RetryAfter::Ms(200));
     }
 }

@@ -18,7 +18,7 @@ pub struct Bucket;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Bucket {
-    const SPEC: Spec = Spec::rl(
+    const DEFINITION: Spec = Spec::rl(
         c"RL.BUCKET",
         c"write deny-oom fast",
         c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",

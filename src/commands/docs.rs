@@ -80,13 +80,17 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
             ArgKind::Policies => {
                 let blocks = super::all::POLICIES
                     .iter()
-                    .map(|(word, params)| {
+                    .map(|(word, params, delay)| {
                         let mut block = arg(
                             word,
                             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
                         );
                         block.token = word.as_ptr();
-                        block.subargs = tree.list(params.iter().map(positional).collect());
+                        let mut subargs: Vec<_> = params.iter().map(positional).collect();
+                        if *delay {
+                            subargs.push(delay_option());
+                        }
+                        block.subargs = tree.list(subargs);
                         block
                     })
                     .collect();
@@ -129,6 +133,9 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
             ..amount
         });
     }
+    if spec.delay {
+        args.push(delay_option());
+    }
     // SAFETY: as above; an all-zero argument ends the server's argument array.
     args.push(unsafe { zeroed() });
 
@@ -154,6 +161,17 @@ pub fn describe(ctx: *mut RedisModuleCtx, spec: &Spec) -> Result<(), String> {
         return Err(format!("cannot describe {}", spec.name_str()));
     }
     Ok(())
+}
+
+/// `[DELAY max]`: RL.GCRA's option (and its RL.ALL policy's), a duration.
+fn delay_option() -> RedisModuleCommandArg {
+    let mut delay = arg(
+        c"delay",
+        raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+    );
+    delay.token = c"DELAY".as_ptr();
+    delay.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+    delay
 }
 
 /// An argument of this name and type, no flags, naming no key.
@@ -211,7 +229,7 @@ impl Tree {
 
 /// Puts the command in ACL categories where the server supports module categories
 /// (Redis 7.2+): `@write`, `@fast` for the O(1) commands, and `@ratelimit`. On 7.0
-/// module commands belong to no category; users list them by name (README).
+/// module commands belong to no category; users list them by name (docs/operations.md, the ACL recipe).
 /// A failure is logged, never fatal: the command works without categories.
 pub fn categorize(ctx: *mut RedisModuleCtx, spec: &Spec, ratelimit: bool) {
     let (Some(get_command), Some(set_categories)) = (

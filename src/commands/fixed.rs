@@ -17,7 +17,7 @@ pub struct Fixed;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Fixed {
-    const SPEC: Spec = Spec::rl(
+    const DEFINITION: Spec = Spec::rl(
         c"RL.FIXED",
         c"write deny-oom fast",
         c"Counts units in an epoch-aligned fixed window and admits at most limit per window",

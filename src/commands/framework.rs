@@ -35,7 +35,7 @@ pub(super) fn rate(args: &[&[u8]]) -> Result<Rate> {
 /// One RL command: how it parses its parameters, decides on a key's state and
 /// writes what it decided.
 pub trait Limiter {
-    const SPEC: Spec;
+    const DEFINITION: Spec;
     type Params;
     /// What an allowed call (or a refund) writes to the key.
     type Write;
@@ -44,12 +44,23 @@ pub trait Limiter {
     fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
 
     /// Parses every argument after the key: the positional ones, then the options
-    /// (`[COST n | REFUND n]`). CL.THROTTLE replaces it (a positional quantity, no
-    /// options).
+    /// (`[COST n | REFUND n]`, and `[DELAY max]` if its definition takes it). CL.THROTTLE
+    /// replaces it (a positional quantity, no options).
     fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
-        let (positional, options) = args.split_at(Self::SPEC.args.len() - 1);
+        let (positional, options) = args.split_at(Self::DEFINITION.args.len() - 1);
         let params = Self::parse_params(positional)?;
-        Ok((params, args::options(options.iter().copied())?.amount))
+        let options = args::options(options.iter().copied(), Self::DEFINITION.delay)?;
+        let params = match options.delay {
+            Some(max_ms) => Self::delayed(params, max_ms),
+            None => params,
+        };
+        Ok((params, options.amount))
+    }
+
+    /// The parameters with `DELAY max` (ms) applied. Only called for a command
+    /// whose definition takes DELAY, which must replace this.
+    fn delayed(params: Self::Params, _max_ms: u64) -> Self::Params {
+        params
     }
 
     /// Loads the key's state and decides; writes nothing. RL.ALL decides every key
@@ -103,7 +114,7 @@ fn apply<L: Limiter>(
 /// writes, and replies. Every [`Limiter`] is one (on one key); RL.ALL is one on
 /// several.
 pub trait Handler {
-    const SPEC: Spec;
+    const DEFINITION: Spec;
     const STATS: &'static Counters;
     /// What the call decided, for [`Handler::reply`].
     type Decided;
@@ -118,7 +129,7 @@ pub trait Handler {
 }
 
 impl<L: Limiter> Handler for L {
-    const SPEC: Spec = L::SPEC;
+    const DEFINITION: Spec = L::DEFINITION;
     const STATS: &'static Counters = L::STATS;
     type Decided = Decision;
 
@@ -157,13 +168,13 @@ pub extern "C" fn dispatch<H: Handler>(
         // SAFETY: the server passes `argc` valid argument strings (or NULL) that
         // live for the whole call.
         let argv = unsafe { Argv::from_raw(argv, argc) };
-        if matches!(H::SPEC.keys, Keys::Counted) && call::is_keys_position_request(ctx) {
+        if matches!(H::DEFINITION.keys, Keys::Counted) && call::is_keys_position_request(ctx) {
             if let Some(argv) = &argv {
                 report_counted_keys(ctx, argv);
             }
             return;
         }
-        let Some(argv) = argv.filter(|_| H::SPEC.accepts_argc(argc)) else {
+        let Some(argv) = argv.filter(|_| H::DEFINITION.accepts_argc(argc)) else {
             call::reply_wrong_arity(ctx);
             H::STATS.record(Verdict::Error);
             return;
@@ -186,7 +197,7 @@ pub extern "C" fn dispatch<H: Handler>(
     if guarded.is_err() {
         // A bug: the key was opened but nothing reached the reply. Whatever the
         // panic left half-done, the client gets an error, never a dead server.
-        call::reply_error(ctx, &Error::Internal(H::SPEC.name_str()));
+        call::reply_error(ctx, &Error::Internal(H::DEFINITION.name_str()));
     }
     server::OK
 }

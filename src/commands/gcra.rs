@@ -1,9 +1,10 @@
-//! `RL.GCRA key capacity tokens period [COST n]`
+//! `RL.GCRA key capacity tokens period [COST n | REFUND n] [DELAY max]`
 //!
 //! The token bucket of RL.BUCKET kept as one integer (the TAT in ns), so it costs
 //! what RL.FIXED costs. The key is a native string in redis-cell's format, shared
 //! with CL.THROTTLE. Reply: `[allowed, capacity, remaining, retry_after_ms,
-//! reset_after_ms]`.
+//! reset_after_ms]`; with `DELAY max` a call whose turn comes within max is allowed
+//! and its retry_after_ms is the wait before acting (docs/commands.md).
 
 use super::framework::{rate, Limiter};
 use super::spec::{Spec, RATE_ARGS};
@@ -41,19 +42,24 @@ pub(super) fn store(key: &Key, write: Write) -> Result<()> {
 }
 
 impl Limiter for Gcra {
-    const SPEC: Spec = Spec::rl(
+    const DEFINITION: Spec = Spec::rl(
         c"RL.GCRA",
         c"write deny-oom fast",
         c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
         c"O(1)",
         RATE_ARGS,
-    );
+    )
+    .with_delay();
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
     type Write = Write;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
         emission(rate(args)?)
+    }
+
+    fn delayed(e: Emission, max_ms: u64) -> Emission {
+        e.with_delay(max_ms)
     }
 
     fn decide(key: &Key, e: &Emission, now: Millis, amount: Amount) -> Result<Outcome<Write>> {

@@ -31,7 +31,7 @@ pub struct Command {
 impl Command {
     const fn of<H: Handler>() -> Command {
         Command {
-            spec: &H::SPEC,
+            spec: &H::DEFINITION,
             stats: H::STATS,
             register: register::<H>,
         }
@@ -63,7 +63,7 @@ pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), Str
 /// servers that have them (7.2+), its ACL categories. `ratelimit` is true when the
 /// module's own `@ratelimit` category was created.
 pub fn register<H: Handler>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
-    let spec = &H::SPEC;
+    let spec = &H::DEFINITION;
     // Counted keys have no (first, last, step) form: the key spec COMMAND INFO
     // shows (set by docs::describe) is how the server finds them.
     let keys = match spec.keys {

@@ -18,7 +18,7 @@ pub struct Sliding;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Sliding {
-    const SPEC: Spec = Spec::rl(
+    const DEFINITION: Spec = Spec::rl(
         c"RL.SLIDING",
         c"write deny-oom",
         c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",

@@ -18,7 +18,7 @@ pub struct SlidingCounter;
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for SlidingCounter {
-    const SPEC: Spec = Spec::rl(
+    const DEFINITION: Spec = Spec::rl(
         c"RL.SLIDINGCOUNTER",
         c"write deny-oom fast",
         c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",

@@ -55,6 +55,9 @@ pub struct Spec {
     /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
     /// taken, RL loads without it and logs so.
     pub optional: bool,
+    /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy): see
+    /// `Limiter::delayed`.
+    pub delay: bool,
 }
 
 /// How a command takes its cost.
@@ -87,6 +90,15 @@ impl Spec {
             min_argc: 1 + args.len(),
             cost: CostArg::Option,
             optional: false,
+            delay: false,
+        }
+    }
+
+    /// The same command, taking `[DELAY max]` too.
+    pub(super) const fn with_delay(self) -> Spec {
+        Spec {
+            delay: true,
+            ..self
         }
     }
 

@@ -29,7 +29,7 @@ fn seconds(ms: u64) -> i64 {
 }
 
 impl Limiter for Throttle {
-    const SPEC: Spec = Spec {
+    const DEFINITION: Spec = Spec {
         name: c"CL.THROTTLE",
         flags: c"write deny-oom fast",
         summary:
@@ -46,6 +46,7 @@ impl Limiter for Throttle {
         min_argc: 5,
         cost: CostArg::Positional(c"quantity"),
         optional: true,
+        delay: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
@@ -88,7 +89,8 @@ impl Limiter for Throttle {
     fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
         let retry = match d.retry_after {
             RetryAfter::Ms(ms) => seconds(ms),
-            RetryAfter::Now | RetryAfter::Never => -1,
+            // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
+            RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
         };
         reply_integers(
             ctx,

@@ -6,7 +6,7 @@
 use super::helpers::{try_rl, Reply};
 use redis::Connection;
 
-/// What a positional parameter holds (SPEC "Counts" and "Durations").
+/// What a positional parameter holds (docs/commands.md#counts and #durations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// An integer 1 ..= 2^53−1 (`limit`, `capacity`, `tokens`, `count`).
@@ -323,7 +323,7 @@ fn burst_count_period(n: u64, period: &str) -> Vec<String> {
     vec![(n - 1).to_string(), n.to_string(), period.to_string()]
 }
 
-/// redis-cell's command: RL.GCRA's limiter and state (SPEC "CL.THROTTLE").
+/// redis-cell's command: RL.GCRA's limiter and state (docs/commands.md#clthrottle).
 pub const THROTTLE: Command = Command {
     name: "CL.THROTTLE",
     short: "throttle",
@@ -404,7 +404,7 @@ fn limit_ttl_job(n: u64, ttl: &str) -> Vec<String> {
     vec![n.to_string(), ttl.to_string(), "job".to_string()]
 }
 
-/// RL.ACQUIRE (SPEC "RL.ACQUIRE key limit ttl id"): not in [`COMMANDS`], whose
+/// RL.ACQUIRE (docs/commands.md#rlacquire-and-rlrelease): not in [`COMMANDS`], whose
 /// tests send COST; tests/acquire.rs reads its fields. `params` leaves out the id,
 /// which [`Command::per`] adds (`job`).
 pub const ACQUIRE: Command = Command {

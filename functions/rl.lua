@@ -1,6 +1,6 @@
 #!lua name=rl
 --[[
-RL's rate limiters as a Redis Functions library (Redis 7.0+, Valkey), for servers
+RL 0.2.0: RL's rate limiters as a Redis Functions library (Redis 7.0+, Valkey), for servers
 that refuse MODULE LOAD. Same arguments, replies, errors, key formats, TTLs and
 replicated effects as the module's commands (docs/library.md):
 
@@ -14,6 +14,7 @@ replicated effects as the module's commands (docs/library.md):
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
+  FCALL rl_version        0                              the library's version
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
 (a GCRA TAT in ns, a bucket level in its exact unit, products of counts and
@@ -1503,6 +1504,9 @@ return {
 }
 end
 
+-- The library's version, Cargo.toml's (a test checks they agree), as the header says.
+local VERSION = "0.2.0"
+
 local lib
 local function register(name, flags)
   redis.register_function({
@@ -1524,3 +1528,11 @@ register("rl_acquire")
 -- Like DEL, a release must work on a server at maxmemory, or a full server could
 -- never free a slot.
 register("rl_release", { "allow-oom" })
+-- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
+redis.register_function({
+  function_name = "rl_version",
+  callback = function()
+    return VERSION
+  end,
+  flags = { "no-writes", "allow-stale" },
+})

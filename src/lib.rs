@@ -32,8 +32,33 @@ use server::raw::{RedisModuleCtx, RedisModuleString};
 
 /// The module's name, as `MODULE LIST` shows it and configs are prefixed (`rl.`).
 const NAME: &std::ffi::CStr = c"rl";
-/// major * 10000 + minor * 100 + patch, as `MODULE LIST` shows it.
-const VERSION: c_int = 100;
+/// major * 10000 + minor * 100 + patch, as `MODULE LIST` shows it: Cargo.toml's
+/// version is the one source (0.2.0 → 200).
+const VERSION: c_int = version_number(
+    env!("CARGO_PKG_VERSION_MAJOR"),
+    env!("CARGO_PKG_VERSION_MINOR"),
+    env!("CARGO_PKG_VERSION_PATCH"),
+);
+
+/// `major * 10000 + minor * 100 + patch`, evaluated at compile time: a version part
+/// that is not a number, or a minor or patch above 99 (which would collide with the
+/// next part), fails the build, never the server.
+const fn version_number(major: &str, minor: &str, patch: &str) -> c_int {
+    const fn part(s: &str, max: c_int) -> c_int {
+        let bytes = s.as_bytes();
+        assert!(!bytes.is_empty(), "empty version part");
+        let mut n: c_int = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            assert!(bytes[i].is_ascii_digit(), "version part is not a number");
+            n = n * 10 + (bytes[i] - b'0') as c_int;
+            assert!(n <= max, "version part too large");
+            i += 1;
+        }
+        n
+    }
+    part(major, 9999) * 10000 + part(minor, 99) * 100 + part(patch, 99)
+}
 
 /// Called by the server when it loads the module (`--loadmodule`, `MODULE LOAD`).
 ///
@@ -100,4 +125,20 @@ fn load(ctx: *mut RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     server::register_info(ctx, commands::info);
     let ratelimit = server::acl_category(ctx, c"ratelimit");
     commands::register_all(ctx, ratelimit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_version_is_cargo_version_as_one_number() {
+        assert_eq!(version_number("0", "2", "0"), 200);
+        assert_eq!(version_number("1", "10", "3"), 11003);
+        let expected = env!("CARGO_PKG_VERSION")
+            .split('.')
+            .map(|p| p.parse::<c_int>().unwrap())
+            .fold(0, |acc, p| acc * 100 + p);
+        assert_eq!(VERSION, expected);
+    }
 }

@@ -58,15 +58,27 @@ fn prefix(command: &str) -> String {
     short.to_ascii_lowercase()
 }
 
-/// Writes the `# rl` section of INFO: `rl_<command>_<allowed|rejected|errors>`
-/// fields, one row per `(command name, counters)`. The registry hands over the rows,
-/// so this layer knows no command.
+/// Which build is loaded, the first fields of `INFO rl`: `rl_version` (Cargo.toml's),
+/// `rl_git_commit` (12 hex digits, or "unknown" when built outside git) and
+/// `rl_target` (the target triple), all set at compile time (build.rs).
+pub const BUILD: [(&str, &str); 3] = [
+    ("version", env!("CARGO_PKG_VERSION")),
+    ("git_commit", env!("RL_GIT_COMMIT")),
+    ("target", env!("RL_TARGET")),
+];
+
+/// Writes the `# rl` section of INFO: the [`BUILD`] fields, then
+/// `rl_<command>_<allowed|rejected|errors>` fields, one row per `(command name,
+/// counters)`. The registry hands over the rows, so this layer knows no command.
 pub fn section<'a>(
     ctx: *mut RedisModuleInfoCtx,
     rows: impl Iterator<Item = (&'a str, &'a Counters)>,
 ) {
     if !info::begin_section(ctx) {
         return;
+    }
+    for (name, value) in BUILD {
+        info::field_str(ctx, name, value);
     }
     for (command, counters) in rows {
         let prefix = prefix(command);

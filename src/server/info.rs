@@ -12,3 +12,8 @@ pub fn begin_section(ctx: *mut RedisModuleInfoCtx) -> bool {
 pub fn field(ctx: *mut RedisModuleInfoCtx, name: &str, value: u64) {
     raw::add_info_field_unsigned_long_long(ctx, name, value);
 }
+
+/// Adds the text field `<module>_<name>:<value>` to the section.
+pub fn field_str(ctx: *mut RedisModuleInfoCtx, name: &str, value: &str) {
+    raw::add_info_field_str(ctx, name, value);
+}

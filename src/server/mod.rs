@@ -11,13 +11,14 @@
 /// constants (key handles, zset flags); their calls still go through `rm!`.
 pub(crate) use redis_module::raw;
 
-// Inside redis-server every allocation goes through the server's allocator, so
-// `used_memory`, `maxmemory` and `MEMORY USAGE` see RL's memory. Unit tests and the
-// fuzzer run outside Redis, where that allocator does not exist.
+// Inside redis-server every allocation goes through the server's allocator, at any
+// alignment (alloc.rs). Unit tests and the fuzzer run outside Redis, where that
+// allocator does not exist.
 #[cfg(not(any(test, feature = "system-alloc")))]
 #[global_allocator]
-static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
+static ALLOCATOR: alloc::ServerAlloc = alloc::ServerAlloc;
 
+mod alloc;
 #[macro_use]
 pub(crate) mod api;
 pub mod call;

@@ -239,3 +239,48 @@ pub fn observe<S: redis::FromRedisValue>(
         expires_at: at_after,
     }
 }
+
+/// `ver` of the module `rl` in MODULE LIST (major * 10000 + minor * 100 + patch), or
+/// None when it is not loaded.
+pub fn module_version(c: &mut Connection) -> Option<i64> {
+    let list: Value = cmd("MODULE").arg("LIST").query(c).expect("MODULE LIST");
+    let Value::Array(modules) = list else {
+        panic!("MODULE LIST replied {list:?}");
+    };
+    // Each module is a flat name/value array (RESP2) or a map (RESP3).
+    let pairs = |m: &Value| -> Vec<(Value, Value)> {
+        match m {
+            Value::Map(pairs) => pairs.clone(),
+            Value::Array(items) => items
+                .chunks(2)
+                .filter(|p| p.len() == 2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect(),
+            other => panic!("a MODULE LIST entry {other:?}"),
+        }
+    };
+    let is = |v: &Value, s: &str| matches!(v, Value::BulkString(b) if b == s.as_bytes());
+    modules.iter().find_map(|m| {
+        let pairs = pairs(m);
+        pairs
+            .iter()
+            .any(|(k, v)| is(k, "name") && is(v, "rl"))
+            .then(|| {
+                pairs
+                    .iter()
+                    .find_map(|(k, v)| match v {
+                        Value::Int(n) if is(k, "ver") => Some(*n),
+                        _ => None,
+                    })
+                    .expect("MODULE LIST: rl without ver")
+            })
+    })
+}
+
+/// Cargo.toml's version as MODULE LIST shows it: 0.2.0 → 200.
+pub fn cargo_version_number() -> i64 {
+    env!("CARGO_PKG_VERSION")
+        .split('.')
+        .map(|p| p.parse::<i64>().expect("a numeric version part"))
+        .fold(0, |n, p| n * 100 + p)
+}

@@ -45,6 +45,32 @@ pub fn server_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("redis-server"))
 }
 
+/// The command that runs [`server_binary`]: the binary itself, or under
+/// `RL_SERVER_WRAPPER`, a command line split on spaces that the binary's path is
+/// appended to (`qemu-aarch64 -L /usr/aarch64-linux-gnu`: an arm64 server on an
+/// x86-64 host, as `make test-dist` runs it).
+pub fn server_command() -> std::process::Command {
+    let wrapper = std::env::var("RL_SERVER_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut command = std::process::Command::new(program);
+            command.args(words).arg(server_binary());
+            command
+        }
+        None => std::process::Command::new(server_binary()),
+    }
+}
+
+/// How long a server may take to answer its first PING: an emulated one
+/// (`RL_SERVER_WRAPPER`) starts far slower.
+fn start_deadline() -> Duration {
+    match std::env::var("RL_SERVER_WRAPPER") {
+        Ok(w) if !w.trim().is_empty() => Duration::from_secs(120),
+        _ => Duration::from_secs(10),
+    }
+}
+
 /// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -111,7 +137,7 @@ impl Server {
         });
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let log = dir.join("redis.log");
-        let mut command = std::process::Command::new(server_binary());
+        let mut command = server_command();
         command
             .arg("--port")
             .arg(port.to_string())
@@ -151,7 +177,7 @@ impl Server {
             dir,
             keep_dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + start_deadline();
         loop {
             if let Ok(Some(_)) = server.child.try_wait() {
                 return Err(std::fs::read_to_string(&log).unwrap_or_default());
@@ -166,7 +192,8 @@ impl Server {
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "not ready after 10 s\n{}",
+                    "not ready after {:?}\n{}",
+                    start_deadline(),
                     std::fs::read_to_string(&log).unwrap_or_default()
                 ));
             }

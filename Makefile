@@ -8,7 +8,7 @@ LIBRARY ?=
 HOST ?= 127.0.0.1
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot compat load-library
+.PHONY: help deps build run test unit lint fmt clean bench fuzz examples cluster plot compat load-library dist test-dist
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,12 @@ lint: deps ## rustfmt check and clippy with warnings as errors
 
 compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
 	@scripts/compat.sh
+
+dist: ## Release artefacts into dist/: the module for x86-64/arm64 x glibc 2.17+/musl, the library, SHA256SUMS (docs/install.md)
+	@CARGO="$(CARGO)" scripts/dist.sh
+
+test-dist: dist ## Load each artefact of dist/ into a real server of its platform (qemu for arm64, a musl-built Redis) and run the smoke suite
+	@CARGO="$(CARGO)" scripts/test-dist.sh
 
 examples: build ## Smoke-test the HTTP examples (Python, Node, Rust) against a fresh redis-server
 	@scripts/examples.sh

@@ -54,7 +54,11 @@ if [ ! -x "$venv/bin/python3" ]; then
   mkdir -p "$tools"
   python3 -m venv "$venv" >&2
 fi
-have() { "$venv/bin/python3" -m pip show "${1%%==*}" 2>/dev/null | grep -qx "Version: ${1##*==}"; }
+have() {
+  local shown
+  shown=$("$venv/bin/python3" -m pip show "${1%%==*}" 2>/dev/null) || return 1
+  grep -qx "Version: ${1##*==}" <<<"$shown"
+}
 if ! have "$ZIGLANG" || ! have "$ZIGBUILD"; then
   say "pip install $ZIGLANG $ZIGBUILD (into $venv)"
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "$ZIGLANG" "$ZIGBUILD" >&2

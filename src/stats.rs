@@ -43,6 +43,14 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Back to zero, at each load: the counters count "since the module loaded" even
+    /// where an unload leaves the module's memory mapped (musl).
+    pub fn reset(&self) {
+        for counter in [&self.allowed, &self.rejected, &self.errors] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
     fn fields(&self) -> [(&'static str, u64); 3] {
         [
             ("allowed", self.allowed.load(Ordering::Relaxed)),

@@ -400,6 +400,8 @@ fn module_unload_and_load_keeps_live_keys() {
             .collect()
     };
     let answers = read(&mut c);
+    config_set(&mut c, "rl.sliding-max-limit", 200000);
+    assert!(info_field(&mut c, "rl", "rl_fixed_allowed") > 0);
 
     let ok: String = cmd("MODULE").arg("UNLOAD").arg("rl").query(&mut c).unwrap();
     assert_eq!(ok, "OK");
@@ -417,6 +419,15 @@ fn module_unload_and_load_keeps_live_keys() {
     assert_eq!(ok, "OK");
     assert_eq!(module_version(&mut c), Some(cargo_version_number()));
     assert_eq!(all_keys(&mut c), keys);
+    // A new load starts afresh, even where the unload left the old one mapped (musl):
+    // default settings, zero counters.
+    let limit: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(limit, ["rl.sliding-max-limit", "100000"]);
+    assert_eq!(info_field(&mut c, "rl", "rl_fixed_allowed"), 0);
     assert_eq!(read(&mut c), answers);
     // And the limiters go on from where they were.
     let lim = command("RL.FIXED");

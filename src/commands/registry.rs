@@ -54,9 +54,10 @@ pub static COMMANDS: &[Command] = &[
 
 /// Registers every command in [`COMMANDS`].
 pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
-    COMMANDS
-        .iter()
-        .try_for_each(|c| (c.register)(ctx, ratelimit))
+    COMMANDS.iter().try_for_each(|c| {
+        c.stats.reset();
+        (c.register)(ctx, ratelimit)
+    })
 }
 
 /// Registers one command with Redis, its key position, its documentation and, on

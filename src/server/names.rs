@@ -1,7 +1,7 @@
 //! Constant strings the hot path hands to the server: field names and command
 //! arguments, created once at load instead of allocated on every call.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
@@ -10,7 +10,7 @@ use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 pub struct Shared(*mut RedisModuleString);
 
 // SAFETY: created once at load and afterwards only read (its pointer passed to the
-// server) from the server's main thread; never freed.
+// server) from the server's main thread; freed only at unload.
 unsafe impl Send for Shared {}
 // SAFETY: as for Send: nothing mutates the string after creation, and every use is
 // on the server's main thread.
@@ -29,7 +29,12 @@ pub struct Names {
     pub neg_inf: Shared,
 }
 
-static NAMES: OnceLock<Names> = OnceLock::new();
+/// The strings of this load, or null before the first use and after unload.
+///
+/// Not a `OnceLock`: `MODULE UNLOAD` does not always unmap the module (musl's
+/// `dlclose` never does), so the statics of one load can live on into the next,
+/// which must not find the strings the unload freed.
+static NAMES: AtomicPtr<Names> = AtomicPtr::new(std::ptr::null_mut());
 
 fn create(text: &str) -> Shared {
     // A NULL context: the string is not freed with any call's context.
@@ -47,17 +52,32 @@ fn create(text: &str) -> Shared {
 /// The strings, created on first use (the module's load calls this once, so no
 /// command pays for it).
 pub fn names() -> &'static Names {
-    NAMES.get_or_init(|| Names {
+    let current = NAMES.load(Ordering::Acquire);
+    if !current.is_null() {
+        // SAFETY: a leaked Box stored below, freed only by `release` at unload, after
+        // which no command of this load runs.
+        return unsafe { &*current };
+    }
+    let fresh = Box::into_raw(Box::new(Names {
         tokens: create("tokens"),
         ts: create("ts"),
         pxat: create("PXAT"),
         neg_inf: create("-inf"),
-    })
+    }));
+    // Only the main thread loads, unloads and runs commands: no other store races.
+    NAMES.store(fresh, Ordering::Release);
+    // SAFETY: just leaked, and valid until `release`, as above.
+    unsafe { &*fresh }
 }
 
-/// Frees the strings when the module unloads (a later load creates new ones).
+/// Frees the strings when the module unloads; a later load creates new ones.
 pub fn release() {
-    let Some(n) = NAMES.get() else { return };
+    let current = NAMES.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if current.is_null() {
+        return;
+    }
+    // SAFETY: the Box `names` leaked, taken out of NAMES so nothing reads it again.
+    let n = unsafe { Box::from_raw(current) };
     for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
         if let Some(free) = crate::server::optional!(RedisModule_FreeString) {
             // SAFETY: each string was created once by `create` with no context and

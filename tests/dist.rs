@@ -348,8 +348,11 @@ fn traffic(c: &mut Connection, prefix: &str) {
     }
 }
 
-/// Every key and its snapshot (DUMP, PEXPIRETIME), sorted by key.
-fn all_keys(c: &mut Connection) -> Vec<(String, (Option<Vec<u8>>, i64))> {
+/// A key's DUMP and PEXPIRETIME.
+type Snapshot = (Option<Vec<u8>>, i64);
+
+/// Every key and its snapshot, sorted by key.
+fn all_keys(c: &mut Connection) -> Vec<(String, Snapshot)> {
     let mut keys: Vec<String> = cmd("KEYS").arg("*").query(c).unwrap();
     keys.sort();
     keys.into_iter()

@@ -35,9 +35,6 @@ const PROMPT: &str = "127.0.0.1:6379> ";
 const TX_PROMPT: &str = "127.0.0.1:6379(TX)> ";
 const ATTEMPTS: usize = 3;
 
-/// Pages the docs link to that another change adds (the release notes' install
-/// page): a link to one is not checked while it is absent.
-const PENDING_PAGES: &[&str] = &["docs/install.md"];
 
 /// The pages: README.md and every docs/*.md, in a stable order.
 fn pages() -> Vec<PathBuf> {
@@ -679,13 +676,6 @@ fn resolves(from: &Path, target: &str) -> Result<(), String> {
         from.parent().unwrap_or(Path::new(".")).join(file)
     };
     if !path.exists() {
-        if PENDING_PAGES.iter().any(|p| path.ends_with(p)) {
-            eprintln!(
-                "{target}: not checked: {} comes with another change",
-                path.display()
-            );
-            return Ok(());
-        }
         return Err(format!("{target}: no file {}", path.display()));
     }
     let markdown = path.extension().is_some_and(|x| x == "md");

@@ -35,7 +35,6 @@ const PROMPT: &str = "127.0.0.1:6379> ";
 const TX_PROMPT: &str = "127.0.0.1:6379(TX)> ";
 const ATTEMPTS: usize = 3;
 
-
 /// The pages: README.md and every docs/*.md, in a stable order.
 fn pages() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -2,14 +2,20 @@
 //! server's allocator (`RedisModule_Alloc`), so `used_memory`, `maxmemory` and
 //! `MEMORY USAGE` see RL's memory.
 //!
-//! The server only promises 8-byte alignment: Redis built with `MALLOC=libc` on a
-//! libc without `malloc_usable_size` support in zmalloc (musl) prepends an 8-byte
-//! size header to every block. The redis-module crate's allocator assumes more and
-//! handed 16-aligned Rust types (u128 arithmetic, some std collections) misaligned
-//! memory, which crashed the server on musl. This one honours any alignment: up to
-//! [`SERVER_ALIGN`] it passes the request through; above, it over-allocates by the
-//! alignment, returns the first aligned address at least one word in, and keeps the
-//! server's pointer in the word just before it, for `dealloc`.
+//! The server only promises 8-byte alignment: Redis built with `MALLOC=libc` on musl
+//! (the one Linux libc whose `malloc_usable_size` zmalloc does not use) prepends an
+//! 8-byte size header to every block. The redis-module crate's allocator assumes more
+//! and handed 16-aligned Rust types misaligned memory, which crashed the server on
+//! musl. This one honours any alignment: up to [`SERVER_ALIGN`] it passes the request
+//! through; above, it over-allocates by the alignment, returns the first aligned
+//! address at least one word in, and keeps the server's pointer in the word just
+//! before it, for `dealloc`.
+//!
+//! Code outside Rust also relies on C's malloc alignment (16 bytes, `max_align_t`)
+//! for blocks Rust allocates: the unwinder writes the exception object of a panic
+//! with 16-byte SSE stores, while Rust asks for it with alignment 8. Glibc's malloc
+//! and jemalloc give 16 for every block of 16 bytes or more; on musl, this allocator
+//! raises such requests to 16 itself ([`align_for`]).
 
 // Unused where the system allocator is the global one (unit tests, the fuzzer).
 #![cfg_attr(any(test, feature = "system-alloc"), allow(dead_code))]
@@ -23,6 +29,24 @@ use redis_module::raw;
 /// The alignment every block from `RedisModule_Alloc` has on every server and libc.
 const SERVER_ALIGN: usize = 8;
 
+/// C's malloc alignment on x86-64 and arm64 (`alignof(max_align_t)`).
+const MALLOC_ALIGN: usize = 16;
+
+/// Whether the server's blocks may be only [`SERVER_ALIGN`]-aligned whatever their
+/// size: a musl build, whose server is a musl build too.
+const SERVER_BLOCKS_8_ALIGNED: bool = cfg!(target_env = "musl");
+
+/// The alignment a block gets: the layout's, raised to [`MALLOC_ALIGN`] for blocks
+/// of that size or more when the server's blocks are only 8-aligned, so that every
+/// block is aligned at least as malloc's would be.
+fn align_for(layout: Layout, server_blocks_8_aligned: bool) -> usize {
+    if server_blocks_8_aligned && layout.size() >= MALLOC_ALIGN {
+        layout.align().max(MALLOC_ALIGN)
+    } else {
+        layout.align()
+    }
+}
+
 /// Where the aligned block starts in a block the server returned at `base`, for an
 /// alignment above [`SERVER_ALIGN`] (a power of two): the first multiple of `align`
 /// that leaves a word before it for `base`. Since `base` is 8-aligned, it is at most
@@ -33,32 +57,34 @@ fn aligned_start(base: usize, align: usize) -> Option<usize> {
 }
 
 /// How much to ask the server for: the size, plus room to align (see [`aligned_start`]).
-fn padded_size(layout: Layout) -> Option<usize> {
-    if layout.align() <= SERVER_ALIGN {
-        Some(layout.size())
+fn padded_size(size: usize, align: usize) -> Option<usize> {
+    if align <= SERVER_ALIGN {
+        Some(size)
     } else {
-        layout.size().checked_add(layout.align())
+        size.checked_add(align)
     }
 }
 
 pub struct ServerAlloc;
 
 // SAFETY: `alloc` returns null or a block of at least `layout.size()` bytes aligned to
-// `layout.align()` that stays valid until `dealloc` with the same layout, which frees
-// exactly the server block `alloc` obtained.
+// `layout.align()` (or more) that stays valid until `dealloc` with the same layout,
+// which computes the same alignment and frees exactly the server block `alloc` got.
 unsafe impl GlobalAlloc for ServerAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let align = align_for(layout, SERVER_BLOCKS_8_ALIGNED);
         // Null (an allocation failure for Rust, which aborts with a message) if the
         // server's allocator is not there, as outside redis-server.
-        let (Some(alloc), Some(size)) = (raw::RedisModule_Alloc, padded_size(layout)) else {
+        let (Some(alloc), Some(size)) = (raw::RedisModule_Alloc, padded_size(layout.size(), align))
+        else {
             return std::ptr::null_mut();
         };
         // SAFETY: the server's allocator, called with a size; it returns null or a block.
         let base: *mut u8 = unsafe { alloc(size) }.cast();
-        if base.is_null() || layout.align() <= SERVER_ALIGN {
+        if base.is_null() || align <= SERVER_ALIGN {
             return base;
         }
-        let Some(start) = aligned_start(base as usize, layout.align()) else {
+        let Some(start) = aligned_start(base as usize, align) else {
             // SAFETY: `base` came from the server's allocator just now.
             unsafe { free(base) };
             return std::ptr::null_mut();
@@ -75,7 +101,7 @@ unsafe impl GlobalAlloc for ServerAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if layout.align() <= SERVER_ALIGN {
+        if align_for(layout, SERVER_BLOCKS_8_ALIGNED) <= SERVER_ALIGN {
             // SAFETY: `ptr` is a block `alloc` passed through from the server.
             unsafe { free(ptr) };
         } else {
@@ -100,6 +126,10 @@ unsafe fn free(ptr: *mut u8) {
 mod tests {
     use super::*;
 
+    fn layout(size: usize, align: usize) -> Layout {
+        Layout::from_size_align(size, align).unwrap()
+    }
+
     #[test]
     fn aligned_start_is_aligned_leaves_a_word_and_fits_the_padding() {
         for align in [16usize, 32, 64, 4096] {
@@ -123,14 +153,23 @@ mod tests {
 
     #[test]
     fn only_alignments_above_the_servers_are_padded() {
-        let l = |size, align| Layout::from_size_align(size, align).unwrap();
-        assert_eq!(padded_size(l(24, 8)), Some(24));
-        assert_eq!(padded_size(l(24, 1)), Some(24));
-        assert_eq!(padded_size(l(24, 16)), Some(40));
-        assert_eq!(padded_size(l(0, 64)), Some(64));
-        assert_eq!(
-            padded_size(l(isize::MAX as usize - 15, 16)),
-            Some(isize::MAX as usize + 1)
-        );
+        assert_eq!(padded_size(24, 8), Some(24));
+        assert_eq!(padded_size(24, 1), Some(24));
+        assert_eq!(padded_size(24, 16), Some(40));
+        assert_eq!(padded_size(0, 64), Some(64));
+        assert_eq!(padded_size(usize::MAX - 15, 16), None);
+    }
+
+    #[test]
+    fn blocks_get_malloc_alignment_where_the_server_gives_only_8() {
+        // A panic's exception object: 8-aligned for Rust, 16 for the unwinder.
+        assert_eq!(align_for(layout(48, 8), true), 16);
+        assert_eq!(align_for(layout(16, 1), true), 16);
+        // Smaller blocks cannot hold a 16-aligned type; larger alignments stay.
+        assert_eq!(align_for(layout(15, 8), true), 8);
+        assert_eq!(align_for(layout(64, 64), true), 64);
+        // Where the server's allocator is malloc-aligned already, nothing changes.
+        assert_eq!(align_for(layout(48, 8), false), 8);
+        assert_eq!(align_for(layout(48, 32), false), 32);
     }
 }

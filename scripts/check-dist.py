@@ -15,7 +15,9 @@ panic = "unwind", so a panic becomes an error reply, not a crash). On glibc befo
 2.34, libpthread, libdl, librt and libm were separate libraries, and a module built
 for glibc 2.17 names them when it uses one of their symbols; they are part of
 every glibc install (ld-linux is the loader itself), so they are allowed for the gnu
-builds. musl has one libc.so for all of it (no libgcc_s either: musl builds unwind
+builds. RL's need them (the Rust standard library calls pthread_key_create, dlsym,
+dladdr and, on x86-64, ld-linux's __tls_get_addr), so linking with --as-needed
+would not drop them; zig links the unwinder statically, hence no libgcc_s. musl has one libc.so for all of it (no libgcc_s either: musl builds unwind
 with the statically linked libunwind).
 
 Exit status 1 with every failure listed; 0 with one line per artefact.

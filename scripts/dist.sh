@@ -16,6 +16,11 @@
 # nothing reads the clock, and the tools are pinned (scripts/dist-deps.sh), so two
 # runs of one commit give byte-identical files. RL_DIST_TARGETS="x86_64-gnu ..."
 # builds only some (check-dist then reports the others missing).
+#
+# `scripts/dist.sh --testing` builds the same four with the test hook instead
+# (`--profile testing --features testing`: a call on the key __rl_panic__ panics)
+# into target/<triple>/testing/librl.so, never into dist/: scripts/test-dist.sh
+# proves with them that a panic is an error reply on each platform.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,6 +45,9 @@ if ! grep -q "^RL $version: " functions/rl.lua || ! grep -q "local VERSION = \"$
   exit 1
 fi
 
+testing=""
+[ "${1:-}" = --testing ] && testing=1
+
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 remap="--remap-path-prefix=$root=/rl --remap-path-prefix=$cargo_home=/cargo"
 
@@ -50,8 +58,10 @@ rows=(
   "x86_64-musl x86_64-unknown-linux-musl x86_64-unknown-linux-musl"
   "aarch64-musl aarch64-unknown-linux-musl aarch64-unknown-linux-musl"
 )
-rm -rf "$out"
-mkdir -p "$out"
+if [ -z "$testing" ]; then
+  rm -rf "$out"
+  mkdir -p "$out"
+fi
 for row in "${rows[@]}"; do
   read -r name triple zig_target <<<"$row"
   if [ -n "${RL_DIST_TARGETS:-}" ] && [[ " $RL_DIST_TARGETS " != *" $name "* ]]; then
@@ -62,10 +72,17 @@ for row in "${rows[@]}"; do
   t0=$SECONDS
   # Flags for the target only (not for build scripts, which run here).
   var=CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$triple")_RUSTFLAGS
+  if [ -n "$testing" ]; then
+    env "$var=$flags" "$cargo" zigbuild --profile testing --features testing --quiet --locked \
+      --target "$zig_target"
+    say "target/$triple/testing/librl.so (the test hook) in $((SECONDS - t0)) s"
+    continue
+  fi
   env "$var=$flags" "$cargo" zigbuild --release --quiet --locked --target "$zig_target"
   cp "target/$triple/release/librl.so" "$out/librl-$version-linux-$name.so"
   say "librl-$version-linux-$name.so ($triple) in $((SECONDS - t0)) s"
 done
+[ -z "$testing" ] || exit 0
 cp functions/rl.lua "$out/rl-$version.lua"
 (cd "$out" && sha256sum -- librl-*.so "rl-$version.lua" >SHA256SUMS)
 python3 scripts/check-dist.py "$out" "$version"

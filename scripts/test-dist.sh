@@ -68,21 +68,32 @@ apt_install() {
   return 1
 }
 
-say "building the smoke suite (tests/dist.rs)"
-"$cargo" test --release --test dist --no-run --quiet
+say "building the smoke suite (tests/dist.rs) and the test-hook builds (scripts/dist.sh --testing)"
+"$cargo" test --release --test dist --test common_rules --no-run --quiet
+scripts/dist.sh --testing
 
 # smoke <label> <artefact> <server> <target triple> [wrapper]: tests/dist.rs against
-# that server with that artefact; the log in the cache.
+# that server with that artefact, then the panic test of tests/common_rules.rs with
+# the same platform's test-hook build (a panic is an error reply, the server lives:
+# it proves the unwinder the artefact links); the log in the cache.
 smoke() {
   local label=$1 so=$2 server=$3 target=$4 wrapper=${5:-} log rc=0 t0=$SECONDS
   log=$cache/dist.${label//\//.}.test.log
-  RL_DIST_MODULE=$so RL_MODULE=$so RL_REDIS_SERVER=$server RL_SERVER_WRAPPER=$wrapper \
+  export RL_DIST_MODULE=$so RL_MODULE=$so RL_REDIS_SERVER=$server RL_SERVER_WRAPPER=$wrapper \
     RL_DIST_LIBRARY=$library RL_DIST_TARGET=$target RL_BACKEND=module \
-    timeout 900 "$cargo" test --release --test dist --quiet >"$log" 2>&1 || rc=$?
-  local summary
-  summary=$(grep -E '^test result:' "$log" | tail -n 1 || true)
-  if [ "$rc" -eq 0 ] && grep -qE '^test result: ok\. [1-9][0-9]* passed' <<<"$summary"; then
-    say "$label: ${summary#test result: } in $((SECONDS - t0)) s"
+    RL_TESTING_MODULE=$root/target/$target/testing/librl.so
+  {
+    timeout 900 "$cargo" test --release --test dist --quiet &&
+      timeout 900 "$cargo" test --release --test common_rules --quiet -- --exact \
+        a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on
+  } >"$log" 2>&1 || rc=$?
+  unset RL_DIST_MODULE RL_MODULE RL_REDIS_SERVER RL_SERVER_WRAPPER RL_DIST_LIBRARY \
+    RL_DIST_TARGET RL_BACKEND RL_TESTING_MODULE
+  local summary passed
+  summary=$(grep -E '^test result:' "$log" || true)
+  passed=$(awk '/^test result: ok\./ { n += $4 } END { print n + 0 }' <<<"$summary")
+  if [ "$rc" -eq 0 ] && [ "$(grep -c '^test result: ok\.' <<<"$summary")" -eq 2 ] && [ "$passed" -ge 6 ]; then
+    say "$label: $passed passed (the smoke suite and the panic test) in $((SECONDS - t0)) s"
     pass "$label"
   else
     say "$label: FAILED (rc $rc; log: $log); its end:"

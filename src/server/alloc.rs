@@ -2,20 +2,22 @@
 //! server's allocator (`RedisModule_Alloc`), so `used_memory`, `maxmemory` and
 //! `MEMORY USAGE` see RL's memory.
 //!
-//! The server only promises 8-byte alignment: Redis built with `MALLOC=libc` on musl
-//! (the one Linux libc whose `malloc_usable_size` zmalloc does not use) prepends an
-//! 8-byte size header to every block. The redis-module crate's allocator assumes more
-//! and handed 16-aligned Rust types misaligned memory, which crashed the server on
-//! musl. This one honours any alignment: up to [`SERVER_ALIGN`] it passes the request
-//! through; above, it over-allocates by the alignment, returns the first aligned
-//! address at least one word in, and keeps the server's pointer in the word just
-//! before it, for `dealloc`.
+//! The server only promises 8-byte alignment: the jemalloc Redis and Valkey build
+//! (`--with-lg-quantum=3`) has 8-byte size classes (24, 40, 56 … bytes, 8-aligned),
+//! and Redis built with `MALLOC=libc` on musl (whose `malloc_usable_size` zmalloc does
+//! not use) prepends an 8-byte size header to every block. The redis-module crate's
+//! allocator relies on jemalloc's size classes and handed 16-aligned Rust types
+//! misaligned memory on musl, which crashed the server. This one honours any
+//! alignment: up to [`SERVER_ALIGN`] it passes the request through; above, it
+//! over-allocates by the alignment, returns the first aligned address at least one
+//! word in, and keeps the server's pointer in the word just before it, for `dealloc`.
 //!
 //! Code outside Rust also relies on C's malloc alignment (16 bytes, `max_align_t`)
-//! for blocks Rust allocates: the unwinder writes the exception object of a panic
-//! with 16-byte SSE stores, while Rust asks for it with alignment 8. Glibc's malloc
-//! and jemalloc give 16 for every block of 16 bytes or more; on musl, this allocator
-//! raises such requests to 16 itself ([`align_for`]).
+//! for blocks Rust allocates: the unwinder (LLVM's libunwind, which the release
+//! builds link) writes the exception object of a panic with 16-byte SSE stores,
+//! while Rust asks for it with alignment 8, so a panic crashed those servers instead
+//! of becoming an error reply. Every block of 16 bytes or more is therefore at least
+//! 16-aligned ([`align_for`]).
 
 // Unused where the system allocator is the global one (unit tests, the fuzzer).
 #![cfg_attr(any(test, feature = "system-alloc"), allow(dead_code))]
@@ -32,15 +34,11 @@ const SERVER_ALIGN: usize = 8;
 /// C's malloc alignment on x86-64 and arm64 (`alignof(max_align_t)`).
 const MALLOC_ALIGN: usize = 16;
 
-/// Whether the server's blocks may be only [`SERVER_ALIGN`]-aligned whatever their
-/// size: a musl build, whose server is a musl build too.
-const SERVER_BLOCKS_8_ALIGNED: bool = cfg!(target_env = "musl");
-
 /// The alignment a block gets: the layout's, raised to [`MALLOC_ALIGN`] for blocks
-/// of that size or more when the server's blocks are only 8-aligned, so that every
-/// block is aligned at least as malloc's would be.
-fn align_for(layout: Layout, server_blocks_8_aligned: bool) -> usize {
-    if server_blocks_8_aligned && layout.size() >= MALLOC_ALIGN {
+/// of that size or more, so that every block is aligned at least as malloc's would
+/// be (a smaller block cannot hold a 16-aligned object).
+fn align_for(layout: Layout) -> usize {
+    if layout.size() >= MALLOC_ALIGN {
         layout.align().max(MALLOC_ALIGN)
     } else {
         layout.align()
@@ -72,7 +70,7 @@ pub struct ServerAlloc;
 // which computes the same alignment and frees exactly the server block `alloc` got.
 unsafe impl GlobalAlloc for ServerAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let align = align_for(layout, SERVER_BLOCKS_8_ALIGNED);
+        let align = align_for(layout);
         // Null (an allocation failure for Rust, which aborts with a message) if the
         // server's allocator is not there, as outside redis-server.
         let (Some(alloc), Some(size)) = (raw::RedisModule_Alloc, padded_size(layout.size(), align))
@@ -101,7 +99,7 @@ unsafe impl GlobalAlloc for ServerAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if align_for(layout, SERVER_BLOCKS_8_ALIGNED) <= SERVER_ALIGN {
+        if align_for(layout) <= SERVER_ALIGN {
             // SAFETY: `ptr` is a block `alloc` passed through from the server.
             unsafe { free(ptr) };
         } else {
@@ -161,15 +159,13 @@ mod tests {
     }
 
     #[test]
-    fn blocks_get_malloc_alignment_where_the_server_gives_only_8() {
+    fn blocks_get_malloc_alignment() {
         // A panic's exception object: 8-aligned for Rust, 16 for the unwinder.
-        assert_eq!(align_for(layout(48, 8), true), 16);
-        assert_eq!(align_for(layout(16, 1), true), 16);
+        assert_eq!(align_for(layout(48, 8)), 16);
+        assert_eq!(align_for(layout(16, 1)), 16);
         // Smaller blocks cannot hold a 16-aligned type; larger alignments stay.
-        assert_eq!(align_for(layout(15, 8), true), 8);
-        assert_eq!(align_for(layout(64, 64), true), 64);
-        // Where the server's allocator is malloc-aligned already, nothing changes.
-        assert_eq!(align_for(layout(48, 8), false), 8);
-        assert_eq!(align_for(layout(48, 32), false), 32);
+        assert_eq!(align_for(layout(15, 8)), 8);
+        assert_eq!(align_for(layout(8, 8)), 8);
+        assert_eq!(align_for(layout(64, 64)), 64);
     }
 }

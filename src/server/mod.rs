@@ -29,6 +29,7 @@ mod load;
 pub mod names;
 pub mod replicate;
 mod string;
+mod value;
 
 pub use api::check_api;
 pub(crate) use api::{optional, rm};

@@ -22,6 +22,7 @@ static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAl
 pub(crate) mod api;
 pub mod call;
 mod clock;
+mod hash;
 pub mod config;
 pub mod info;
 pub mod key;

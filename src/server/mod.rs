@@ -22,8 +22,8 @@ static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAl
 pub(crate) mod api;
 pub mod call;
 mod clock;
-mod hash;
 pub mod config;
+mod hash;
 pub mod info;
 pub mod key;
 mod load;
@@ -31,6 +31,7 @@ pub mod names;
 pub mod replicate;
 mod string;
 mod value;
+pub mod zset;
 
 pub use api::check_api;
 pub(crate) use api::{optional, rm};

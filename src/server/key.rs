@@ -5,6 +5,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
 
+use super::Context;
 use crate::algorithms::Millis;
 
 /// The Redis type a key holds.
@@ -47,8 +48,9 @@ impl Key {
     /// # Safety
     /// `ctx` and `name` must be the live context and argument of the running command,
     /// and the key must be dropped before that command returns.
-    pub unsafe fn open(ctx: *mut RedisModuleCtx, name: *mut RedisModuleString) -> Self {
+    pub(super) unsafe fn open(ctx: Context, name: *mut RedisModuleString) -> Self {
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        let ctx = ctx.raw();
         // SAFETY: `ctx` and `name` are live (the caller's contract).
         let ptr = unsafe { rm!(RedisModule_OpenKey)(ctx, name, mode) }.cast::<RedisModuleKey>();
         Self { ctx, name, ptr }

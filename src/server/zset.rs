@@ -18,7 +18,7 @@ pub enum IfPresent {
 
 /// What [`Key::zset_add`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Added {
+pub enum Zadd {
     /// The member is new.
     Added,
     /// The member was there, and now has the new score.
@@ -35,7 +35,7 @@ impl Key {
         score: f64,
         member: &ServerString,
         if_present: IfPresent,
-    ) -> Option<Added> {
+    ) -> Option<Zadd> {
         let mut flags = match if_present {
             IfPresent::Update => 0,
             IfPresent::Keep => raw::REDISMODULE_ZADD_NX as c_int,
@@ -44,14 +44,15 @@ impl Key {
         // in/out-pointer. The server checks the type and the access mode.
         let status =
             unsafe { rm!(RedisModule_ZsetAdd)(self.raw(), score, member.ptr(), &mut flags) };
-        (status == OK).then(|| {
-            if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
-                Added::Added
-            } else if flags & raw::REDISMODULE_ZADD_UPDATED as c_int != 0 {
-                Added::Updated
-            } else {
-                Added::Unchanged
-            }
+        if status != OK {
+            return None;
+        }
+        Some(if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
+            Zadd::Added
+        } else if flags & raw::REDISMODULE_ZADD_UPDATED as c_int != 0 {
+            Zadd::Updated
+        } else {
+            Zadd::Unchanged
         })
     }
 

@@ -3,7 +3,7 @@
 //! (`0`, `1`, …), which listpacks store as small integers: unique even for many units
 //! in one millisecond, and a few bytes each.
 
-use super::zset::{self, edge_score, members_through, Added, Edge, IfPresent, Range, Written};
+use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written, Zadd};
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::Millis;
@@ -189,8 +189,8 @@ fn add_unit(
         };
         match added {
             None => return Err("logging the new units"),
-            Some(Added::Added) => return Ok(member),
-            Some(Added::Updated | Added::Unchanged) => {}
+            Some(Zadd::Added) => return Ok(member),
+            Some(Zadd::Updated | Zadd::Unchanged) => {}
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::{effects, injected, Key};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::Result;
-pub(super) use crate::server::zset::{Added, IfPresent, Range};
+pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
 use crate::server::{ServerString, StrRef};
 
 /// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.

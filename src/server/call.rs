@@ -5,8 +5,10 @@ use std::os::raw::{c_int, c_long, c_longlong};
 
 use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
+use super::api::OK;
+use super::context::Context;
+use super::key::Key;
 use super::string::bytes_of;
-use super::{Context, Key, OK};
 use crate::error::Error;
 
 /// A command the server can call: what runs inside its entry point.

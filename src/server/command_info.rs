@@ -10,7 +10,8 @@ use std::ptr;
 
 use redis_module::raw::{self, RedisModuleCommandArg, RedisModuleCommandKeySpec};
 
-use super::{Context, OK};
+use super::api::OK;
+use super::context::Context;
 
 /// Where a command's keys are.
 #[derive(Clone, Copy)]

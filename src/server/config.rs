@@ -8,7 +8,8 @@ use std::os::raw::{c_char, c_int, c_longlong};
 
 use redis_module::raw::{self, RedisModuleString};
 
-use super::{Context, ERR, OK};
+use super::api::{ERR, OK};
+use super::context::Context;
 
 /// A numeric config, kept for the module's lifetime.
 pub trait Numeric: Sync + 'static {

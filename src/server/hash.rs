@@ -7,8 +7,9 @@ use std::ptr;
 
 use redis_module::raw::{self, RedisModuleString};
 
+use super::key::Key;
 use super::names::Shared;
-use super::{Key, ServerString};
+use super::string::ServerString;
 
 impl Key {
     /// The values of two fields, None for a field the hash lacks (or for both, when

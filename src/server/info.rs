@@ -6,7 +6,7 @@ use std::panic::catch_unwind;
 
 use redis_module::raw::{self, RedisModuleInfoCtx};
 
-use super::{Context, InfoContext};
+use super::context::{Context, InfoContext};
 
 /// What fills the module's INFO section.
 pub trait Section {

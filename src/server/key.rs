@@ -5,7 +5,8 @@ use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
 
-use super::Context;
+use super::api::OK;
+use super::context::Context;
 use crate::algorithms::Millis;
 
 /// The Redis type a key holds.
@@ -100,14 +101,14 @@ impl Key {
     #[must_use]
     pub fn set_expires_at(&self, at: Millis) -> bool {
         // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
-        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) == raw::REDISMODULE_OK as c_int }
+        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) == OK }
     }
 
     /// Deletes the key; false if the server refused.
     #[must_use]
     pub fn delete(&self) -> bool {
         // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
-        unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == raw::REDISMODULE_OK as c_int }
+        unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == OK }
     }
 
     /// Number of elements (members of a sorted set, fields of a hash), or a

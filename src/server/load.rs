@@ -10,14 +10,10 @@ use std::panic::catch_unwind;
 use redis_module::raw;
 pub(crate) use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
+use super::api::{ERR, OK};
 use super::call::{entry, Command};
+use super::context::Context;
 use super::string::bytes_of;
-use super::Context;
-
-/// The status the server's entry points return for success.
-pub(super) const OK: c_int = raw::REDISMODULE_OK as c_int;
-/// The status the server's entry points return for failure.
-pub(super) const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
 /// Defines the module's entry points, `RedisModule_OnLoad` and
 /// `RedisModule_OnUnload`, at the crate root where it is invoked: the exported
@@ -131,7 +127,7 @@ pub type KeyRange = (i32, i32, i32);
 
 impl Context {
     /// Opening a key for writing must not by itself abort WATCHes or invalidate
-    /// client caches: only real writes signal (see [`super::Key`]).
+    /// client caches: only real writes signal (see [`super::key::Key`]).
     pub fn set_module_options(self) {
         // SAFETY: `self` is the load context; the option is a plain flag.
         unsafe {

@@ -34,11 +34,10 @@ mod value;
 pub mod zset;
 
 pub use api::check_api;
-pub(crate) use api::{optional, rm};
+pub(crate) use api::rm;
 pub use call::{Argv, Command};
 pub use clock::now_ms;
 pub use context::{Context, InfoContext};
 pub use key::{EventClass, Key, Kind};
 pub(crate) use load::entry_points;
-use load::{ERR, OK};
 pub(crate) use string::{ServerString, StrRef};

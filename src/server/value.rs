@@ -5,7 +5,8 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{Key, OK};
+use super::api::OK;
+use super::key::Key;
 
 impl Key {
     /// Reads the key's string value in place: `read` gets its bytes (empty for an

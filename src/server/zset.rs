@@ -5,7 +5,9 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{Key, ServerString, OK};
+use super::api::OK;
+use super::key::Key;
+use super::string::ServerString;
 
 /// How [`Key::zset_add`] treats a member that is already there.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -107,8 +107,23 @@ impl Key {
     /// Deletes the key; false if the server refused.
     #[must_use]
     pub fn delete(&self) -> bool {
+        self.stop_range();
         // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
         unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == OK }
+    }
+
+    /// Ends the sorted-set range open on the key, if any ([`super::zset::Range`]):
+    /// called before every write that could free what a range points into, so a
+    /// range still held then reads as ended, never freed memory. Never panics (it
+    /// also runs on drop).
+    pub(super) fn stop_range(&self) {
+        // Not rm!: a drop must never panic.
+        // SAFETY: a plain load of a function pointer the loader wrote before any command.
+        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
+            // SAFETY: `self.ptr` is the key opened by `open`, still open; stopping
+            // when no range is open (or on a key of another type) does nothing.
+            unsafe { stop(self.ptr) };
+        }
     }
 
     /// Number of elements (members of a sorted set, fields of a hash), or a

@@ -38,6 +38,7 @@ impl Key {
         member: &ServerString,
         if_present: IfPresent,
     ) -> Option<Zadd> {
+        self.stop_range();
         let mut flags = match if_present {
             IfPresent::Update => 0,
             IfPresent::Keep => raw::REDISMODULE_ZADD_NX as c_int,
@@ -62,6 +63,7 @@ impl Key {
     /// server refused, in which case nothing changed. A set left empty is deleted.
     #[must_use]
     pub fn zset_remove(&self, member: &ServerString) -> bool {
+        self.stop_range();
         let mut deleted: c_int = 0;
         // SAFETY: the key is open; `member` is a live string; `deleted` is a valid
         // out-pointer. The server checks the type and the access mode.
@@ -79,9 +81,9 @@ impl Key {
     }
 }
 
-/// A range over the scores of one sorted-set key, stopped when dropped. The key
-/// must not be written while a range over it is live (storage reads all it needs,
-/// then writes).
+/// A range over the scores of one sorted-set key, stopped when dropped. A write to
+/// the key ends it: from then on it reads as ended (storage reads all it needs,
+/// then writes, so none of its ranges sees that).
 pub struct Range<'k> {
     key: &'k Key,
     started: bool,
@@ -166,11 +168,6 @@ impl<'k> Range<'k> {
 
 impl Drop for Range<'_> {
     fn drop(&mut self) {
-        // Not rm!: a drop must never panic.
-        // SAFETY: a plain load of a function pointer the loader wrote before any command.
-        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
-            // SAFETY: the key is open; stopping a range that never started is a no-op.
-            unsafe { stop(self.key.raw()) };
-        }
+        self.key.stop_range();
     }
 }

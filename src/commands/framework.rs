@@ -161,7 +161,7 @@ impl<H: Handler> server::Command for H {
 /// Runs one call of command `H`. No panic gets past it: a bug becomes an error
 /// reply instead of aborting the server, and everything that could panic
 /// (counting, replying) runs inside the guard.
-pub fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
+fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
         if matches!(H::DEFINITION.keys, Keys::Counted) && ctx.is_keys_position_request() {
             if let Some(argv) = &argv {

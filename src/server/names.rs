@@ -59,7 +59,7 @@ pub fn names() -> &'static Names {
 pub fn release() {
     let Some(n) = NAMES.get() else { return };
     for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
-        if let Some(free) = crate::server::optional!(RedisModule_FreeString) {
+        if let Some(free) = optional!(RedisModule_FreeString) {
             // SAFETY: each string was created once by `create` with no context and
             // is never used again: the module is being unloaded.
             unsafe { free(std::ptr::null_mut(), s.ptr()) };

@@ -251,6 +251,11 @@ def workloads(have_floor, have_cell, library_functions):
         rl("RL.FIXED", fixed, floor_fixed),
         rl("RL.GCRA", gcra, floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
     ]
+    # DELAY: a rate (1,000,000 an hour, one every 3.6 ms) far below the call rate, so
+    # nearly every call is scheduled rather than allowed at once; up to an hour of
+    # turns queue before one is rejected. Against plain RL.GCRA: what scheduling costs.
+    delayed = ["RL.GCRA", "KEY", "1", "1000000", "1h", "DELAY", "1h"]
+    w.append(Workload("RL.GCRA DELAY", delayed, "RL.GCRA", ratios=[("× RL.GCRA", "RL.GCRA")]))
     if have_floor:
         w.append(Workload("FLOOR.GCRA", ["FLOOR.GCRA", "KEY"] + RATE_ARGS, "floor.gcra",
                           ratios=cell))
@@ -286,7 +291,7 @@ def workloads(have_floor, have_cell, library_functions):
     return w
 
 
-COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× RL.SLIDING", "× redis-cell", "× library",
+COLUMNS = ["× INCR", "× floor", "× RL.FIXED", "× RL.GCRA", "× RL.SLIDING", "× redis-cell", "× library",
            "× the pair"]
 
 SHAPES = [
@@ -482,6 +487,7 @@ EXPECT = [
     ("RL.FIXED", "FCALL rl_fixed", 2.0),
     ("RL.SLIDINGCOUNTER", "FCALL rl_slidingcounter", 2.0),
     ("RL.GCRA", "FCALL rl_gcra", 2.0),
+    ("RL.GCRA DELAY", "RL.GCRA", 0.9),
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
     ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),

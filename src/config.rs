@@ -6,16 +6,14 @@
 //! here (the server does not know them as configs); an unknown name, a name given
 //! twice or a value out of range fails the load with a line naming the setting and
 //! its range. The other forms reach the same check through the server's bounds and
-//! [`set_numeric`].
+//! the config's `set` (`impl Numeric for Setting`).
 
-use std::ffi::{c_void, CStr};
-use std::os::raw::{c_char, c_int, c_longlong};
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use crate::server;
-use crate::server::config::Numeric;
-use crate::server::raw::{RedisModuleCtx, RedisModuleString};
+use crate::server::config::{self, Numeric};
+use crate::server::Context;
 
 /// Highest value `sliding-max-limit` accepts (about 1 GB for one full log).
 pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
@@ -118,7 +116,7 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
-/// The last value [`set_numeric`] refused, with why (name, value, range), so a
+/// The last value a config's `set` refused, with why (name, value, range), so a
 /// load that fails in `RedisModule_LoadConfigs` can say which setting, value and
 /// range: the server applies redis.conf and `MODULE LOADEX … CONFIG` values itself
 /// and only reports that one failed.
@@ -149,29 +147,20 @@ fn known_names() -> String {
 /// Registers every setting as an `rl.<name>` server config, starting from the
 /// value the module arguments gave (or the default), then lets the server apply
 /// what redis.conf or `MODULE LOADEX … CONFIG` set (those win over arguments).
-pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
-    if !server::config::available() {
+pub fn register(ctx: Context) -> Result<(), String> {
+    if !config::available() {
         return Err("this server has no module configs (Redis 7.0 or newer is required)".into());
     }
-    for (index, s) in SETTINGS.iter().enumerate() {
+    for s in &SETTINGS {
         // The server's own bounds are the widest it takes, so every integer value
-        // reaches `set_numeric` and one check (`Setting::check`) words every refusal,
-        // naming the value too.
-        let config = Numeric {
-            name: s.name,
-            value: s.value.load(Ordering::Relaxed),
-            min: c_longlong::MIN,
-            max: c_longlong::MAX,
-            get: get_numeric,
-            set: set_numeric,
-            index,
-        };
-        if !server::config::register_numeric(ctx, &config) {
+        // reaches `Setting::set` and one check (`Setting::check`) words every
+        // refusal, naming the value too.
+        if !ctx.register_numeric(s, s.value.load(Ordering::Relaxed), i64::MIN, i64::MAX) {
             return Err(format!("cannot register the config rl.{}", s.name_str()));
         }
     }
     let _ = take_refused();
-    if !server::config::load(ctx) {
+    if !ctx.load_configs() {
         return Err(match take_refused() {
             Some(line) => line,
             // Not an integer: the server refused it before the module saw it (its
@@ -185,40 +174,29 @@ pub fn register(ctx: *mut RedisModuleCtx) -> Result<(), String> {
     Ok(())
 }
 
-fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
-    SETTINGS.get(privdata as usize)
-}
+/// What `CONFIG GET`/`SET`, redis.conf and `MODULE LOADEX … CONFIG` read and change.
+impl Numeric for Setting {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
 
-fn name_of(privdata: *mut c_void) -> &'static str {
-    setting_of(privdata).map_or("?", Setting::name_str)
-}
+    fn get(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
 
-extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    setting_of(privdata).map_or(0, |s| s.value.load(Ordering::Relaxed))
-}
-
-extern "C" fn set_numeric(
-    _name: *const c_char,
-    value: c_longlong,
-    privdata: *mut c_void,
-    err: *mut *mut RedisModuleString,
-) -> c_int {
-    let result = setting_of(privdata)
-        .ok_or_else(|| "unknown setting".to_string())
-        .and_then(|s| s.check(value).map(|v| (s, v)));
-    match result {
-        Ok((s, v)) => {
-            s.value.store(v, Ordering::Relaxed);
-            server::OK
-        }
-        Err(message) => {
-            refused(format!(
-                "rl.{} {value}, given in redis.conf or MODULE LOADEX, is out of range: {message}",
-                name_of(privdata)
-            ));
-            // SAFETY: `err` is the out-pointer the server passed to this callback.
-            unsafe { server::config::set_error(err, &message) };
-            server::ERR
+    fn set(&self, value: i64) -> Result<(), String> {
+        match self.check(value) {
+            Ok(v) => {
+                self.value.store(v, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(message) => {
+                refused(format!(
+                    "rl.{} {value}, given in redis.conf or MODULE LOADEX, is out of range: {message}",
+                    self.name_str()
+                ));
+                Err(message)
+            }
         }
     }
 }

@@ -7,8 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::server::info;
-use crate::server::raw::RedisModuleInfoCtx;
+use crate::server::InfoContext;
 
 /// How a call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,20 +77,17 @@ pub const BUILD: [(&str, &str); 3] = [
 /// Writes the `# rl` section of INFO: the [`BUILD`] fields, then
 /// `rl_<command>_<allowed|rejected|errors>` fields, one row per `(command name,
 /// counters)`. The registry hands over the rows, so this layer knows no command.
-pub fn section<'a>(
-    ctx: *mut RedisModuleInfoCtx,
-    rows: impl Iterator<Item = (&'a str, &'a Counters)>,
-) {
-    if !info::begin_section(ctx) {
+pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Counters)>) {
+    if !ctx.begin_section() {
         return;
     }
     for (name, value) in BUILD {
-        info::field_str(ctx, name, value);
+        ctx.field_str(name, value);
     }
     for (command, counters) in rows {
         let prefix = prefix(command);
         for (name, value) in counters.fields() {
-            info::field(ctx, &format!("{prefix}_{name}"), value);
+            ctx.field(&format!("{prefix}_{name}"), value);
         }
     }
 }

@@ -30,6 +30,9 @@ elseif ARGV[1] == 'tat' then
   local tat = t0 + tonumber(ARGV[2])
   local at = tat
   if ARGV[3] ~= '000000' then at = at + 1 end
+  -- Valkey's SET deletes a key whose PXAT is now (Redis keeps it until the ms is
+  -- past); a TAT of exactly now is kept 1 ms longer, which no decision reads.
+  if at <= t0 then at = t0 + 1 end
   redis.call('SET', key, string.format('%d', tat) .. ARGV[3], 'PXAT', string.format('%d', at))
 end
 local replies = {}

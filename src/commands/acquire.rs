@@ -14,9 +14,7 @@ use crate::algorithms::{Amount, Cost, Millis, Outcome};
 use crate::args;
 use crate::config;
 use crate::error::{Error, Result};
-use crate::server;
-use crate::server::call::{reply_integer, Argv};
-use crate::server::raw::RedisModuleCtx;
+use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
 
@@ -115,15 +113,14 @@ impl Handler for Release {
     /// Whether a live lease was released.
     type Decided = bool;
 
-    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<bool> {
+    fn run(ctx: Context, argv: &Argv) -> Result<bool> {
         let id = lease_id(argv.bytes(2))?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
-        // SAFETY: `ctx` and the key name are the running command's.
-        let key = unsafe { Key::open(ctx, argv.string(1)) };
+        let key = ctx.open_key(argv, 1);
         let set = storage::acquire::load(&key)?;
         let Some(release) = acquire::release(&set, now, id.as_bytes()) else {
             return Ok(false);
@@ -136,7 +133,7 @@ impl Handler for Release {
         *released
     }
 
-    fn reply(ctx: *mut RedisModuleCtx, released: &bool) {
-        reply_integer(ctx, i64::from(*released));
+    fn reply(ctx: Context, released: &bool) {
+        ctx.reply_integer(i64::from(*released));
     }
 }

@@ -24,9 +24,7 @@ use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
 use crate::args;
 use crate::error::{Error, Result};
-use crate::server;
-use crate::server::call::{reply_array, reply_integers, Argv};
-use crate::server::raw::RedisModuleCtx;
+use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::Key;
 
@@ -273,14 +271,12 @@ impl Handler for All {
     /// The combined decision, then each key's.
     type Decided = Vec<Decision>;
 
-    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Vec<Decision>> {
+    fn run(ctx: Context, argv: &Argv) -> Result<Vec<Decision>> {
         let mut inline = Inline::default();
         let call = parse(inline.args_from(argv, 1))?;
         let now = server::now_ms();
         let keys: Vec<Key> = (0..call.keys())
-            // SAFETY: `ctx` and the key names are the running command's; the keys
-            // are dropped before it returns.
-            .map(|i| unsafe { Key::open(ctx, argv.string(2 + i)) })
+            .map(|i| ctx.open_key(argv, 2 + i))
             .collect();
         let mut outcomes = Vec::with_capacity(call.keys());
         for (key, policy) in keys.iter().zip(&call.policies) {
@@ -314,10 +310,10 @@ impl Handler for All {
         decided.first().is_some_and(|d| d.allowed)
     }
 
-    fn reply(ctx: *mut RedisModuleCtx, decided: &Vec<Decision>) {
-        reply_array(ctx, decided.len());
+    fn reply(ctx: Context, decided: &Vec<Decision>) {
+        ctx.reply_array(decided.len());
         for d in decided {
-            reply_integers(ctx, fields(d));
+            ctx.reply_integers(fields(d));
         }
     }
 }

@@ -3,16 +3,13 @@
 //! propagate, reply. Each command supplies only its parsing and its storage pair
 //! (a [`Limiter`]), or the whole run (a [`Handler`], RL.ALL).
 
-use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::spec::{Keys, Spec};
 use crate::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
 use crate::args;
 use crate::error::{Error, Result};
-use crate::server::call::{self, Argv};
-use crate::server::raw::{RedisModuleCtx, RedisModuleString};
-use crate::server::{self, Key};
+use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
 
 /// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
@@ -77,8 +74,8 @@ pub trait Limiter {
 
     /// Replies with the decision: RL's five integers unless the command says
     /// otherwise (CL.THROTTLE).
-    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
-        call::reply_integers(ctx, fields(d));
+    fn reply(ctx: Context, d: &Decision) {
+        ctx.reply_integers(fields(d));
     }
 
     /// This command's INFO counters.
@@ -120,12 +117,12 @@ pub trait Handler {
     type Decided;
 
     /// Everything after the argument count check, up to the reply.
-    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Self::Decided>;
+    fn run(ctx: Context, argv: &Argv) -> Result<Self::Decided>;
 
     /// Whether the call was allowed (for the INFO counters).
     fn allowed(decided: &Self::Decided) -> bool;
 
-    fn reply(ctx: *mut RedisModuleCtx, decided: &Self::Decided);
+    fn reply(ctx: Context, decided: &Self::Decided);
 }
 
 impl<L: Limiter> Handler for L {
@@ -133,7 +130,7 @@ impl<L: Limiter> Handler for L {
     const STATS: &'static Counters = L::STATS;
     type Decided = Decision;
 
-    fn run(ctx: *mut RedisModuleCtx, argv: &Argv) -> Result<Decision> {
+    fn run(ctx: Context, argv: &Argv) -> Result<Decision> {
         let mut inline = Inline::default();
         let (params, amount) = L::parse(inline.args_from(argv, 2))?;
         #[cfg(feature = "testing")]
@@ -141,8 +138,7 @@ impl<L: Limiter> Handler for L {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
-        // SAFETY: `ctx` and the key name are the running command's.
-        let key = unsafe { Key::open(ctx, argv.string(1)) };
+        let key = ctx.open_key(argv, 1);
         apply::<L>(&key, &params, now, amount)
     }
 
@@ -150,32 +146,31 @@ impl<L: Limiter> Handler for L {
         d.allowed
     }
 
-    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+    fn reply(ctx: Context, d: &Decision) {
         <L as Limiter>::reply(ctx, d)
     }
 }
 
-/// The entry point Redis calls for command `H`. No panic gets past it: a bug
-/// becomes an error reply instead of aborting the server, and everything that
-/// could panic (counting, replying) runs inside the guard.
-pub extern "C" fn dispatch<H: Handler>(
-    ctx: *mut RedisModuleCtx,
-    argv: *mut *mut RedisModuleString,
-    argc: c_int,
-) -> c_int {
+/// What the server runs for every command: [`dispatch`].
+impl<H: Handler> server::Command for H {
+    fn call(ctx: Context, argv: Option<Argv<'_>>) {
+        dispatch::<H>(ctx, argv);
+    }
+}
+
+/// Runs one call of command `H`. No panic gets past it: a bug becomes an error
+/// reply instead of aborting the server, and everything that could panic
+/// (counting, replying) runs inside the guard.
+fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
-        let argc = usize::try_from(argc).unwrap_or(0);
-        // SAFETY: the server passes `argc` valid argument strings (or NULL) that
-        // live for the whole call.
-        let argv = unsafe { Argv::from_raw(argv, argc) };
-        if matches!(H::DEFINITION.keys, Keys::Counted) && call::is_keys_position_request(ctx) {
+        if matches!(H::DEFINITION.keys, Keys::Counted) && ctx.is_keys_position_request() {
             if let Some(argv) = &argv {
                 report_counted_keys(ctx, argv);
             }
             return;
         }
-        let Some(argv) = argv.filter(|_| H::DEFINITION.accepts_argc(argc)) else {
-            call::reply_wrong_arity(ctx);
+        let Some(argv) = argv.filter(|a| H::DEFINITION.accepts_argc(a.count())) else {
+            ctx.reply_wrong_arity();
             H::STATS.record(Verdict::Error);
             return;
         };
@@ -190,28 +185,27 @@ pub extern "C" fn dispatch<H: Handler>(
             }
             Err(e) => {
                 H::STATS.record(Verdict::Error);
-                call::reply_error(ctx, &e);
+                ctx.reply_error(&e);
             }
         }
     }));
     if guarded.is_err() {
         // A bug: the key was opened but nothing reached the reply. Whatever the
         // panic left half-done, the client gets an error, never a dead server.
-        call::reply_error(ctx, &Error::Internal(H::DEFINITION.name_str()));
+        ctx.reply_error(&Error::Internal(H::DEFINITION.name_str()));
     }
-    server::OK
 }
 
 /// Answers the server's question "where are the keys?" for `numkeys key [key …]`
 /// (the `getkeys-api` call Cluster routing uses: it reads no key specs). A bad
 /// numkeys reports none; the call itself then answers the error.
-fn report_counted_keys(ctx: *mut RedisModuleCtx, argv: &Argv) {
+fn report_counted_keys(ctx: Context, argv: &Argv) {
     if argv.count() < 2 {
         return;
     }
     let numkeys = args::integer("numkeys", argv.bytes(1), 1, MAX_COUNTED_KEYS).unwrap_or(0);
     for pos in (2..argv.count()).take(numkeys as usize) {
-        call::key_at(ctx, pos);
+        ctx.key_at(pos);
     }
 }
 

@@ -22,7 +22,7 @@ mod sliding_counter;
 mod spec;
 mod throttle;
 
-pub use registry::{info, register_all};
+pub use registry::{register_all, Info};
 
 // The fuzzer drives the commands' parsers and decisions directly.
 #[cfg(feature = "fuzzing")]

@@ -2,30 +2,27 @@
 //! command itself, its documentation, its ACL categories. INFO's rows come from
 //! the same list.
 
-use std::os::raw::c_int;
-use std::panic::catch_unwind;
-
 use super::acquire::{Acquire, Release};
 use super::all::All;
 use super::bucket::Bucket;
 use super::docs;
 use super::fixed::Fixed;
-use super::framework::{dispatch, Handler};
+use super::framework::Handler;
 use super::gcra::Gcra;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use super::spec::Keys;
 use super::spec::Spec;
 use super::throttle::Throttle;
-use crate::server;
-use crate::server::raw::{RedisModuleCtx, RedisModuleInfoCtx};
+use crate::server::info::Section;
+use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
 
 /// One row of [`COMMANDS`].
 pub struct Command {
     pub spec: &'static Spec,
     pub stats: &'static Counters,
-    register: fn(*mut RedisModuleCtx, bool) -> Result<(), String>,
+    register: fn(Context, bool) -> Result<(), String>,
 }
 
 impl Command {
@@ -53,7 +50,7 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 /// Registers every command in [`COMMANDS`].
-pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
+pub fn register_all(ctx: Context, ratelimit: bool) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|c| {
         c.stats.reset();
         (c.register)(ctx, ratelimit)
@@ -63,7 +60,7 @@ pub fn register_all(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), Str
 /// Registers one command with Redis, its key position, its documentation and, on
 /// servers that have them (7.2+), its ACL categories. `ratelimit` is true when the
 /// module's own `@ratelimit` category was created.
-pub fn register<H: Handler>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result<(), String> {
+pub fn register<H: Handler>(ctx: Context, ratelimit: bool) -> Result<(), String> {
     let spec = &H::DEFINITION;
     // Counted keys have no (first, last, step) form: the key spec COMMAND INFO
     // shows (set by docs::describe) is how the server finds them.
@@ -71,15 +68,12 @@ pub fn register<H: Handler>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result
         Keys::First => (1, 1, 1),
         Keys::Counted => (0, 0, 0),
     };
-    if !server::create_command(ctx, spec.name, dispatch::<H>, spec.flags, keys) {
+    if !ctx.create_command::<H>(spec.name, spec.flags, keys) {
         if spec.optional {
-            server::log_warning(
-                ctx,
-                &format!(
-                    "rl: {} is already registered (by redis-cell?): loading without RL's",
-                    spec.name_str()
-                ),
-            );
+            ctx.log_warning(&format!(
+                "rl: {} is already registered (by redis-cell?): loading without RL's",
+                spec.name_str()
+            ));
             return Ok(());
         }
         return Err(format!("cannot register {}", spec.name_str()));
@@ -89,10 +83,11 @@ pub fn register<H: Handler>(ctx: *mut RedisModuleCtx, ratelimit: bool) -> Result
     Ok(())
 }
 
-/// The `# rl` section of INFO, one row of counters per command. Called by the
-/// server (outside any command), so it too must never unwind.
-pub extern "C" fn info(ctx: *mut RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let _ = catch_unwind(|| {
+/// The `# rl` section of INFO, one row of counters per command.
+pub struct Info;
+
+impl Section for Info {
+    fn write(ctx: InfoContext) {
         stats::section(ctx, COMMANDS.iter().map(|c| (c.spec.name_str(), c.stats)));
-    });
+    }
 }

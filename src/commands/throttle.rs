@@ -14,8 +14,7 @@ use crate::algorithms::{
 };
 use crate::args;
 use crate::error::{Error, Result};
-use crate::server::call::reply_integers;
-use crate::server::raw::RedisModuleCtx;
+use crate::server::Context;
 use crate::stats::Counters;
 use crate::storage::Key;
 
@@ -86,21 +85,18 @@ impl Limiter for Throttle {
         gcra::store(key, write)
     }
 
-    fn reply(ctx: *mut RedisModuleCtx, d: &Decision) {
+    fn reply(ctx: Context, d: &Decision) {
         let retry = match d.retry_after {
             RetryAfter::Ms(ms) => seconds(ms),
             // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
             RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
         };
-        reply_integers(
-            ctx,
-            [
-                i64::from(!d.allowed),
-                d.limit as i64,
-                d.remaining as i64,
-                retry,
-                seconds(d.reset_after_ms),
-            ],
-        );
+        ctx.reply_integers([
+            i64::from(!d.allowed),
+            d.limit as i64,
+            d.remaining as i64,
+            retry,
+            seconds(d.reset_after_ms),
+        ]);
     }
 }

@@ -1,6 +1,14 @@
 //! The server's table of module API functions: how RL reaches one (`rm!` for the
 //! functions every supported server has, `optional!` for the others), and the
-//! load-time check that the table holds every required one.
+//! load-time check that the table holds every required one, and the status codes
+//! its functions return.
+
+use std::os::raw::c_int;
+
+/// The status the server's functions return for success.
+pub const OK: c_int = redis_module::raw::REDISMODULE_OK as c_int;
+/// The status the server's functions return for failure.
+pub const ERR: c_int = redis_module::raw::REDISMODULE_ERR as c_int;
 
 /// The server's implementation of a module API function that not every server
 /// has, or None. Required ones go through `rm!` instead.
@@ -13,7 +21,6 @@ macro_rules! optional {
         f
     }};
 }
-pub(crate) use optional;
 
 /// Resolves a module API function pointer. All of them are checked when the module
 /// loads ([`check_api`]), so a missing one here is a bug that the command guard

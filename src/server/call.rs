@@ -1,12 +1,37 @@
-//! The running command's side of the API: its argument vector, the arity and
-//! key-position answers, and the replies.
+//! The running command's side of the API: the entry point the server calls, the
+//! argument vector, the arity and key-position answers, its keys and its replies.
 
 use std::os::raw::{c_int, c_long, c_longlong};
 
 use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
+use super::api::OK;
+use super::context::Context;
+use super::key::Key;
 use super::string::bytes_of;
 use crate::error::Error;
+
+/// A command the server can call: what runs inside its entry point.
+pub trait Command {
+    /// Runs one call of the command; `argv` is None when the server passed none.
+    /// Must not unwind: its own guard turns a panic into an error reply.
+    fn call(ctx: Context, argv: Option<Argv<'_>>);
+}
+
+/// The entry point the server calls for command `C` (see
+/// [`Context::create_command`]).
+pub(super) extern "C" fn entry<C: Command>(
+    ctx: *mut RedisModuleCtx,
+    argv: *mut *mut RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let argc = usize::try_from(argc).unwrap_or(0);
+    // SAFETY: the server passes `argc` valid argument strings (or NULL) that live
+    // for the whole call.
+    let argv = unsafe { Argv::from_raw(argv, argc) };
+    C::call(Context::from_raw(ctx), argv);
+    OK
+}
 
 /// The argument vector of the running command.
 pub struct Argv<'a>(&'a [*mut RedisModuleString]);
@@ -17,7 +42,7 @@ impl<'a> Argv<'a> {
     /// # Safety
     /// `argv` must be NULL or point to `argc` live argument strings of the running
     /// command, alive and unmodified for `'a`.
-    pub unsafe fn from_raw(argv: *mut *mut RedisModuleString, argc: usize) -> Option<Self> {
+    pub(super) unsafe fn from_raw(argv: *mut *mut RedisModuleString, argc: usize) -> Option<Self> {
         if argv.is_null() {
             return None;
         }
@@ -36,60 +61,66 @@ impl<'a> Argv<'a> {
         // and unmodified until the command returns, which outlives 'a.
         unsafe { bytes_of(self.0[i]) }
     }
+}
 
-    /// Argument `i` as the server's string, e.g. to open it as a key.
-    pub fn string(&self, i: usize) -> *mut RedisModuleString {
-        self.0[i]
+impl Context {
+    /// Opens argument `i` as a key, for reading and writing. A key lives no longer
+    /// than its command: every caller holds it in a local of the call.
+    pub fn open_key(self, argv: &Argv, i: usize) -> Key {
+        // SAFETY: `self` and `argv` are the running command's (only its entry point
+        // makes them), and the key is dropped before the command returns (above).
+        unsafe { Key::open(self, argv.0[i]) }
     }
-}
 
-/// Whether the server only asks where the call's keys are (`getkeys-api`).
-pub fn is_keys_position_request(ctx: *mut RedisModuleCtx) -> bool {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { rm!(RedisModule_IsKeysPositionRequest)(ctx) != 0 }
-}
-
-/// Answers a keys-position request: argument `pos` is a key.
-pub fn key_at(ctx: *mut RedisModuleCtx, pos: usize) {
-    // SAFETY: `ctx` is the keys-position request's context; the caller passes a
-    // position inside the argument vector.
-    unsafe { rm!(RedisModule_KeyAtPos)(ctx, pos as c_int) };
-}
-
-/// Replies with the server's wrong-number-of-arguments error.
-pub fn reply_wrong_arity(ctx: *mut RedisModuleCtx) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { rm!(RedisModule_WrongArity)(ctx) };
-}
-
-/// Starts an array reply of `len` elements.
-pub fn reply_array(ctx: *mut RedisModuleCtx, len: usize) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { rm!(RedisModule_ReplyWithArray)(ctx, len as c_long) };
-}
-
-/// Replies with one integer.
-pub fn reply_integer(ctx: *mut RedisModuleCtx, value: i64) {
-    // SAFETY: `ctx` is the running command's context.
-    unsafe { rm!(RedisModule_ReplyWithLongLong)(ctx, value as c_longlong) };
-}
-
-/// Replies with an array of integers.
-pub fn reply_integers<const N: usize>(ctx: *mut RedisModuleCtx, fields: [i64; N]) {
-    reply_array(ctx, N);
-    for f in fields {
-        reply_integer(ctx, f);
+    /// Whether the server only asks where the call's keys are (`getkeys-api`).
+    pub fn is_keys_position_request(self) -> bool {
+        // SAFETY: `self` is the running command's context.
+        unsafe { rm!(RedisModule_IsKeysPositionRequest)(self.raw()) != 0 }
     }
-}
 
-/// Replies with `e`. Never panics: it also runs after the guard caught a panic.
-pub fn reply_error(ctx: *mut RedisModuleCtx, e: &Error) {
-    // Messages never hold NUL (arguments are escaped when echoed), but a CString
-    // must not be able to fail here.
-    let line = format!("{} {}", e.code(), e).replace('\0', " ");
-    let line = std::ffi::CString::new(line).unwrap_or_default();
-    if let Some(reply) = optional!(RedisModule_ReplyWithError) {
-        // SAFETY: `ctx` is the running command's context; `line` is NUL-terminated.
-        unsafe { reply(ctx, line.as_ptr()) };
+    /// Answers a keys-position request: argument `pos` is a key.
+    pub fn key_at(self, pos: usize) {
+        // SAFETY: `self` is the keys-position request's context; the caller passes a
+        // position inside the argument vector.
+        unsafe { rm!(RedisModule_KeyAtPos)(self.raw(), pos as c_int) };
+    }
+
+    /// Replies with the server's wrong-number-of-arguments error.
+    pub fn reply_wrong_arity(self) {
+        // SAFETY: `self` is the running command's context.
+        unsafe { rm!(RedisModule_WrongArity)(self.raw()) };
+    }
+
+    /// Starts an array reply of `len` elements.
+    pub fn reply_array(self, len: usize) {
+        // SAFETY: `self` is the running command's context.
+        unsafe { rm!(RedisModule_ReplyWithArray)(self.raw(), len as c_long) };
+    }
+
+    /// Replies with one integer.
+    pub fn reply_integer(self, value: i64) {
+        // SAFETY: `self` is the running command's context.
+        unsafe { rm!(RedisModule_ReplyWithLongLong)(self.raw(), value as c_longlong) };
+    }
+
+    /// Replies with an array of integers.
+    pub fn reply_integers<const N: usize>(self, fields: [i64; N]) {
+        self.reply_array(N);
+        for f in fields {
+            self.reply_integer(f);
+        }
+    }
+
+    /// Replies with `e`. Never panics: it also runs after the guard caught a panic.
+    pub fn reply_error(self, e: &Error) {
+        // Messages never hold NUL (arguments are escaped when echoed), but a CString
+        // must not be able to fail here.
+        let line = format!("{} {}", e.code(), e).replace('\0', " ");
+        let line = std::ffi::CString::new(line).unwrap_or_default();
+        if let Some(reply) = optional!(RedisModule_ReplyWithError) {
+            // SAFETY: `self` is the running command's context; `line` is
+            // NUL-terminated.
+            unsafe { reply(self.raw(), line.as_ptr()) };
+        }
     }
 }

@@ -5,6 +5,8 @@ use std::os::raw::c_int;
 
 use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString};
 
+use super::api::OK;
+use super::context::Context;
 use crate::algorithms::Millis;
 
 /// The Redis type a key holds.
@@ -47,8 +49,9 @@ impl Key {
     /// # Safety
     /// `ctx` and `name` must be the live context and argument of the running command,
     /// and the key must be dropped before that command returns.
-    pub unsafe fn open(ctx: *mut RedisModuleCtx, name: *mut RedisModuleString) -> Self {
+    pub(super) unsafe fn open(ctx: Context, name: *mut RedisModuleString) -> Self {
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        let ctx = ctx.raw();
         // SAFETY: `ctx` and `name` are live (the caller's contract).
         let ptr = unsafe { rm!(RedisModule_OpenKey)(ctx, name, mode) }.cast::<RedisModuleKey>();
         Self { ctx, name, ptr }
@@ -98,14 +101,29 @@ impl Key {
     #[must_use]
     pub fn set_expires_at(&self, at: Millis) -> bool {
         // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
-        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) == raw::REDISMODULE_OK as c_int }
+        unsafe { rm!(RedisModule_SetAbsExpire)(self.ptr, at) == OK }
     }
 
     /// Deletes the key; false if the server refused.
     #[must_use]
     pub fn delete(&self) -> bool {
+        self.stop_range();
         // SAFETY: `self.ptr` is the key opened by `open`, still open, for writing.
-        unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == raw::REDISMODULE_OK as c_int }
+        unsafe { rm!(RedisModule_DeleteKey)(self.ptr) == OK }
+    }
+
+    /// Ends the sorted-set range open on the key, if any ([`super::zset::Range`]):
+    /// called before every write that could free what a range points into, so a
+    /// range still held then reads as ended, never freed memory. Never panics (it
+    /// also runs on drop).
+    pub(super) fn stop_range(&self) {
+        // Not rm!: a drop must never panic.
+        // SAFETY: a plain load of a function pointer the loader wrote before any command.
+        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
+            // SAFETY: `self.ptr` is the key opened by `open`, still open; stopping
+            // when no range is open (or on a key of another type) does nothing.
+            unsafe { stop(self.ptr) };
+        }
     }
 
     /// Number of elements (members of a sorted set, fields of a hash), or a

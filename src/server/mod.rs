@@ -1,15 +1,13 @@
 //! Every call RL makes into the server's module API, behind safe functions: the
 //! function-pointer lookup (`rm!`, `optional!`) and the load-time check that every
-//! required one exists, the clock, server strings and the constant names, open
-//! keys and the effects propagation builder, replies, and the load-time glue
-//! (module init, options, the INFO callback, the ACL category, the log).
+//! required one exists, the contexts the server hands over, the module's entry
+//! points, the clock, server strings and the constant names, open keys and their
+//! values (strings, hashes, sorted sets), the effects propagation builder, replies,
+//! command docs, configs, INFO, and the load-time glue (module init, options, the
+//! ACL category, the log).
 //!
 //! The layers above (storage, stats, commands, config, lib) reach the server only
-//! through this module.
-
-/// The raw bindings, for the layers above that hand the server its own types and
-/// constants (key handles, zset flags); their calls still go through `rm!`.
-pub(crate) use redis_module::raw;
+//! through this module, and none of them sees a raw pointer or a C type.
 
 // Inside redis-server every allocation goes through the server's allocator, at any
 // alignment (alloc.rs). Unit tests and the fuzzer run outside Redis, where that
@@ -23,19 +21,24 @@ mod alloc;
 pub(crate) mod api;
 pub mod call;
 mod clock;
+pub mod command_info;
 pub mod config;
+mod context;
+mod hash;
 pub mod info;
 pub mod key;
-mod load;
+pub(crate) mod load;
 pub mod names;
 pub mod replicate;
 mod string;
+mod value;
+pub mod zset;
 
 pub use api::check_api;
-pub(crate) use api::{optional, rm};
+pub(crate) use api::rm;
+pub use call::{Argv, Command};
 pub use clock::now_ms;
+pub use context::{Context, InfoContext};
 pub use key::{EventClass, Key, Kind};
-pub use load::{
-    acl_category, create_command, init, log_warning, register_info, set_module_options, ERR, OK,
-};
-pub(crate) use string::{bytes_of, ServerString, StrRef};
+pub(crate) use load::entry_points;
+pub(crate) use string::{ServerString, StrRef};

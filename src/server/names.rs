@@ -79,7 +79,7 @@ pub fn release() {
     // SAFETY: the Box `names` leaked, taken out of NAMES so nothing reads it again.
     let n = unsafe { Box::from_raw(current) };
     for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
-        if let Some(free) = crate::server::optional!(RedisModule_FreeString) {
+        if let Some(free) = optional!(RedisModule_FreeString) {
             // SAFETY: each string was created once by `create` with no context and
             // is never used again: the module is being unloaded.
             unsafe { free(std::ptr::null_mut(), s.ptr()) };

@@ -105,7 +105,7 @@ pub fn vector(strings: &[super::string::StrRef<'_>]) -> *mut *mut raw::RedisModu
 /// `RedisModule_Replicate` fails only for an unknown command or a bad format, so an
 /// error here is a bug; the caller still learns of it.
 pub fn checked(status: c_int) -> Result<()> {
-    if status == raw::REDISMODULE_OK as c_int {
+    if status == super::api::OK {
         Ok(())
     } else {
         Err(Error::WriteFailed("propagating the write"))

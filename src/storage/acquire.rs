@@ -1,11 +1,7 @@
 //! RL.ACQUIRE's state: a native sorted set of leases, member = the lease's id,
 //! score = its end in server ms. The key expires at its latest lease's end.
 
-use std::os::raw::c_int;
-
-use crate::server::{raw, rm};
-
-use super::zset::{self, edge_score, members_through, Edge, Range, Written};
+use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written};
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::acquire::{Grant, LeaseSet, Release};
 use crate::algorithms::Millis;
@@ -66,11 +62,7 @@ impl LeaseSet for ZsetLeases<'_> {
             return None;
         }
         let member = ServerString::new(id)?;
-        let mut score = 0.0;
-        // SAFETY: the key is open; `member` is a live string; `score` is a valid
-        // out-pointer. A member that is not there is an error, not undefined.
-        let ok = unsafe { rm!(RedisModule_ZsetScore)(self.key.raw(), member.ptr(), &mut score) };
-        (ok == raw::REDISMODULE_OK as c_int).then(|| end(score))
+        self.key.zset_score(&member).map(end)
     }
 
     fn first_end_after(&self, t: Millis) -> Option<Millis> {
@@ -120,12 +112,10 @@ pub fn store(key: &Key, id: &[u8], grant: Grant) -> Result<()> {
         ..Written::default()
     };
     if let (None, Some(at)) = (failed, grant.lease_end) {
-        let mut flags: c_int = 0;
-        // SAFETY: the key is open for writing; `member` is a live string; `flags` is
-        // a valid in/out-pointer.
         let ok = !injected(key, "add")
-            && unsafe { rm!(RedisModule_ZsetAdd)(key.raw(), at as f64, member.ptr(), &mut flags) }
-                == raw::REDISMODULE_OK as c_int;
+            && key
+                .zset_add(at as f64, &member, IfPresent::Update)
+                .is_some();
         if ok {
             written.added = 1;
         } else {

@@ -1,12 +1,6 @@
 //! RL.BUCKET's state: a native hash with the fields `tokens` (a decimal level) and
 //! `ts` (the ms time of that level), expiring when the bucket would be full again.
 
-use std::os::raw::{c_char, c_int};
-use std::ptr;
-
-use crate::server::raw::{self, RedisModuleString};
-use crate::server::rm;
-
 use super::record::undo;
 use super::{codec, effects, injected, Key, Kind};
 use crate::algorithms::bucket::{State, Store};
@@ -23,30 +17,8 @@ pub fn load(key: &Key) -> Result<Option<State>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::Hash => {
-            let mut tokens: *mut RedisModuleString = ptr::null_mut();
-            let mut ts: *mut RedisModuleString = ptr::null_mut();
-            // SAFETY: the key is open and holds a hash; the variadic list is
-            // (field, out-pointer) pairs of the types HASH_NONE reads, ended by NULL;
-            // the field names are live module strings.
-            unsafe {
-                rm!(RedisModule_HashGet)(
-                    key.raw(),
-                    raw::REDISMODULE_HASH_NONE as c_int,
-                    names().tokens.ptr(),
-                    &mut tokens,
-                    names().ts.ptr(),
-                    &mut ts,
-                    ptr::null_mut::<c_char>(),
-                )
-            };
-            // SAFETY: HashGet hands the caller one reference to each value it found
-            // (NULL for a missing field).
-            let (tokens, ts) = unsafe {
-                (
-                    ServerString::from_owned(tokens),
-                    ServerString::from_owned(ts),
-                )
-            };
+            let names = names();
+            let [tokens, ts] = key.hash_get_two([&names.tokens, &names.ts]);
             let level_micros = tokens.as_ref().and_then(|t| decimal::micros(t.bytes()));
             let ts_ms = ts
                 .as_ref()
@@ -84,19 +56,8 @@ pub fn store(key: &Key, store: Store) -> Result<()> {
     let set = if injected(key, "hset") {
         0
     } else {
-        // SAFETY: the key is open for writing; the variadic list is (field, value)
-        // pairs of live strings, ended by NULL, as HASH_COUNT_ALL (no CFIELDS) reads.
-        unsafe {
-            rm!(RedisModule_HashSet)(
-                key.raw(),
-                raw::REDISMODULE_HASH_COUNT_ALL as c_int,
-                names().tokens.ptr(),
-                tokens.ptr(),
-                names().ts.ptr(),
-                ts.ptr(),
-                ptr::null_mut::<c_char>(),
-            )
-        }
+        let names = names();
+        key.hash_set_two([(&names.tokens, &tokens), (&names.ts, &ts)])
     };
     match set {
         2 => {}

@@ -26,10 +26,6 @@
 //! replaying ours — converts it to raw, 72 → 80 B, even for a rejected call; its
 //! content, TTL and DUMP do not change.) `tests/memory.rs` pins these figures.
 
-use std::os::raw::c_int;
-
-use crate::server::{raw, rm};
-
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::Millis;
 use crate::error::{Error, Result};
@@ -41,12 +37,12 @@ use crate::error::{Error, Result};
 pub fn load<T>(
     key: &Key,
     what: &'static str,
-    parse: impl FnOnce(&[u8]) -> Option<T>,
+    parse: impl FnOnce(&[u8]) -> Option<T> + Send,
 ) -> Result<Option<(T, Option<Millis>)>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::String => {
-            let value = parse(value(key)).ok_or(Error::NotALimiter(what))?;
+            let value = key.read_string(parse).ok_or(Error::NotALimiter(what))?;
             Ok(Some((value, key.expires_at())))
         }
         _ => Err(Error::WrongType),
@@ -59,29 +55,13 @@ pub fn load<T>(
 pub fn load_with_expiry<T>(
     key: &Key,
     what: &'static str,
-    parse: impl FnOnce(&[u8]) -> Option<T>,
+    parse: impl FnOnce(&[u8]) -> Option<T> + Send,
 ) -> Result<Option<(T, Millis)>> {
     match load(key, what, parse)? {
         None => Ok(None),
         Some((value, Some(expires_at))) => Ok(Some((value, expires_at))),
         Some((_, None)) => Err(Error::NotALimiter(what)),
     }
-}
-
-/// The string's bytes, borrowed from the server while `key` is borrowed.
-fn value(key: &Key) -> &[u8] {
-    let mut len = 0usize;
-    // SAFETY: the key is open and holds a string (checked by the caller); `len` is a
-    // valid out-pointer. READ access: the buffer is only read.
-    let ptr =
-        unsafe { rm!(RedisModule_StringDMA)(key.raw(), &mut len, raw::REDISMODULE_READ as c_int) };
-    if ptr.is_null() {
-        return &[];
-    }
-    // SAFETY: the server returned `len` readable bytes at `ptr`; they stay valid while
-    // the key is open and not written, and the borrow of `key` (which the returned
-    // slice keeps) lasts only while the caller parses them, before any write.
-    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
 }
 
 /// Writes `digits` in place, sets the absolute expiry, and only then propagates
@@ -115,13 +95,9 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
         }
         _ => true,
     };
-    let resized = !resize || {
-        // SAFETY: the key is open for writing and empty now; this creates a raw
-        // string of exactly `digits.len()` bytes.
-        let status = unsafe { rm!(RedisModule_StringTruncate)(key.raw(), digits.len()) };
-        status == raw::REDISMODULE_OK as c_int
-    };
-    if !resized {
+    // Resizing: the key is empty now, and this makes a raw string of exactly
+    // `digits.len()` bytes.
+    if resize && !key.truncate(digits.len()) {
         return if kind == Kind::String {
             // The old value is gone here but not on the replicas.
             undo(key, "resizing the value")
@@ -131,17 +107,9 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     }
     // Written through DMA into a raw string: what the next read (also DMA, which
     // turns any other encoding raw) finds, so a read never changes the key's memory.
-    let mut len = 0usize;
-    // SAFETY: the key is open for writing and holds a string; `len` is a valid
-    // out-pointer.
-    let ptr =
-        unsafe { rm!(RedisModule_StringDMA)(key.raw(), &mut len, raw::REDISMODULE_WRITE as c_int) };
-    if ptr.is_null() || len != digits.len() {
+    if !key.overwrite_string(digits) {
         return undo(key, "writing the value");
     }
-    // SAFETY: `ptr` points to `len` == `digits.len()` writable bytes owned by the key
-    // (WRITE access, no other key call in between); the regions cannot overlap.
-    unsafe { std::ptr::copy_nonoverlapping(digits.as_ptr(), ptr.cast::<u8>(), len) };
     if injected(key, "expiry") || !key.set_expires_at(expires_at) {
         return undo(key, "setting the expiry");
     }

@@ -3,11 +3,7 @@
 //! (`0`, `1`, …), which listpacks store as small integers: unique even for many units
 //! in one millisecond, and a few bytes each.
 
-use std::os::raw::c_int;
-
-use crate::server::{raw, rm};
-
-use super::zset::{self, edge_score, members_through, Edge, Range, Written};
+use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written, Zadd};
 use super::{effects, injected, Key, Kind};
 use crate::algorithms::sliding::{Append, Log, Removal};
 use crate::algorithms::Millis;
@@ -186,17 +182,15 @@ fn add_unit(
     loop {
         let seq = sequence.take().ok_or("logging the new units")?;
         let member = ServerString::new(digits.format(seq).as_bytes()).ok_or("creating a string")?;
-        let mut flags = raw::REDISMODULE_ZADD_NX as c_int;
-        // SAFETY: the key is open for writing; `member` is a live string; `flags` is
-        // a valid in/out-pointer.
-        let ok = !refuse
-            && unsafe { rm!(RedisModule_ZsetAdd)(key.raw(), at as f64, member.ptr(), &mut flags) }
-                == raw::REDISMODULE_OK as c_int;
-        if !ok {
-            return Err("logging the new units");
-        }
-        if flags & raw::REDISMODULE_ZADD_ADDED as c_int != 0 {
-            return Ok(member);
+        let added = if refuse {
+            None
+        } else {
+            key.zset_add(at as f64, &member, IfPresent::Keep)
+        };
+        match added {
+            None => return Err("logging the new units"),
+            Some(Zadd::Added) => return Ok(member),
+            Some(Zadd::Updated | Zadd::Unchanged) => {}
         }
     }
 }

@@ -1,14 +1,12 @@
 //! Sorted-set building blocks shared by the limiters that keep one (RL.SLIDING's
-//! log, RL.ACQUIRE's leases): ranges over scores read in place, removal of members
-//! with failure injection, and the effects a trim + add + expiry propagates.
-
-use std::os::raw::c_int;
-
-use crate::server::{raw, rm};
+//! log, RL.ACQUIRE's leases): the edges of the scores, the members that left a
+//! window, removal of members with failure injection, and the effects a trim + add
+//! + expiry propagates.
 
 use super::{effects, injected, Key};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::error::Result;
+pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
 use crate::server::{ServerString, StrRef};
 
 /// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
@@ -20,98 +18,6 @@ pub(super) fn valid_time(score: f64) -> Option<Millis> {
 pub(super) enum Edge {
     Oldest,
     Newest,
-}
-
-/// A range over the scores of one key, stopped when dropped.
-pub(super) struct Range<'k> {
-    key: &'k Key,
-    started: bool,
-}
-
-impl<'k> Range<'k> {
-    /// Scores in `(min, max]` when `min_exclusive`, else `[min, max]`.
-    pub(super) fn scores(key: &'k Key, min: f64, max: f64, min_exclusive: bool) -> Self {
-        // SAFETY: the key is open (it outlives the range, which stops on drop); a
-        // range on an empty or non-zset key is refused, not undefined.
-        let ok = unsafe {
-            rm!(RedisModule_ZsetFirstInScoreRange)(
-                key.raw(),
-                min,
-                max,
-                c_int::from(min_exclusive),
-                0,
-            )
-        };
-        Range {
-            key,
-            started: ok == raw::REDISMODULE_OK as c_int,
-        }
-    }
-
-    pub(super) fn last(key: &'k Key) -> Self {
-        // SAFETY: as in `scores`.
-        let ok = unsafe {
-            rm!(RedisModule_ZsetLastInScoreRange)(key.raw(), f64::NEG_INFINITY, f64::INFINITY, 0, 0)
-        };
-        Range {
-            key,
-            started: ok == raw::REDISMODULE_OK as c_int,
-        }
-    }
-
-    fn at_end(&self) -> bool {
-        // SAFETY: the key is open and its range was started.
-        !self.started || unsafe { rm!(RedisModule_ZsetRangeEndReached)(self.key.raw()) } != 0
-    }
-
-    /// The current member and its score.
-    pub(super) fn current(&self) -> Option<(ServerString, f64)> {
-        if self.at_end() {
-            return None;
-        }
-        let mut score = 0.0;
-        // SAFETY: the key is open, its range started and not at its end; `score` is a
-        // valid out-pointer.
-        let member =
-            unsafe { rm!(RedisModule_ZsetRangeCurrentElement)(self.key.raw(), &mut score) };
-        // SAFETY: the server hands the caller one reference to the member it returns.
-        unsafe { ServerString::from_owned(member) }.map(|m| (m, score))
-    }
-
-    /// Moves on; false at the end of the range.
-    pub(super) fn advance(&mut self) -> bool {
-        // SAFETY: the key is open and its range started and not at its end.
-        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangeNext)(self.key.raw()) } != 0
-    }
-
-    /// Moves back (in a range started from the last element); false at its start.
-    pub(super) fn retreat(&mut self) -> bool {
-        // SAFETY: the key is open and its range started and not at its end.
-        !self.at_end() && unsafe { rm!(RedisModule_ZsetRangePrev)(self.key.raw()) } != 0
-    }
-
-    /// Counts the remaining elements without materialising members.
-    pub(super) fn count(mut self) -> u64 {
-        if self.at_end() {
-            return 0;
-        }
-        let mut n = 1;
-        while self.advance() {
-            n += 1;
-        }
-        n
-    }
-}
-
-impl Drop for Range<'_> {
-    fn drop(&mut self) {
-        // Not rm!: a drop must never panic.
-        // SAFETY: a plain load of a function pointer the loader wrote before any command.
-        if let Some(stop) = unsafe { raw::RedisModule_ZsetRangeStop } {
-            // SAFETY: the key is open; stopping a range that never started is a no-op.
-            unsafe { stop(self.key.raw()) };
-        }
-    }
 }
 
 pub(super) fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
@@ -145,12 +51,7 @@ pub(super) fn remove_members<'a>(
 ) -> (usize, Option<&'static str>) {
     let mut removed = 0;
     for member in members {
-        let mut deleted: c_int = 0;
-        // SAFETY: the key is open for writing; `member` is a live string; `deleted`
-        // is a valid out-pointer.
-        let ok = !(injected(key, "remove") && removed == 1)
-            && unsafe { rm!(RedisModule_ZsetRem)(key.raw(), member.ptr(), &mut deleted) }
-                == raw::REDISMODULE_OK as c_int;
+        let ok = !(injected(key, "remove") && removed == 1) && key.zset_remove(member);
         if !ok {
             return (removed, Some(what));
         }

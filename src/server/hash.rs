@@ -1,0 +1,58 @@
+//! A hash key's fields, read and set two at a time (RL.BUCKET's `tokens` and `ts`):
+//! `RedisModule_HashGet` and `RedisModule_HashSet` are C variadic calls, so each
+//! arity is its own function.
+
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+
+use redis_module::raw::{self, RedisModuleString};
+
+use super::key::Key;
+use super::names::Shared;
+use super::string::ServerString;
+
+impl Key {
+    /// The values of two fields, None for a field the hash lacks (or for both, when
+    /// the key holds another type).
+    pub fn hash_get_two(&self, fields: [&Shared; 2]) -> [Option<ServerString>; 2] {
+        let mut values: [*mut RedisModuleString; 2] = [ptr::null_mut(); 2];
+        let [first, second] = &mut values;
+        // SAFETY: the key is open; the variadic list is (field, out-pointer) pairs of
+        // the types HASH_NONE reads, ended by NULL; the field names are live module
+        // strings. The server refuses another type without touching the outputs.
+        unsafe {
+            rm!(RedisModule_HashGet)(
+                self.raw(),
+                raw::REDISMODULE_HASH_NONE as c_int,
+                fields[0].ptr(),
+                first as *mut *mut RedisModuleString,
+                fields[1].ptr(),
+                second as *mut *mut RedisModuleString,
+                ptr::null_mut::<c_char>(),
+            )
+        };
+        // SAFETY: HashGet hands the caller one reference to each value it found
+        // (NULL for a missing field).
+        values.map(|v| unsafe { ServerString::from_owned(v) })
+    }
+
+    /// Sets two fields; how many fields were inserted or updated (0: the server
+    /// refused, and nothing changed; it checks the type and the access mode before
+    /// setting any field).
+    #[must_use]
+    pub fn hash_set_two(&self, pairs: [(&Shared, &ServerString); 2]) -> i32 {
+        // SAFETY: the key is open; the variadic list is (field, value) pairs of live
+        // strings, ended by NULL, as HASH_COUNT_ALL (no CFIELDS) reads.
+        unsafe {
+            rm!(RedisModule_HashSet)(
+                self.raw(),
+                raw::REDISMODULE_HASH_COUNT_ALL as c_int,
+                pairs[0].0.ptr(),
+                pairs[0].1.ptr(),
+                pairs[1].0.ptr(),
+                pairs[1].1.ptr(),
+                ptr::null_mut::<c_char>(),
+            )
+        }
+    }
+}

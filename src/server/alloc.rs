@@ -6,9 +6,9 @@
 //! (`--with-lg-quantum=3`) has 8-byte size classes (24, 40, 56 … bytes, 8-aligned),
 //! and Redis built with `MALLOC=libc` on musl (whose `malloc_usable_size` zmalloc does
 //! not use) prepends an 8-byte size header to every block. The redis-module crate's
-//! allocator relies on jemalloc's size classes and handed 16-aligned Rust types
-//! misaligned memory on musl, which crashed the server. This one honours any
-//! alignment: up to [`SERVER_ALIGN`] it passes the request through; above, it
+//! allocator only rounds the size up to the alignment, which relies on jemalloc's
+//! size classes and gives misaligned blocks behind such a header. This one honours
+//! any alignment: up to [`SERVER_ALIGN`] it passes the request through; above, it
 //! over-allocates by the alignment, returns the first aligned address at least one
 //! word in, and keeps the server's pointer in the word just before it, for `dealloc`.
 //!

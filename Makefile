@@ -36,11 +36,12 @@ test: build ## Unit, property and integration tests (module, then library backen
 	@CARGO="$(CARGO)" RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) scripts/test.sh
 
 unit: deps ## Only the unit and property tests (no server)
+	$(CARGO) test -p rl-core
 	$(CARGO) test --features fuzzing --lib
 
 lint: deps ## rustfmt check and clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets --all-features -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
 	@scripts/compat.sh

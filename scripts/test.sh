@@ -23,6 +23,7 @@ trap 'rm -f "$err"' EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 step "unit and property tests"
+"$cargo" test -p rl-core
 "$cargo" test --features fuzzing --lib
 "$cargo" build --profile testing --features testing
 

@@ -7,19 +7,19 @@
 //! stored state and the clock. Every reply must satisfy the contract's invariants;
 //! a violation panics, which the fuzzer reports as a crash.
 
-use crate::algorithms::acquire::{self, LeaseSet, VecLeases};
-use crate::algorithms::bucket::{self, State};
-use crate::algorithms::fixed::{self, Counter};
-use crate::algorithms::gcra::{self, Tat};
-use crate::algorithms::sliding::{self, VecLog, Write};
-use crate::algorithms::sliding_counter::{self, Counts};
-use crate::algorithms::Cost;
-use crate::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::commands::{
     Acquire, Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
 };
-use crate::decimal;
-use crate::storage::codec;
+use rl_core::algorithms::acquire::{self, LeaseSet, VecLeases};
+use rl_core::algorithms::bucket::{self, State};
+use rl_core::algorithms::fixed::{self, Counter};
+use rl_core::algorithms::gcra::{self, Tat};
+use rl_core::algorithms::sliding::{self, VecLog, Write};
+use rl_core::algorithms::sliding_counter::{self, Counts};
+use rl_core::algorithms::Cost;
+use rl_core::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
+use rl_core::codec;
+use rl_core::decimal;
 
 fn take_i64(bytes: &mut &[u8]) -> i64 {
     let mut buf = [0u8; 8];

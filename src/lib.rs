@@ -1,8 +1,7 @@
 //! RL: native rate-limit commands for Redis.
 //!
-//! - `algorithms`: the limiters as pure functions of (state, now, quota, cost);
-//! - `decimal`: the one decimal parser, for arguments and stored state;
-//! - `args`: argument parsing shared by all commands; `error`: every failure and its code;
+//! - `rl_core` (the `core/` crate): the limiters as pure functions, argument
+//!   parsing, state formats, errors; it cannot see the server;
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
 //! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
 //! - `server`: every call into the server's module API, behind safe functions;
@@ -12,12 +11,8 @@
 // Every unsafe block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod algorithms;
-pub mod args;
 mod commands;
 mod config;
-mod decimal;
-pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

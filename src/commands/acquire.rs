@@ -9,14 +9,14 @@
 
 use super::framework::{Handler, Limiter};
 use super::spec::{Arg, ArgKind, CostArg, Spec};
-use crate::algorithms::acquire::{self, Grant, LeaseId, Leases};
-use crate::algorithms::{Amount, Cost, Millis, Outcome};
-use crate::args;
 use crate::config;
-use crate::error::{Error, Result};
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::acquire::{self, Grant, LeaseId, Leases};
+use rl_core::algorithms::{Amount, Cost, Millis, Outcome};
+use rl_core::args;
+use rl_core::error::{Error, Result};
 
 pub struct Acquire;
 pub struct Release;

@@ -21,12 +21,12 @@ use super::gcra::Gcra;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
-use crate::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
-use crate::args;
-use crate::error::{Error, Result};
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::Key;
+use rl_core::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
+use rl_core::args;
+use rl_core::error::{Error, Result};
 
 pub struct All;
 

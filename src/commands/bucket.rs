@@ -7,11 +7,11 @@
 
 use super::framework::{rate, Limiter};
 use super::spec::{Spec, RATE_ARGS};
-use crate::algorithms::bucket::{self, Rate, Store};
-use crate::algorithms::{Amount, Change, Millis, Outcome};
-use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::bucket::{self, Rate, Store};
+use rl_core::algorithms::{Amount, Change, Millis, Outcome};
+use rl_core::error::Result;
 
 pub struct Bucket;
 

@@ -6,11 +6,11 @@
 
 use super::framework::{quota, Limiter};
 use super::spec::{Spec, QUOTA_ARGS};
-use crate::algorithms::fixed::{self, Counter};
-use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
-use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::fixed::{self, Counter};
+use rl_core::algorithms::{Amount, Change, Millis, Outcome, Quota};
+use rl_core::error::Result;
 
 pub struct Fixed;
 

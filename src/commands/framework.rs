@@ -6,11 +6,11 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::spec::{Keys, Spec};
-use crate::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
-use crate::args;
-use crate::error::{Error, Result};
 use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
+use rl_core::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
+use rl_core::args;
+use rl_core::error::{Error, Result};
 
 /// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
 /// RL.SLIDINGCOUNTER share.

@@ -8,11 +8,11 @@
 
 use super::framework::{rate, Limiter};
 use super::spec::{Spec, RATE_ARGS};
-use crate::algorithms::gcra::{self, Emission, Store};
-use crate::algorithms::{Amount, Change, Millis, Outcome, Rate};
-use crate::error::{Error, Result};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::gcra::{self, Emission, Store};
+use rl_core::algorithms::{Amount, Change, Millis, Outcome, Rate};
+use rl_core::error::{Error, Result};
 
 pub struct Gcra;
 

@@ -6,12 +6,12 @@
 
 use super::framework::{quota, Limiter};
 use super::spec::{Spec, QUOTA_ARGS};
-use crate::algorithms::sliding::{self, Log, Write};
-use crate::algorithms::{Amount, Millis, Outcome, Quota};
 use crate::config;
-use crate::error::{Error, Result};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::sliding::{self, Log, Write};
+use rl_core::algorithms::{Amount, Millis, Outcome, Quota};
+use rl_core::error::{Error, Result};
 
 pub struct Sliding;
 

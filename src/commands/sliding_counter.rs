@@ -7,11 +7,11 @@
 
 use super::framework::{quota, Limiter};
 use super::spec::{Spec, QUOTA_ARGS};
-use crate::algorithms::sliding_counter::{self, Store};
-use crate::algorithms::{Amount, Change, Millis, Outcome, Quota};
-use crate::error::Result;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
+use rl_core::algorithms::sliding_counter::{self, Store};
+use rl_core::algorithms::{Amount, Change, Millis, Outcome, Quota};
+use rl_core::error::Result;
 
 pub struct SlidingCounter;
 

@@ -8,15 +8,15 @@
 use super::framework::Limiter;
 use super::gcra::{self, emission};
 use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
-use crate::algorithms::gcra::Emission;
-use crate::algorithms::{
-    Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
-};
-use crate::args;
-use crate::error::{Error, Result};
 use crate::server::Context;
 use crate::stats::Counters;
 use crate::storage::Key;
+use rl_core::algorithms::gcra::Emission;
+use rl_core::algorithms::{
+    Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
+};
+use rl_core::args;
+use rl_core::error::{Error, Result};
 
 pub struct Throttle;
 

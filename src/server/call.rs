@@ -9,7 +9,7 @@ use super::api::OK;
 use super::context::Context;
 use super::key::Key;
 use super::string::bytes_of;
-use crate::error::Error;
+use rl_core::error::Error;
 
 /// A command the server can call: what runs inside its entry point.
 pub trait Command {

@@ -1,6 +1,6 @@
 //! The server's clock, read once per call.
 
-use crate::algorithms::Millis;
+use rl_core::algorithms::Millis;
 
 /// The server's time for the running command, in ms since the Unix epoch. Read
 /// once per call.

@@ -7,7 +7,7 @@ use redis_module::raw::{self, RedisModuleCtx, RedisModuleKey, RedisModuleString}
 
 use super::api::OK;
 use super::context::Context;
-use crate::algorithms::Millis;
+use rl_core::algorithms::Millis;
 
 /// The Redis type a key holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

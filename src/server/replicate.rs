@@ -27,7 +27,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use crate::error::{Error, Result};
+use rl_core::error::{Error, Result};
 
 macro_rules! replicate {
     ($key:expr, $cmd:expr; $($pieces:tt)*) => {{

@@ -3,10 +3,10 @@
 
 use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written};
 use super::{effects, injected, Key, Kind};
-use crate::algorithms::acquire::{Grant, LeaseSet, Release};
-use crate::algorithms::Millis;
-use crate::error::{Error, Result};
 use crate::server::{ServerString, StrRef};
+use rl_core::algorithms::acquire::{Grant, LeaseSet, Release};
+use rl_core::algorithms::Millis;
+use rl_core::error::{Error, Result};
 
 const WHAT: &str = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)";
 

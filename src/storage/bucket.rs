@@ -2,13 +2,14 @@
 //! `ts` (the ms time of that level), expiring when the bucket would be full again.
 
 use super::record::undo;
-use super::{codec, effects, injected, Key, Kind};
-use crate::algorithms::bucket::{State, Store};
-use crate::algorithms::MAX_COUNT;
-use crate::decimal;
-use crate::error::{Error, Result};
+use super::{effects, injected, Key, Kind};
 use crate::server::names::names;
 use crate::server::ServerString;
+use rl_core::algorithms::bucket::{State, Store};
+use rl_core::algorithms::MAX_COUNT;
+use rl_core::codec;
+use rl_core::decimal;
+use rl_core::error::{Error, Result};
 
 const WHAT: &str = "an RL.BUCKET (a hash with numeric fields tokens and ts)";
 

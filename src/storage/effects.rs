@@ -9,11 +9,11 @@
 //!
 //! Callers propagate only writes that happened, after they happened.
 
-use crate::algorithms::Millis;
-use crate::error::Result;
 use crate::server::names::names;
 use crate::server::replicate::replicate;
 use crate::server::{EventClass as Class, Key, StrRef};
+use rl_core::algorithms::Millis;
+use rl_core::error::Result;
 
 /// `SET key value PXAT at`: events `set`, `expire`.
 pub fn set_pxat(key: &Key, value: &[u8], at: Millis) -> Result<()> {

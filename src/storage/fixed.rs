@@ -4,9 +4,9 @@
 //! (docs/commands.md, RL.FIXED).
 
 use super::{record, Key};
-use crate::algorithms::fixed::Counter;
-use crate::decimal;
-use crate::error::Result;
+use rl_core::algorithms::fixed::Counter;
+use rl_core::decimal;
+use rl_core::error::Result;
 
 const WHAT: &str = "an RL.FIXED counter (a non-negative integer with an expiry)";
 

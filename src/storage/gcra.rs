@@ -3,9 +3,9 @@
 //! written by either module are read by the other — expiring at ceil(TAT / 10^6) ms.
 
 use super::{record, Key};
-use crate::algorithms::gcra::{Store, Tat};
-use crate::decimal;
-use crate::error::Result;
+use rl_core::algorithms::gcra::{Store, Tat};
+use rl_core::decimal;
+use rl_core::error::Result;
 
 const WHAT: &str = "a GCRA state (a non-negative integer TAT in ns)";
 

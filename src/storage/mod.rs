@@ -11,7 +11,6 @@
 
 pub mod acquire;
 pub mod bucket;
-pub mod codec;
 mod effects;
 pub mod fixed;
 pub mod gcra;
@@ -22,8 +21,8 @@ mod zset;
 
 pub use crate::server::{Key, Kind};
 
-use crate::algorithms::Change;
-use crate::error::{Error, Result};
+use rl_core::algorithms::Change;
+use rl_core::error::{Error, Result};
 
 /// Deletes the key, a limiter back at its initial state (a refund gave everything
 /// back), and propagates `DEL`.

@@ -27,8 +27,8 @@
 //! content, TTL and DUMP do not change.) `tests/memory.rs` pins these figures.
 
 use super::{effects, injected, Key, Kind};
-use crate::algorithms::Millis;
-use crate::error::{Error, Result};
+use rl_core::algorithms::Millis;
+use rl_core::error::{Error, Result};
 
 /// Reads the record's value: None for an absent key. `parse` reads the value; when
 /// it fails, the "does not hold" error names `what`. The expiry comes along as the

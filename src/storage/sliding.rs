@@ -5,11 +5,11 @@
 
 use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written, Zadd};
 use super::{effects, injected, Key, Kind};
-use crate::algorithms::sliding::{Append, Log, Removal};
-use crate::algorithms::Millis;
-use crate::decimal;
-use crate::error::{Error, Result};
 use crate::server::{ServerString, StrRef};
+use rl_core::algorithms::sliding::{Append, Log, Removal};
+use rl_core::algorithms::Millis;
+use rl_core::decimal;
+use rl_core::error::{Error, Result};
 
 const WHAT: &str = "an RL.SLIDING log (a sorted set of ms timestamps)";
 

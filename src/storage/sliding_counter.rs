@@ -3,10 +3,10 @@
 //! expiring when the current window stops weighing (start + 2·window).
 
 use super::{record, Key};
-use crate::algorithms::sliding_counter::{Counts, Store};
-use crate::algorithms::MAX_COUNT;
-use crate::decimal;
-use crate::error::Result;
+use rl_core::algorithms::sliding_counter::{Counts, Store};
+use rl_core::algorithms::MAX_COUNT;
+use rl_core::decimal;
+use rl_core::error::Result;
 
 const WHAT: &str = "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\")";
 

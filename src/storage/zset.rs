@@ -4,10 +4,10 @@
 //! + expiry propagates.
 
 use super::{effects, injected, Key};
-use crate::algorithms::{Millis, MAX_COUNT};
-use crate::error::Result;
 pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
 use crate::server::{ServerString, StrRef};
+use rl_core::algorithms::{Millis, MAX_COUNT};
+use rl_core::error::Result;
 
 /// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
 pub(super) fn valid_time(score: f64) -> Option<Millis> {

@@ -129,7 +129,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes_delay: bool) 
 
 /// A user-supplied argument made safe to echo in an error line: escaped, and cut
 /// short so a huge argument cannot make a huge reply.
-pub(crate) fn printable(bytes: &[u8]) -> String {
+pub fn printable(bytes: &[u8]) -> String {
     const SHOWN: usize = 32;
     let mut s: String = bytes[..bytes.len().min(SHOWN)].escape_ascii().to_string();
     if bytes.len() > SHOWN {

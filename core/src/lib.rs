@@ -1,0 +1,18 @@
+//! RL's rate limiters without a server: everything the module and its tests share
+//! that needs no Redis.
+//!
+//! - `algorithms`: the limiters as pure functions of (state, now, params, amount);
+//! - `decimal`: the one decimal parser, for arguments and stored state; `codec`:
+//!   how numbers are written into keys;
+//! - `args`: argument parsing shared by all commands; `error`: every failure and
+//!   its code.
+//!
+//! This crate cannot see the server: the module crate (`rl`) depends on it, never
+//! the other way round, so the layering is the compiler's to enforce. It builds and
+//! tests without bindgen or libclang.
+
+pub mod algorithms;
+pub mod args;
+pub mod codec;
+pub mod decimal;
+pub mod error;

@@ -16,7 +16,7 @@ use rl_core::algorithms::fixed::{self, Counter};
 use rl_core::algorithms::gcra::{self, Tat};
 use rl_core::algorithms::sliding::{self, VecLog, Write};
 use rl_core::algorithms::sliding_counter::{self, Counts};
-use rl_core::algorithms::Cost;
+use rl_core::algorithms::{Algorithm, Cost};
 use rl_core::algorithms::{Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
 use rl_core::codec;
 use rl_core::decimal;
@@ -86,7 +86,7 @@ pub fn run(data: &[u8]) {
                 used: take_i64(&mut state) as u64,
                 expires_at: take_i64(&mut state),
             });
-            let out = fixed::call(stored, now, params.0, params.1);
+            let out = fixed::FixedWindow::call(stored, now, params.0, params.1);
             check(&out.decision, params.1);
         }
         1 => {
@@ -101,7 +101,7 @@ pub fn run(data: &[u8]) {
                 .collect();
             times.sort_unstable();
             let log = VecLog(times);
-            let out = sliding::call(&log, now, params.0, params.1);
+            let out = sliding::SlidingLog::call(&log, now, params.0, params.1);
             check(&out.decision, params.1);
             match (out.store, params.1) {
                 (Some(Write::Append(a)), Amount::Take(n)) => {
@@ -128,7 +128,7 @@ pub fn run(data: &[u8]) {
                 Tat(u128::from(take_i64(&mut state) as u64) << (take_i64(&mut state) & 63))
             });
             // With or without DELAY (RL.GCRA's option): a rejected call writes nothing.
-            let out = gcra::call(stored, now, emission, amount);
+            let out = gcra::Gcra::call(stored, now, emission, amount);
             check(&out.decision, amount);
             assert!(out.decision.allowed || out.store.is_none(), "{out:?}");
             if let Some(Change::Store(s)) = out.store {
@@ -144,7 +144,7 @@ pub fn run(data: &[u8]) {
                 current: take_i64(&mut state) as u64,
                 previous: take_i64(&mut state) as u64,
             });
-            let out = sliding_counter::call(stored, now, quota, amount);
+            let out = sliding_counter::SlidingWindowCounter::call(stored, now, quota, amount);
             check(&out.decision, amount);
             if let (Some(Change::Store(s)), Amount::Take(n)) = (out.store, amount) {
                 assert!(s.counts.current >= n.get(), "{s:?}");
@@ -159,7 +159,7 @@ pub fn run(data: &[u8]) {
                     * u128::from(take_i64(&mut state) as u16),
                 ts: take_i64(&mut state),
             });
-            let out = bucket::call(stored, now, params.0, params.1);
+            let out = bucket::TokenBucket::call(stored, now, params.0, params.1);
             check(&out.decision, params.1);
             if let Some(Change::Store(s)) = out.store {
                 let full = u128::from(params.0.capacity.get()) * bucket::MICROS;

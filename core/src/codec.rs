@@ -1,8 +1,147 @@
-//! How numbers look inside the keys: plain decimals that `GET`, `HGETALL` and
-//! `ZRANGE` show as users expect (read back by [`crate::decimal`]). Formatting goes
-//! into stack buffers so the hot path allocates nothing.
+//! How limiter states look inside keys: plain decimals that `GET`, `HGETALL` and
+//! `ZRANGE` show as users expect (read back by [`crate::decimal`]). The module's
+//! storage and the in-memory executor both read and write states through here, so
+//! a state's bytes have one definition. Formatting goes into stack buffers so the
+//! hot path allocates nothing.
 
-use crate::algorithms::bucket::MICROS;
+use crate::algorithms::bucket::{self, TokenBucket, MICROS};
+use crate::algorithms::fixed::{Counter, FixedWindow};
+use crate::algorithms::gcra::{self, Gcra, Tat};
+use crate::algorithms::sliding_counter::{self, Counts, SlidingWindowCounter};
+use crate::algorithms::{Millis, MAX_COUNT};
+use crate::decimal;
+
+/// Room for any state string: four u64 decimals and their spaces.
+pub type StateBuf = [u8; 96];
+
+/// A limiter whose state is one string value on a key with an expiry
+/// (`SET key value PXAT t`): how the value reads and writes.
+pub trait StringState {
+    /// What the "does not hold" error says the key should hold.
+    const WHAT: &'static str;
+    /// A state read from a key.
+    type Value;
+    /// A state a call writes, with its absolute expiry.
+    type Stored;
+    /// Reads a value and the key's expiry (None: the key has none); None when the
+    /// value is not a state this limiter writes.
+    fn decode(value: &[u8], expires_at: Option<Millis>) -> Option<Self::Value>;
+    /// The bytes to store and the absolute expiry to set.
+    fn encode<'b>(stored: &Self::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis);
+}
+
+/// Writes a canonical decimal into `buf` at `at`, returning the end.
+fn put(buf: &mut StateBuf, at: usize, v: impl itoa::Integer) -> usize {
+    let mut digits = itoa::Buffer::new();
+    let d = digits.format(v).as_bytes();
+    let end = (at + d.len()).min(buf.len());
+    buf[at..end].copy_from_slice(&d[..end - at]);
+    end
+}
+
+/// Writes decimals one space apart.
+fn put_fields(buf: &mut StateBuf, fields: &[u64]) -> usize {
+    let mut len = 0;
+    for (i, &v) in fields.iter().enumerate() {
+        if i > 0 {
+            buf[len] = b' ';
+            len += 1;
+        }
+        len = put(buf, len, v);
+    }
+    len
+}
+
+/// Reads exactly `N` canonical decimals one space apart.
+pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
+    let mut parts = bytes.split(|&b| b == b' ');
+    let mut out = [0u128; N];
+    for slot in &mut out {
+        *slot = decimal::canonical(parts.next()?)?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// RL.FIXED: the units used, on a key expiring at the window's end. The expiry is
+/// part of the state (it says which window the count is of): a count without one
+/// is not a state RL wrote.
+impl StringState for FixedWindow {
+    const WHAT: &'static str = "an RL.FIXED counter (a non-negative integer with an expiry)";
+    type Value = Counter;
+    type Stored = Counter;
+
+    fn decode(value: &[u8], expires_at: Option<Millis>) -> Option<Counter> {
+        Some(Counter {
+            used: decimal::canonical_u64(value)?,
+            expires_at: expires_at?,
+        })
+    }
+
+    fn encode<'b>(c: &Counter, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+        let len = put(buf, 0, c.used);
+        (&buf[..len], c.expires_at)
+    }
+}
+
+/// RL.GCRA and CL.THROTTLE: the TAT in ns since the epoch, redis-cell's format. The
+/// value alone is the state: a TAT on a key without an expiry (`RESTORE key 0 …` of
+/// a redis-cell key, `PERSIST`) is read like any other.
+impl StringState for Gcra {
+    const WHAT: &'static str = "a GCRA state (a non-negative integer TAT in ns)";
+    type Value = Tat;
+    type Stored = gcra::Store;
+
+    fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<Tat> {
+        decimal::canonical(value).map(Tat)
+    }
+
+    fn encode<'b>(s: &gcra::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+        let len = put(buf, 0, s.tat.0);
+        (&buf[..len], s.expires_at)
+    }
+}
+
+/// RL.SLIDINGCOUNTER: `"<start> <current> <previous>"`. The value alone is the state
+/// (its start says which window it counts).
+impl StringState for SlidingWindowCounter {
+    const WHAT: &'static str = "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\")";
+    type Value = Counts;
+    type Stored = sliding_counter::Store;
+
+    fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<Counts> {
+        let [start, current, previous] = fields::<3>(value)?;
+        Some(Counts {
+            // A start RL could have written: a server time in ms.
+            start: i64::try_from(start)
+                .ok()
+                .filter(|&s| s as u64 <= MAX_COUNT)?,
+            current: u64::try_from(current).ok()?,
+            previous: u64::try_from(previous).ok()?,
+        })
+    }
+
+    fn encode<'b>(s: &sliding_counter::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+        let c = s.counts;
+        let len = put_fields(buf, &[c.start.max(0) as u64, c.current, c.previous]);
+        (&buf[..len], s.expires_at)
+    }
+}
+
+/// RL.BUCKET: a hash with the fields `tokens` (a decimal level) and `ts` (the ms
+/// time of that level), expiring when the bucket would be full again.
+impl TokenBucket {
+    pub const WHAT: &'static str = "an RL.BUCKET (a hash with numeric fields tokens and ts)";
+
+    /// Reads the two fields (None when missing); None when they are not a bucket.
+    pub fn decode(tokens: Option<&[u8]>, ts: Option<&[u8]>) -> Option<bucket::State> {
+        let level_micros = decimal::micros(tokens?)?;
+        let ts = decimal::digits(ts?).filter(|&t| t <= MAX_COUNT)?;
+        Some(bucket::State {
+            level_micros,
+            ts: ts as i64,
+        })
+    }
+}
 
 /// Room for any level this module stores: 2^53 · 10^6 has 22 digits, plus a dot.
 pub type MicrosBuf = [u8; 48];
@@ -56,6 +195,56 @@ mod tests {
     fn levels_round_trip() {
         for m in [0, 1, 10, 999_999, 1_000_000, 2_500_000, 123_456_789_012] {
             assert_eq!(crate::decimal::micros(fmt(m).as_bytes()), Some(m));
+        }
+    }
+
+    #[test]
+    fn sliding_counts_round_trip_and_parse_strictly() {
+        let c = Counts {
+            start: 1_700_000_040_000,
+            current: 3,
+            previous: 8,
+        };
+        let mut buf: StateBuf = [0; 96];
+        let store = |counts| sliding_counter::Store {
+            counts,
+            expires_at: 7,
+        };
+        assert_eq!(
+            SlidingWindowCounter::encode(&store(c), &mut buf).0,
+            b"1700000040000 3 8"
+        );
+        assert_eq!(
+            SlidingWindowCounter::decode(b"1700000040000 3 8", None),
+            Some(c)
+        );
+        let max = Counts {
+            start: MAX_COUNT as i64,
+            current: u64::MAX,
+            previous: u64::MAX,
+        };
+        let (bytes, _) = SlidingWindowCounter::encode(&store(max), &mut buf);
+        assert_eq!(SlidingWindowCounter::decode(bytes, None), Some(max));
+        for bad in [
+            "",
+            "1 2",
+            "1 2 3 4",
+            "1  2 3",
+            " 1 2 3",
+            "1 2 3 ",
+            "01 2 3",
+            "1 -2 3",
+            "1 2 x",
+            "a b c",
+            "1,2,3",
+            "9007199254740992 0 0",
+            "1 18446744073709551616 0",
+        ] {
+            assert_eq!(
+                SlidingWindowCounter::decode(bad.as_bytes(), None),
+                None,
+                "{bad:?}"
+            );
         }
     }
 }

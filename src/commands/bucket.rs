@@ -5,19 +5,18 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::framework::{rate, Limiter};
+use super::framework::{rate, Stored};
 use super::spec::{Spec, RATE_ARGS};
 use crate::stats::Counters;
-use crate::storage::{self, Key};
-use rl_core::algorithms::bucket::{self, Rate, Store};
-use rl_core::algorithms::{Amount, Change, Millis, Outcome};
+use crate::storage::bucket::Hash;
+use rl_core::algorithms::bucket::Rate;
 use rl_core::error::Result;
 
 pub struct Bucket;
 
 static COUNTERS: Counters = Counters::new();
 
-impl Limiter for Bucket {
+impl Stored for Bucket {
     const DEFINITION: Spec = Spec::rl(
         c"RL.BUCKET",
         c"write deny-oom fast",
@@ -26,23 +25,9 @@ impl Limiter for Bucket {
         RATE_ARGS,
     );
     const STATS: &'static Counters = &COUNTERS;
-    type Params = Rate;
-    type Write = Change<Store>;
+    type Storage = Hash;
 
     fn parse_params(args: &[&[u8]]) -> Result<Rate> {
         rate(args)
-    }
-
-    fn decide(key: &Key, rate: &Rate, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
-        Ok(bucket::call(
-            storage::bucket::load(key)?,
-            now,
-            *rate,
-            amount,
-        ))
-    }
-
-    fn store(key: &Key, write: Self::Write) -> Result<()> {
-        storage::change(key, write, storage::bucket::store)
     }
 }

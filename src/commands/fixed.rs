@@ -4,19 +4,19 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::framework::{quota, Limiter};
+use super::framework::{quota, Stored};
 use super::spec::{Spec, QUOTA_ARGS};
 use crate::stats::Counters;
-use crate::storage::{self, Key};
-use rl_core::algorithms::fixed::{self, Counter};
-use rl_core::algorithms::{Amount, Change, Millis, Outcome, Quota};
+use crate::storage::record::Record;
+use rl_core::algorithms::fixed::FixedWindow;
+use rl_core::algorithms::Quota;
 use rl_core::error::Result;
 
 pub struct Fixed;
 
 static COUNTERS: Counters = Counters::new();
 
-impl Limiter for Fixed {
+impl Stored for Fixed {
     const DEFINITION: Spec = Spec::rl(
         c"RL.FIXED",
         c"write deny-oom fast",
@@ -25,18 +25,9 @@ impl Limiter for Fixed {
         QUOTA_ARGS,
     );
     const STATS: &'static Counters = &COUNTERS;
-    type Params = Quota;
-    type Write = Change<Counter>;
+    type Storage = Record<FixedWindow>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         quota(args)
-    }
-
-    fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
-        Ok(fixed::call(storage::fixed::load(key)?, now, *q, amount))
-    }
-
-    fn store(key: &Key, write: Self::Write) -> Result<()> {
-        storage::change(key, write, storage::fixed::store)
     }
 }

@@ -8,7 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use super::spec::{Keys, Spec};
 use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
-use rl_core::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
+use crate::storage::Storage;
+use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome, Quota, Rate};
 use rl_core::args;
 use rl_core::error::{Error, Result};
 
@@ -80,6 +81,58 @@ pub trait Limiter {
 
     /// This command's INFO counters.
     const STATS: &'static Counters;
+}
+
+/// A command on one key whose state a [`Storage`] loads and stores: its definition
+/// and its parser are the whole command. Deciding (the algorithm's `call` on the
+/// loaded state), storing and replying follow; a command that needs more (RL.SLIDING's
+/// log, CL.THROTTLE's reply) implements [`Limiter`] itself.
+pub trait Stored {
+    const DEFINITION: Spec;
+    const STATS: &'static Counters;
+    type Storage: Storage;
+
+    /// Parses the positional arguments after the key.
+    fn parse_params(args: &[&[u8]]) -> Result<ParamsOf<Self>>;
+
+    /// The parameters with `DELAY max` (ms) applied: see [`Limiter::delayed`].
+    fn delayed(params: ParamsOf<Self>, _max_ms: u64) -> ParamsOf<Self> {
+        params
+    }
+}
+
+/// The algorithm of a [`Stored`] command.
+type AlgorithmOf<C> = <<C as Stored>::Storage as Storage>::Algorithm;
+/// Its parameters.
+pub type ParamsOf<C> = <AlgorithmOf<C> as Algorithm>::Params;
+
+impl<C: Stored> Limiter for C {
+    const DEFINITION: Spec = C::DEFINITION;
+    const STATS: &'static Counters = C::STATS;
+    type Params = ParamsOf<C>;
+    type Write = <AlgorithmOf<C> as Algorithm>::Write;
+
+    fn parse_params(args: &[&[u8]]) -> Result<Self::Params> {
+        C::parse_params(args)
+    }
+
+    fn delayed(params: Self::Params, max_ms: u64) -> Self::Params {
+        C::delayed(params, max_ms)
+    }
+
+    fn decide(
+        key: &Key,
+        params: &Self::Params,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<Self::Write>> {
+        let state = C::Storage::load(key)?;
+        Ok(AlgorithmOf::<C>::call(state, now, *params, amount))
+    }
+
+    fn store(key: &Key, write: Self::Write) -> Result<()> {
+        C::Storage::store(key, write)
+    }
 }
 
 /// A decision as RL's five reply integers.

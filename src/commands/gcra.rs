@@ -6,42 +6,27 @@
 //! reset_after_ms]`; with `DELAY max` a call whose turn comes within max is allowed
 //! and its retry_after_ms is the wait before acting (docs/commands.md).
 
-use super::framework::{rate, Limiter};
+use super::framework::{rate, Stored};
 use super::spec::{Spec, RATE_ARGS};
 use crate::stats::Counters;
-use crate::storage::{self, Key};
-use rl_core::algorithms::gcra::{self, Emission, Store};
-use rl_core::algorithms::{Amount, Change, Millis, Outcome, Rate};
+use crate::storage::record::Record;
+use rl_core::algorithms::gcra::{Emission, Gcra as Algorithm};
+use rl_core::algorithms::Rate;
 use rl_core::error::{Error, Result};
 
 pub struct Gcra;
 
 static COUNTERS: Counters = Counters::new();
 
+/// Where RL.GCRA and CL.THROTTLE keep their TAT: `SET key TAT PXAT t`.
+pub(super) type Tat = Record<Algorithm>;
+
 /// The emission interval of a rate: an error past one token per nanosecond.
 pub(super) fn emission(rate: Rate) -> Result<Emission> {
     Emission::new(rate).ok_or(Error::RateTooHigh)
 }
 
-/// Decides on the TAT (RL.GCRA's and CL.THROTTLE's decision).
-pub(super) fn decide(
-    key: &Key,
-    e: Emission,
-    now: Millis,
-    amount: Amount,
-) -> Result<Outcome<Write>> {
-    Ok(gcra::call(storage::gcra::load(key)?, now, e, amount))
-}
-
-/// What RL.GCRA and CL.THROTTLE write.
-pub(super) type Write = Change<Store>;
-
-/// Stores the TAT and propagates `SET key TAT PXAT t` (or deletes the key).
-pub(super) fn store(key: &Key, write: Write) -> Result<()> {
-    storage::change(key, write, storage::gcra::store)
-}
-
-impl Limiter for Gcra {
+impl Stored for Gcra {
     const DEFINITION: Spec = Spec::rl(
         c"RL.GCRA",
         c"write deny-oom fast",
@@ -51,8 +36,7 @@ impl Limiter for Gcra {
     )
     .with_delay();
     const STATS: &'static Counters = &COUNTERS;
-    type Params = Emission;
-    type Write = Write;
+    type Storage = Tat;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
         emission(rate(args)?)
@@ -60,13 +44,5 @@ impl Limiter for Gcra {
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {
         e.with_delay(max_ms)
-    }
-
-    fn decide(key: &Key, e: &Emission, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
-        decide(key, *e, now, amount)
-    }
-
-    fn store(key: &Key, write: Write) -> Result<()> {
-        store(key, write)
     }
 }

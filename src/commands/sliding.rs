@@ -9,8 +9,8 @@ use super::spec::{Spec, QUOTA_ARGS};
 use crate::config;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
-use rl_core::algorithms::sliding::{self, Log, Write};
-use rl_core::algorithms::{Amount, Millis, Outcome, Quota};
+use rl_core::algorithms::sliding::{Log, SlidingLog, Write};
+use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, Quota};
 use rl_core::error::{Error, Result};
 
 pub struct Sliding;
@@ -43,7 +43,7 @@ impl Limiter for Sliding {
 
     fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
         let log = storage::sliding::load(key)?;
-        let out = sliding::call(&log, now, *q, amount);
+        let out = SlidingLog::call(&log, now, *q, amount);
         Ok(Outcome {
             decision: out.decision,
             store: out.store.map(|w| (log.newest(), w)),

@@ -5,19 +5,19 @@
 //! any limit and rate. The key is a native string `"<start> <current> <previous>"`.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::framework::{quota, Limiter};
+use super::framework::{quota, Stored};
 use super::spec::{Spec, QUOTA_ARGS};
 use crate::stats::Counters;
-use crate::storage::{self, Key};
-use rl_core::algorithms::sliding_counter::{self, Store};
-use rl_core::algorithms::{Amount, Change, Millis, Outcome, Quota};
+use crate::storage::record::Record;
+use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
+use rl_core::algorithms::Quota;
 use rl_core::error::Result;
 
 pub struct SlidingCounter;
 
 static COUNTERS: Counters = Counters::new();
 
-impl Limiter for SlidingCounter {
+impl Stored for SlidingCounter {
     const DEFINITION: Spec = Spec::rl(
         c"RL.SLIDINGCOUNTER",
         c"write deny-oom fast",
@@ -26,23 +26,9 @@ impl Limiter for SlidingCounter {
         QUOTA_ARGS,
     );
     const STATS: &'static Counters = &COUNTERS;
-    type Params = Quota;
-    type Write = Change<Store>;
+    type Storage = Record<SlidingWindowCounter>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
         quota(args)
-    }
-
-    fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
-        Ok(sliding_counter::call(
-            storage::sliding_counter::load(key)?,
-            now,
-            *q,
-            amount,
-        ))
-    }
-
-    fn store(key: &Key, write: Self::Write) -> Result<()> {
-        storage::change(key, write, storage::sliding_counter::store)
     }
 }

@@ -6,14 +6,14 @@
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
 use super::framework::Limiter;
-use super::gcra::{self, emission};
+use super::gcra::{emission, Tat};
 use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::Context;
 use crate::stats::Counters;
-use crate::storage::Key;
-use rl_core::algorithms::gcra::Emission;
+use crate::storage::{Key, Storage};
+use rl_core::algorithms::gcra::{Emission, Gcra};
 use rl_core::algorithms::{
-    Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
+    Algorithm, Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
 };
 use rl_core::args;
 use rl_core::error::{Error, Result};
@@ -49,7 +49,7 @@ impl Limiter for Throttle {
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
-    type Write = gcra::Write;
+    type Write = <Gcra as Algorithm>::Write;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
         // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
@@ -77,12 +77,12 @@ impl Limiter for Throttle {
         e: &Emission,
         now: Millis,
         amount: Amount,
-    ) -> Result<Outcome<gcra::Write>> {
-        gcra::decide(key, *e, now, amount)
+    ) -> Result<Outcome<Self::Write>> {
+        Ok(Gcra::call(Tat::load(key)?, now, *e, amount))
     }
 
-    fn store(key: &Key, write: gcra::Write) -> Result<()> {
-        gcra::store(key, write)
+    fn store(key: &Key, write: Self::Write) -> Result<()> {
+        Tat::store(key, write)
     }
 
     fn reply(ctx: Context, d: &Decision) {

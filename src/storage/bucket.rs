@@ -2,36 +2,42 @@
 //! `ts` (the ms time of that level), expiring when the bucket would be full again.
 
 use super::record::undo;
-use super::{effects, injected, Key, Kind};
+use super::{effects, injected, Key, Kind, Storage};
 use crate::server::names::names;
 use crate::server::ServerString;
-use rl_core::algorithms::bucket::{State, Store};
-use rl_core::algorithms::MAX_COUNT;
+use rl_core::algorithms::bucket::{State, Store, TokenBucket};
+use rl_core::algorithms::Change;
 use rl_core::codec;
-use rl_core::decimal;
 use rl_core::error::{Error, Result};
 
-const WHAT: &str = "an RL.BUCKET (a hash with numeric fields tokens and ts)";
+/// The hash RL.BUCKET keeps its level in.
+pub struct Hash;
+
+impl Storage for Hash {
+    type Algorithm = TokenBucket;
+
+    fn load(key: &Key) -> Result<Option<State>> {
+        load(key)
+    }
+
+    fn store(key: &Key, write: Change<Store>) -> Result<()> {
+        super::change(key, write, store)
+    }
+}
 
 /// Reads the bucket; None for an absent key.
-pub fn load(key: &Key) -> Result<Option<State>> {
+fn load(key: &Key) -> Result<Option<State>> {
     match key.kind() {
         Kind::Empty => Ok(None),
         Kind::Hash => {
             let names = names();
             let [tokens, ts] = key.hash_get_two([&names.tokens, &names.ts]);
-            let level_micros = tokens.as_ref().and_then(|t| decimal::micros(t.bytes()));
-            let ts_ms = ts
-                .as_ref()
-                .and_then(|t| decimal::digits(t.bytes()))
-                .filter(|&t| t <= MAX_COUNT);
-            match (level_micros, ts_ms) {
-                (Some(level_micros), Some(ts)) => Ok(Some(State {
-                    level_micros,
-                    ts: ts as i64,
-                })),
-                _ => Err(Error::NotALimiter(WHAT)),
-            }
+            TokenBucket::decode(
+                tokens.as_ref().map(|t| t.bytes()),
+                ts.as_ref().map(|t| t.bytes()),
+            )
+            .map(Some)
+            .ok_or(Error::NotALimiter(TokenBucket::WHAT))
         }
         _ => Err(Error::WrongType),
     }
@@ -45,7 +51,7 @@ pub fn load(key: &Key) -> Result<Option<State>> {
 /// before setting any field, so a refusal (0 fields set) changes nothing: nothing is
 /// propagated and the error is returned. A failure after a field was set (unreachable
 /// in practice) deletes the key and propagates `DEL`, as for a record.
-pub fn store(key: &Key, store: Store) -> Result<()> {
+fn store(key: &Key, store: Store) -> Result<()> {
     if !matches!(key.kind(), Kind::Empty | Kind::Hash) {
         return Err(Error::WrongType);
     }

@@ -12,17 +12,28 @@
 pub mod acquire;
 pub mod bucket;
 mod effects;
-pub mod fixed;
-pub mod gcra;
 pub mod record;
 pub mod sliding;
-pub mod sliding_counter;
 mod zset;
 
 pub use crate::server::{Key, Kind};
 
-use rl_core::algorithms::Change;
+use rl_core::algorithms::{Algorithm, Change};
 use rl_core::error::{Error, Result};
+
+/// Where an algorithm's state lives in a native key: loaded before a call decides,
+/// written (and propagated) after it allows. A limiter whose state is a string is a
+/// [`record::Record`]; RL.BUCKET's hash is [`bucket::Hash`].
+pub trait Storage {
+    type Algorithm: Algorithm;
+
+    /// Reads the key: WRONGTYPE for another type, the "does not hold" error for
+    /// content RL did not write.
+    fn load(key: &Key) -> Result<<Self::Algorithm as Algorithm>::State>;
+
+    /// Writes what a call decided, then propagates it.
+    fn store(key: &Key, write: <Self::Algorithm as Algorithm>::Write) -> Result<()>;
+}
 
 /// Deletes the key, a limiter back at its initial state (a refund gave everything
 /// back), and propagates `DEL`.

@@ -26,43 +26,12 @@
 //! replaying ours — converts it to raw, 72 → 80 B, even for a rejected call; its
 //! content, TTL and DUMP do not change.) `tests/memory.rs` pins these figures.
 
-use super::{effects, injected, Key, Kind};
-use rl_core::algorithms::Millis;
+use std::marker::PhantomData;
+
+use super::{effects, injected, Key, Kind, Storage};
+use rl_core::algorithms::{Algorithm, Change, Millis};
+use rl_core::codec::{StateBuf, StringState};
 use rl_core::error::{Error, Result};
-
-/// Reads the record's value: None for an absent key. `parse` reads the value; when
-/// it fails, the "does not hold" error names `what`. The expiry comes along as the
-/// key has it (None: no expiry): whether a value without one is a state is the
-/// limiter's call (see [`load_with_expiry`]).
-pub fn load<T>(
-    key: &Key,
-    what: &'static str,
-    parse: impl FnOnce(&[u8]) -> Option<T> + Send,
-) -> Result<Option<(T, Option<Millis>)>> {
-    match key.kind() {
-        Kind::Empty => Ok(None),
-        Kind::String => {
-            let value = key.read_string(parse).ok_or(Error::NotALimiter(what))?;
-            Ok(Some((value, key.expires_at())))
-        }
-        _ => Err(Error::WrongType),
-    }
-}
-
-/// As [`load`], for a limiter whose expiry is part of its state (RL.FIXED's count
-/// is of the window that ends at the expiry): a value without one is not a state RL
-/// wrote, and is the "does not hold" error.
-pub fn load_with_expiry<T>(
-    key: &Key,
-    what: &'static str,
-    parse: impl FnOnce(&[u8]) -> Option<T> + Send,
-) -> Result<Option<(T, Millis)>> {
-    match load(key, what, parse)? {
-        None => Ok(None),
-        Some((value, Some(expires_at))) => Ok(Some((value, expires_at))),
-        Some((_, None)) => Err(Error::NotALimiter(what)),
-    }
-}
 
 /// Writes `digits` in place, sets the absolute expiry, and only then propagates
 /// `SET key value PXAT expires_at` (events `set`, `expire`) and signals the key.
@@ -116,6 +85,40 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     effects::set_pxat(key, digits, expires_at)?;
     key.signal_modified();
     Ok(())
+}
+
+/// The storage of a limiter whose state is one string ([`StringState`]): RL.FIXED,
+/// RL.GCRA (and CL.THROTTLE), RL.SLIDINGCOUNTER. Its format and its "does not hold"
+/// wording come from the core crate, so the module and the in-memory executor write
+/// the same bytes.
+pub struct Record<A>(PhantomData<A>);
+
+impl<A> Storage for Record<A>
+where
+    A: StringState + Algorithm<State = Option<A::Value>, Write = Change<A::Stored>>,
+{
+    type Algorithm = A;
+
+    fn load(key: &Key) -> Result<Option<A::Value>> {
+        match key.kind() {
+            Kind::Empty => Ok(None),
+            Kind::String => {
+                let expires_at = key.expires_at();
+                key.read_string(|value| A::decode(value, expires_at))
+                    .map(Some)
+                    .ok_or(Error::NotALimiter(A::WHAT))
+            }
+            _ => Err(Error::WrongType),
+        }
+    }
+
+    fn store(key: &Key, write: Change<A::Stored>) -> Result<()> {
+        super::change(key, write, |key, stored| {
+            let mut buf: StateBuf = [0; 96];
+            let (value, expires_at) = A::encode(&stored, &mut buf);
+            store(key, value, expires_at)
+        })
+    }
 }
 
 /// After a partial write: deletes the key and propagates `DEL` (event `del`), so

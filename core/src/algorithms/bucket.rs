@@ -12,8 +12,8 @@
 
 pub use super::Rate;
 use super::{
-    at_plus, cap, ms_until, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis,
-    Outcome, RetryAfter,
+    at_plus, cap, ms_until, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome,
+    RetryAfter,
 };
 
 /// Millionths of a token: the stored level's resolution.
@@ -103,14 +103,21 @@ pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcom
     refunded(change, settled.report)
 }
 
-/// One call: take or give back.
-pub fn call(
-    stored: Option<State>,
-    now: Millis,
-    rate: Rate,
-    amount: Amount,
-) -> Outcome<Change<Store>> {
-    take_or_refund((decide, refund), stored, now, rate, amount)
+/// The token bucket (RL.BUCKET).
+pub struct TokenBucket;
+
+impl Algorithm for TokenBucket {
+    type State = Option<State>;
+    type Params = Rate;
+    type Write = Change<Store>;
+
+    fn take(state: Option<State>, now: Millis, params: Rate, cost: Cost) -> Outcome<Self::Write> {
+        decide(state, now, params, cost).into_change()
+    }
+
+    fn refund(state: Option<State>, now: Millis, params: Rate, n: Cost) -> Outcome<Self::Write> {
+        refund(state, now, params, n)
+    }
 }
 
 /// When the call is decided and the exact level then. Time never runs backwards

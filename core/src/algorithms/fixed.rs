@@ -5,8 +5,8 @@
 //! expires, which is the window's end.
 
 use super::{
-    after, ms_until, refunded, take_or_refund, Amount, Change, Cost, Decision, Interval, Millis,
-    Outcome, Quota, RetryAfter,
+    after, ms_until, refunded, Algorithm, Change, Cost, Decision, Interval, Millis, Outcome, Quota,
+    RetryAfter,
 };
 
 /// What the key holds: the units used and the absolute expiry (window end).
@@ -89,14 +89,26 @@ pub fn refund(
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
-/// One call: take or give back.
-pub fn call(
-    stored: Option<Counter>,
-    now: Millis,
-    quota: Quota,
-    amount: Amount,
-) -> Outcome<Change<Counter>> {
-    take_or_refund((decide, refund), stored, now, quota, amount)
+/// The fixed window counter (RL.FIXED).
+pub struct FixedWindow;
+
+impl Algorithm for FixedWindow {
+    type State = Option<Counter>;
+    type Params = Quota;
+    type Write = Change<Counter>;
+
+    fn take(
+        state: Option<Counter>,
+        now: Millis,
+        params: Quota,
+        cost: Cost,
+    ) -> Outcome<Self::Write> {
+        decide(state, now, params, cost).into_change()
+    }
+
+    fn refund(state: Option<Counter>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
+        refund(state, now, params, n)
+    }
 }
 
 #[cfg(test)]

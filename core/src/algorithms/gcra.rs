@@ -18,8 +18,7 @@
 //! The TAT is the schedule: each admitted call queues behind the earlier ones.
 
 use super::{
-    after, cap, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis, Outcome, Rate,
-    RetryAfter,
+    after, cap, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome, Rate, RetryAfter,
 };
 
 /// Nanoseconds per millisecond.
@@ -148,14 +147,21 @@ pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outc
     refunded(change, decide(after, now, rate, Cost::ZERO).decision)
 }
 
-/// One call: take or give back.
-pub fn call(
-    stored: Option<Tat>,
-    now: Millis,
-    rate: Emission,
-    amount: Amount,
-) -> Outcome<Change<Store>> {
-    take_or_refund((decide, refund), stored, now, rate, amount)
+/// The generic cell rate algorithm (RL.GCRA, CL.THROTTLE).
+pub struct Gcra;
+
+impl Algorithm for Gcra {
+    type State = Option<Tat>;
+    type Params = Emission;
+    type Write = Change<Store>;
+
+    fn take(state: Option<Tat>, now: Millis, params: Emission, cost: Cost) -> Outcome<Self::Write> {
+        decide(state, now, params, cost).into_change()
+    }
+
+    fn refund(state: Option<Tat>, now: Millis, params: Emission, n: Cost) -> Outcome<Self::Write> {
+        refund(state, now, params, n)
+    }
 }
 
 /// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when

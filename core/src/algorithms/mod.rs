@@ -99,23 +99,45 @@ pub(crate) fn after<S, T>(
     }
 }
 
-/// An algorithm's two entry points: take units, give units back.
-pub(crate) type Entries<St, P, S> = (
-    fn(St, Millis, P, Cost) -> Outcome<S>,
-    fn(St, Millis, P, Cost) -> Outcome<Change<S>>,
-);
+/// A limiter's arithmetic: a pure function of (stored state, now, parameters,
+/// amount) that decides a call and says what it writes. Each algorithm is a unit
+/// type implementing this; the module loads `State` from a native key and stores
+/// `Write`, the in-memory executor and the tests do the same without a server.
+pub trait Algorithm {
+    /// What the key holds, as the algorithm reads it (None or a view for an absent key).
+    type State;
+    /// A call's parameters, valid by construction.
+    type Params: Copy;
+    /// What a call writes: a new state, or a delete back at the initial state.
+    type Write;
 
-/// One call of an algorithm: take (`decide`) or give back (`refund`).
-pub(crate) fn take_or_refund<St, P, S>(
-    (decide, refund): Entries<St, P, S>,
-    stored: St,
-    now: Millis,
-    params: P,
-    amount: Amount,
-) -> Outcome<Change<S>> {
-    match amount {
-        Amount::Take(n) => decide(stored, now, params, n).into_change(),
-        Amount::Refund(n) => refund(stored, now, params, n),
+    /// Takes `cost` units (COST 0 inspects and writes nothing).
+    fn take(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        cost: Cost,
+    ) -> Outcome<Self::Write>;
+
+    /// Gives back up to `n` units taken earlier, never beyond the initial state.
+    fn refund(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        n: Cost,
+    ) -> Outcome<Self::Write>;
+
+    /// One call: take or give back, as the call's amount says.
+    fn call(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        amount: Amount,
+    ) -> Outcome<Self::Write> {
+        match amount {
+            Amount::Take(n) => Self::take(state, now, params, n),
+            Amount::Refund(n) => Self::refund(state, now, params, n),
+        }
     }
 }
 

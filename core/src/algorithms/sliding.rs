@@ -4,8 +4,10 @@
 //! `t > now - window`. Only accepted units are logged, so a client hammering a full
 //! limiter does not extend its own ban.
 
+use std::marker::PhantomData;
+
 use super::{
-    at_plus, ms_until, refunded, Amount, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
+    at_plus, ms_until, refunded, Algorithm, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
 };
 
 /// Read access to the stored log: unit times in ms, oldest first.
@@ -91,23 +93,42 @@ pub fn refund(log: &impl Log, now: Millis, quota: Quota, n: Cost) -> Outcome<Rem
     refunded(store, report)
 }
 
-/// One call: take or give back.
-pub fn call(log: &impl Log, now: Millis, quota: Quota, amount: Amount) -> Outcome<Write> {
-    match amount {
-        Amount::Take(n) => {
-            let out = decide(log, now, quota, n);
-            Outcome {
-                decision: out.decision,
-                store: out.store.map(Write::Append),
-            }
+/// The sliding log (RL.SLIDING) over a log of type `L`: a sorted set in the
+/// module, a vector in tests.
+pub struct SlidingLog<L>(PhantomData<L>);
+
+impl<L: Log> Algorithm for SlidingLog<L> {
+    type State = L;
+    type Params = Quota;
+    type Write = Write;
+
+    fn take(log: L, now: Millis, quota: Quota, cost: Cost) -> Outcome<Write> {
+        let out = decide(&log, now, quota, cost);
+        Outcome {
+            decision: out.decision,
+            store: out.store.map(Write::Append),
         }
-        Amount::Refund(n) => {
-            let out = refund(log, now, quota, n);
-            Outcome {
-                decision: out.decision,
-                store: out.store.map(Write::Remove),
-            }
+    }
+
+    fn refund(log: L, now: Millis, quota: Quota, n: Cost) -> Outcome<Write> {
+        let out = refund(&log, now, quota, n);
+        Outcome {
+            decision: out.decision,
+            store: out.store.map(Write::Remove),
         }
+    }
+}
+
+/// A borrowed log reads as the log.
+impl<L: Log> Log for &L {
+    fn count_after(&self, after: Millis) -> u64 {
+        (**self).count_after(after)
+    }
+    fn nth_after(&self, after: Millis, k: u64) -> Option<Millis> {
+        (**self).nth_after(after, k)
+    }
+    fn newest(&self) -> Option<Millis> {
+        (**self).newest()
     }
 }
 

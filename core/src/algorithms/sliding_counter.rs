@@ -8,8 +8,8 @@
 //! limit·W`, so nothing is floored into an extra unit.
 
 use super::{
-    after, at_plus, cap, refunded, take_or_refund, Amount, Change, Cost, Decision, Millis, Outcome,
-    Quota, RetryAfter,
+    after, at_plus, cap, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome, Quota,
+    RetryAfter,
 };
 
 /// What the key holds: `"<start> <current> <previous>"`.
@@ -115,14 +115,21 @@ pub fn refund(
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
-/// One call: take or give back.
-pub fn call(
-    stored: Option<Counts>,
-    now: Millis,
-    quota: Quota,
-    amount: Amount,
-) -> Outcome<Change<Store>> {
-    take_or_refund((decide, refund), stored, now, quota, amount)
+/// The sliding window counter (RL.SLIDINGCOUNTER).
+pub struct SlidingWindowCounter;
+
+impl Algorithm for SlidingWindowCounter {
+    type State = Option<Counts>;
+    type Params = Quota;
+    type Write = Change<Store>;
+
+    fn take(state: Option<Counts>, now: Millis, params: Quota, cost: Cost) -> Outcome<Self::Write> {
+        decide(state, now, params, cost).into_change()
+    }
+
+    fn refund(state: Option<Counts>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
+        refund(state, now, params, n)
+    }
 }
 
 /// Decides one call against the stored counts (None when the key is absent).

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::algorithms::sliding::Log;
+use crate::algorithms::Algorithm;
 use crate::algorithms::{Amount, Change};
 
 /// A call: take (`COST n`) or give back (`REFUND n`), about one in four a refund.
@@ -151,7 +152,7 @@ proptest! {
         for (step, n, refund) in seq {
             now += step;
             let initial = state.is_none_or(|s| s.used == 0);
-            let out = fixed::call(state, now, q, amount(n, refund));
+            let out = fixed::FixedWindow::call(state, now, q, amount(n, refund));
             let want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
             check_reply(&out.decision, limit, if refund { 0 } else { n });
@@ -174,7 +175,7 @@ proptest! {
         for (step, n, refund) in seq {
             now += step;
             let counted = log.count_after(now - window as i64);
-            let out = sliding::call(&log, now, q, amount(n, refund));
+            let out = sliding::SlidingLog::call(&log, now, q, amount(n, refund));
             let want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
             check_reply(&out.decision, limit, if refund { 0 } else { n });
@@ -203,7 +204,7 @@ proptest! {
         for (step, n, refund) in seq {
             now += step;
             let full_now = bucket::decide(state, now, rate, k(0)).decision.reset_after_ms == 0;
-            let out = bucket::call(state, now, rate, amount(n, refund));
+            let out = bucket::TokenBucket::call(state, now, rate, amount(n, refund));
             let want = if refund { model.refund(now, capacity, tokens, period, n) } else { model.call(now, capacity, tokens, period, n) };
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
             check_reply(&out.decision, capacity, if refund { 0 } else { n });
@@ -230,7 +231,7 @@ proptest! {
         for (step, n, refund) in seq {
             now += step;
             let initial = state.is_none_or(|t| t.0 <= now as u128 * 1_000_000);
-            let out = gcra::call(state, now, emission, amount(n, refund));
+            let out = gcra::Gcra::call(state, now, emission, amount(n, refund));
             let want = if refund { model.refund(now, capacity, tokens, period, n) } else { model.call(now, capacity, tokens, period, n) };
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
             check_write(&out.store, &out.decision, refund, n, initial);
@@ -254,7 +255,7 @@ proptest! {
         for (step, n, refund) in seq {
             now += step;
             let initial = sliding_counter::decide(state, now, q, k(0)).decision.reset_after_ms == 0;
-            let out = sliding_counter::call(state, now, q, amount(n, refund));
+            let out = sliding_counter::SlidingWindowCounter::call(state, now, q, amount(n, refund));
             let mut want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
             if let (RetryAfter::Ms(_), RetryAfter::Ms(got)) = (want.retry_after, out.decision.retry_after) {
                 // The model does not compute waits; decide() is checked against itself.

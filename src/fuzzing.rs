@@ -216,7 +216,7 @@ fn leases(argv: &[&[u8]], now: Millis, state: &[u8]) {
 fn parse<L: Limiter>(argv: &[&[u8]]) -> Option<(L::Params, Amount)> {
     // argv has no command name: the key is argv[0].
     let argc = argv.len() + 1;
-    if !L::DEFINITION.accepts_argc(argc) {
+    if !L::COMMAND.accepts_argc(argc) {
         return None;
     }
     L::parse(&argv[1..]).ok()

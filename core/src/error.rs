@@ -76,11 +76,9 @@ pub enum Error {
     #[error("key '{0}' is given more than once")]
     DuplicateKey(String),
 
-    #[error(
-        "syntax error: unknown policy '{0}', expected FIXED, SLIDING, BUCKET, GCRA, \
-         SLIDINGCOUNTER or ACQUIRE"
-    )]
-    UnknownPolicy(String),
+    /// `expected` lists the policy words (from the command table).
+    #[error("syntax error: unknown policy '{word}', expected {expected}")]
+    UnknownPolicy { word: String, expected: String },
 
     #[error("syntax error: policy {policy} takes {params}")]
     PolicyArgs {

@@ -5,7 +5,8 @@
 //! - `decimal`: the one decimal parser, for arguments and stored state; `codec`:
 //!   how numbers are written into keys;
 //! - `args`: argument parsing shared by all commands; `error`: every failure and
-//!   its code.
+//!   its code;
+//! - `table`: every command, written once.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
 //! the other way round, so the layering is the compiler's to enforce. It builds and
@@ -16,3 +17,4 @@ pub mod args;
 pub mod codec;
 pub mod decimal;
 pub mod error;
+pub mod table;

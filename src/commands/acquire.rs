@@ -8,7 +8,6 @@
 //! (now removed), else 0.
 
 use super::framework::{Handler, Limiter};
-use super::spec::{Arg, ArgKind, CostArg, Spec};
 use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
@@ -17,14 +16,13 @@ use rl_core::algorithms::acquire::{self, Grant, LeaseId, Leases};
 use rl_core::algorithms::{Amount, Cost, Millis, Outcome};
 use rl_core::args;
 use rl_core::error::{Error, Result};
+use rl_core::table::{self, Command};
 
 pub struct Acquire;
 pub struct Release;
 
 static ACQUIRE_COUNTERS: Counters = Counters::new();
 static RELEASE_COUNTERS: Counters = Counters::new();
-
-const ID: Arg = Arg::new(c"id", ArgKind::Text);
 
 /// What an ACQUIRE asks for: a lease named `id` under `leases`.
 pub struct Params {
@@ -37,22 +35,7 @@ fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 }
 
 impl Limiter for Acquire {
-    const DEFINITION: Spec = Spec {
-        // Exactly key limit ttl id: no COST, no REFUND.
-        cost: CostArg::None,
-        ..Spec::rl(
-            c"RL.ACQUIRE",
-            c"write deny-oom",
-            c"Takes or renews a named lease that ends by itself after ttl, at most limit held at once",
-            c"O(log N + M) with N the leases held and M those that expired",
-            &[
-                Arg::new(c"key", ArgKind::Key),
-                Arg::new(c"limit", ArgKind::Integer),
-                Arg::new(c"ttl", ArgKind::Duration),
-                ID,
-            ],
-        )
-    };
+    const COMMAND: &'static Command = &table::ACQUIRE;
     const STATS: &'static Counters = &ACQUIRE_COUNTERS;
     type Params = Params;
     /// The lease's id and what the call writes.
@@ -98,17 +81,7 @@ impl Limiter for Acquire {
 }
 
 impl Handler for Release {
-    const DEFINITION: Spec = Spec {
-        cost: CostArg::None,
-        ..Spec::rl(
-            // Not deny-oom: like DEL, it must free a slot on a server at maxmemory.
-            c"RL.RELEASE",
-            c"write fast",
-            c"Ends the lease named id early, freeing its slot",
-            c"O(log N) with N the leases held",
-            &[Arg::new(c"key", ArgKind::Key), ID],
-        )
-    };
+    const COMMAND: &'static Command = &table::RELEASE;
     const STATS: &'static Counters = &RELEASE_COUNTERS;
     /// Whether a live lease was released.
     type Decided = bool;

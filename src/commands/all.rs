@@ -20,13 +20,13 @@ use super::framework::{fields, Handler, Inline, Limiter, MAX_COUNTED_KEYS};
 use super::gcra::Gcra;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
-use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::Key;
 use rl_core::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
 use rl_core::args;
 use rl_core::error::{Error, Result};
+use rl_core::table::{self, Command};
 
 pub struct All;
 
@@ -35,16 +35,10 @@ static COUNTERS: Counters = Counters::new();
 /// The policies RL.ALL takes: each is a single-key command's parameters, parsed,
 /// decided and written by that command.
 macro_rules! policies {
-    ($($variant:ident = $word:literal),* $(,)?) => {
-        /// Each policy's name (its token in COMMAND DOCS), parameters, and whether
-        /// it takes `[DELAY max]`.
-        pub(super) const POLICIES: &[(&std::ffi::CStr, &[Arg], bool)] = &[
-            $((
-                $word,
-                <$variant as Limiter>::DEFINITION.args.split_at(1).1,
-                <$variant as Limiter>::DEFINITION.delay,
-            )),*
-        ];
+    ($($variant:ident),* $(,)?) => {
+        /// The commands handled as policies, for the test that holds them to the table.
+        #[cfg(test)]
+        const HANDLED: &[&Command] = &[$(<$variant as Limiter>::COMMAND),*];
 
         /// One key's limit: a command and its parameters.
         enum Policy {
@@ -63,11 +57,11 @@ macro_rules! policies {
             fn parse(args: &[&[u8]]) -> Option<Result<(Policy, usize, bool)>> {
                 let word = args.first()?;
                 $(
-                    if word.eq_ignore_ascii_case($word.to_bytes()) {
-                        let spec = &<$variant as Limiter>::DEFINITION;
-                        let n = spec.args.len() - 1;
+                    let command = <$variant as Limiter>::COMMAND;
+                    if word.eq_ignore_ascii_case(command.policy_token().to_bytes()) {
+                        let n = command.params().len();
                         let Some(params) = args.get(1..=n) else {
-                            return Some(Err(policy_args($word, spec)));
+                            return Some(Err(policy_args(command)));
                         };
                         let parsed = <$variant as Limiter>::parse_params(params).and_then(|p| {
                             policy_delay::<$variant>(p, &args[1 + n..])
@@ -104,20 +98,22 @@ macro_rules! policies {
     };
 }
 
+// The handler of each command the table offers as a policy (a test checks the two
+// lists agree).
 policies! {
-    Fixed = c"FIXED",
-    Sliding = c"SLIDING",
-    Bucket = c"BUCKET",
-    Gcra = c"GCRA",
-    SlidingCounter = c"SLIDINGCOUNTER",
-    Acquire = c"ACQUIRE",
+    Fixed,
+    Sliding,
+    Bucket,
+    Gcra,
+    SlidingCounter,
+    Acquire,
 }
 
 /// A policy's `DELAY max` at the start of `rest`, if its command takes one
 /// (GCRA): the parameters with it applied, and the arguments it took (0 or 2).
 fn policy_delay<L: Limiter>(params: L::Params, rest: &[&[u8]]) -> Result<(L::Params, usize)> {
     match rest {
-        [word, rest @ ..] if L::DEFINITION.delay && word.eq_ignore_ascii_case(b"DELAY") => {
+        [word, rest @ ..] if L::COMMAND.delay && word.eq_ignore_ascii_case(b"DELAY") => {
             let value = rest.first().ok_or(Error::MissingValue("DELAY"))?;
             let max_ms = args::delay("DELAY", value)?;
             if rest
@@ -133,13 +129,14 @@ fn policy_delay<L: Limiter>(params: L::Params, rest: &[&[u8]]) -> Result<(L::Par
 }
 
 /// "policy FIXED takes limit window".
-fn policy_args(policy: &'static std::ffi::CStr, spec: &Spec) -> Error {
-    let names: Vec<&str> = spec.args[1..]
+fn policy_args(command: &Command) -> Error {
+    let names: Vec<&str> = command
+        .params()
         .iter()
         .map(|a| a.name.to_str().unwrap_or("?"))
         .collect();
     Error::PolicyArgs {
-        policy: policy.to_str().unwrap_or("?"),
+        policy: command.policy_word(),
         params: names.join(" "),
     }
 }
@@ -187,9 +184,10 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
             .first()
             .is_none_or(|w| w.eq_ignore_ascii_case(b"COST") || w.eq_ignore_ascii_case(b"REFUND"));
         return Err(match rest.first() {
-            Some(word) if policies.len() < keys && !at_option => {
-                Error::UnknownPolicy(args::printable(word))
-            }
+            Some(word) if policies.len() < keys && !at_option => Error::UnknownPolicy {
+                word: args::printable(word),
+                expected: table::policy_words(),
+            },
             _ => Error::PolicyCount {
                 keys,
                 policies: policies.len(),
@@ -249,24 +247,7 @@ fn combine(per_key: &[Decision]) -> Decision {
 }
 
 impl Handler for All {
-    const DEFINITION: Spec = Spec {
-        name: c"RL.ALL",
-        // getkeys-api: Cluster finds the keys by asking (report_counted_keys).
-        flags: c"write deny-oom getkeys-api",
-        summary: c"Checks several limits at one instant and consumes from all of them or none",
-        complexity: c"The sum of each key's command's complexity",
-        args: &[
-            Arg::new(c"numkeys", ArgKind::Integer),
-            Arg::new(c"key", ArgKind::Keys),
-            Arg::new(c"policy", ArgKind::Policies),
-        ],
-        keys: Keys::Counted,
-        // RL.ALL 1 key FIXED limit window
-        min_argc: 6,
-        cost: CostArg::Option,
-        optional: false,
-        delay: false,
-    };
+    const COMMAND: &'static Command = &table::ALL;
     const STATS: &'static Counters = &COUNTERS;
     /// The combined decision, then each key's.
     type Decided = Vec<Decision>;
@@ -321,6 +302,13 @@ impl Handler for All {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_policy_of_the_table_has_its_handler_in_order() {
+        let handled: Vec<_> = HANDLED.iter().map(|c| c.name).collect();
+        let table: Vec<_> = table::policies().map(|c| c.name).collect();
+        assert_eq!(handled, table);
+    }
 
     fn parse_line(line: &str) -> Result<Call> {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();

@@ -6,24 +6,18 @@
 //! retry_after_ms, reset_after_ms]`.
 
 use super::framework::{rate, Stored};
-use super::spec::{Spec, RATE_ARGS};
 use crate::stats::Counters;
 use crate::storage::bucket::Hash;
 use rl_core::algorithms::bucket::Rate;
 use rl_core::error::Result;
+use rl_core::table::{self, Command};
 
 pub struct Bucket;
 
 static COUNTERS: Counters = Counters::new();
 
 impl Stored for Bucket {
-    const DEFINITION: Spec = Spec::rl(
-        c"RL.BUCKET",
-        c"write deny-oom fast",
-        c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
-        c"O(1)",
-        RATE_ARGS,
-    );
+    const COMMAND: &'static Command = &table::BUCKET;
     const STATS: &'static Counters = &COUNTERS;
     type Storage = Hash;
 

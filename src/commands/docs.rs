@@ -3,14 +3,14 @@
 //! sets it: `server::command_info`; the crate's `#[command]` macro also needs
 //! 7.2-only calls, so it is not used), and the command's ACL categories.
 
-use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
+use rl_core::table::{self, Arg, ArgKind, Command, CostArg, Keys};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
 const SINCE: &std::ffi::CStr = c"0.1.0";
 
-pub fn describe(ctx: Context, spec: &Spec) -> Result<(), String> {
+pub fn describe(ctx: Context, spec: &Command) -> Result<(), String> {
     ctx.set_command_info(spec.name, &doc(spec))
         .map_err(|e| match e {
             DocError::NotFound => format!("cannot find {} after registering it", spec.name_str()),
@@ -19,19 +19,19 @@ pub fn describe(ctx: Context, spec: &Spec) -> Result<(), String> {
 }
 
 /// What COMMAND DOCS shows of the command `spec` describes.
-fn doc(spec: &Spec) -> CommandDoc {
+fn doc(spec: &Command) -> CommandDoc {
     let mut args: Vec<ArgDoc> = spec
         .args
         .iter()
         .map(|a| match a.kind {
             ArgKind::Policies => {
-                let blocks = super::all::POLICIES
-                    .iter()
-                    .map(|(word, params, delay)| {
-                        let mut subargs: Vec<_> = params.iter().map(positional).collect();
-                        if *delay {
+                let blocks = table::policies()
+                    .map(|p| {
+                        let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
+                        if p.delay {
                             subargs.push(delay_option());
                         }
+                        let word = p.policy_token();
                         ArgDoc {
                             token: Some(word),
                             ..ArgDoc::new(word, ArgType::Block(subargs))
@@ -115,7 +115,7 @@ fn positional(a: &Arg) -> ArgDoc {
 /// (Redis 7.2+): `@write`, `@fast` for the O(1) commands, and `@ratelimit`. On 7.0
 /// module commands belong to no category; users list them by name (docs/operations.md, the ACL recipe).
 /// A failure is logged, never fatal: the command works without categories.
-pub fn categorize(ctx: Context, spec: &Spec, ratelimit: bool) {
+pub fn categorize(ctx: Context, spec: &Command, ratelimit: bool) {
     let fast = spec
         .flags
         .to_bytes()

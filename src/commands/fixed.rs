@@ -5,25 +5,19 @@
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
 use super::framework::{quota, Stored};
-use super::spec::{Spec, QUOTA_ARGS};
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::Quota;
 use rl_core::error::Result;
+use rl_core::table::{self, Command};
 
 pub struct Fixed;
 
 static COUNTERS: Counters = Counters::new();
 
 impl Stored for Fixed {
-    const DEFINITION: Spec = Spec::rl(
-        c"RL.FIXED",
-        c"write deny-oom fast",
-        c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
-        c"O(1)",
-        QUOTA_ARGS,
-    );
+    const COMMAND: &'static Command = &table::FIXED;
     const STATS: &'static Counters = &COUNTERS;
     type Storage = Record<FixedWindow>;
 

@@ -5,13 +5,13 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::spec::{Keys, Spec};
 use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
 use crate::storage::Storage;
 use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome, Quota, Rate};
 use rl_core::args;
 use rl_core::error::{Error, Result};
+use rl_core::table::{Command, Keys};
 
 /// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
 /// RL.SLIDINGCOUNTER share.
@@ -33,7 +33,7 @@ pub(super) fn rate(args: &[&[u8]]) -> Result<Rate> {
 /// One RL command: how it parses its parameters, decides on a key's state and
 /// writes what it decided.
 pub trait Limiter {
-    const DEFINITION: Spec;
+    const COMMAND: &'static Command;
     type Params;
     /// What an allowed call (or a refund) writes to the key.
     type Write;
@@ -45,9 +45,9 @@ pub trait Limiter {
     /// (`[COST n | REFUND n]`, and `[DELAY max]` if its definition takes it). CL.THROTTLE
     /// replaces it (a positional quantity, no options).
     fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
-        let (positional, options) = args.split_at(Self::DEFINITION.args.len() - 1);
+        let (positional, options) = args.split_at(Self::COMMAND.args.len() - 1);
         let params = Self::parse_params(positional)?;
-        let options = args::options(options.iter().copied(), Self::DEFINITION.delay)?;
+        let options = args::options(options.iter().copied(), Self::COMMAND.delay)?;
         let params = match options.delay {
             Some(max_ms) => Self::delayed(params, max_ms),
             None => params,
@@ -88,7 +88,7 @@ pub trait Limiter {
 /// loaded state), storing and replying follow; a command that needs more (RL.SLIDING's
 /// log, CL.THROTTLE's reply) implements [`Limiter`] itself.
 pub trait Stored {
-    const DEFINITION: Spec;
+    const COMMAND: &'static Command;
     const STATS: &'static Counters;
     type Storage: Storage;
 
@@ -107,7 +107,7 @@ type AlgorithmOf<C> = <<C as Stored>::Storage as Storage>::Algorithm;
 pub type ParamsOf<C> = <AlgorithmOf<C> as Algorithm>::Params;
 
 impl<C: Stored> Limiter for C {
-    const DEFINITION: Spec = C::DEFINITION;
+    const COMMAND: &'static Command = C::COMMAND;
     const STATS: &'static Counters = C::STATS;
     type Params = ParamsOf<C>;
     type Write = <AlgorithmOf<C> as Algorithm>::Write;
@@ -164,7 +164,7 @@ fn apply<L: Limiter>(
 /// writes, and replies. Every [`Limiter`] is one (on one key); RL.ALL is one on
 /// several.
 pub trait Handler {
-    const DEFINITION: Spec;
+    const COMMAND: &'static Command;
     const STATS: &'static Counters;
     /// What the call decided, for [`Handler::reply`].
     type Decided;
@@ -179,7 +179,7 @@ pub trait Handler {
 }
 
 impl<L: Limiter> Handler for L {
-    const DEFINITION: Spec = L::DEFINITION;
+    const COMMAND: &'static Command = L::COMMAND;
     const STATS: &'static Counters = L::STATS;
     type Decided = Decision;
 
@@ -216,13 +216,13 @@ impl<H: Handler> server::Command for H {
 /// (counting, replying) runs inside the guard.
 fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
     let guarded = catch_unwind(AssertUnwindSafe(|| {
-        if matches!(H::DEFINITION.keys, Keys::Counted) && ctx.is_keys_position_request() {
+        if matches!(H::COMMAND.keys, Keys::Counted) && ctx.is_keys_position_request() {
             if let Some(argv) = &argv {
                 report_counted_keys(ctx, argv);
             }
             return;
         }
-        let Some(argv) = argv.filter(|a| H::DEFINITION.accepts_argc(a.count())) else {
+        let Some(argv) = argv.filter(|a| H::COMMAND.accepts_argc(a.count())) else {
             ctx.reply_wrong_arity();
             H::STATS.record(Verdict::Error);
             return;
@@ -245,7 +245,7 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
     if guarded.is_err() {
         // A bug: the key was opened but nothing reached the reply. Whatever the
         // panic left half-done, the client gets an error, never a dead server.
-        ctx.reply_error(&Error::Internal(H::DEFINITION.name_str()));
+        ctx.reply_error(&Error::Internal(H::COMMAND.name_str()));
     }
 }
 

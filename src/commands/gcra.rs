@@ -7,12 +7,12 @@
 //! and its retry_after_ms is the wait before acting (docs/commands.md).
 
 use super::framework::{rate, Stored};
-use super::spec::{Spec, RATE_ARGS};
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::gcra::{Emission, Gcra as Algorithm};
 use rl_core::algorithms::Rate;
 use rl_core::error::{Error, Result};
+use rl_core::table::{self, Command};
 
 pub struct Gcra;
 
@@ -27,14 +27,7 @@ pub(super) fn emission(rate: Rate) -> Result<Emission> {
 }
 
 impl Stored for Gcra {
-    const DEFINITION: Spec = Spec::rl(
-        c"RL.GCRA",
-        c"write deny-oom fast",
-        c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
-        c"O(1)",
-        RATE_ARGS,
-    )
-    .with_delay();
+    const COMMAND: &'static Command = &table::GCRA;
     const STATS: &'static Counters = &COUNTERS;
     type Storage = Tat;
 

@@ -1,6 +1,5 @@
 //! The RL.* commands: the glue between Redis and the algorithms.
 //!
-//! - `spec`: what Redis needs to know about a command (name, flags, arguments);
 //! - `framework`: the steps every command runs ([`framework::dispatch`]), and the
 //!   [`Limiter`] and [`Handler`] traits a command implements;
 //! - one file per command (`fixed`, `sliding`, `bucket`, `gcra`, `sliding_counter`,
@@ -19,7 +18,6 @@ mod gcra;
 mod registry;
 mod sliding;
 mod sliding_counter;
-mod spec;
 mod throttle;
 
 pub use registry::{register_all, Info};

@@ -11,16 +11,15 @@ use super::framework::Handler;
 use super::gcra::Gcra;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
-use super::spec::Keys;
-use super::spec::Spec;
 use super::throttle::Throttle;
 use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
+use rl_core::table::{Command as Row, Keys};
 
 /// One row of [`COMMANDS`].
 pub struct Command {
-    pub spec: &'static Spec,
+    pub command: &'static Row,
     pub stats: &'static Counters,
     register: fn(Context, bool) -> Result<(), String>,
 }
@@ -28,15 +27,15 @@ pub struct Command {
 impl Command {
     const fn of<H: Handler>() -> Command {
         Command {
-            spec: &H::DEFINITION,
+            command: H::COMMAND,
             stats: H::STATS,
             register: register::<H>,
         }
     }
 }
 
-/// Every command the module registers. Registration and INFO iterate this list,
-/// so a new command is one row here (and its file).
+/// The handler of every command of the table (`rl_core::table::COMMANDS`), in its
+/// order: registration and INFO iterate this list. A test holds it to the table.
 pub static COMMANDS: &[Command] = &[
     Command::of::<Fixed>(),
     Command::of::<Sliding>(),
@@ -61,7 +60,7 @@ pub fn register_all(ctx: Context, ratelimit: bool) -> Result<(), String> {
 /// servers that have them (7.2+), its ACL categories. `ratelimit` is true when the
 /// module's own `@ratelimit` category was created.
 pub fn register<H: Handler>(ctx: Context, ratelimit: bool) -> Result<(), String> {
-    let spec = &H::DEFINITION;
+    let spec = H::COMMAND;
     // Counted keys have no (first, last, step) form: the key spec COMMAND INFO
     // shows (set by docs::describe) is how the server finds them.
     let keys = match spec.keys {
@@ -88,6 +87,21 @@ pub struct Info;
 
 impl Section for Info {
     fn write(ctx: InfoContext) {
-        stats::section(ctx, COMMANDS.iter().map(|c| (c.spec.name_str(), c.stats)));
+        stats::section(
+            ctx,
+            COMMANDS.iter().map(|c| (c.command.name_str(), c.stats)),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_of_the_table_has_its_handler_in_order() {
+        let handled: Vec<_> = COMMANDS.iter().map(|c| c.command.name).collect();
+        let table: Vec<_> = rl_core::table::COMMANDS.iter().map(|c| c.name).collect();
+        assert_eq!(handled, table);
     }
 }

@@ -5,26 +5,20 @@
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
 use super::framework::{quota, Limiter};
-use super::spec::{Spec, QUOTA_ARGS};
 use crate::config;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
 use rl_core::algorithms::sliding::{Log, SlidingLog, Write};
 use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, Quota};
 use rl_core::error::{Error, Result};
+use rl_core::table::{self, Command};
 
 pub struct Sliding;
 
 static COUNTERS: Counters = Counters::new();
 
 impl Limiter for Sliding {
-    const DEFINITION: Spec = Spec::rl(
-        c"RL.SLIDING",
-        c"write deny-oom",
-        c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
-        c"O(log N + M) with N the units logged and M those that left the window or the cost",
-        QUOTA_ARGS,
-    );
+    const COMMAND: &'static Command = &table::SLIDING;
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
     /// The write, and the newest unit logged before it (where new units' sequence

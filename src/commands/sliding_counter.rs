@@ -6,25 +6,19 @@
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
 use super::framework::{quota, Stored};
-use super::spec::{Spec, QUOTA_ARGS};
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::Quota;
 use rl_core::error::Result;
+use rl_core::table::{self, Command};
 
 pub struct SlidingCounter;
 
 static COUNTERS: Counters = Counters::new();
 
 impl Stored for SlidingCounter {
-    const DEFINITION: Spec = Spec::rl(
-        c"RL.SLIDINGCOUNTER",
-        c"write deny-oom fast",
-        c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",
-        c"O(1)",
-        QUOTA_ARGS,
-    );
+    const COMMAND: &'static Command = &table::SLIDINGCOUNTER;
     const STATS: &'static Counters = &COUNTERS;
     type Storage = Record<SlidingWindowCounter>;
 

@@ -7,7 +7,6 @@
 
 use super::framework::Limiter;
 use super::gcra::{emission, Tat};
-use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
 use crate::server::Context;
 use crate::stats::Counters;
 use crate::storage::{Key, Storage};
@@ -17,6 +16,7 @@ use rl_core::algorithms::{
 };
 use rl_core::args;
 use rl_core::error::{Error, Result};
+use rl_core::table::{self, Command};
 
 pub struct Throttle;
 
@@ -28,25 +28,7 @@ fn seconds(ms: u64) -> i64 {
 }
 
 impl Limiter for Throttle {
-    const DEFINITION: Spec = Spec {
-        name: c"CL.THROTTLE",
-        flags: c"write deny-oom fast",
-        summary:
-            c"redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA)",
-        complexity: c"O(1)",
-        args: &[
-            Arg::new(c"key", ArgKind::Key),
-            Arg::new(c"max_burst", ArgKind::Integer),
-            Arg::new(c"count", ArgKind::Integer),
-            Arg::new(c"period", ArgKind::Duration),
-        ],
-        keys: Keys::First,
-        // The command name, the key and three parameters; then an optional quantity.
-        min_argc: 5,
-        cost: CostArg::Positional(c"quantity"),
-        optional: true,
-        delay: false,
-    };
+    const COMMAND: &'static Command = &table::THROTTLE;
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
     type Write = <Gcra as Algorithm>::Write;

@@ -1,0 +1,376 @@
+//! Every command RL has, written once: name, flags, arity, where its keys are,
+//! the arguments and options it takes, its RL.ALL policy word and its name in the
+//! Functions library. Plain data: the module registers, documents (COMMAND DOCS,
+//! ACL categories), counts (INFO) and dispatches by it; RL.ALL parses its policies
+//! and words its errors from it; the tests iterate it. A new command is a row here.
+
+use std::ffi::CStr;
+
+/// A positional argument as COMMAND DOCS shows it.
+pub struct Arg {
+    pub name: &'static CStr,
+    pub kind: ArgKind,
+}
+
+impl Arg {
+    pub const fn new(name: &'static CStr, kind: ArgKind) -> Self {
+        Arg { name, kind }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum ArgKind {
+    Key,
+    /// One or more keys (RL.ALL's, counted by the argument before them).
+    Keys,
+    Integer,
+    /// A duration such as `60`, `1500ms` or `1m`.
+    Duration,
+    /// Any bytes (RL.ACQUIRE's lease id).
+    Text,
+    /// One or more RL.ALL policies (`FIXED limit window | …`).
+    Policies,
+}
+
+/// Where a command's keys are.
+#[derive(Clone, Copy)]
+pub enum Keys {
+    /// One key, the first argument.
+    First,
+    /// `numkeys key [key …]`: the first argument counts the keys that follow.
+    Counted,
+}
+
+/// One command: what Redis needs to know about it, and what RL's own parts do with it.
+pub struct Command {
+    pub name: &'static CStr,
+    pub flags: &'static CStr,
+    pub summary: &'static CStr,
+    pub complexity: &'static CStr,
+    /// Positional arguments, the key first; the cost follows them all.
+    pub args: &'static [Arg],
+    pub keys: Keys,
+    /// The fewest arguments a call has, its name included.
+    pub min_argc: usize,
+    /// How the cost is given.
+    pub cost: CostArg,
+    /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
+    /// taken, RL loads without it and logs so.
+    pub optional: bool,
+    /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy).
+    pub delay: bool,
+    /// Its word as an RL.ALL policy (`FIXED`), if it is one.
+    pub policy: Option<&'static CStr>,
+    /// Its function in the Functions library (`rl_fixed`), if the library has it.
+    pub function: Option<&'static str>,
+}
+
+/// How a command takes its cost.
+#[derive(Clone, Copy)]
+pub enum CostArg {
+    /// `[COST n]`, RL's option.
+    Option,
+    /// A last optional positional argument with this name (CL.THROTTLE's quantity).
+    Positional(&'static CStr),
+    /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
+    None,
+}
+
+impl Command {
+    /// An RL.* command: `[COST n]` after its positional arguments, registered always.
+    const fn rl(
+        name: &'static CStr,
+        flags: &'static CStr,
+        summary: &'static CStr,
+        complexity: &'static CStr,
+        args: &'static [Arg],
+    ) -> Command {
+        Command {
+            name,
+            flags,
+            summary,
+            complexity,
+            args,
+            keys: Keys::First,
+            min_argc: 1 + args.len(),
+            cost: CostArg::Option,
+            optional: false,
+            delay: false,
+            policy: None,
+            function: None,
+        }
+    }
+
+    /// The same command, offered as an RL.ALL policy under `word`.
+    const fn policy(self, word: &'static CStr) -> Command {
+        Command {
+            policy: Some(word),
+            ..self
+        }
+    }
+
+    /// The same command, in the Functions library as `function`.
+    const fn function(self, function: &'static str) -> Command {
+        Command {
+            function: Some(function),
+            ..self
+        }
+    }
+
+    /// The same command, taking `[DELAY max]` too.
+    const fn with_delay(self) -> Command {
+        Command {
+            delay: true,
+            ..self
+        }
+    }
+
+    /// At most this many (a positional cost is the only optional argument).
+    fn max_argc(&self) -> Option<usize> {
+        match self.cost {
+            CostArg::Option => None,
+            CostArg::Positional(_) => Some(self.min_argc + 1),
+            CostArg::None => Some(self.min_argc),
+        }
+    }
+
+    /// Whether a call of `argc` arguments (the command name included) has the
+    /// command's arity.
+    pub fn accepts_argc(&self, argc: usize) -> bool {
+        argc >= self.min_argc && self.max_argc().is_none_or(|max| argc <= max)
+    }
+
+    pub fn name_str(&self) -> &'static str {
+        self.name.to_str().unwrap_or("RL")
+    }
+
+    /// Its RL.ALL policy word (its name if it is none), as COMMAND DOCS shows it.
+    pub fn policy_token(&self) -> &'static CStr {
+        self.policy.unwrap_or(self.name)
+    }
+
+    /// Its RL.ALL policy word as text.
+    pub fn policy_word(&self) -> &'static str {
+        self.policy_token().to_str().unwrap_or("?")
+    }
+
+    /// Its positional parameters after the key, as a policy or an error names them.
+    pub fn params(&self) -> &'static [Arg] {
+        self.args.split_at(1).1
+    }
+}
+
+/// `key limit window`: RL.FIXED's, RL.SLIDING's and RL.SLIDINGCOUNTER's arguments.
+const QUOTA_ARGS: &[Arg] = &[
+    Arg::new(c"key", ArgKind::Key),
+    Arg::new(c"limit", ArgKind::Integer),
+    Arg::new(c"window", ArgKind::Duration),
+];
+
+/// `key capacity tokens period`: RL.BUCKET's and RL.GCRA's arguments.
+const RATE_ARGS: &[Arg] = &[
+    Arg::new(c"key", ArgKind::Key),
+    Arg::new(c"capacity", ArgKind::Integer),
+    Arg::new(c"tokens", ArgKind::Integer),
+    Arg::new(c"period", ArgKind::Duration),
+];
+
+/// A lease's name: RL.ACQUIRE's and RL.RELEASE's last argument.
+const ID: Arg = Arg::new(c"id", ArgKind::Text);
+
+pub const FIXED: Command = Command::rl(
+    c"RL.FIXED",
+    c"write deny-oom fast",
+    c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
+    c"O(1)",
+    QUOTA_ARGS,
+)
+.policy(c"FIXED")
+.function("rl_fixed");
+
+pub const SLIDING: Command = Command::rl(
+    c"RL.SLIDING",
+    c"write deny-oom",
+    c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
+    c"O(log N + M) with N the units logged and M those that left the window or the cost",
+    QUOTA_ARGS,
+)
+.policy(c"SLIDING")
+.function("rl_sliding");
+
+pub const BUCKET: Command = Command::rl(
+    c"RL.BUCKET",
+    c"write deny-oom fast",
+    c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
+    c"O(1)",
+    RATE_ARGS,
+)
+.policy(c"BUCKET")
+.function("rl_bucket");
+
+pub const GCRA: Command = Command::rl(
+    c"RL.GCRA",
+    c"write deny-oom fast",
+    c"Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA)",
+    c"O(1)",
+    RATE_ARGS,
+)
+.with_delay()
+.policy(c"GCRA")
+.function("rl_gcra");
+
+pub const SLIDINGCOUNTER: Command = Command::rl(
+    c"RL.SLIDINGCOUNTER",
+    c"write deny-oom fast",
+    c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",
+    c"O(1)",
+    QUOTA_ARGS,
+)
+.policy(c"SLIDINGCOUNTER")
+.function("rl_slidingcounter");
+
+/// redis-cell's command, its arguments and reply: not in the library (the library
+/// is for servers without modules; redis-cell is a module).
+pub const THROTTLE: Command = Command {
+    name: c"CL.THROTTLE",
+    flags: c"write deny-oom fast",
+    summary:
+        c"redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA)",
+    complexity: c"O(1)",
+    args: &[
+        Arg::new(c"key", ArgKind::Key),
+        Arg::new(c"max_burst", ArgKind::Integer),
+        Arg::new(c"count", ArgKind::Integer),
+        Arg::new(c"period", ArgKind::Duration),
+    ],
+    keys: Keys::First,
+    // The command name, the key and three parameters; then an optional quantity.
+    min_argc: 5,
+    cost: CostArg::Positional(c"quantity"),
+    optional: true,
+    delay: false,
+    policy: None,
+    function: None,
+};
+
+pub const ALL: Command = Command {
+    name: c"RL.ALL",
+    // getkeys-api: Cluster finds the keys by asking (the module answers from numkeys).
+    flags: c"write deny-oom getkeys-api",
+    summary: c"Checks several limits at one instant and consumes from all of them or none",
+    complexity: c"The sum of each key's command's complexity",
+    args: &[
+        Arg::new(c"numkeys", ArgKind::Integer),
+        Arg::new(c"key", ArgKind::Keys),
+        Arg::new(c"policy", ArgKind::Policies),
+    ],
+    keys: Keys::Counted,
+    // RL.ALL 1 key FIXED limit window
+    min_argc: 6,
+    cost: CostArg::Option,
+    optional: false,
+    delay: false,
+    policy: None,
+    function: Some("rl_all"),
+};
+
+pub const ACQUIRE: Command = Command {
+    // Exactly key limit ttl id: no COST, no REFUND.
+    cost: CostArg::None,
+    ..Command::rl(
+        c"RL.ACQUIRE",
+        c"write deny-oom",
+        c"Takes or renews a named lease that ends by itself after ttl, at most limit held at once",
+        c"O(log N + M) with N the leases held and M those that expired",
+        &[
+            Arg::new(c"key", ArgKind::Key),
+            Arg::new(c"limit", ArgKind::Integer),
+            Arg::new(c"ttl", ArgKind::Duration),
+            ID,
+        ],
+    )
+    .policy(c"ACQUIRE")
+    .function("rl_acquire")
+};
+
+pub const RELEASE: Command = Command {
+    cost: CostArg::None,
+    ..Command::rl(
+        // Not deny-oom: like DEL, it must free a slot on a server at maxmemory.
+        c"RL.RELEASE",
+        c"write fast",
+        c"Ends the lease named id early, freeing its slot",
+        c"O(log N) with N the leases held",
+        &[Arg::new(c"key", ArgKind::Key), ID],
+    )
+    .function("rl_release")
+};
+
+/// Every command, in the order the module registers them and INFO lists them.
+pub static COMMANDS: &[&Command] = &[
+    &FIXED,
+    &SLIDING,
+    &BUCKET,
+    &GCRA,
+    &SLIDINGCOUNTER,
+    &THROTTLE,
+    &ALL,
+    &ACQUIRE,
+    &RELEASE,
+];
+
+/// The commands RL.ALL takes as policies, in the table's order.
+pub fn policies() -> impl Iterator<Item = &'static Command> {
+    COMMANDS.iter().copied().filter(|c| c.policy.is_some())
+}
+
+/// The policy words, as an error lists them: "FIXED, SLIDING, … or ACQUIRE".
+pub fn policy_words() -> String {
+    let words: Vec<&str> = policies().map(Command::policy_word).collect();
+    match words.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The command named `name` (any case), if RL has it.
+pub fn find(name: &[u8]) -> Option<&'static Command> {
+    COMMANDS
+        .iter()
+        .copied()
+        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_policies_and_functions_are_unique() {
+        for (i, a) in COMMANDS.iter().enumerate() {
+            for b in &COMMANDS[i + 1..] {
+                assert_ne!(a.name, b.name);
+                assert!(a.policy.is_none() || a.policy != b.policy);
+                assert!(a.function.is_none() || a.function != b.function);
+            }
+        }
+    }
+
+    #[test]
+    fn policy_words_read_as_a_list() {
+        assert_eq!(
+            policy_words(),
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"
+        );
+    }
+
+    #[test]
+    fn arity_follows_the_arguments() {
+        assert!(FIXED.accepts_argc(4) && FIXED.accepts_argc(6) && !FIXED.accepts_argc(3));
+        assert!(THROTTLE.accepts_argc(5) && THROTTLE.accepts_argc(6) && !THROTTLE.accepts_argc(7));
+        assert!(ACQUIRE.accepts_argc(5) && !ACQUIRE.accepts_argc(6));
+        assert!(RELEASE.accepts_argc(3) && !RELEASE.accepts_argc(4));
+        assert_eq!(find(b"rl.gcra").map(|c| c.name), Some(GCRA.name));
+    }
+}

@@ -399,14 +399,19 @@ fn command_info_declares_arity_flags_and_key_spec() {
         let entry = &items(&info)[0];
         let entry = items(entry);
         assert_eq!(text(&entry[0]).to_lowercase(), lim.name.to_lowercase());
-        assert_eq!(text(&entry[1]), lim.arity.to_string(), "{} arity", lim.name);
+        assert_eq!(
+            text(&entry[1]),
+            lim.arity().to_string(),
+            "{} arity",
+            lim.name
+        );
         let flags: Vec<String> = items(&entry[2]).iter().map(text).collect();
         for f in ["write", "denyoom"] {
             assert!(flags.contains(&f.to_string()), "{}: {flags:?}", lim.name);
         }
         assert_eq!(
             flags.contains(&"fast".to_string()),
-            lim.fast,
+            lim.fast(),
             "{}: {flags:?}",
             lim.name
         );

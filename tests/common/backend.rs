@@ -63,22 +63,12 @@ pub fn load_library(c: &mut Connection) {
     assert_eq!(name, "rl");
 }
 
-/// The library function for an RL command name (any case): `RL.FIXED` → `rl_fixed`.
+/// The library function for an RL command name (any case): `RL.FIXED` → `rl_fixed`,
+/// as the command table names it (None for a command the library lacks).
 pub fn function_of(name: &[u8]) -> Option<String> {
-    const NAMES: &[&str] = &[
-        "RL.FIXED",
-        "RL.SLIDING",
-        "RL.BUCKET",
-        "RL.GCRA",
-        "RL.SLIDINGCOUNTER",
-        "RL.ALL",
-        "RL.ACQUIRE",
-        "RL.RELEASE",
-    ];
-    NAMES
-        .iter()
-        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
-        .map(|n| n.to_lowercase().replace('.', "_"))
+    rl_core::table::find(name)
+        .and_then(|c| c.function)
+        .map(str::to_string)
 }
 
 /// A command line as the backend takes it: unchanged for the module; for the

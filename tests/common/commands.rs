@@ -63,7 +63,7 @@ impl Kind {
 ///   (`RL.GCRA` → `gcra`);
 /// - `params`: its positional parameters (name, [`Kind`], a valid value, the maximum),
 ///   and `policy`: those parameters for "n units per window w";
-/// - `arity` and `fast`, as COMMAND INFO reports them;
+/// - (arity and `fast` come from the command table, rl_core::table);
 /// - `native_type` (TYPE of its key), `read` (a read-only command showing the whole
 ///   state) and, for a string state, `string_state` (whether a value is one it writes);
 /// - `wrong_types` (keys of other types) and `foreign` (keys of the right type with
@@ -83,10 +83,6 @@ pub struct Command {
     /// INFO field prefix (`rl_<short>_allowed`) and key prefix in tests.
     pub short: &'static str,
     pub params: &'static [Param],
-    /// COMMAND INFO arity: negative, the minimum number of arguments with the name.
-    pub arity: i64,
-    /// Whether COMMAND INFO flags it `fast` (O(1)).
-    pub fast: bool,
     /// TYPE of the key it writes.
     pub native_type: &'static str,
     /// A read-only command that reads the whole key `k` (for client tracking).
@@ -181,8 +177,6 @@ pub const FIXED: Command = Command {
     name: "RL.FIXED",
     short: "fixed",
     params: LIMIT_WINDOW,
-    arity: -4,
-    fast: true,
     native_type: "string",
     read: &["GET", "k"],
     wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
@@ -216,8 +210,6 @@ pub const SLIDING: Command = Command {
         },
         LIMIT_WINDOW[1],
     ],
-    arity: -4,
-    fast: false,
     native_type: "zset",
     read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
     wrong_types: &[LIST, SET, STRING, HASH, STREAM],
@@ -242,8 +234,6 @@ pub const BUCKET: Command = Command {
     name: "RL.BUCKET",
     short: "bucket",
     params: CAPACITY_TOKENS_PERIOD,
-    arity: -5,
-    fast: true,
     native_type: "hash",
     read: &["HGETALL", "k"],
     wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
@@ -271,8 +261,6 @@ pub const GCRA: Command = Command {
     name: "RL.GCRA",
     short: "gcra",
     params: CAPACITY_TOKENS_PERIOD,
-    arity: -5,
-    fast: true,
     native_type: "string",
     read: &["GET", "k"],
     wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
@@ -328,8 +316,6 @@ pub const THROTTLE: Command = Command {
     name: "CL.THROTTLE",
     short: "throttle",
     params: BURST_COUNT_PERIOD,
-    arity: -5,
-    fast: true,
     native_type: "string",
     read: &["GET", "k"],
     wrong_types: GCRA.wrong_types,
@@ -347,8 +333,6 @@ pub const SLIDINGCOUNTER: Command = Command {
     name: "RL.SLIDINGCOUNTER",
     short: "slidingcounter",
     params: LIMIT_WINDOW,
-    arity: -4,
-    fast: true,
     native_type: "string",
     read: &["GET", "k"],
     wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
@@ -411,8 +395,6 @@ pub const ACQUIRE: Command = Command {
     name: "RL.ACQUIRE",
     short: "acquire",
     params: LIMIT_TTL_ID,
-    arity: 5,
-    fast: false,
     native_type: "zset",
     read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
     wrong_types: &[LIST, SET, STRING, HASH, STREAM],
@@ -437,6 +419,17 @@ pub const ACQUIRE: Command = Command {
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
 /// CL.THROTTLE, the module's alone, stays last.
 const EVERY: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER, &THROTTLE];
+
+/// Every row, whatever the backend, RL.ACQUIRE's included.
+pub const EVERY_ROW: &[&Command] = &[
+    &FIXED,
+    &SLIDING,
+    &BUCKET,
+    &GCRA,
+    &SLIDINGCOUNTER,
+    &THROTTLE,
+    &ACQUIRE,
+];
 
 /// The commands of the backend under test ([`super::backend`]): every row for the
 /// module; for the library all but CL.THROTTLE. Used as a slice.
@@ -473,6 +466,33 @@ impl IntoIterator for Table {
 
 /// Command lines and calls built from a row.
 impl Command {
+    /// The command's row in the command table (rl_core::table), which says what
+    /// Redis is told about it.
+    pub fn row(&self) -> &'static rl_core::table::Command {
+        rl_core::table::find(self.name.as_bytes())
+            .unwrap_or_else(|| panic!("{} is not in the command table", self.name))
+    }
+
+    /// COMMAND INFO arity: negative (the minimum, the name included) when optional
+    /// arguments may follow, as the table says.
+    pub fn arity(&self) -> i64 {
+        let row = self.row();
+        let min = row.min_argc as i64;
+        match row.cost {
+            rl_core::table::CostArg::None => min,
+            _ => -min,
+        }
+    }
+
+    /// Whether the command is flagged `fast`, as the table says.
+    pub fn fast(&self) -> bool {
+        self.row()
+            .flags
+            .to_bytes()
+            .split(|&b| b == b' ')
+            .any(|f| f == b"fast")
+    }
+
     /// The table's valid parameters, in order.
     pub fn valid_params(&self) -> Vec<&'static str> {
         self.params.iter().map(|p| p.valid).collect()

@@ -6,6 +6,7 @@
 //!   how numbers are written into keys;
 //! - `args`: argument parsing shared by all commands; `error`: every failure and
 //!   its code;
+//! - `params`: each command's parameters from its arguments;
 //! - `table`: every command, written once.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
@@ -17,4 +18,5 @@ pub mod args;
 pub mod codec;
 pub mod decimal;
 pub mod error;
+pub mod params;
 pub mod table;

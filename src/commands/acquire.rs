@@ -12,10 +12,10 @@ use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::{self, Key};
-use rl_core::algorithms::acquire::{self, Grant, LeaseId, Leases};
+use rl_core::algorithms::acquire::{self, Grant, LeaseId};
 use rl_core::algorithms::{Amount, Cost, Millis, Outcome};
-use rl_core::args;
 use rl_core::error::{Error, Result};
+use rl_core::params::{self, Lease};
 use rl_core::table::{self, Command};
 
 pub struct Acquire;
@@ -24,45 +24,23 @@ pub struct Release;
 static ACQUIRE_COUNTERS: Counters = Counters::new();
 static RELEASE_COUNTERS: Counters = Counters::new();
 
-/// What an ACQUIRE asks for: a lease named `id` under `leases`.
-pub struct Params {
-    pub(crate) leases: Leases,
-    pub(crate) id: LeaseId,
-}
-
-fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
-    LeaseId::new(bytes).ok_or(Error::BadLeaseId)
-}
-
 impl Limiter for Acquire {
     const COMMAND: &'static Command = &table::ACQUIRE;
     const STATS: &'static Counters = &ACQUIRE_COUNTERS;
-    type Params = Params;
+    type Params = Lease;
     /// The lease's id and what the call writes.
     type Write = (LeaseId, Grant);
 
-    fn parse_params(args: &[&[u8]]) -> Result<Params> {
-        // One entry per lease: the same bound as RL.SLIDING's one entry per unit.
-        let max = config::sliding_max_limit();
-        let limit = args::count("limit", args[0])
-            .ok()
-            .filter(|l| l.get() <= max)
-            .ok_or(Error::LeaseLimit { max })?;
-        Ok(Params {
-            leases: Leases {
-                limit,
-                ttl: args::duration("ttl", args[1])?,
-            },
-            id: lease_id(args[2])?,
-        })
+    fn parse_params(args: &[&[u8]]) -> Result<Lease> {
+        params::lease(args, config::sliding_max_limit())
     }
 
-    fn parse(args: &[&[u8]]) -> Result<(Params, Amount)> {
+    fn parse(args: &[&[u8]]) -> Result<(Lease, Amount)> {
         // Arity is checked before: exactly the three parameters.
         Ok((Self::parse_params(args)?, Amount::Take(Cost::ONE)))
     }
 
-    fn decide(key: &Key, p: &Params, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
+    fn decide(key: &Key, p: &Lease, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
         // In RL.ALL, COST 0 inspects and any other cost counts one lease.
         let Amount::Take(cost) = amount else {
             return Err(Error::LeaseRefund);
@@ -87,7 +65,7 @@ impl Handler for Release {
     type Decided = bool;
 
     fn run(ctx: Context, argv: &Argv) -> Result<bool> {
-        let id = lease_id(argv.bytes(2))?;
+        let id = params::lease_id(argv.bytes(2))?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");

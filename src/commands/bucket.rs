@@ -5,11 +5,12 @@
 //! bucket would be full again. Reply: `[allowed, capacity, remaining,
 //! retry_after_ms, reset_after_ms]`.
 
-use super::framework::{rate, Stored};
+use super::framework::Stored;
 use crate::stats::Counters;
 use crate::storage::bucket::Hash;
 use rl_core::algorithms::bucket::Rate;
 use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct Bucket;
@@ -22,6 +23,6 @@ impl Stored for Bucket {
     type Storage = Hash;
 
     fn parse_params(args: &[&[u8]]) -> Result<Rate> {
-        rate(args)
+        params::rate(args)
     }
 }

@@ -4,12 +4,13 @@
 //! `window`. The key is a native integer string expiring at the window's end.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::framework::{quota, Stored};
+use super::framework::Stored;
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::Quota;
 use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct Fixed;
@@ -22,6 +23,6 @@ impl Stored for Fixed {
     type Storage = Record<FixedWindow>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
-        quota(args)
+        params::quota(args)
     }
 }

@@ -8,28 +8,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
 use crate::storage::Storage;
-use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome, Quota, Rate};
+use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome};
 use rl_core::args;
 use rl_core::error::{Error, Result};
 use rl_core::table::{Command, Keys};
 
-/// Parses `limit window`, the parameters RL.FIXED, RL.SLIDING and
-/// RL.SLIDINGCOUNTER share.
-pub(super) fn quota(args: &[&[u8]]) -> Result<Quota> {
-    Ok(Quota::new(
-        args::count("limit", args[0])?,
-        args::duration("window", args[1])?,
-    ))
-}
-
-/// Parses `capacity tokens period`, the parameters RL.BUCKET and RL.GCRA share.
-pub(super) fn rate(args: &[&[u8]]) -> Result<Rate> {
-    Ok(Rate {
-        capacity: args::count("capacity", args[0])?,
-        tokens: args::count("tokens", args[1])?,
-        period: args::duration("period", args[2])?,
-    })
-}
 /// One RL command: how it parses its parameters, decides on a key's state and
 /// writes what it decided.
 pub trait Limiter {

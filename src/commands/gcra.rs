@@ -6,12 +6,12 @@
 //! reset_after_ms]`; with `DELAY max` a call whose turn comes within max is allowed
 //! and its retry_after_ms is the wait before acting (docs/commands.md).
 
-use super::framework::{rate, Stored};
+use super::framework::Stored;
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::gcra::{Emission, Gcra as Algorithm};
-use rl_core::algorithms::Rate;
-use rl_core::error::{Error, Result};
+use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct Gcra;
@@ -21,18 +21,13 @@ static COUNTERS: Counters = Counters::new();
 /// Where RL.GCRA and CL.THROTTLE keep their TAT: `SET key TAT PXAT t`.
 pub(super) type Tat = Record<Algorithm>;
 
-/// The emission interval of a rate: an error past one token per nanosecond.
-pub(super) fn emission(rate: Rate) -> Result<Emission> {
-    Emission::new(rate).ok_or(Error::RateTooHigh)
-}
-
 impl Stored for Gcra {
     const COMMAND: &'static Command = &table::GCRA;
     const STATS: &'static Counters = &COUNTERS;
     type Storage = Tat;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
-        emission(rate(args)?)
+        params::emission(args)
     }
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {

@@ -4,13 +4,14 @@
 //! a native sorted set with one member per accepted unit, scored by its ms time.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::framework::{quota, Limiter};
+use super::framework::Limiter;
 use crate::config;
 use crate::stats::Counters;
 use crate::storage::{self, Key};
 use rl_core::algorithms::sliding::{Log, SlidingLog, Write};
 use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, Quota};
-use rl_core::error::{Error, Result};
+use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct Sliding;
@@ -26,13 +27,7 @@ impl Limiter for Sliding {
     type Write = (Option<Millis>, Write);
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
-        let params = quota(args)?;
-        // Memory is one entry per unit: large limits belong to RL.BUCKET.
-        let max = config::sliding_max_limit();
-        if params.limit.get() > max {
-            return Err(Error::SlidingLimit { max });
-        }
-        Ok(params)
+        params::sliding(args, config::sliding_max_limit())
     }
 
     fn decide(key: &Key, q: &Quota, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {

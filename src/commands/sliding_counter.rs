@@ -5,12 +5,13 @@
 //! any limit and rate. The key is a native string `"<start> <current> <previous>"`.
 //! Reply: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 
-use super::framework::{quota, Stored};
+use super::framework::Stored;
 use crate::stats::Counters;
 use crate::storage::record::Record;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::Quota;
 use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct SlidingCounter;
@@ -23,6 +24,6 @@ impl Stored for SlidingCounter {
     type Storage = Record<SlidingWindowCounter>;
 
     fn parse_params(args: &[&[u8]]) -> Result<Quota> {
-        quota(args)
+        params::quota(args)
     }
 }

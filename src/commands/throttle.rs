@@ -6,16 +6,14 @@
 //! rejected; seconds are rounded up; retry_after is -1 when allowed).
 
 use super::framework::Limiter;
-use super::gcra::{emission, Tat};
+use super::gcra::Tat;
 use crate::server::Context;
 use crate::stats::Counters;
 use crate::storage::{Key, Storage};
 use rl_core::algorithms::gcra::{Emission, Gcra};
-use rl_core::algorithms::{
-    Algorithm, Amount, Cost, Count, Decision, Millis, Outcome, Rate, RetryAfter, MAX_COUNT,
-};
-use rl_core::args;
-use rl_core::error::{Error, Result};
+use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome, RetryAfter};
+use rl_core::error::Result;
+use rl_core::params;
 use rl_core::table::{self, Command};
 
 pub struct Throttle;
@@ -34,24 +32,12 @@ impl Limiter for Throttle {
     type Write = <Gcra as Algorithm>::Write;
 
     fn parse_params(args: &[&[u8]]) -> Result<Emission> {
-        // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
-        let burst = args::integer("max_burst", args[0], 0, MAX_COUNT - 1)?;
-        let rate = Rate {
-            capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
-            tokens: args::count("count", args[1])?,
-            period: args::duration("period", args[2])?,
-        };
-        emission(rate)
+        Ok(params::throttle(args)?.0)
     }
 
     /// The three parameters, then an optional quantity (no options).
     fn parse(args: &[&[u8]]) -> Result<(Emission, Amount)> {
-        let e = Self::parse_params(&args[..3])?;
-        let quantity = match args.get(3) {
-            Some(q) => args::cost("quantity", q)?,
-            None => Cost::ONE,
-        };
-        Ok((e, Amount::Take(quantity)))
+        params::throttle(args)
     }
 
     fn decide(

@@ -1,0 +1,87 @@
+//! Each command's parameters from its arguments after the key: the one parser the
+//! module's commands, RL.ALL's policies and the in-memory executor share.
+
+use crate::algorithms::acquire::{LeaseId, Leases};
+use crate::algorithms::gcra::Emission;
+use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
+use crate::args;
+use crate::error::{Error, Result};
+
+/// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
+pub fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota::new(
+        args::count("limit", args[0])?,
+        args::duration("window", args[1])?,
+    ))
+}
+
+/// RL.SLIDING's `limit window`: memory is one entry per unit, so a limit above
+/// `max` (the `rl.sliding-max-limit` setting) belongs to RL.BUCKET.
+pub fn sliding(args: &[&[u8]], max: u64) -> Result<Quota> {
+    let quota = quota(args)?;
+    if quota.limit.get() > max {
+        return Err(Error::SlidingLimit { max });
+    }
+    Ok(quota)
+}
+
+/// `capacity tokens period`: RL.BUCKET's parameters.
+pub fn rate(args: &[&[u8]]) -> Result<Rate> {
+    Ok(Rate {
+        capacity: args::count("capacity", args[0])?,
+        tokens: args::count("tokens", args[1])?,
+        period: args::duration("period", args[2])?,
+    })
+}
+
+/// RL.GCRA's `capacity tokens period`, as its emission interval: an error past one
+/// token per nanosecond.
+pub fn emission(args: &[&[u8]]) -> Result<Emission> {
+    Emission::new(rate(args)?).ok_or(Error::RateTooHigh)
+}
+
+/// CL.THROTTLE's `max_burst count period [quantity]` (redis-cell's: no options): the
+/// emission interval of capacity max_burst + 1, and the quantity to take.
+pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
+    // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
+    let burst = args::integer("max_burst", args[0], 0, MAX_COUNT - 1)?;
+    let rate = Rate {
+        capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
+        tokens: args::count("count", args[1])?,
+        period: args::duration("period", args[2])?,
+    };
+    let emission = Emission::new(rate).ok_or(Error::RateTooHigh)?;
+    let quantity = match args.get(3) {
+        Some(q) => args::cost("quantity", q)?,
+        None => Cost::ONE,
+    };
+    Ok((emission, Amount::Take(quantity)))
+}
+
+/// What an RL.ACQUIRE asks for: a lease named `id` under `leases`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub leases: Leases,
+    pub id: LeaseId,
+}
+
+/// RL.ACQUIRE's `limit ttl id`. One entry per lease: the limit has RL.SLIDING's
+/// bound (`max`).
+pub fn lease(args: &[&[u8]], max: u64) -> Result<Lease> {
+    let limit = args::count("limit", args[0])
+        .ok()
+        .filter(|l| l.get() <= max)
+        .ok_or(Error::LeaseLimit { max })?;
+    Ok(Lease {
+        leases: Leases {
+            limit,
+            ttl: args::duration("ttl", args[1])?,
+        },
+        id: lease_id(args[2])?,
+    })
+}
+
+/// A lease's name: 1 ..= 256 bytes.
+pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
+    LeaseId::new(bytes).ok_or(Error::BadLeaseId)
+}

@@ -39,8 +39,9 @@ unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test -p rl-core
 	$(CARGO) test --features fuzzing --lib
 
-lint: deps ## rustfmt check and clippy with warnings as errors
+lint: deps ## rustfmt check, the docs' vector tables up to date, clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
+	python3 scripts/vectors.py --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)

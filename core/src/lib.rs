@@ -16,3 +16,4 @@ pub mod args;
 pub mod codec;
 pub mod decimal;
 pub mod error;
+pub mod keyspace;

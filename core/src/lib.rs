@@ -18,5 +18,6 @@ pub mod args;
 pub mod codec;
 pub mod decimal;
 pub mod error;
+pub mod keyspace;
 pub mod params;
 pub mod table;

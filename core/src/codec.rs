@@ -127,6 +127,19 @@ impl StringState for SlidingWindowCounter {
     }
 }
 
+/// What the "does not hold" error names for a sorted set that is no RL.SLIDING log.
+pub const SLIDING_WHAT: &str = "an RL.SLIDING log (a sorted set of ms timestamps)";
+/// The same for a sorted set that is no RL.ACQUIRE lease set.
+pub const LEASES_WHAT: &str = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)";
+
+/// A sorted-set score as a time RL could have written: a whole number of ms,
+/// 0 ..= 2^53 − 1. Every reader of RL.SLIDING's log and RL.ACQUIRE's leases checks
+/// the lowest and highest score with it, and refuses the key otherwise.
+pub fn log_time(score: f64) -> Option<Millis> {
+    (score.is_finite() && score.fract() == 0.0 && (0.0..=MAX_COUNT as f64).contains(&score))
+        .then_some(score as Millis)
+}
+
 /// RL.BUCKET: a hash with the fields `tokens` (a decimal level) and `ts` (the ms
 /// time of that level), expiring when the bucket would be full again.
 impl TokenBucket {

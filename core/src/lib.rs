@@ -7,6 +7,9 @@
 //! - `args`: argument parsing shared by all commands; `error`: every failure and
 //!   its code;
 //! - `params`: each command's parameters from its arguments;
+//! - `keyspace`: an in-memory model of the Redis keys RL uses, and `memory`: RL's
+//!   commands run over it, as the module runs them over Redis keys (for tests,
+//!   the Functions library's in-process check and the fuzzer);
 //! - `table`: every command, written once.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
@@ -19,5 +22,6 @@ pub mod codec;
 pub mod decimal;
 pub mod error;
 pub mod keyspace;
+pub mod memory;
 pub mod params;
 pub mod table;

@@ -611,16 +611,20 @@ local function sliding_params(args, i)
   return q, j
 end
 
-local function valid_score(s)
+-- A score as a time RL writes: a whole number of ms in 0 ..= 2^53 - 1, else nil.
+local function whole_ms(s)
   local v = s and tonumber(s)
-  if v == nil or v ~= v or v < 0 or v > MAX_COUNT then
+  if v == nil or v ~= v or v < 0 or v > MAX_COUNT or v ~= floor(v) then
     return nil
   end
-  return ceil(v)
+  return v
 end
 
--- The log's newest time (ceil of the highest score), nil when the key is absent.
-local function sliding_load(key)
+-- The one check every reader of a sorted set RL keeps makes (RL.SLIDING's log,
+-- RL.ACQUIRE's leases, alone and in rl_all; the module's zset::check_times): its
+-- lowest and highest scores are whole ms times, else "does not hold `what`".
+-- The newest time; nil when the key is absent.
+local function zset_times(key, what)
   local t = key_type(key)
   if t == "none" then
     return nil
@@ -629,11 +633,16 @@ local function sliding_load(key)
   end
   local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
   local newest = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
-  local o, n = valid_score(oldest[2]), valid_score(newest[2])
-  if o == nil or n == nil then
-    fail("ERR key does not hold " .. SLIDING_WHAT)
+  local n = whole_ms(newest[2])
+  if whole_ms(oldest[2]) == nil or n == nil then
+    fail("ERR key does not hold " .. what)
   end
   return n
+end
+
+-- The log's newest time, nil when the key is absent.
+local function sliding_load(key)
+  return zset_times(key, SLIDING_WHAT)
 end
 
 local function count_after(key, newest, after)
@@ -1162,23 +1171,9 @@ local function lease_params(args, i)
   return { limit = limit, ttl = duration_arg("ttl", args[i + 1]), id = lease_id(args[i + 2]) }, i + 3
 end
 
--- Whether the key holds leases (false when absent): a sorted set whose lowest and
--- highest scores are whole ms times.
+-- Whether the key holds leases (false when absent): zset_times, as for a log.
 local function lease_load(key)
-  local t = key_type(key)
-  if t == "none" then
-    return false
-  elseif t ~= "zset" then
-    fail(WRONGTYPE)
-  end
-  local function whole(r)
-    local v = r[2] and tonumber(r[2])
-    return v ~= nil and v == floor(v) and valid_score(r[2]) ~= nil
-  end
-  if not whole(redis.call("ZRANGE", key, 0, 0, "WITHSCORES")) or not whole(redis.call("ZRANGE", key, -1, -1, "WITHSCORES")) then
-    fail("ERR key does not hold " .. LEASE_WHAT)
-  end
-  return true
+  return zset_times(key, LEASE_WHAT) ~= nil
 end
 
 -- The latest lease end after now among the leases not named `except`, or nil.

@@ -5,22 +5,46 @@
 
 use super::{effects, injected, Key};
 use crate::algorithms::{Millis, MAX_COUNT};
-use crate::error::Result;
+use crate::error::{Error, Result};
 pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
 use crate::server::{ServerString, StrRef};
 
-/// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
-pub(super) fn valid_time(score: f64) -> Option<Millis> {
-    (score.is_finite() && score >= 0.0 && score <= MAX_COUNT as f64).then(|| score.ceil() as Millis)
+/// A score as a time RL writes: a whole number of ms in 0 ..= 2^53 - 1. A fraction,
+/// a negative, an infinity or anything above is not one.
+fn whole_ms(score: f64) -> Option<Millis> {
+    let whole = score.is_finite() && score.fract() == 0.0;
+    // In range and whole: the conversion is exact.
+    (whole && (0.0..=MAX_COUNT as f64).contains(&score)).then_some(score as Millis)
+}
+
+/// The one check every reader of a sorted set RL keeps (RL.SLIDING's log,
+/// RL.ACQUIRE's leases, in their own commands and in RL.ALL) makes before reading
+/// it: its lowest and highest scores are whole ms times ([`whole_ms`]); otherwise
+/// the key holds something RL did not write, the "does not hold `what`" error.
+/// Returns the highest score, the newest time. The key must be a non-empty sorted
+/// set.
+pub(super) fn check_times(key: &Key, what: &'static str) -> Result<Millis> {
+    let edge = |edge| edge_score(key, edge).and_then(whole_ms);
+    match (edge(Edge::Oldest), edge(Edge::Newest)) {
+        (Some(_), Some(newest)) => Ok(newest),
+        _ => Err(Error::NotALimiter(what)),
+    }
+}
+
+/// A score between the two a [`check_times`] accepted, as a time: rounded up if a
+/// foreign member left a fraction there (the edges are whole, so it is in range).
+pub(super) fn time_between(score: f64) -> Millis {
+    // `as` saturates: NaN (never a score) would read as 0, anything else is in range.
+    score.ceil() as Millis
 }
 
 #[derive(Clone, Copy)]
-pub(super) enum Edge {
+enum Edge {
     Oldest,
     Newest,
 }
 
-pub(super) fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
+fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
     let range = match edge {
         Edge::Oldest => Range::scores(key, f64::NEG_INFINITY, f64::INFINITY, false),
         Edge::Newest => Range::last(key),
@@ -141,7 +165,32 @@ impl Written {
 
 #[cfg(test)]
 mod tests {
-    use super::{Effect, Written};
+    use super::{whole_ms, Effect, Written};
+    use crate::algorithms::MAX_COUNT;
+
+    #[test]
+    fn only_whole_ms_in_range_are_times_rl_writes() {
+        for (score, want) in [
+            (0.0, Some(0)),
+            (-0.0, Some(0)),
+            (1.0, Some(1)),
+            (1_796_308_737_872.0, Some(1_796_308_737_872)),
+            (MAX_COUNT as f64, Some(MAX_COUNT)),
+            (1.5, None),
+            (0.5, None),
+            (1_796_308_736_871.5, None),
+            (1e-300, None),
+            (-1.0, None),
+            (-0.5, None),
+            ((MAX_COUNT + 1) as f64, None),
+            (1e300, None),
+            (f64::INFINITY, None),
+            (f64::NEG_INFINITY, None),
+            (f64::NAN, None),
+        ] {
+            assert_eq!(whole_ms(score), want, "{score}");
+        }
+    }
 
     fn effects(w: Written) -> Vec<Effect> {
         w.effects().collect()

@@ -75,12 +75,10 @@ fn doc(spec: &Spec) -> CommandDoc {
         summary: spec.summary,
         complexity: spec.complexity,
         since: SINCE,
-        // Counting the command name: exactly this many for a command without
-        // options, else (negative) at least this many.
-        arity: match spec.cost {
-            CostArg::None => min_argc,
-            CostArg::Option | CostArg::Positional(_) => -min_argc,
-        },
+        // Counting the command name, at least this many (negative). A command without
+        // options (RL.ACQUIRE, RL.RELEASE) checks for more itself, to name an
+        // option given to it (`dispatch`).
+        arity: -min_argc,
         keys: match spec.keys {
             Keys::First => KeySearch::First,
             Keys::Counted => KeySearch::Counted,

@@ -5,7 +5,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::spec::{Keys, Spec};
+use super::spec::{CostArg, Keys, Spec};
 use crate::algorithms::{Amount, Decision, Millis, Outcome, Quota, Rate};
 use crate::args;
 use crate::error::{Error, Result};
@@ -169,10 +169,16 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
             }
             return;
         }
-        let Some(argv) = argv.filter(|a| H::DEFINITION.accepts_argc(a.count())) else {
-            ctx.reply_wrong_arity();
-            H::STATS.record(Verdict::Error);
-            return;
+        let argv = match argv {
+            Some(argv) if H::DEFINITION.accepts_argc(argv.count()) => argv,
+            other => {
+                match other.and_then(|a| refused_option(&H::DEFINITION, &a)) {
+                    Some(e) => ctx.reply_error(&e),
+                    None => ctx.reply_wrong_arity(),
+                }
+                H::STATS.record(Verdict::Error);
+                return;
+            }
         };
         match H::run(ctx, &argv) {
             Ok(decided) => {
@@ -194,6 +200,27 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
         // panic left half-done, the client gets an error, never a dead server.
         ctx.reply_error(&Error::Internal(H::DEFINITION.name_str()));
     }
+}
+
+/// The options RL's commands take: given to a command that takes none, each is
+/// named in the error instead of the bare arity error.
+const OPTIONS: [&str; 3] = ["COST", "REFUND", "DELAY"];
+
+/// A call with more arguments than a command without options (RL.ACQUIRE,
+/// RL.RELEASE) takes, whose first extra argument is an option: the error naming it.
+/// None for any other call with the wrong argument count.
+fn refused_option(spec: &Spec, argv: &Argv) -> Option<Error> {
+    if !matches!(spec.cost, CostArg::None) || argv.count() <= spec.min_argc {
+        return None;
+    }
+    let word = argv.bytes(spec.min_argc);
+    let option = OPTIONS
+        .into_iter()
+        .find(|o| word.eq_ignore_ascii_case(o.as_bytes()))?;
+    Some(Error::NoOption {
+        command: spec.name_str(),
+        option,
+    })
 }
 
 /// Answers the server's question "where are the keys?" for `numkeys key [key …]`

@@ -175,7 +175,7 @@ mod tests {
             (-0.0, Some(0)),
             (1.0, Some(1)),
             (1_796_308_737_872.0, Some(1_796_308_737_872)),
-            (MAX_COUNT as f64, Some(MAX_COUNT)),
+            (MAX_COUNT as f64, Some(MAX_COUNT as i64)),
             (1.5, None),
             (0.5, None),
             (1_796_308_736_871.5, None),

@@ -415,7 +415,7 @@ pub const ACQUIRE: Command = Command {
     name: "RL.ACQUIRE",
     short: "acquire",
     params: LIMIT_TTL_ID,
-    arity: 5,
+    arity: -5,
     fast: false,
     native_type: "zset",
     read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],

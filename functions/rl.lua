@@ -412,8 +412,9 @@ local function printable(s)
 end
 
 -- [COST n | REFUND n] (and [DELAY max] when takes_delay) from args[i..]:
--- {refund = bool, n = number}, and delay (ms) when given.
-local function options(args, i, takes_delay)
+-- {refund = bool, n = number}, and delay (ms) when given. in_all: rl_all's options
+-- after its last policy, where a DELAY not taken is misplaced, not unknown.
+local function options(args, i, takes_delay, in_all)
   local amount, delay
   while i <= #args do
     local word = args[i]:upper()
@@ -429,6 +430,8 @@ local function options(args, i, takes_delay)
     else
       if word == "COST" or word == "REFUND" then
         option = word
+      elseif in_all and word == "DELAY" then
+        fail("ERR syntax error: DELAY must follow a GCRA policy")
       else
         fail(
           "ERR syntax error: unknown option '"
@@ -605,22 +608,26 @@ local function sliding_params(args, i)
     fail(
       "ERR limit must be an integer from 1 to "
         .. SLIDING_MAX
-        .. " for RL.SLIDING, which keeps one entry per unit; use RL.BUCKET for larger limits"
+        .. " for RL.SLIDING, which keeps one entry per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits"
     )
   end
   return q, j
 end
 
-local function valid_score(s)
+-- A score as a time RL writes: a whole number of ms in 0 ..= 2^53 - 1, else nil.
+local function whole_ms(s)
   local v = s and tonumber(s)
-  if v == nil or v ~= v or v < 0 or v > MAX_COUNT then
+  if v == nil or v ~= v or v < 0 or v > MAX_COUNT or v ~= floor(v) then
     return nil
   end
-  return ceil(v)
+  return v
 end
 
--- The log's newest time (ceil of the highest score), nil when the key is absent.
-local function sliding_load(key)
+-- The one check every reader of a sorted set RL keeps makes (RL.SLIDING's log,
+-- RL.ACQUIRE's leases, alone and in rl_all; the module's zset::check_times): its
+-- lowest and highest scores are whole ms times, else "does not hold `what`".
+-- The newest time; nil when the key is absent.
+local function zset_times(key, what)
   local t = key_type(key)
   if t == "none" then
     return nil
@@ -629,11 +636,16 @@ local function sliding_load(key)
   end
   local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
   local newest = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
-  local o, n = valid_score(oldest[2]), valid_score(newest[2])
-  if o == nil or n == nil then
-    fail("ERR key does not hold " .. SLIDING_WHAT)
+  local n = whole_ms(newest[2])
+  if whole_ms(oldest[2]) == nil or n == nil then
+    fail("ERR key does not hold " .. what)
   end
   return n
+end
+
+-- The log's newest time, nil when the key is absent.
+local function sliding_load(key)
+  return zset_times(key, SLIDING_WHAT)
 end
 
 local function count_after(key, newest, after)
@@ -1162,23 +1174,9 @@ local function lease_params(args, i)
   return { limit = limit, ttl = duration_arg("ttl", args[i + 1]), id = lease_id(args[i + 2]) }, i + 3
 end
 
--- Whether the key holds leases (false when absent): a sorted set whose lowest and
--- highest scores are whole ms times.
+-- Whether the key holds leases (false when absent): zset_times, as for a log.
 local function lease_load(key)
-  local t = key_type(key)
-  if t == "none" then
-    return false
-  elseif t ~= "zset" then
-    fail(WRONGTYPE)
-  end
-  local function whole(r)
-    local v = r[2] and tonumber(r[2])
-    return v ~= nil and v == floor(v) and valid_score(r[2]) ~= nil
-  end
-  if not whole(redis.call("ZRANGE", key, 0, 0, "WITHSCORES")) or not whole(redis.call("ZRANGE", key, -1, -1, "WITHSCORES")) then
-    fail("ERR key does not hold " .. LEASE_WHAT)
-  end
-  return true
+  return zset_times(key, LEASE_WHAT) ~= nil
 end
 
 -- The latest lease end after now among the leases not named `except`, or nil.
@@ -1266,6 +1264,19 @@ end
 
 local function arity(name)
   fail("ERR wrong number of arguments for '" .. name .. "' command")
+end
+
+-- A function without options (rl_acquire, rl_release) given more arguments than
+-- it takes: an option among them is named (as the module's command does), else the
+-- arity error.
+local OPTION_WORDS = { COST = true, REFUND = true, DELAY = true }
+local function no_options(name, command, args, n)
+  if #args > n and OPTION_WORDS[args[n + 1]:upper()] then
+    fail("ERR syntax error: " .. command .. " takes no " .. args[n + 1]:upper())
+  end
+  if #args ~= n then
+    arity(name)
+  end
 end
 
 -- Runs body() and turns a failure into an error reply (an unexpected Lua error
@@ -1366,6 +1377,48 @@ local function combine(per_key)
   return { allowed = allowed, limit = tightest.limit, remaining = tightest.remaining, retry = retry, reset = reset }
 end
 
+-- How many policies list[from..] starts with, by their names and parameter counts
+-- (a GCRA's DELAY included), if only options or nothing follow them; else nil.
+local function policies_in(list, from)
+  local count, i = 0, from
+  while list[i] ~= nil do
+    local p = policy_of(list[i])
+    if not p then
+      break
+    end
+    i = i + 1 + p.n
+    if p.limiter.delayed and list[i] ~= nil and list[i]:upper() == "DELAY" then
+      i = i + 2
+    end
+    if i > #list + 1 then
+      return nil
+    end
+    count = count + 1
+  end
+  if list[i] == nil or OPTION_WORDS[list[i]:upper()] then
+    return count
+  end
+  return nil
+end
+
+-- The smallest numkeys other than #keys under which the keys and arguments read
+-- as that many keys, then as many policies, then nothing or options; else nil.
+local function fitting_numkeys(keys, args)
+  local all = {}
+  for _, k in ipairs(keys) do
+    all[#all + 1] = k
+  end
+  for _, a in ipairs(args) do
+    all[#all + 1] = a
+  end
+  for k = 1, math.min(#all, MAX_KEYS) do
+    if k ~= #keys and policies_in(all, k + 1) == k then
+      return k
+    end
+  end
+  return nil
+end
+
 local function rl_all(keys, args)
   return guarded("rl_all", function()
     if 2 + #keys + #args < 6 then
@@ -1381,7 +1434,7 @@ local function rl_all(keys, args)
         end
       end
     end
-    local policies, i, delayed = {}, 1, false
+    local policies, i, delayed, last_delayed = {}, 1, false, false
     while args[i] ~= nil do
       local p = policy_of(args[i])
       if not p then
@@ -1391,7 +1444,7 @@ local function rl_all(keys, args)
         fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
       end
       local params = p.limiter.params(args, i + 1)
-      i = i + 1 + p.n
+      i, last_delayed = i + 1 + p.n, false
       -- A GCRA policy's DELAY max follows its parameters.
       if p.limiter.delayed and args[i] ~= nil and args[i]:upper() == "DELAY" then
         if args[i + 1] == nil then
@@ -1401,12 +1454,19 @@ local function rl_all(keys, args)
         if args[i + 2] ~= nil and args[i + 2]:upper() == "DELAY" then
           fail("ERR syntax error: DELAY given more than once")
         end
-        i, delayed = i + 2, true
+        i, delayed, last_delayed = i + 2, true, true
       end
       policies[#policies + 1] = { limiter = p.limiter, params = params }
     end
     if #policies ~= #keys then
+      local fits = fitting_numkeys(keys, args)
+      if fits then
+        fail("ERR numkeys is " .. #keys .. ", but the keys and policies given match numkeys " .. fits)
+      end
       local word = args[i]
+      if word ~= nil and #policies > 0 and word:upper() == "DELAY" then
+        fail("ERR syntax error: DELAY must follow a GCRA policy")
+      end
       local at_option = word == nil or word:upper() == "COST" or word:upper() == "REFUND"
       if word ~= nil and #policies < #keys and not at_option then
         fail(
@@ -1419,7 +1479,17 @@ local function rl_all(keys, args)
         "ERR one policy per key, in key order: numkeys is " .. #keys .. ", policies given " .. #policies
       )
     end
-    local amount = options(args, i, false)
+    -- The options after the last policy, in any order: COST n or REFUND n, and that
+    -- policy's DELAY max when it is GCRA.
+    local last = policies[#policies]
+    local amount = options(args, i, last.limiter.delayed ~= nil, true)
+    if amount.delay then
+      if last_delayed then
+        fail("ERR syntax error: DELAY given more than once")
+      end
+      last.params = last.limiter.delayed(last.params, amount.delay)
+      delayed = true
+    end
     if delayed and amount.refund then
       fail("ERR syntax error: DELAY and REFUND exclude each other")
     end
@@ -1455,9 +1525,7 @@ local function rl_acquire(keys, args)
     if #keys ~= 1 then
       fail("ERR rl_acquire takes exactly one key: FCALL rl_acquire 1 key limit ttl id")
     end
-    if #args ~= 3 then
-      arity("rl_acquire")
-    end
+    no_options("rl_acquire", "RL.ACQUIRE", args, 3)
     local p = lease_params(args, 1)
     local d, write = ACQUIRE.decide(keys[1], p, now_ms(), { refund = false, n = 1 })
     if write then
@@ -1473,9 +1541,7 @@ local function rl_release(keys, args)
     if #keys ~= 1 then
       fail("ERR rl_release takes exactly one key: FCALL rl_release 1 key id")
     end
-    if #args ~= 1 then
-      arity("rl_release")
-    end
+    no_options("rl_release", "RL.RELEASE", args, 1)
     local key, id = keys[1], lease_id(args[1])
     local now = now_ms()
     if not lease_load(key) or not live_end(key, now, id) then

@@ -22,9 +22,9 @@ key; without and with a replica attached to each server (effects are then
 propagated for real; every run ends with WAIT so the replica has caught up before
 the next one starts).
 
-Baselines in the same run: INCR and native writes, FLOOR.FIXED, FLOOR.GCRA and
-FLOOR.BUCKET (a bench-only module making exactly the module-API calls RL's
-commands make, bench/floor/floor.c), redis-cell's CL.THROTTLE on a second server, and the
+Baselines in the same run: INCR and native writes, FLOOR.FIXED, FLOOR.GCRA,
+FLOOR.BUCKET and FLOOR.ACQUIRE (a bench-only module making exactly the module-API
+calls RL's commands make, bench/floor/floor.c), redis-cell's CL.THROTTLE on a second server, and the
 Functions library functions/rl.lua (FCALL rl_*), the twin of each RL command.
 
 Exit status: nonzero when something is broken (a server does not start, a command
@@ -213,6 +213,7 @@ def workloads(have_floor, have_cell, library_functions):
     floor_fixed = [("× floor", "FLOOR.FIXED")] if have_floor else []
     floor_gcra = [("× floor", "FLOOR.GCRA")] if have_floor else []
     floor_bucket = [("× floor", "FLOOR.BUCKET")] if have_floor else []
+    floor_acquire = [("× floor", "FLOOR.ACQUIRE")] if have_floor else []
     cell = [("× redis-cell", "CL.THROTTLE (redis-cell)")] if have_cell else []
 
     def twin(command):
@@ -278,7 +279,10 @@ def workloads(have_floor, have_cell, library_functions):
     # every release pays; a release that frees a slot adds ZREM + PEXPIREAT).
     acquire = ["RL.ACQUIRE", "KEY", "128", "1m", "job:__rand_int__"]
     release = ["RL.RELEASE", "KEY", "job:__rand_int__"]
-    w += [rl("RL.ACQUIRE", acquire, [("× RL.SLIDING", "RL.SLIDING")])] + fcall("RL.ACQUIRE", acquire)
+    w.append(rl("RL.ACQUIRE", acquire, floor_acquire + [("× RL.SLIDING", "RL.SLIDING")]))
+    if have_floor:
+        w.append(Workload("FLOOR.ACQUIRE", ["FLOOR.ACQUIRE"] + acquire[1:], "floor.acquire"))
+    w += fcall("RL.ACQUIRE", acquire)
     w += [rl("RL.RELEASE", release, [("× RL.SLIDING", "RL.SLIDING")])] + fcall("RL.RELEASE", release)
     # RL.ALL over the two keys RL.FIXED and RL.GCRA run on alone, against those two
     # calls (a pair of them: 1 / (1/fixed + 1/gcra) pairs per second). Distinct
@@ -491,6 +495,7 @@ EXPECT = [
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
     ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),
+    ("RL.ACQUIRE", "FLOOR.ACQUIRE", 0.9),
     ("RL.ACQUIRE", "RL.SLIDING", 0.8),
     ("RL.ACQUIRE", "FCALL rl_acquire", 3.0),
     ("RL.RELEASE", "FCALL rl_release", 3.0),

@@ -35,6 +35,8 @@ workloads=(
   "FLOOR.BUCKET|rl|FLOOR.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "RL.BUCKET|rl|RL.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "RL.SLIDING|rl|RL.SLIDING KEY 128 1m|RedisModuleCommandDispatcher"
+  "FLOOR.ACQUIRE|rl|FLOOR.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
+  "RL.ACQUIRE|rl|RL.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
 )
 
 profile() { # <index> <name> <modules> <command> <function>

@@ -180,8 +180,11 @@ fn wrong_arity_is_redis_standard_error_and_changes_nothing() {
             // FCALL rl_x 1 with no key: FCALL's own error, before the function.
             continue;
         }
-        let e = error_of(&mut c, &[lim.name.as_bytes()]);
-        assert!(e.to_lowercase().contains(&message.to_lowercase()), "{e}");
+        // The server names the command as RL registered it, whatever the case sent.
+        for name in [lim.name.to_string(), lim.name.to_lowercase()] {
+            let e = error_of(&mut c, &[name.as_bytes()]);
+            assert!(e.contains(&message), "{name}: {e}");
+        }
     }
 }
 
@@ -329,6 +332,82 @@ fn content_rl_did_not_write_is_an_error_and_untouched() {
     }
 }
 
+/// Every reader of an RL sorted set refuses one whose lowest or highest score is
+/// not a whole ms time RL could have written, with or without an expiry, and leaves
+/// it as it was: RL.SLIDING (taking, inspecting, refunding), RL.ACQUIRE, RL.RELEASE
+/// and RL.ALL's SLIDING and ACQUIRE policies.
+#[test]
+fn sorted_sets_with_fractional_or_out_of_range_edges_are_refused_by_every_reader() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let log = "ERR key does not hold an RL.SLIDING log (a sorted set of ms timestamps)";
+    let leases = "ERR key does not hold an RL.ACQUIRE lease set (a sorted set of lease ends in ms)";
+    let readers: &[(&[&str], &str)] = &[
+        (&["RL.SLIDING", "k", "5", "1h"], log),
+        (&["RL.SLIDING", "k", "5", "1h", "COST", "0"], log),
+        (&["RL.SLIDING", "k", "5", "1h", "REFUND", "1"], log),
+        (&["RL.ACQUIRE", "k", "5", "1h", "a"], leases),
+        (&["RL.RELEASE", "k", "a"], leases),
+        (&["RL.ALL", "1", "k", "SLIDING", "5", "1h"], log),
+        (&["RL.ALL", "1", "k", "ACQUIRE", "5", "1h", "a"], leases),
+        (
+            &["RL.ALL", "1", "k", "SLIDING", "5", "1h", "COST", "0"],
+            log,
+        ),
+        (
+            &["RL.ALL", "1", "k", "ACQUIRE", "5", "1h", "a", "COST", "0"],
+            leases,
+        ),
+    ];
+    let now = server_ms(&mut c);
+    let recent = |ms: i64, fraction: &str| format!("{}{fraction}", now + ms);
+    // (scores, with an expiry): the highest or the lowest score is not a whole ms in
+    // 0 ..= 2^53 - 1. Recent times too, which a reader that rounds would count.
+    let setups: Vec<(Vec<String>, bool)> = vec![
+        (vec!["1.5".into()], false),
+        (vec![recent(-1000, ".5")], false),
+        (vec![recent(-1000, ".5")], true),
+        (vec![recent(-2000, ""), recent(-1000, ".25")], true),
+        (vec![recent(-2000, ".75"), recent(-1000, "")], false),
+        (vec!["9007199254740992".into()], false),
+        (vec![recent(-1000, ""), "9007199254740992".into()], true),
+        (vec!["-1".into(), recent(-1000, "")], true),
+    ];
+    for (scores, expiry) in &setups {
+        let _: () = cmd("DEL").arg("k").query(&mut c).unwrap();
+        for (i, score) in scores.iter().enumerate() {
+            let _: i64 = cmd("ZADD")
+                .arg("k")
+                .arg(score)
+                .arg(["a", "b"][i])
+                .query(&mut c)
+                .unwrap();
+        }
+        if *expiry {
+            let _: i64 = cmd("PEXPIRE")
+                .arg("k")
+                .arg(3_600_000)
+                .query(&mut c)
+                .unwrap();
+        }
+        for (args, want) in readers {
+            let before = snapshot(&mut c, b"k");
+            let pttl: i64 = cmd("PTTL").arg("k").query(&mut c).unwrap();
+            let changes = dirty(&mut c);
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            assert_eq!(&error_of(&mut c, &bytes), want, "{args:?} on {scores:?}");
+            assert_eq!(snapshot(&mut c, b"k"), before, "{args:?} on {scores:?}");
+            let after: i64 = cmd("PTTL").arg("k").query(&mut c).unwrap();
+            assert_eq!(after == -1, pttl == -1, "{args:?} on {scores:?}: PTTL");
+            assert!(
+                after <= pttl,
+                "{args:?} on {scores:?}: PTTL {pttl} → {after}"
+            );
+            assert_eq!(dirty(&mut c), changes, "{args:?} on {scores:?}");
+        }
+    }
+}
+
 #[test]
 fn sliding_limit_above_the_maximum_points_to_bucket() {
     let s = Server::start();
@@ -338,7 +417,8 @@ fn sliding_limit_above_the_maximum_points_to_bucket() {
         &SLIDING,
         |key| SLIDING.line(key, &["100001", "1h"], &[]),
         "ERR",
-        "RL.BUCKET",
+        "limit must be an integer from 1 to 100000 for RL.SLIDING, which keeps one entry \
+         per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits",
     );
     let r = rl(&mut c, &["RL.SLIDING", "big", "100000", "1h"]);
     assert_eq!((r.allowed, r.limit, r.remaining), (1, 100_000, 99_999));

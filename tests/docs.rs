@@ -13,7 +13,10 @@
 //! - a comment that starts with `varies` (`5) (integer) 41337  # varies: the clock`)
 //!   is the one wildcard: the value on that line may differ (its kind and its place
 //!   in the reply may not). Keep it for values that follow the clock (epoch-aligned
-//!   windows, stored times); show sequences in a MULTI/EXEC instead.
+//!   windows, stored times); show sequences in a MULTI/EXEC instead;
+//! - a comment `# or: <line>` gives the one other line a server may print there, for
+//!   a reply whose text differs between servers: the line must be one or the other,
+//!   exactly (`make compat` replays the pages on every supported server).
 //!
 //! Redis 7.0 runs a MULTI on the live clock, so a transaction that crosses a
 //! millisecond can print other times: a file that does not match is replayed on a
@@ -318,14 +321,28 @@ fn tty(r: &Resp, prefix: &str) -> String {
 
 // --- comparing -------------------------------------------------------------------
 
-/// An expected line without its comment, and whether the comment is `varies`.
-fn expectation(line: &str) -> (&str, bool) {
-    match line.find("  # ") {
-        Some(at) => (
-            line[..at].trim_end(),
-            line[at + 4..].trim_start().starts_with("varies"),
-        ),
-        None => (line.trim_end(), false),
+/// An expected line without its comment, and what the comment allows.
+struct Expected<'a> {
+    line: &'a str,
+    /// `# varies…`: any value of the same kind at the same place.
+    varies: bool,
+    /// `# or: <line>`: this line instead, exactly (a reply that differs by server).
+    or: Option<&'a str>,
+}
+
+fn expectation(line: &str) -> Expected<'_> {
+    let Some(at) = line.find("  # ") else {
+        return Expected {
+            line: line.trim_end(),
+            varies: false,
+            or: None,
+        };
+    };
+    let comment = line[at + 4..].trim_start();
+    Expected {
+        line: line[..at].trim_end(),
+        varies: comment.starts_with("varies"),
+        or: comment.strip_prefix("or: ").map(str::trim),
     }
 }
 
@@ -357,11 +374,11 @@ fn matches(expected: &[String], actual: &str) -> bool {
     let actual: Vec<&str> = actual.lines().collect();
     actual.len() == expected.len()
         && expected.iter().zip(&actual).all(|(e, a)| {
-            let (want, varies) = expectation(e);
-            if varies {
-                shape(want) == shape(a)
+            let e = expectation(e);
+            if e.varies {
+                shape(e.line) == shape(a)
             } else {
-                want == *a
+                e.line == *a || e.or == Some(*a)
             }
         })
 }
@@ -621,6 +638,11 @@ fn the_runner_prints_replies_as_redis_cli_does() {
         &want("5) (integer) 41337  # ms to the window's end"),
         "5) (integer) 41337\n"
     ));
+    let either = "\"This user has no permissions\"  # or: \"User u has no permissions\"";
+    assert!(matches(&want(either), "\"This user has no permissions\"\n"));
+    assert!(matches(&want(either), "\"User u has no permissions\"\n"));
+    assert!(!matches(&want(either), "\"User v has no permissions\"\n"));
+    assert!(!matches(&want(either), "(error) ERR no permissions\n"));
     assert!(names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDINGCOUNTER"));
     assert!(!names("| RL.SLIDINGCOUNTER | x |", "RL.SLIDING"));
     assert!(names("`FCALL rl_fixed 1 key`", "rl_fixed"));

@@ -587,7 +587,7 @@ fn errors_change_nothing_and_the_server_stays_up() {
     let quantity = "ERR quantity must be an integer from 0 to 9007199254740991";
     let rate = "ERR tokens per period is too high";
     let not_gcra = "ERR key does not hold a GCRA state";
-    let arity = "ERR wrong number of arguments for 'cl.throttle' command";
+    let arity = "ERR wrong number of arguments for 'CL.THROTTLE' command";
     let cases: Vec<(Vec<&[u8]>, &str)> = vec![
         (vec![b"CL.THROTTLE", b"g", b"-1", b"1", b"2"], max_burst),
         (
@@ -1114,6 +1114,54 @@ fn rl_all_with_a_delay_policy_answers_the_longest_wait() {
     assert_eq!(b, (i.now_ns() + 3000 * NS).to_string());
 }
 
+/// After RL.ALL's last policy, a GCRA's DELAY and the COST come in any order and
+/// mean the same: the same replies, the same TAT written.
+#[test]
+fn rl_all_takes_the_last_gcra_s_delay_before_or_after_cost() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let line = |key: &'static str, options: [&'static str; 4]| -> Vec<&'static str> {
+        let mut l = vec!["RL.ALL", "1", key, "GCRA", "1", "1", "1s"];
+        l.extend(options);
+        l
+    };
+    let first = line("a", ["DELAY", "5s", "COST", "1"]);
+    let second = line("b", ["cost", "1", "delay", "5s"]);
+    for _ in 0..200 {
+        // Both keys at one instant (a MULTI that TIME shows ran within one ms).
+        let mut p = redis::pipe();
+        p.atomic().cmd("DEL").arg("a").arg("b").ignore().cmd("TIME");
+        for _ in 0..3 {
+            p.add_command(command_of(&first));
+            p.add_command(command_of(&second));
+        }
+        p.cmd("GET").arg("a").cmd("GET").arg("b").cmd("TIME");
+        type Replies = Vec<Vec<i64>>;
+        #[allow(clippy::type_complexity)]
+        let (t0, a1, b1, a2, b2, a3, b3, tat_a, tat_b, t1): (
+            (i64, i64),
+            Replies,
+            Replies,
+            Replies,
+            Replies,
+            Replies,
+            Replies,
+            String,
+            String,
+            (i64, i64),
+        ) = p.query(&mut c).expect("MULTI");
+        if ms_of(t0) != ms_of(t1) {
+            continue;
+        }
+        assert_eq!((&a1, &a2, &a3), (&b1, &b2, &b3));
+        // Capacity 1, one per second, DELAY 5s: the third call waits 2 s.
+        assert_eq!(a3[0], [1, 1, 0, 2000, 3000], "{a3:?}");
+        assert_eq!(tat_a, tat_b);
+        return;
+    }
+    panic!("no MULTI ran within one millisecond in 200 tries");
+}
+
 #[test]
 fn delay_errors_change_nothing() {
     let s = Server::start();
@@ -1129,12 +1177,14 @@ fn delay_errors_change_nothing() {
     let bad_delay = "ERR DELAY must be a duration from 0 to 10 years: an integer with an \
                      optional unit ms, s, m, h or d (a bare integer means seconds)";
     let refund = "ERR syntax error: DELAY and REFUND exclude each other";
-    let mut cases: Vec<(Vec<&str>, &str)> =
-        vec![
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
         (gcra(&["DELAY", "1s", "REFUND", "1"]), refund),
         (gcra(&["refund", "1", "delay", "0"]), refund),
         (gcra(&["DELAY"]), "ERR syntax error: DELAY needs a value"),
-        (gcra(&["COST", "1", "DELAY"]), "ERR syntax error: DELAY needs a value"),
+        (
+            gcra(&["COST", "1", "DELAY"]),
+            "ERR syntax error: DELAY needs a value",
+        ),
         (
             gcra(&["DELAY", "1s", "DELAY", "1s"]),
             "ERR syntax error: DELAY given more than once",
@@ -1148,7 +1198,9 @@ fn delay_errors_change_nothing() {
             "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
         ),
         (
-            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "REFUND", "1"],
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "REFUND", "1",
+            ],
             refund,
         ),
         (
@@ -1160,12 +1212,46 @@ fn delay_errors_change_nothing() {
             "ERR syntax error: DELAY needs a value",
         ),
         (
-            vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "DELAY", "1s"],
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "DELAY", "1s",
+            ],
             "ERR syntax error: DELAY given more than once",
         ),
         (
             vec!["RL.ALL", "1", "g", "FIXED", "5", "1h", "DELAY", "1s"],
-            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+            "ERR syntax error: DELAY must follow a GCRA policy",
+        ),
+        (
+            vec![
+                "RL.ALL", "1", "g", "FIXED", "5", "1h", "COST", "1", "DELAY", "1s",
+            ],
+            "ERR syntax error: DELAY must follow a GCRA policy",
+        ),
+        (
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "COST", "1", "DELAY", "1s", "REFUND",
+                "1",
+            ],
+            "ERR syntax error: COST and REFUND exclude each other",
+        ),
+        (
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "REFUND", "1", "DELAY", "1s",
+            ],
+            refund,
+        ),
+        (
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "COST", "1", "DELAY",
+                "1s",
+            ],
+            "ERR syntax error: DELAY given more than once",
+        ),
+        (
+            vec![
+                "RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "COST", "1", "DELAY", "x",
+            ],
+            bad_delay,
         ),
     ];
     for value in [

@@ -551,6 +551,7 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"\x00",
         b"a\r\nb",
         b"FIXED",
+        b"acquire",
         b"sliding",
         b"BUCKET",
         b"GCRA",
@@ -568,11 +569,13 @@ fn bad_input_gets_the_module_s_error_texts() {
         vec!["RPUSH", "list", "x"],
         vec!["SET", "text", "abc"],
         vec!["HSET", "hash", "a", "1"],
+        // A sorted set RL did not write (a fractional score): refused alike.
+        vec!["ZADD", "zfrac", "1.5", "a"],
     ];
     for cmdline in &setup {
         let _: () = command_of(cmdline).query(&mut c).unwrap();
     }
-    let keys = ["k", "list", "text", "hash", "absent"];
+    let keys = ["k", "list", "text", "hash", "zfrac", "absent"];
     for _ in 0..env("RL_SWEEP_SCENARIOS", 2500) * 2 {
         let name = *rng.pick(&[
             "RL.FIXED",

@@ -6,6 +6,7 @@
  *   FLOOR.FIXED key limit window          a fixed-window counter (RL.FIXED's calls)
  *   FLOOR.GCRA  key capacity tokens period a TAT in ns (RL.GCRA's calls)
  *   FLOOR.BUCKET key capacity tokens period a hash {tokens, ts} (RL.BUCKET's calls)
+ *   FLOOR.ACQUIRE key limit ttl id          a sorted set of leases (RL.ACQUIRE's calls)
  *
  * Each call: parse the numbers, read the clock once, open the key for reading and
  * writing, read its type, its string (DMA) and its absolute expiry, decide, write
@@ -14,8 +15,13 @@
  * propagate `SET key value PXAT t`, fire the `set` and `expire` keyspace events,
  * signal the key modified, reply with five integers. FLOOR.BUCKET instead reads
  * both fields with one HashGet, writes both with one HashSet, and propagates
- * `HSET key tokens x ts t` + `PEXPIREAT key t` (events `hset`, `expire`). No validation beyond what
- * keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
+ * `HSET key tokens x ts t` + `PEXPIREAT key t` (events `hset`, `expire`). FLOOR.ACQUIRE
+ * reads the sorted set in place as RL.ACQUIRE does (its edge scores, its size, the
+ * leases ended by now, the caller's score, the latest end), removes the ended leases
+ * one by one, adds or renews the lease with ZsetAdd, sets the absolute expiry and
+ * propagates `ZREMRANGEBYSCORE key -inf now` (when leases ended), `ZADD key end id` and
+ * `PEXPIREAT key t` (events `zremrangebyscore`, `zadd`, `expire`). No validation beyond
+ * what keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
  *
  * Built by scripts/bench.sh with the redismodule.h of the redis-module crate RL
  * is built against. */
@@ -270,6 +276,144 @@ static int bucket(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return REDISMODULE_OK;
 }
 
+/* The score at one end of a sorted set (the lowest, or the highest when last), as
+ * RL reads it: a range, its current element, stopped. 0 when there is none. */
+static int edge(RedisModuleKey *key, int last, double *score) {
+    int ok = last ? RedisModule_ZsetLastInScoreRange(key, REDISMODULE_NEGATIVE_INFINITE,
+                                                      REDISMODULE_POSITIVE_INFINITE, 0, 0)
+                  : RedisModule_ZsetFirstInScoreRange(key, REDISMODULE_NEGATIVE_INFINITE,
+                                                       REDISMODULE_POSITIVE_INFINITE, 0, 0);
+    RedisModuleString *member = NULL;
+    if (ok == REDISMODULE_OK && !RedisModule_ZsetRangeEndReached(key))
+        member = RedisModule_ZsetRangeCurrentElement(key, score);
+    RedisModule_ZsetRangeStop(key);
+    if (!member) return 0;
+    RedisModule_FreeString(NULL, member);
+    return 1;
+}
+
+/* A whole ms time in 0 ..= 2^53 - 1 (the check RL makes of both edges). */
+static int whole_ms(double score) {
+    return score >= 0 && score <= 9007199254740991.0 && score == (double)(long long)score;
+}
+
+/* FLOOR.ACQUIRE key limit ttl id: member = id, score = the lease's end in ms. */
+static int acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 5) return RedisModule_WrongArity(ctx);
+    long long limit, ttl;
+    if (RedisModule_StringToLongLong(argv[2], &limit) != REDISMODULE_OK || limit < 1 ||
+        !parse_ms(argv[3], &ttl))
+        return RedisModule_ReplyWithError(ctx, "ERR bad argument");
+    long long now = (long long)RedisModule_Milliseconds();
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    int type = RedisModule_KeyType(key);
+    long long stored = 0, ended = 0, held = 0;
+    double score;
+    if (type == REDISMODULE_KEYTYPE_ZSET) {
+        double low, high;
+        if (!edge(key, 0, &low) || !edge(key, 1, &high) || !whole_ms(low) || !whole_ms(high)) {
+            RedisModule_CloseKey(key);
+            return RedisModule_ReplyWithError(ctx, "ERR not a lease set");
+        }
+        stored = (long long)RedisModule_ValueLength(key);
+        if (RedisModule_ZsetFirstInScoreRange(key, REDISMODULE_NEGATIVE_INFINITE, (double)now, 0,
+                                              0) == REDISMODULE_OK)
+            while (!RedisModule_ZsetRangeEndReached(key)) {
+                ended++;
+                if (!RedisModule_ZsetRangeNext(key)) break;
+            }
+        RedisModule_ZsetRangeStop(key);
+        held = RedisModule_ZsetScore(key, argv[4], &score) == REDISMODULE_OK && score > now;
+    } else if (type != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "WRONGTYPE not a lease set");
+    }
+    long long live = stored - ended;
+    /* The latest end among the other leases (the last, or the one before it when the
+     * last is the caller's). */
+    long long latest = 0;
+    if (type == REDISMODULE_KEYTYPE_ZSET &&
+        RedisModule_ZsetLastInScoreRange(key, REDISMODULE_NEGATIVE_INFINITE,
+                                         REDISMODULE_POSITIVE_INFINITE, 0, 0) == REDISMODULE_OK) {
+        RedisModuleString *member = NULL;
+        if (!RedisModule_ZsetRangeEndReached(key))
+            member = RedisModule_ZsetRangeCurrentElement(key, &score);
+        if (member) {
+            size_t a, b;
+            const char *m = RedisModule_StringPtrLen(member, &a);
+            const char *id = RedisModule_StringPtrLen(argv[4], &b);
+            int mine = a == b && memcmp(m, id, a) == 0;
+            RedisModule_FreeString(NULL, member);
+            member = NULL;
+            if (mine && RedisModule_ZsetRangePrev(key))
+                member = RedisModule_ZsetRangeCurrentElement(key, &score);
+            else if (!mine)
+                latest = (long long)score;
+            if (member) {
+                latest = (long long)score;
+                RedisModule_FreeString(NULL, member);
+            }
+        }
+        RedisModule_ZsetRangeStop(key);
+    }
+    if (!held && live >= limit) {
+        long long soonest = now + 1;
+        if (RedisModule_ZsetFirstInScoreRange(key, (double)now, REDISMODULE_POSITIVE_INFINITE, 1,
+                                              0) == REDISMODULE_OK &&
+            !RedisModule_ZsetRangeEndReached(key)) {
+            RedisModuleString *member = RedisModule_ZsetRangeCurrentElement(key, &score);
+            if (member) {
+                soonest = (long long)score;
+                RedisModule_FreeString(NULL, member);
+            }
+        }
+        RedisModule_ZsetRangeStop(key);
+        RedisModule_CloseKey(key);
+        long long retry = soonest - now < 1 ? 1 : soonest - now;
+        reply5(ctx, 0, limit, 0, retry, latest > now ? latest - now : 0);
+        return REDISMODULE_OK;
+    }
+    long long end = now + ttl;
+    if (latest < end) latest = end;
+    /* The ended leases, collected first (a write ends a range), then removed. */
+    RedisModuleString **gone = NULL;
+    size_t n = 0;
+    if (ended) {
+        gone = RedisModule_Alloc(sizeof(*gone) * (size_t)ended);
+        if (RedisModule_ZsetFirstInScoreRange(key, REDISMODULE_NEGATIVE_INFINITE, (double)now, 0,
+                                              0) == REDISMODULE_OK)
+            while (n < (size_t)ended && !RedisModule_ZsetRangeEndReached(key)) {
+                RedisModuleString *member = RedisModule_ZsetRangeCurrentElement(key, &score);
+                if (member) gone[n++] = member;
+                if (!RedisModule_ZsetRangeNext(key)) break;
+            }
+        RedisModule_ZsetRangeStop(key);
+    }
+    for (size_t i = 0; i < n; i++) {
+        RedisModule_ZsetRem(key, gone[i], NULL);
+        RedisModule_FreeString(NULL, gone[i]);
+    }
+    if (gone) RedisModule_Free(gone);
+    int flags = 0;
+    if (RedisModule_ZsetAdd(key, (double)end, argv[4], &flags) != REDISMODULE_OK ||
+        RedisModule_SetAbsExpire(key, latest) != REDISMODULE_OK) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR write failed");
+    }
+    if (n) {
+        RedisModule_Replicate(ctx, "ZREMRANGEBYSCORE", "scl", argv[1], "-inf", now);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zremrangebyscore", argv[1]);
+    }
+    RedisModule_Replicate(ctx, "ZADD", "sls", argv[1], end, argv[4]);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_ZSET, "zadd", argv[1]);
+    RedisModule_Replicate(ctx, "PEXPIREAT", "sl", argv[1], latest);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "expire", argv[1]);
+    RedisModule_SignalModifiedKey(ctx, argv[1]);
+    RedisModule_CloseKey(key);
+    reply5(ctx, 1, limit, limit - (held ? live : live + 1), 0, latest - now);
+    return REDISMODULE_OK;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
@@ -285,6 +429,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         RedisModule_CreateCommand(ctx, "FLOOR.GCRA", gcra, "write deny-oom fast", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "FLOOR.BUCKET", bucket, "write deny-oom fast", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "FLOOR.ACQUIRE", acquire, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;

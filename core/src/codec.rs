@@ -260,4 +260,28 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn only_whole_ms_in_range_are_times_rl_writes() {
+        for (score, want) in [
+            (0.0, Some(0)),
+            (-0.0, Some(0)),
+            (1.0, Some(1)),
+            (1_796_308_737_872.0, Some(1_796_308_737_872)),
+            (MAX_COUNT as f64, Some(MAX_COUNT as i64)),
+            (1.5, None),
+            (0.5, None),
+            (1_796_308_736_871.5, None),
+            (1e-300, None),
+            (-1.0, None),
+            (-0.5, None),
+            ((MAX_COUNT + 1) as f64, None),
+            (1e300, None),
+            (f64::INFINITY, None),
+            (f64::NEG_INFINITY, None),
+            (f64::NAN, None),
+        ] {
+            assert_eq!(log_time(score), want, "{score}");
+        }
+    }
 }

@@ -37,7 +37,7 @@ pub enum Error {
 
     #[error(
         "limit must be an integer from 1 to {max} for RL.SLIDING, which keeps one entry \
-         per unit; use RL.BUCKET for larger limits"
+         per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits"
     )]
     SlidingLimit { max: u64 },
 
@@ -52,6 +52,17 @@ pub enum Error {
 
     #[error("syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")]
     LeaseRefund,
+
+    /// An option given to a command that takes none (RL.ACQUIRE, RL.RELEASE).
+    #[error("syntax error: {command} takes no {option}")]
+    NoOption {
+        command: &'static str,
+        option: &'static str,
+    },
+
+    /// RL.ALL: a DELAY after a policy other than GCRA.
+    #[error("syntax error: DELAY must follow a GCRA policy")]
+    DelayWithoutGcra,
 
     /// `expected` lists the command's options (RL.GCRA's include DELAY).
     #[error("syntax error: unknown option '{option}', expected {expected}")]
@@ -72,6 +83,11 @@ pub enum Error {
 
     #[error("numkeys is {0}, but fewer keys follow it")]
     TooFewKeys(u64),
+
+    /// RL.ALL: the arguments read as `fits` keys and as many policies, not
+    /// `numkeys` of each.
+    #[error("numkeys is {numkeys}, but the keys and policies given match numkeys {fits}")]
+    NumkeysMismatch { numkeys: usize, fits: usize },
 
     #[error("key '{0}' is given more than once")]
     DuplicateKey(String),

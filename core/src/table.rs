@@ -6,6 +6,12 @@
 
 use std::ffi::CStr;
 
+use crate::error::Error;
+
+/// The options RL's commands take: given to a command that takes none, each is
+/// named in the error instead of the bare arity error.
+const OPTIONS: [&str; 3] = ["COST", "REFUND", "DELAY"];
+
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
@@ -152,6 +158,30 @@ impl Command {
     /// Its RL.ALL policy word as text.
     pub fn policy_word(&self) -> &'static str {
         self.policy_token().to_str().unwrap_or("?")
+    }
+
+    /// The error naming an option given to a command that takes none (RL.ACQUIRE,
+    /// RL.RELEASE), when `extra`, the first argument past its last one, is an
+    /// option; None for any other call with the wrong argument count.
+    pub fn refused_option(&self, extra: Option<&[u8]>) -> Option<Error> {
+        if !matches!(self.cost, CostArg::None) {
+            return None;
+        }
+        let word = extra?;
+        let option = OPTIONS
+            .into_iter()
+            .find(|o| word.eq_ignore_ascii_case(o.as_bytes()))?;
+        Some(Error::NoOption {
+            command: self.name_str(),
+            option,
+        })
+    }
+
+    /// Its arity as COMMAND INFO shows it: at least `min_argc` arguments, the name
+    /// included (negative). A command without options (RL.ACQUIRE, RL.RELEASE)
+    /// checks for more itself, to name an option given to it.
+    pub const fn arity(&self) -> i32 {
+        -(self.min_argc as i32)
     }
 
     /// Its positional parameters after the key, as a policy or an error names them.

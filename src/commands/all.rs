@@ -74,6 +74,22 @@ macro_rules! policies {
                 None
             }
 
+            /// Whether the policy takes `DELAY max` (GCRA).
+            fn takes_delay(&self) -> bool {
+                match self {
+                    $(Policy::$variant(_) => <$variant as Limiter>::COMMAND.delay),*
+                }
+            }
+
+            /// The policy with `DELAY max` (ms) applied; only for one that takes it.
+            fn delayed(self, max_ms: u64) -> Policy {
+                match self {
+                    $(Policy::$variant(p) => {
+                        Policy::$variant(<$variant as Limiter>::delayed(p, max_ms))
+                    })*
+                }
+            }
+
             /// Decides on `key` as its command would; writes nothing.
             fn decide(&self, key: &Key, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
                 match self {
@@ -164,7 +180,7 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
     if rest.len() < keys {
         return Err(Error::TooFewKeys(numkeys));
     }
-    let (names, mut rest) = rest.split_at(keys);
+    let (names, mut tail) = rest.split_at(keys);
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
             return Err(Error::DuplicateKey(args::printable(name)));
@@ -172,33 +188,108 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
     }
     let mut policies = Vec::with_capacity(keys);
     let mut delayed = false;
-    while let Some(parsed) = Policy::parse(rest) {
+    // Whether the last policy carries its own DELAY.
+    let mut last_delayed = false;
+    while let Some(parsed) = Policy::parse(tail) {
         let (policy, used, delay) = parsed?;
         policies.push(policy);
         delayed |= delay;
-        rest = &rest[used..];
+        last_delayed = delay;
+        tail = &tail[used..];
     }
     if policies.len() != keys {
-        // Short of policies and not at an option: a word that is no policy.
-        let at_option = rest
-            .first()
-            .is_none_or(|w| w.eq_ignore_ascii_case(b"COST") || w.eq_ignore_ascii_case(b"REFUND"));
-        return Err(match rest.first() {
-            Some(word) if policies.len() < keys && !at_option => Error::UnknownPolicy {
-                word: args::printable(word),
-                expected: table::policy_words(),
-            },
-            _ => Error::PolicyCount {
-                keys,
-                policies: policies.len(),
-            },
-        });
+        return Err(count_error(rest, keys, policies.len(), tail.first()));
     }
-    let amount = args::options(rest.iter().copied(), false)?.amount;
-    if delayed && matches!(amount, Amount::Refund(_)) {
+    // The options after the last policy, in any order: COST n or REFUND n, and that
+    // policy's DELAY max when it is GCRA.
+    let last_takes_delay = policies.last().is_some_and(Policy::takes_delay);
+    let options = args::options(tail.iter().copied(), last_takes_delay).map_err(|e| match e {
+        Error::UnknownOption { option, .. } if option.eq_ignore_ascii_case("DELAY") => {
+            Error::DelayWithoutGcra
+        }
+        e => e,
+    })?;
+    if let Some(max_ms) = options.delay {
+        if last_delayed {
+            return Err(Error::DuplicateOption("DELAY"));
+        }
+        if let Some(last) = policies.pop() {
+            policies.push(last.delayed(max_ms));
+        }
+        delayed = true;
+    }
+    if delayed && matches!(options.amount, Amount::Refund(_)) {
         return Err(Error::Exclusive("DELAY", "REFUND"));
     }
-    Ok(Call { policies, amount })
+    Ok(Call {
+        policies,
+        amount: options.amount,
+    })
+}
+
+/// Why a line with `keys` keys does not hold as many policies (`parsed` were read,
+/// and the next word is `next`): numkeys itself when another numkeys fits the
+/// arguments; a DELAY after a policy that takes none; a word that is no policy;
+/// else the count.
+fn count_error(rest: &[&[u8]], keys: usize, parsed: usize, next: Option<&&[u8]>) -> Error {
+    if let Some(fits) = fitting_numkeys(rest, keys) {
+        return Error::NumkeysMismatch {
+            numkeys: keys,
+            fits,
+        };
+    }
+    let is = |w: &[u8], word: &str| w.eq_ignore_ascii_case(word.as_bytes());
+    match next {
+        Some(w) if parsed > 0 && is(w, "DELAY") => Error::DelayWithoutGcra,
+        Some(w) if parsed < keys && !is(w, "COST") && !is(w, "REFUND") => Error::UnknownPolicy {
+            word: args::printable(w),
+            expected: table::policy_words(),
+        },
+        _ => Error::PolicyCount {
+            keys,
+            policies: parsed,
+        },
+    }
+}
+
+/// The smallest numkeys other than `numkeys` under which `rest` (the arguments
+/// after numkeys) reads as that many keys, then as many policies, then nothing or
+/// options: the shape alone, parameters unchecked.
+fn fitting_numkeys(rest: &[&[u8]], numkeys: usize) -> Option<usize> {
+    let most = rest.len().min(MAX_COUNTED_KEYS as usize);
+    (1..=most).find(|&k| k != numkeys && policies_in(&rest[k..]) == Some(k))
+}
+
+/// How many policies `tail` starts with, by their names and parameter counts (a
+/// GCRA's DELAY included), if only options or nothing follow them.
+fn policies_in(tail: &[&[u8]]) -> Option<usize> {
+    let mut count = 0;
+    let mut i = 0;
+    while let Some(word) = tail.get(i) {
+        let Some(policy) =
+            table::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
+        else {
+            break;
+        };
+        i += 1 + policy.params().len();
+        if policy.delay
+            && tail
+                .get(i)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
+        {
+            i += 2;
+        }
+        if i > tail.len() {
+            return None;
+        }
+        count += 1;
+    }
+    let option = |w: &&[u8]| {
+        [&b"COST"[..], b"REFUND", b"DELAY"]
+            .iter()
+            .any(|o| w.eq_ignore_ascii_case(o))
+    };
+    tail.get(i).is_none_or(option).then_some(count)
 }
 
 /// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,
@@ -366,6 +457,22 @@ mod tests {
             delayed("1 a GCRA 5 1 1s DELAY 0"),
             delayed("1 a GCRA 5 1 1s")
         );
+        // After the last policy, its DELAY and COST (or REFUND) come in any order.
+        for line in [
+            "1 a GCRA 5 1 1s DELAY 3s COST 2",
+            "1 a GCRA 5 1 1s COST 2 DELAY 3s",
+            "1 a GCRA 5 1 1s cost 2 delay 3s",
+        ] {
+            let call = parse_line(line).unwrap();
+            assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()), "{line}");
+            assert_eq!(delayed(line), delayed("1 a GCRA 5 1 1s DELAY 3s"), "{line}");
+        }
+        let call = parse_line("2 a b FIXED 5 1m GCRA 5 1 1s COST 0 DELAY 3s").unwrap();
+        assert!(matches!(
+            call.policies[..],
+            [Policy::Fixed(_), Policy::Gcra(_)]
+        ));
+        assert_eq!(call.amount, Amount::Take(Cost::ZERO));
     }
 
     #[test]
@@ -383,9 +490,24 @@ mod tests {
             ("1 a GCRA 5 1 1s DELAY", "syntax error: DELAY needs a value"),
             ("1 a GCRA 5 1 1s DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
             ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
-            ("1 a FIXED 5 1s DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
-            ("1 a GCRA 5 1 1s COST 1 DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
-            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: unknown policy 'DELAY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
+            ("1 a GCRA 5 1 1s DELAY 1s COST 1 DELAY 2s", "syntax error: DELAY given more than once"),
+            ("1 a GCRA 5 1 1s COST 1 DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
+            ("1 a GCRA 5 1 1s REFUND 1 DELAY 1s", "syntax error: DELAY and REFUND exclude each other"),
+            ("1 a GCRA 5 1 1s COST 1 DELAY", "syntax error: DELAY needs a value"),
+            ("1 a FIXED 5 1s DELAY 1s", "syntax error: DELAY must follow a GCRA policy"),
+            ("1 a FIXED 5 1s COST 1 delay 1s", "syntax error: DELAY must follow a GCRA policy"),
+            ("2 a b GCRA 5 1 1s FIXED 5 1m COST 1 DELAY 1s", "syntax error: DELAY must follow a GCRA policy"),
+            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: DELAY must follow a GCRA policy"),
+            ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n"),
+            ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max"),
+            // numkeys off by one or more: the keys and policies fit another numkeys.
+            ("3 {a}x {a}y FIXED 5 1h FIXED 5 1h", "numkeys is 3, but the keys and policies given match numkeys 2"),
+            ("1 a b FIXED 5 1h GCRA 5 1 1s DELAY 1s COST 2", "numkeys is 1, but the keys and policies given match numkeys 2"),
+            ("2 a FIXED 5 1h", "numkeys is 2, but the keys and policies given match numkeys 1"),
+            ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
+            // No other numkeys fits: the count, or the word that is no policy.
+            ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
+            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
         ];
         for (line, want) in cases {
             assert_eq!(

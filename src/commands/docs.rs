@@ -70,17 +70,14 @@ fn doc(spec: &Command) -> CommandDoc {
     if spec.delay {
         args.push(delay_option());
     }
-    let min_argc = i32::try_from(spec.min_argc).unwrap_or(i32::MAX);
     CommandDoc {
         summary: spec.summary,
         complexity: spec.complexity,
         since: SINCE,
-        // Counting the command name: exactly this many for a command without
-        // options, else (negative) at least this many.
-        arity: match spec.cost {
-            CostArg::None => min_argc,
-            CostArg::Option | CostArg::Positional(_) => -min_argc,
-        },
+        // Counting the command name, at least this many (negative). A command without
+        // options (RL.ACQUIRE, RL.RELEASE) checks for more itself, to name an
+        // option given to it (`dispatch`).
+        arity: spec.arity(),
         keys: match spec.keys {
             Keys::First => KeySearch::First,
             Keys::Counted => KeySearch::Counted,

@@ -205,10 +205,21 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
             }
             return;
         }
-        let Some(argv) = argv.filter(|a| H::COMMAND.accepts_argc(a.count())) else {
-            ctx.reply_wrong_arity();
-            H::STATS.record(Verdict::Error);
-            return;
+        let argv = match argv {
+            Some(argv) if H::COMMAND.accepts_argc(argv.count()) => argv,
+            other => {
+                let refused = other.and_then(|a| {
+                    let first_extra = H::COMMAND.min_argc;
+                    H::COMMAND
+                        .refused_option((first_extra < a.count()).then(|| a.bytes(first_extra)))
+                });
+                match refused {
+                    Some(e) => ctx.reply_error(&e),
+                    None => ctx.reply_wrong_arity(),
+                }
+                H::STATS.record(Verdict::Error);
+                return;
+            }
         };
         match H::run(ctx, &argv) {
             Ok(decided) => {

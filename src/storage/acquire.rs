@@ -1,7 +1,7 @@
 //! RL.ACQUIRE's state: a native sorted set of leases, member = the lease's id,
 //! score = its end in server ms. The key expires at its latest lease's end.
 
-use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written};
+use super::zset::{self, members_through, IfPresent, Range, Written};
 use super::{effects, injected, Key, Kind};
 use crate::server::{ServerString, StrRef};
 use rl_core::algorithms::acquire::{Grant, LeaseSet, Release};
@@ -18,19 +18,13 @@ pub struct ZsetLeases<'k> {
 
 /// Opens the lease set; an absent key holds none. A sorted set whose lowest and
 /// highest scores are whole ms times is read as one (members are ids, any bytes);
-/// any other sorted set is the "does not hold" error.
+/// any other sorted set is the "does not hold" error (`zset::check_times`, the
+/// check RL.SLIDING's log passes too).
 pub fn load(key: &Key) -> Result<ZsetLeases<'_>> {
     match key.kind() {
         Kind::Empty => Ok(ZsetLeases { key, total: 0 }),
         Kind::SortedSet => {
-            let whole = |edge| {
-                edge_score(key, edge)
-                    .filter(|s| s.fract() == 0.0)
-                    .and_then(zset::valid_time)
-            };
-            if whole(Edge::Oldest).is_none() || whole(Edge::Newest).is_none() {
-                return Err(Error::NotALimiter(WHAT));
-            }
+            zset::check_times(key, WHAT)?;
             Ok(ZsetLeases {
                 key,
                 total: key.element_count(),
@@ -42,7 +36,7 @@ pub fn load(key: &Key) -> Result<ZsetLeases<'_>> {
 
 /// A score read as a lease end (interior scores of a foreign set rounded up).
 fn end(score: f64) -> Millis {
-    zset::valid_time(score).unwrap_or(Millis::MAX)
+    zset::time_between(score)
 }
 
 impl LeaseSet for ZsetLeases<'_> {

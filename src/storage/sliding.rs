@@ -3,7 +3,7 @@
 //! (`0`, `1`, …), which listpacks store as small integers: unique even for many units
 //! in one millisecond, and a few bytes each.
 
-use super::zset::{self, edge_score, members_through, Edge, IfPresent, Range, Written, Zadd};
+use super::zset::{self, members_through, IfPresent, Range, Written, Zadd};
 use super::{effects, injected, Key, Kind};
 use crate::server::{ServerString, StrRef};
 use rl_core::algorithms::sliding::{Append, Log, Removal};
@@ -29,17 +29,11 @@ pub fn load(key: &Key) -> Result<ZsetLog<'_>> {
             newest: None,
         }),
         Kind::SortedSet => {
-            // Scores are sorted: if the lowest and highest are times RL could have
-            // written, every score in between is too.
-            let oldest = edge_score(key, Edge::Oldest).and_then(zset::valid_time);
-            let newest = edge_score(key, Edge::Newest).and_then(zset::valid_time);
-            if oldest.is_none() || newest.is_none() {
-                return Err(Error::NotALimiter(WHAT));
-            }
+            let newest = zset::check_times(key, WHAT)?;
             Ok(ZsetLog {
                 key,
                 total: key.element_count(),
-                newest,
+                newest: Some(newest),
             })
         }
         _ => Err(Error::WrongType),
@@ -64,7 +58,7 @@ impl Log for ZsetLog<'_> {
             }
         }
         let (_member, score) = range.current()?;
-        Some(score.ceil() as Millis)
+        Some(zset::time_between(score))
     }
 
     fn newest(&self) -> Option<Millis> {

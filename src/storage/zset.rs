@@ -6,21 +6,38 @@
 use super::{effects, injected, Key};
 pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
 use crate::server::{ServerString, StrRef};
-use rl_core::algorithms::{Millis, MAX_COUNT};
-use rl_core::error::Result;
+use rl_core::algorithms::Millis;
+use rl_core::codec;
+use rl_core::error::{Error, Result};
 
-/// A score as an ms time RL could have written (finite, 0 ..= 2^53 - 1), rounded up.
-pub(super) fn valid_time(score: f64) -> Option<Millis> {
-    (score.is_finite() && score >= 0.0 && score <= MAX_COUNT as f64).then(|| score.ceil() as Millis)
+/// The one check every reader of a sorted set RL keeps (RL.SLIDING's log,
+/// RL.ACQUIRE's leases, in their own commands and in RL.ALL) makes before reading
+/// it: its lowest and highest scores are whole ms times ([`codec::log_time`]); otherwise
+/// the key holds something RL did not write, the "does not hold `what`" error.
+/// Returns the highest score, the newest time. The key must be a non-empty sorted
+/// set.
+pub(super) fn check_times(key: &Key, what: &'static str) -> Result<Millis> {
+    let edge = |edge| edge_score(key, edge).and_then(codec::log_time);
+    match (edge(Edge::Oldest), edge(Edge::Newest)) {
+        (Some(_), Some(newest)) => Ok(newest),
+        _ => Err(Error::NotALimiter(what)),
+    }
+}
+
+/// A score between the two a [`check_times`] accepted, as a time: rounded up if a
+/// foreign member left a fraction there (the edges are whole, so it is in range).
+pub(super) fn time_between(score: f64) -> Millis {
+    // `as` saturates: NaN (never a score) would read as 0, anything else is in range.
+    score.ceil() as Millis
 }
 
 #[derive(Clone, Copy)]
-pub(super) enum Edge {
+enum Edge {
     Oldest,
     Newest,
 }
 
-pub(super) fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
+fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
     let range = match edge {
         Edge::Oldest => Range::scores(key, f64::NEG_INFINITY, f64::INFINITY, false),
         Edge::Newest => Range::last(key),

@@ -108,12 +108,13 @@ pub fn on_backend(c: &redis::Cmd) -> redis::Cmd {
     out
 }
 
-/// The name an arity error names for `command` (`RL.FIXED` → `rl.fixed` for the
-/// module, `rl_fixed` for the library), lower case.
+/// The name an arity error names for `command`: for the module, the command as RL
+/// registers it (`RL.FIXED`, whatever the call's case: every supported server names
+/// a module command so), for the library its function (`rl_fixed`).
 pub fn arity_name(command: &str) -> String {
     match function_of(command.as_bytes()) {
         Some(f) if is_library() => f,
-        _ => command.to_lowercase(),
+        _ => command.to_uppercase(),
     }
 }
 

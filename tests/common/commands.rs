@@ -220,6 +220,10 @@ pub const SLIDING: Command = Command {
         &["ZADD", "k", "1", "a", "+inf", "b"],
         &["ZADD", "k", "-1", "a", "1", "b"],
         &["ZADD", "k", "1e300", "a"],
+        &["ZADD", "k", "9007199254740992", "a"],
+        &["ZADD", "k", "1.5", "a"],
+        &["ZADD", "k", "1", "a", "2.5", "b"],
+        &["ZADD", "k", "0.5", "a", "2", "b"],
     ],
     holds: "RL.SLIDING",
     policy: limit_window,
@@ -406,6 +410,8 @@ pub const ACQUIRE: Command = Command {
         &["ZADD", "k", "1", "a", "2.5", "b"],
         &["ZADD", "k", "-1", "a", "1", "b"],
         &["ZADD", "k", "1e300", "a"],
+        &["ZADD", "k", "9007199254740992", "a"],
+        &["ZADD", "k", "0.5", "a", "2", "b"],
     ],
     holds: "RL.ACQUIRE",
     policy: limit_ttl_job,
@@ -473,15 +479,9 @@ impl Command {
             .unwrap_or_else(|| panic!("{} is not in the command table", self.name))
     }
 
-    /// COMMAND INFO arity: negative (the minimum, the name included) when optional
-    /// arguments may follow, as the table says.
+    /// COMMAND INFO arity, as the table says.
     pub fn arity(&self) -> i64 {
-        let row = self.row();
-        let min = row.min_argc as i64;
-        match row.cost {
-            rl_core::table::CostArg::None => min,
-            _ => -min,
-        }
+        i64::from(self.row().arity())
     }
 
     /// Whether the command is flagged `fast`, as the table says.

@@ -276,6 +276,36 @@ mod tests {
     }
 
     #[test]
+    fn an_allowed_call_drops_exactly_the_units_that_left_the_window() {
+        // Limit 10, window 300: 3 units at 0, 2 at 150 (tests/sliding.rs runs the
+        // same calls on a server's clock).
+        let mut log = VecLog::default();
+        assert_eq!(call(&mut log, 0, 10, 300, 3).remaining, 7);
+        assert_eq!(call(&mut log, 150, 10, 300, 2).remaining, 5);
+        assert_eq!(log.0, vec![0, 0, 0, 150, 150]);
+        // At 299 the units at 0 still count; an inspection drops nothing.
+        let out = decide(&log, 299, Quota::new(count(10), ms(300)), cost(0));
+        assert_eq!((out.decision.remaining, out.store), (5, None));
+        // At 300 they have left: the call drops them (through 0) and logs its own.
+        let out = decide(&log, 300, Quota::new(count(10), ms(300)), cost(1));
+        assert_eq!(
+            out.store,
+            Some(Append {
+                drop_through: 0,
+                at: 300,
+                units: 1,
+                expires_at: 600
+            })
+        );
+        assert_eq!(out.decision.remaining, 7);
+        log.apply(&out.store.unwrap());
+        assert_eq!(log.0, vec![150, 150, 300]);
+        // At 450 the units at 150 go too.
+        assert_eq!(call(&mut log, 450, 10, 300, 1).remaining, 8);
+        assert_eq!(log.0, vec![300, 450]);
+    }
+
+    #[test]
     fn rejected_calls_are_not_logged() {
         let mut log = VecLog::default();
         call(&mut log, 0, 2, 1000, 2);

@@ -10,6 +10,7 @@
 //! - `keyspace`: an in-memory model of the Redis keys RL uses, and `memory`: RL's
 //!   commands run over it, as the module runs them over Redis keys (for tests,
 //!   the Functions library's in-process check and the fuzzer);
+//! - `all`: RL.ALL's line (its policies) and its combined reply;
 //! - `table`: every command, written once.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
@@ -17,6 +18,7 @@
 //! tests without bindgen or libclang.
 
 pub mod algorithms;
+pub mod all;
 pub mod args;
 pub mod codec;
 pub mod decimal;

@@ -16,7 +16,8 @@ use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::Gcra;
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
-use crate::algorithms::{Algorithm, Amount, Change, Decision, Millis, RetryAfter, MAX_COUNT};
+use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, RetryAfter, MAX_COUNT};
+use crate::all::Policy;
 use crate::args;
 use crate::codec::{self, StateBuf, StringState};
 use crate::decimal;
@@ -37,6 +38,9 @@ pub fn call(ks: &mut Keyspace, now: Millis, argv: &[&[u8]]) -> std::result::Resu
         return ks.command(now, argv);
     };
     if !command.accepts_argc(argv.len()) {
+        if let Some(e) = command.refused_option(argv.get(command.min_argc).copied()) {
+            return Err(format!("{} {e}", e.code()));
+        }
         return Err(format!(
             "ERR wrong number of arguments for '{}' command",
             command.name_str().to_lowercase()
@@ -62,7 +66,7 @@ fn run(ks: &mut Keyspace, now: Millis, command: &Command, argv: &[&[u8]]) -> Res
         return Ok(reply(&acquire(ks, key, now, &lease, amount_one())?));
     }
     if command.name == table::ALL.name {
-        return Err(Error::Internal("RL.ALL in memory"));
+        return all(ks, now, &argv[1..]);
     }
     let (positional, options) = rest.split_at(command.params().len());
     let options = args::options(options.iter().copied(), command.delay)?;
@@ -89,8 +93,49 @@ fn run(ks: &mut Keyspace, now: Millis, command: &Command, argv: &[&[u8]]) -> Res
     Ok(reply(&d))
 }
 
+/// RL.ALL: every key decided at one instant, all written or none. Each policy runs
+/// as its own command on a copy of the keyspace (the keys are distinct, so one
+/// after the other is the same instant); the copy is kept only if all allow.
+fn all(ks: &mut Keyspace, now: Millis, args: &[&[u8]]) -> Result<Value> {
+    let call = crate::all::parse(args, SLIDING_MAX_LIMIT)?;
+    let keys = &args[1..=call.keys()];
+    let mut trial = ks.clone();
+    let mut decisions = Vec::with_capacity(call.keys() + 1);
+    for (key, policy) in keys.iter().zip(&call.policies) {
+        decisions.push(policy_call(&mut trial, key, now, policy, call.amount)?);
+    }
+    if decisions.iter().all(|d| d.allowed) {
+        *ks = trial;
+    } else {
+        for ((key, policy), d) in keys.iter().zip(&call.policies).zip(decisions.iter_mut()) {
+            let state = policy_call(ks, key, now, policy, Amount::Take(Cost::ZERO))?;
+            *d = crate::all::unchanged(*d, state);
+        }
+    }
+    decisions.insert(0, crate::all::combine(&decisions));
+    Ok(Value::Array(decisions.iter().map(reply).collect()))
+}
+
+/// One key of an RL.ALL call, as its own command runs it.
+fn policy_call(
+    ks: &mut Keyspace,
+    key: &[u8],
+    now: Millis,
+    policy: &Policy,
+    amount: Amount,
+) -> Result<Decision> {
+    match policy {
+        Policy::Fixed(q) => string::<FixedWindow>(ks, key, now, *q, amount),
+        Policy::Sliding(q) => sliding(ks, key, now, *q, amount),
+        Policy::Bucket(r) => bucket(ks, key, now, *r, amount),
+        Policy::Gcra(e) => string::<Gcra>(ks, key, now, *e, amount),
+        Policy::SlidingCounter(q) => string::<SlidingWindowCounter>(ks, key, now, *q, amount),
+        Policy::Acquire(lease) => acquire(ks, key, now, lease, amount),
+    }
+}
+
 fn amount_one() -> Amount {
-    Amount::Take(crate::algorithms::Cost::ONE)
+    Amount::Take(Cost::ONE)
 }
 
 /// RL's five integers.

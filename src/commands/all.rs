@@ -16,91 +16,46 @@
 use super::acquire::Acquire;
 use super::bucket::Bucket;
 use super::fixed::Fixed;
-use super::framework::{fields, Handler, Inline, Limiter, MAX_COUNTED_KEYS};
+use super::framework::{fields, Handler, Inline, Limiter};
 use super::gcra::Gcra;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
+use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::Key;
-use rl_core::algorithms::{Amount, Cost, Decision, Millis, Outcome, RetryAfter};
-use rl_core::args;
-use rl_core::error::{Error, Result};
+use rl_core::algorithms::{Amount, Cost, Decision, Millis, Outcome};
+use rl_core::all::{self, Policy};
+use rl_core::error::Result;
 use rl_core::table::{self, Command};
 
 pub struct All;
 
 static COUNTERS: Counters = Counters::new();
 
-/// The policies RL.ALL takes: each is a single-key command's parameters, parsed,
-/// decided and written by that command.
+/// Runs each policy of rl_core::all with its command's handler: decided and
+/// written by that command.
 macro_rules! policies {
     ($($variant:ident),* $(,)?) => {
         /// The commands handled as policies, for the test that holds them to the table.
         #[cfg(test)]
         const HANDLED: &[&Command] = &[$(<$variant as Limiter>::COMMAND),*];
 
-        /// One key's limit: a command and its parameters.
-        enum Policy {
-            $($variant(<$variant as Limiter>::Params)),*
-        }
-
         /// What one key's command writes when the call is allowed.
         enum Write {
             $($variant(<$variant as Limiter>::Write)),*
         }
 
-        impl Policy {
-            /// The policy at the start of `args`, how many arguments it takes and
-            /// whether it carries a DELAY; None when `args` does not start with a
-            /// policy name.
-            fn parse(args: &[&[u8]]) -> Option<Result<(Policy, usize, bool)>> {
-                let word = args.first()?;
-                $(
-                    let command = <$variant as Limiter>::COMMAND;
-                    if word.eq_ignore_ascii_case(command.policy_token().to_bytes()) {
-                        let n = command.params().len();
-                        let Some(params) = args.get(1..=n) else {
-                            return Some(Err(policy_args(command)));
-                        };
-                        let parsed = <$variant as Limiter>::parse_params(params).and_then(|p| {
-                            policy_delay::<$variant>(p, &args[1 + n..])
-                        });
-                        return Some(parsed.map(|(p, used)| {
-                            (Policy::$variant(p), 1 + n + used, used > 0)
-                        }));
-                    }
-                )*
-                None
-            }
-
-            /// Whether the policy takes `DELAY max` (GCRA).
-            fn takes_delay(&self) -> bool {
-                match self {
-                    $(Policy::$variant(_) => <$variant as Limiter>::COMMAND.delay),*
-                }
-            }
-
-            /// The policy with `DELAY max` (ms) applied; only for one that takes it.
-            fn delayed(self, max_ms: u64) -> Policy {
-                match self {
-                    $(Policy::$variant(p) => {
-                        Policy::$variant(<$variant as Limiter>::delayed(p, max_ms))
-                    })*
-                }
-            }
-
-            /// Decides on `key` as its command would; writes nothing.
-            fn decide(&self, key: &Key, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
-                match self {
-                    $(Policy::$variant(params) => {
-                        let out = <$variant as Limiter>::decide(key, params, now, amount)?;
-                        Ok(Outcome {
-                            decision: out.decision,
-                            store: out.store.map(Write::$variant),
-                        })
-                    })*
-                }
+        /// Decides on `key` as the policy's command would; writes nothing.
+        fn decide(policy: &Policy, key: &Key, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
+            match policy {
+                $(Policy::$variant(params) => {
+                    let out = <$variant as Limiter>::decide(key, params, now, amount)?;
+                    Ok(Outcome {
+                        decision: out.decision,
+                        store: out.store.map(Write::$variant),
+                    })
+                })*
             }
         }
 
@@ -125,216 +80,11 @@ policies! {
     Acquire,
 }
 
-/// A policy's `DELAY max` at the start of `rest`, if its command takes one
-/// (GCRA): the parameters with it applied, and the arguments it took (0 or 2).
-fn policy_delay<L: Limiter>(params: L::Params, rest: &[&[u8]]) -> Result<(L::Params, usize)> {
-    match rest {
-        [word, rest @ ..] if L::COMMAND.delay && word.eq_ignore_ascii_case(b"DELAY") => {
-            let value = rest.first().ok_or(Error::MissingValue("DELAY"))?;
-            let max_ms = args::delay("DELAY", value)?;
-            if rest
-                .get(1)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
-            {
-                return Err(Error::DuplicateOption("DELAY"));
-            }
-            Ok((L::delayed(params, max_ms), 2))
-        }
-        _ => Ok((params, 0)),
-    }
-}
-
-/// "policy FIXED takes limit window".
-fn policy_args(command: &Command) -> Error {
-    let names: Vec<&str> = command
-        .params()
-        .iter()
-        .map(|a| a.name.to_str().unwrap_or("?"))
-        .collect();
-    Error::PolicyArgs {
-        policy: command.policy_word(),
-        params: names.join(" "),
-    }
-}
-
-/// A parsed call: a policy per key (the keys follow numkeys in argv, in the same
-/// order), and what to take or give back.
-struct Call {
-    policies: Vec<Policy>,
-    amount: Amount,
-}
-
-impl Call {
-    /// numkeys: parsing checked there is exactly one policy per key.
-    fn keys(&self) -> usize {
-        self.policies.len()
-    }
-}
-
-/// Parses everything after the command name.
-fn parse(args: &[&[u8]]) -> Result<Call> {
-    let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
-    let numkeys = args::integer("numkeys", numkeys, 1, MAX_COUNTED_KEYS)?;
-    // numkeys <= 16: it fits a usize.
-    let keys = numkeys as usize;
-    if rest.len() < keys {
-        return Err(Error::TooFewKeys(numkeys));
-    }
-    let (names, mut tail) = rest.split_at(keys);
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(Error::DuplicateKey(args::printable(name)));
-        }
-    }
-    let mut policies = Vec::with_capacity(keys);
-    let mut delayed = false;
-    // Whether the last policy carries its own DELAY.
-    let mut last_delayed = false;
-    while let Some(parsed) = Policy::parse(tail) {
-        let (policy, used, delay) = parsed?;
-        policies.push(policy);
-        delayed |= delay;
-        last_delayed = delay;
-        tail = &tail[used..];
-    }
-    if policies.len() != keys {
-        return Err(count_error(rest, keys, policies.len(), tail.first()));
-    }
-    // The options after the last policy, in any order: COST n or REFUND n, and that
-    // policy's DELAY max when it is GCRA.
-    let last_takes_delay = policies.last().is_some_and(Policy::takes_delay);
-    let options = args::options(tail.iter().copied(), last_takes_delay).map_err(|e| match e {
-        Error::UnknownOption { option, .. } if option.eq_ignore_ascii_case("DELAY") => {
-            Error::DelayWithoutGcra
-        }
-        e => e,
-    })?;
-    if let Some(max_ms) = options.delay {
-        if last_delayed {
-            return Err(Error::DuplicateOption("DELAY"));
-        }
-        if let Some(last) = policies.pop() {
-            policies.push(last.delayed(max_ms));
-        }
-        delayed = true;
-    }
-    if delayed && matches!(options.amount, Amount::Refund(_)) {
-        return Err(Error::Exclusive("DELAY", "REFUND"));
-    }
-    Ok(Call {
-        policies,
-        amount: options.amount,
-    })
-}
-
-/// Why a line with `keys` keys does not hold as many policies (`parsed` were read,
-/// and the next word is `next`): numkeys itself when another numkeys fits the
-/// arguments; a DELAY after a policy that takes none; a word that is no policy;
-/// else the count.
-fn count_error(rest: &[&[u8]], keys: usize, parsed: usize, next: Option<&&[u8]>) -> Error {
-    if let Some(fits) = fitting_numkeys(rest, keys) {
-        return Error::NumkeysMismatch {
-            numkeys: keys,
-            fits,
-        };
-    }
-    let is = |w: &[u8], word: &str| w.eq_ignore_ascii_case(word.as_bytes());
-    match next {
-        Some(w) if parsed > 0 && is(w, "DELAY") => Error::DelayWithoutGcra,
-        Some(w) if parsed < keys && !is(w, "COST") && !is(w, "REFUND") => Error::UnknownPolicy {
-            word: args::printable(w),
-            expected: table::policy_words(),
-        },
-        _ => Error::PolicyCount {
-            keys,
-            policies: parsed,
-        },
-    }
-}
-
-/// The smallest numkeys other than `numkeys` under which `rest` (the arguments
-/// after numkeys) reads as that many keys, then as many policies, then nothing or
-/// options: the shape alone, parameters unchecked.
-fn fitting_numkeys(rest: &[&[u8]], numkeys: usize) -> Option<usize> {
-    let most = rest.len().min(MAX_COUNTED_KEYS as usize);
-    (1..=most).find(|&k| k != numkeys && policies_in(&rest[k..]) == Some(k))
-}
-
-/// How many policies `tail` starts with, by their names and parameter counts (a
-/// GCRA's DELAY included), if only options or nothing follow them.
-fn policies_in(tail: &[&[u8]]) -> Option<usize> {
-    let mut count = 0;
-    let mut i = 0;
-    while let Some(word) = tail.get(i) {
-        let Some(policy) =
-            table::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
-        else {
-            break;
-        };
-        i += 1 + policy.params().len();
-        if policy.delay
-            && tail
-                .get(i)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
-        {
-            i += 2;
-        }
-        if i > tail.len() {
-            return None;
-        }
-        count += 1;
-    }
-    let option = |w: &&[u8]| {
-        [&b"COST"[..], b"REFUND", b"DELAY"]
-            .iter()
-            .any(|o| w.eq_ignore_ascii_case(o))
-    };
-    tail.get(i).is_none_or(option).then_some(count)
-}
-
 /// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,
 /// never a panic.
 #[cfg(feature = "fuzzing")]
 pub fn parses(args: &[&[u8]]) -> Result<usize> {
-    Ok(parse(args)?.keys())
-}
-
-/// The combined decision over every key's reply: allowed if all are; the
-/// smallest remaining (the first such key's, with its limit); retry_after when
-/// allowed the longest wait of a scheduled key (a GCRA policy with DELAY: act when
-/// every key's turn has come), else 0; when rejected -1 if some key never allows,
-/// else the longest wait among the keys that reject; the longest reset_after.
-fn combine(per_key: &[Decision]) -> Decision {
-    let allowed = per_key.iter().all(|d| d.allowed);
-    let tightest = per_key.iter().min_by_key(|d| d.remaining);
-    let retry_after = if allowed {
-        let longest = per_key
-            .iter()
-            .filter_map(|d| match d.retry_after {
-                RetryAfter::Delayed(ms) => Some(ms),
-                RetryAfter::Now | RetryAfter::Ms(_) | RetryAfter::Never => None,
-            })
-            .max();
-        longest.map_or(RetryAfter::Now, RetryAfter::Delayed)
-    } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
-        RetryAfter::Never
-    } else {
-        let longest = per_key
-            .iter()
-            .filter_map(|d| match d.retry_after {
-                RetryAfter::Ms(ms) => Some(ms),
-                RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => None,
-            })
-            .max();
-        RetryAfter::Ms(longest.unwrap_or(0))
-    };
-    Decision {
-        allowed,
-        limit: tightest.map_or(0, |d| d.limit),
-        remaining: tightest.map_or(0, |d| d.remaining),
-        retry_after,
-        reset_after_ms: per_key.iter().map(|d| d.reset_after_ms).max().unwrap_or(0),
-    }
+    Ok(all::parse(args, config::sliding_max_limit())?.keys())
 }
 
 impl Handler for All {
@@ -345,14 +95,14 @@ impl Handler for All {
 
     fn run(ctx: Context, argv: &Argv) -> Result<Vec<Decision>> {
         let mut inline = Inline::default();
-        let call = parse(inline.args_from(argv, 1))?;
+        let call = all::parse(inline.args_from(argv, 1), config::sliding_max_limit())?;
         let now = server::now_ms();
         let keys: Vec<Key> = (0..call.keys())
             .map(|i| ctx.open_key(argv, 2 + i))
             .collect();
         let mut outcomes = Vec::with_capacity(call.keys());
         for (key, policy) in keys.iter().zip(&call.policies) {
-            outcomes.push(policy.decide(key, now, call.amount)?);
+            outcomes.push(decide(policy, key, now, call.amount)?);
         }
         let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
         if outcomes.iter().all(|o| o.decision.allowed) {
@@ -366,15 +116,11 @@ impl Handler for All {
             // Nothing is written. Each key answers its real state, as COST 0 reads
             // it, and its own verdict on this cost.
             for ((key, policy), outcome) in keys.iter().zip(&call.policies).zip(outcomes) {
-                let state = policy.decide(key, now, Amount::Take(Cost::ZERO))?.decision;
-                decisions.push(Decision {
-                    remaining: state.remaining,
-                    reset_after_ms: state.reset_after_ms,
-                    ..outcome.decision
-                });
+                let state = decide(policy, key, now, Amount::Take(Cost::ZERO))?.decision;
+                decisions.push(all::unchanged(outcome.decision, state));
             }
         }
-        decisions.insert(0, combine(&decisions));
+        decisions.insert(0, all::combine(&decisions));
         Ok(decisions)
     }
 
@@ -399,163 +145,5 @@ mod tests {
         let handled: Vec<_> = HANDLED.iter().map(|c| c.name).collect();
         let table: Vec<_> = table::policies().map(|c| c.name).collect();
         assert_eq!(handled, table);
-    }
-
-    fn parse_line(line: &str) -> Result<Call> {
-        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        parse(&args)
-    }
-
-    fn decision(
-        allowed: bool,
-        limit: u64,
-        remaining: u64,
-        retry: RetryAfter,
-        reset: u64,
-    ) -> Decision {
-        Decision {
-            allowed,
-            limit,
-            remaining,
-            retry_after: retry,
-            reset_after_ms: reset,
-        }
-    }
-
-    #[test]
-    fn parses_keys_then_one_policy_per_key_then_the_amount() {
-        let call =
-            parse_line("3 a b c fixed 10 1s BUCKET 5 1 1m SlidingCounter 100 1d REFUND 2").unwrap();
-        assert_eq!(call.keys(), 3);
-        assert!(matches!(
-            call.policies[..],
-            [
-                Policy::Fixed(_),
-                Policy::Bucket(_),
-                Policy::SlidingCounter(_)
-            ]
-        ));
-        assert_eq!(call.amount, Amount::Refund(Cost::new(2).unwrap()));
-        let call = parse_line("1 k GCRA 5 1 1s").unwrap();
-        assert_eq!(call.amount, Amount::Take(Cost::ONE));
-        // A GCRA policy carries its DELAY; the next policy follows it.
-        let call = parse_line("2 a b gcra 5 1 1s delay 3s FIXED 10 1m COST 2").unwrap();
-        assert!(matches!(
-            call.policies[..],
-            [Policy::Gcra(_), Policy::Fixed(_)]
-        ));
-        assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()));
-        let delayed = |line| match parse_line(line).unwrap().policies[0] {
-            Policy::Gcra(e) => e,
-            _ => unreachable!(),
-        };
-        assert_ne!(
-            delayed("1 a GCRA 5 1 1s DELAY 3s"),
-            delayed("1 a GCRA 5 1 1s")
-        );
-        assert_eq!(
-            delayed("1 a GCRA 5 1 1s DELAY 0"),
-            delayed("1 a GCRA 5 1 1s")
-        );
-        // After the last policy, its DELAY and COST (or REFUND) come in any order.
-        for line in [
-            "1 a GCRA 5 1 1s DELAY 3s COST 2",
-            "1 a GCRA 5 1 1s COST 2 DELAY 3s",
-            "1 a GCRA 5 1 1s cost 2 delay 3s",
-        ] {
-            let call = parse_line(line).unwrap();
-            assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()), "{line}");
-            assert_eq!(delayed(line), delayed("1 a GCRA 5 1 1s DELAY 3s"), "{line}");
-        }
-        let call = parse_line("2 a b FIXED 5 1m GCRA 5 1 1s COST 0 DELAY 3s").unwrap();
-        assert!(matches!(
-            call.policies[..],
-            [Policy::Fixed(_), Policy::Gcra(_)]
-        ));
-        assert_eq!(call.amount, Amount::Take(Cost::ZERO));
-    }
-
-    #[test]
-    fn names_what_is_wrong_with_a_bad_line() {
-        let cases = [
-            ("0 a FIXED 1 1s", "numkeys must be an integer from 1 to 16"),
-            ("3 a b", "numkeys is 3, but fewer keys follow it"),
-            ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
-            ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
-            ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
-            ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
-            ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
-            ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
-            ("1 a GCRA 5 1 1s DELAY", "syntax error: DELAY needs a value"),
-            ("1 a GCRA 5 1 1s DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
-            ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
-            ("1 a GCRA 5 1 1s DELAY 1s COST 1 DELAY 2s", "syntax error: DELAY given more than once"),
-            ("1 a GCRA 5 1 1s COST 1 DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
-            ("1 a GCRA 5 1 1s REFUND 1 DELAY 1s", "syntax error: DELAY and REFUND exclude each other"),
-            ("1 a GCRA 5 1 1s COST 1 DELAY", "syntax error: DELAY needs a value"),
-            ("1 a FIXED 5 1s DELAY 1s", "syntax error: DELAY must follow a GCRA policy"),
-            ("1 a FIXED 5 1s COST 1 delay 1s", "syntax error: DELAY must follow a GCRA policy"),
-            ("2 a b GCRA 5 1 1s FIXED 5 1m COST 1 DELAY 1s", "syntax error: DELAY must follow a GCRA policy"),
-            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: DELAY must follow a GCRA policy"),
-            ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n"),
-            ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max"),
-            // numkeys off by one or more: the keys and policies fit another numkeys.
-            ("3 {a}x {a}y FIXED 5 1h FIXED 5 1h", "numkeys is 3, but the keys and policies given match numkeys 2"),
-            ("1 a b FIXED 5 1h GCRA 5 1 1s DELAY 1s COST 2", "numkeys is 1, but the keys and policies given match numkeys 2"),
-            ("2 a FIXED 5 1h", "numkeys is 2, but the keys and policies given match numkeys 1"),
-            ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
-            // No other numkeys fits: the count, or the word that is no policy.
-            ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
-            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
-        ];
-        for (line, want) in cases {
-            assert_eq!(
-                parse_line(line).err().map(|e| e.to_string()).as_deref(),
-                Some(want),
-                "{line}"
-            );
-        }
-    }
-
-    #[test]
-    fn combines_the_tightest_remaining_the_longest_wait_and_reset() {
-        let per_key = [
-            decision(true, 10, 4, RetryAfter::Now, 900),
-            decision(true, 3, 1, RetryAfter::Now, 5000),
-            decision(true, 7, 1, RetryAfter::Now, 100),
-        ];
-        // Ties for the smallest remaining: the first such key's limit.
-        assert_eq!(
-            combine(&per_key),
-            decision(true, 3, 1, RetryAfter::Now, 5000)
-        );
-        let per_key = [
-            decision(false, 10, 0, RetryAfter::Ms(300), 900),
-            decision(true, 3, 2, RetryAfter::Now, 5000),
-            decision(false, 7, 0, RetryAfter::Ms(700), 700),
-        ];
-        assert_eq!(
-            combine(&per_key),
-            decision(false, 10, 0, RetryAfter::Ms(700), 5000)
-        );
-        let never = [per_key[0], decision(false, 2, 2, RetryAfter::Never, 0)];
-        assert_eq!(combine(&never).retry_after, RetryAfter::Never);
-        // Allowed with scheduled keys (GCRA with DELAY): act after the longest wait.
-        let scheduled = [
-            decision(true, 10, 4, RetryAfter::Delayed(300), 900),
-            decision(true, 3, 2, RetryAfter::Now, 5000),
-            decision(true, 7, 0, RetryAfter::Delayed(700), 1700),
-        ];
-        assert_eq!(
-            combine(&scheduled),
-            decision(true, 7, 0, RetryAfter::Delayed(700), 5000)
-        );
-        // Rejected: a key that would be scheduled does not set the wait.
-        let rejected = [
-            scheduled[2],
-            decision(false, 3, 0, RetryAfter::Ms(200), 900),
-        ];
-        assert_eq!(combine(&rejected).retry_after, RetryAfter::Ms(200));
     }
 }

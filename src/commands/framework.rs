@@ -250,14 +250,11 @@ fn report_counted_keys(ctx: Context, argv: &Argv) {
     if argv.count() < 2 {
         return;
     }
-    let numkeys = args::integer("numkeys", argv.bytes(1), 1, MAX_COUNTED_KEYS).unwrap_or(0);
+    let numkeys = args::integer("numkeys", argv.bytes(1), 1, rl_core::all::MAX_KEYS).unwrap_or(0);
     for pos in (2..argv.count()).take(numkeys as usize) {
         ctx.key_at(pos);
     }
 }
-
-/// At most this many keys in one RL.ALL call.
-pub const MAX_COUNTED_KEYS: u64 = 16;
 
 /// How many arguments a call may have after its key without allocating.
 const INLINE_ARGS: usize = 8;

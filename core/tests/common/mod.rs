@@ -1,0 +1,3 @@
+//! Helpers shared by rl-core's integration tests.
+
+pub mod lua_twin;

@@ -546,6 +546,7 @@ end)
 redis.register_function("status", function() return redis.status_reply("PONG") end)
 redis.register_function("custom", function() return redis.error_reply("MY code here") end)
 redis.register_function("bare", function() return redis.error_reply("oops") end)
+redis.register_function("misuse", function() return redis.error_reply(1) end)
 redis.register_function("boom", function() local t = nil; return t.x end)
 redis.register_function("global", function() undefined_thing = 1 end)
 redis.register_function("numbers", function(keys)
@@ -553,6 +554,10 @@ redis.register_function("numbers", function(keys)
   return redis.call("ZRANGE", keys[1], 0, -1, "WITHSCORES")
 end)
 redis.register_function("time", function() return redis.call("TIME") end)
+redis.register_function("args", function()
+  redis.call("SET", "n", 0/0); redis.call("SET", "m", 1e17); redis.call("SET", "o", 2^53 + 1)
+  return {redis.call("GET", "n"), redis.call("GET", "m"), redis.call("GET", "o")}
+end)
 "#;
 
 fn probe(function: &str, keys: &[&str], ks: &mut Keyspace) -> Result<Value, String> {
@@ -588,12 +593,25 @@ fn twin_replies_convert_as_redis_converts_them() {
     assert_eq!(probe("custom", &[], &mut ks), Err("MY code here".into()));
     assert_eq!(probe("bare", &[], &mut ks), Err("ERR oops".into()));
     assert_eq!(
+        probe("misuse", &[], &mut ks),
+        Err("ERR wrong number or type of arguments".into())
+    );
+    assert_eq!(
         probe("numbers", &["z"], &mut ks),
         Ok(Value::Array(vec![
             bulk("b"),
             bulk("0.5"),
             bulk("a"),
             bulk("1500")
+        ]))
+    );
+    // Number arguments are formatted with %.17g, as Redis 7.0 does.
+    assert_eq!(
+        probe("args", &[], &mut ks),
+        Ok(Value::Array(vec![
+            bulk("-nan"),
+            bulk("1e+17"),
+            bulk("9007199254740992")
         ]))
     );
     assert_eq!(
@@ -627,11 +645,11 @@ fn twin_errors_are_redis_errors() {
     assert_eq!(ks.kind(b"k", T0), Kind::Empty);
     assert_eq!(
         probe("boom", &[], &mut ks),
-        Err("ERR user_function:19: attempt to index local 't' (a nil value) script: boom, on @user_function:19.".into())
+        Err("ERR user_function:20: attempt to index local 't' (a nil value) script: boom, on @user_function:20.".into())
     );
     assert_eq!(
         probe("global", &[], &mut ks),
-        Err("ERR user_function:20: Attempt to modify a readonly table script: global, on @user_function:20.".into())
+        Err("ERR user_function:21: Attempt to modify a readonly table script: global, on @user_function:21.".into())
     );
 }
 

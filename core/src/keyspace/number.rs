@@ -304,7 +304,8 @@ pub fn parse_bound(bytes: &[u8]) -> Option<(f64, bool)> {
 /// command argument. Integral values below 10^17 print as integers (`1500`).
 pub fn format_g17(x: f64) -> String {
     if x.is_nan() {
-        return "nan".to_string();
+        // glibc prints the sign of a NaN too (Lua's 0/0 is a negative one).
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
     if x.is_infinite() {
         return if x > 0.0 { "inf" } else { "-inf" }.to_string();

@@ -153,9 +153,10 @@ fn raw_call(lua: &Lua, args: MultiValue) -> mlua::Result<(bool, LuaValue, bool)>
     for arg in &args {
         match arg {
             LuaValue::String(s) => argv.push(s.as_bytes().to_vec()),
-            // Redis 7.0 formats a number argument with %.17g.
+            // Redis 7.0 formats a number argument with %.17g. (On Lua 5.1 every
+            // number is a double; mlua presents an integral one as Integer.)
             LuaValue::Number(n) => argv.push(format_g17(*n).into_bytes()),
-            LuaValue::Integer(i) => argv.push(i.to_string().into_bytes()),
+            LuaValue::Integer(i) => argv.push(format_g17(*i as f64).into_bytes()),
             _ => {
                 return fail(
                     "Lua redis lib command arguments must be strings or integers",
@@ -292,9 +293,8 @@ fn from_lua(value: &LuaValue, depth: usize) -> Value {
         LuaValue::String(s) => Value::Bulk(s.as_bytes().to_vec()),
         LuaValue::Boolean(true) => Value::Int(1),
         LuaValue::Number(n) => Value::Int(c_cast(*n)),
-        LuaValue::Integer(i) => Value::Int(*i as i64),
-        LuaValue::Table(t) if depth >= MAX_REPLY_DEPTH => {
-            let _ = t;
+        LuaValue::Integer(i) => Value::Int(*i),
+        LuaValue::Table(_) if depth >= MAX_REPLY_DEPTH => {
             Value::Error("ERR reached lua stack limit".into())
         }
         LuaValue::Table(t) => table_reply(t, depth),
@@ -312,7 +312,7 @@ fn table_reply(t: &Table, depth: usize) -> Value {
     }
     match field("double") {
         LuaValue::Number(d) => return Value::Bulk(format_g17(d).into_bytes()),
-        LuaValue::Integer(i) => return Value::Bulk(i.to_string().into_bytes()),
+        LuaValue::Integer(i) => return Value::Bulk(format_g17(i as f64).into_bytes()),
         _ => {}
     }
     if let LuaValue::String(n) = field("big_number") {

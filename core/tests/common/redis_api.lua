@@ -105,20 +105,16 @@ local function log(...)
   -- The twin keeps no log.
 end
 
-local function single_field(field, ...)
-  local value = ...
-  if select("#", ...) ~= 1 or type(value) ~= "string" then
-    return error_table("wrong number or type of arguments")
-  end
-  return { [field] = value }
+-- redis.error_reply and redis.status_reply take exactly one string.
+local function one_string(...)
+  return select("#", ...) == 1 and type((...)) == "string"
 end
 
 local function error_reply(...)
-  local t = single_field("err", ...)
-  if t.err == nil then
-    return t
+  if not one_string(...) then
+    return error_table("wrong number or type of arguments")
   end
-  local err = t.err
+  local err = ...
   if ssub(err, 1, 1) ~= "-" then
     err = "-" .. err
   end
@@ -126,7 +122,10 @@ local function error_reply(...)
 end
 
 local function status_reply(...)
-  return single_field("ok", ...)
+  if not one_string(...) then
+    return error_table("wrong number or type of arguments")
+  end
+  return { ok = (...) }
 end
 
 local function setresp(...)

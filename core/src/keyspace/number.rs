@@ -132,8 +132,8 @@ fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
     s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
-/// Digits `[.digits]` with at least one digit, then an exponent only when it has
-/// digits: (value, bytes, out of range). `radix_digit` says what a digit is.
+/// The mantissa at the start of `s`: digits `[.digits]`, at least one digit in all
+/// (`is_digit` says what a digit is). Returns (its length, the integer part's).
 fn mantissa_len(s: &[u8], is_digit: impl Fn(u8) -> bool) -> Option<(usize, usize)> {
     let int = s.iter().take_while(|&&b| is_digit(b)).count();
     let mut len = int;

@@ -132,8 +132,8 @@ fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
     s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
-/// Digits `[.digits]` with at least one digit, then an exponent only when it has
-/// digits: (value, bytes, out of range). `radix_digit` says what a digit is.
+/// The mantissa at the start of `s`: digits `[.digits]`, at least one digit in all
+/// (`is_digit` says what a digit is). Returns (its length, the integer part's).
 fn mantissa_len(s: &[u8], is_digit: impl Fn(u8) -> bool) -> Option<(usize, usize)> {
     let int = s.iter().take_while(|&&b| is_digit(b)).count();
     let mut len = int;
@@ -304,7 +304,8 @@ pub fn parse_bound(bytes: &[u8]) -> Option<(f64, bool)> {
 /// command argument. Integral values below 10^17 print as integers (`1500`).
 pub fn format_g17(x: f64) -> String {
     if x.is_nan() {
-        return "nan".to_string();
+        // glibc prints the sign of a NaN too (Lua's 0/0 is a negative one).
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
     if x.is_infinite() {
         return if x > 0.0 { "inf" } else { "-inf" }.to_string();

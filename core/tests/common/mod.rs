@@ -1,1 +1,4 @@
+//! Helpers shared by rl-core's integration tests.
+
+pub mod lua_twin;
 pub mod vectors;

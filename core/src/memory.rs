@@ -18,7 +18,6 @@ use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::all::Policy;
-use crate::args;
 use crate::codec::{self, StateBuf, StringState};
 use crate::decimal;
 use crate::error::{Error, Result};
@@ -68,24 +67,25 @@ fn run(ks: &mut Keyspace, now: Millis, command: &Command, argv: &[&[u8]]) -> Res
     if command.name == table::ALL.name {
         return all(ks, now, &argv[1..]);
     }
-    let (positional, options) = rest.split_at(command.params().len());
-    let options = args::options(options.iter().copied(), command.delay)?;
-    let amount = options.amount;
     let d = if command.name == table::FIXED.name {
-        string::<FixedWindow>(ks, key, now, params::quota(positional)?, amount)?
+        let (quota, o) = params::with_options(command, rest, params::quota)?;
+        string::<FixedWindow>(ks, key, now, quota, o.amount)?
     } else if command.name == table::SLIDINGCOUNTER.name {
-        string::<SlidingWindowCounter>(ks, key, now, params::quota(positional)?, amount)?
+        let (quota, o) = params::with_options(command, rest, params::quota)?;
+        string::<SlidingWindowCounter>(ks, key, now, quota, o.amount)?
     } else if command.name == table::GCRA.name {
-        let mut e = params::emission(positional)?;
-        if let Some(max) = options.delay {
+        let (mut e, o) = params::with_options(command, rest, params::emission)?;
+        if let Some(max) = o.delay {
             e = e.with_delay(max);
         }
-        string::<Gcra>(ks, key, now, e, amount)?
+        string::<Gcra>(ks, key, now, e, o.amount)?
     } else if command.name == table::BUCKET.name {
-        bucket(ks, key, now, params::rate(positional)?, amount)?
+        let (rate, o) = params::with_options(command, rest, params::rate)?;
+        bucket(ks, key, now, rate, o.amount)?
     } else if command.name == table::SLIDING.name {
-        let quota = params::sliding(positional, SLIDING_MAX_LIMIT)?;
-        sliding(ks, key, now, quota, amount)?
+        let (quota, o) =
+            params::with_options(command, rest, |p| params::sliding(p, SLIDING_MAX_LIMIT))?;
+        sliding(ks, key, now, quota, o.amount)?
     } else {
         debug_assert!(matches!(command.cost, CostArg::Option));
         return Err(Error::Internal("an unknown command"));

@@ -4,8 +4,23 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
-use crate::args;
+use crate::args::{self, Options};
 use crate::error::{Error, Result};
+use crate::table::Command;
+
+/// A call's arguments after the key, as every command with options reads them: its
+/// positional parameters first (by `parse`, so a bad parameter is the error even
+/// when an option is bad too), then its options.
+pub fn with_options<P>(
+    command: &Command,
+    args: &[&[u8]],
+    parse: impl FnOnce(&[&[u8]]) -> Result<P>,
+) -> Result<(P, Options)> {
+    let (positional, options) = args.split_at(command.params().len().min(args.len()));
+    let params = parse(positional)?;
+    let options = args::options(options.iter().copied(), command.delay)?;
+    Ok((params, options))
+}
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
 pub fn quota(args: &[&[u8]]) -> Result<Quota> {

@@ -9,9 +9,9 @@ use crate::server::{self, Argv, Context, Key};
 use crate::stats::{Counters, Verdict};
 use crate::storage::Storage;
 use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome};
-use rl_core::args;
 use rl_core::error::{Error, Result};
 use rl_core::table::{Command, Keys};
+use rl_core::{args, params};
 
 /// One RL command: how it parses its parameters, decides on a key's state and
 /// writes what it decided.
@@ -28,9 +28,7 @@ pub trait Limiter {
     /// (`[COST n | REFUND n]`, and `[DELAY max]` if its definition takes it). CL.THROTTLE
     /// replaces it (a positional quantity, no options).
     fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
-        let (positional, options) = args.split_at(Self::COMMAND.args.len() - 1);
-        let params = Self::parse_params(positional)?;
-        let options = args::options(options.iter().copied(), Self::COMMAND.delay)?;
+        let (params, options) = params::with_options(Self::COMMAND, args, Self::parse_params)?;
         let params = match options.delay {
             Some(max_ms) => Self::delayed(params, max_ms),
             None => params,

@@ -2,12 +2,10 @@
 //! Keyspace, checked with the vectors of docs/commands.md; then the twin's own
 //! Redis semantics, on small libraries of its own.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use common::lua_twin::LuaTwin;
+use crate::twin::LuaTwin;
 use rl_core::keyspace::{Keyspace, Kind, Value};
 
 /// A call time (ms) at a whole minute, so window arithmetic is easy to read.

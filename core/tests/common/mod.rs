@@ -1,4 +1,0 @@
-//! Helpers shared by rl-core's integration tests.
-
-pub mod lua_twin;
-pub mod vectors;

@@ -1,0 +1,260 @@
+//! The Functions library (functions/rl.lua, run in-process by Lua 5.1) against the
+//! Rust core (the in-memory executor: the module's parsers, algorithms and state
+//! formats), call by call: random sequences of calls on a few keys — every command
+//! and option (COST, REFUND, DELAY), policies that change on live keys, clock steps
+//! both ways, foreign and wrong-type states — must get equal replies (or error
+//! lines) and leave equal keys: bytes, scores and expiries.
+//!
+//! `RL_DIFF_CASES` sets how many sequences run (100,000 by default, which `make
+//! test` runs; `make fuzz` runs more); proptest shrinks a failing one to a short
+//! sequence and saves its seed under proptest-regressions/.
+
+use crate::twin::LuaTwin;
+use crate::vectors_file as vectors;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use rl_core::keyspace::Keyspace;
+use rl_core::memory;
+use rl_core::table;
+
+/// Keys the calls share, so limiters meet each other's states.
+const KEYS: &[&str] = &["{k}a", "{k}b", "{k}c"];
+
+/// One step: move the clock by `dt` ms (back when negative), then run `argv`.
+#[derive(Clone, Debug)]
+struct Step {
+    dt: i64,
+    argv: Vec<String>,
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop::sample::select(KEYS).prop_map(str::to_string)
+}
+
+/// A count: small ones most, then the edges.
+fn count() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (1u64..=6).prop_map(|n| n.to_string()),
+        1 => Just("100000".to_string()),
+        1 => Just("9007199254740991".to_string()),
+        1 => prop::sample::select(vec!["0", "-1", "x", "07", "9007199254740992"]).prop_map(str::to_string),
+    ]
+}
+
+/// A duration in one of its forms.
+fn duration() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(vec!["1s", "2s", "100ms", "1500ms", "1m", "1"]).prop_map(str::to_string),
+        1 => prop::sample::select(vec!["3650d", "1ms", "10h", "7D"]).prop_map(str::to_string),
+        1 => prop::sample::select(vec!["0", "0ms", "1w", "-1s", "3651d", ""]).prop_map(str::to_string),
+    ]
+}
+
+/// A cost or refund amount.
+fn amount() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (0u64..=7).prop_map(|n| n.to_string()),
+        1 => Just("9007199254740991".to_string()),
+        1 => prop::sample::select(vec!["-1", "1.5", "9007199254740992"]).prop_map(str::to_string),
+    ]
+}
+
+/// The options after a command's parameters.
+fn options(delay: bool) -> impl Strategy<Value = Vec<String>> {
+    let base = prop_oneof![
+        4 => Just(vec![]),
+        4 => amount().prop_map(|n| vec!["COST".to_string(), n]),
+        2 => amount().prop_map(|n| vec!["REFUND".to_string(), n]),
+        1 => (amount(), amount()).prop_map(|(a, b)| vec!["COST".into(), a, "REFUND".into(), b]),
+        1 => Just(vec!["COST".to_string()]),
+        1 => Just(vec!["BOGUS".to_string(), "1".to_string()]),
+    ];
+    (
+        base,
+        prop::bool::weighted(if delay { 0.4 } else { 0.05 }),
+        duration(),
+    )
+        .prop_map(|(mut o, with_delay, d)| {
+            if with_delay {
+                o.extend(["DELAY".to_string(), d]);
+            }
+            o
+        })
+}
+
+/// A policy's parameters (and, for GCRA, maybe its DELAY).
+fn policy() -> impl Strategy<Value = Vec<String>> {
+    prop_oneof![
+        (count(), duration()).prop_map(|(l, w)| vec!["FIXED".into(), l, w]),
+        (count(), duration()).prop_map(|(l, w)| vec!["SLIDING".into(), l, w]),
+        (count(), duration()).prop_map(|(l, w)| vec!["SLIDINGCOUNTER".into(), l, w]),
+        (count(), count(), duration()).prop_map(|(c, t, p)| vec!["BUCKET".into(), c, t, p]),
+        (count(), count(), duration()).prop_map(|(c, t, p)| vec!["GCRA".into(), c, t, p]),
+        (count(), count(), duration(), duration()).prop_map(|(c, t, p, d)| vec![
+            "GCRA".into(),
+            c,
+            t,
+            p,
+            "DELAY".into(),
+            d
+        ]),
+        (count(), duration(), prop::sample::select(vec!["a", "b"])).prop_map(|(l, t, id)| vec![
+            "ACQUIRE".into(),
+            l,
+            t,
+            id.into()
+        ]),
+    ]
+}
+
+/// One RL command line (or a native write that plants a foreign state).
+fn command() -> impl Strategy<Value = Vec<String>> {
+    let line = |name: &str, k: String, params: Vec<String>, opts: Vec<String>| {
+        let mut v = vec![name.to_string(), k];
+        v.extend(params);
+        v.extend(opts);
+        v
+    };
+    prop_oneof![
+        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.FIXED", k, vec![l, w], o)),
+        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.SLIDING", k, vec![l, w], o)),
+        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.SLIDINGCOUNTER", k, vec![l, w], o)),
+        3 => (key(), count(), count(), duration(), options(false)).prop_map(move |(k, c, t, p, o)| line("RL.BUCKET", k, vec![c, t, p], o)),
+        3 => (key(), count(), count(), duration(), options(true)).prop_map(move |(k, c, t, p, o)| line("RL.GCRA", k, vec![c, t, p], o)),
+        2 => (key(), count(), duration(), prop::sample::select(vec!["a", "b", "c"]))
+            .prop_map(move |(k, l, t, id)| line("RL.ACQUIRE", k, vec![l, t, id.into()], vec![])),
+        1 => (key(), prop::sample::select(vec!["a", "b", ""]))
+            .prop_map(move |(k, id)| line("RL.RELEASE", k, vec![id.into()], vec![])),
+        2 => (prop::collection::vec(policy(), 1..=3), options(false)).prop_map(|(policies, o)| {
+            let mut v = vec!["RL.ALL".to_string(), policies.len().to_string()];
+            v.extend(KEYS[..policies.len()].iter().map(|k| k.to_string()));
+            v.extend(policies.into_iter().flatten());
+            v.extend(o);
+            v
+        }),
+        1 => (key(), foreign()).prop_map(|(k, mut f)| {
+            f.insert(1, k);
+            f
+        }),
+    ]
+}
+
+/// A native write: a value RL did not write, or a key of another type.
+fn foreign() -> impl Strategy<Value = Vec<String>> {
+    prop::sample::select(vec![
+        vec!["SET", "x"],
+        vec!["SET", "12"],
+        vec!["SET", "1800000000000000000"],
+        vec!["SET", "1800000000000 3 8"],
+        vec!["SET", "-3"],
+        vec!["HSET", "tokens", "2.5", "ts", "1800000000000"],
+        vec!["HSET", "tokens", "x", "ts", "1"],
+        vec!["ZADD", "1800000000000", "0"],
+        vec!["ZADD", "1.5", "a"],
+        vec!["ZADD", "1800000005000", "a", "1800000009000", "b"],
+        vec!["DEL"],
+    ])
+    .prop_map(|v| v.into_iter().map(str::to_string).collect())
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let dt = prop_oneof![
+        6 => Just(0i64),
+        6 => 1i64..=1500,
+        2 => 1500i64..=120_000,
+        1 => -2000i64..0,
+    ];
+    prop::collection::vec(
+        (dt, command()).prop_map(|(dt, argv)| Step { dt, argv }),
+        1..12,
+    )
+}
+
+/// The library's call for an RL command line: the function, its keys, its args.
+fn fcall_of(argv: &[String]) -> Option<(&'static str, Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+    let command = table::find(argv[0].as_bytes())?;
+    let function = command.function?;
+    let bytes = |s: &[String]| s.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+    if command.name == table::ALL.name {
+        let n: usize = argv.get(1)?.parse().ok()?;
+        let keys = argv.get(2..2 + n)?;
+        let mut args = vec![];
+        args.extend(bytes(&argv[2 + n..]));
+        return Some((function, bytes(keys), args));
+    }
+    Some((function, bytes(&argv[1..2]), bytes(&argv[2..])))
+}
+
+/// Runs a sequence on both, comparing after every step.
+fn compare(lua: &mut LuaTwin, steps: &[Step]) -> Result<(), TestCaseError> {
+    let mut now = vectors::epoch_ms() + 123;
+    let (mut rust_ks, mut lua_ks) = (Keyspace::new(), Keyspace::new());
+    for (i, step) in steps.iter().enumerate() {
+        now += step.dt;
+        let argv: Vec<&[u8]> = step.argv.iter().map(|a| a.as_bytes()).collect();
+        let rust = memory::call(&mut rust_ks, now, &argv);
+        let lua_reply = match fcall_of(&step.argv) {
+            Some((function, keys, args)) => {
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                lua.fcall(&mut lua_ks, now, function, &keys, &args)
+            }
+            None => memory::call(&mut lua_ks, now, &argv),
+        };
+        // Arity errors name the command (the module) or the function (the library).
+        let same = match (&rust, &lua_reply) {
+            (Err(a), Err(b)) if a.contains("wrong number of arguments") => {
+                b.contains("wrong number of arguments")
+            }
+            (a, b) => a == b,
+        };
+        prop_assert!(
+            same,
+            "step {} {:?} at +{}: core {:?}, library {:?}",
+            i + 1,
+            step.argv,
+            now - vectors::epoch_ms(),
+            rust,
+            lua_reply
+        );
+        prop_assert_eq!(
+            rust_ks.snapshot(now),
+            lua_ks.snapshot(now),
+            "keys after step {} {:?}",
+            i + 1,
+            step.argv
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_library_matches_the_core_call_for_call() {
+    // The strategies nest deeply and debug builds keep big frames: more stack than
+    // a test thread's default.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(run)
+        .expect("a thread")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
+fn run() {
+    let cases = std::env::var("RL_DIFF_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
+    let lua = std::cell::RefCell::new(LuaTwin::rl());
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("regressions"),
+        )),
+        ..Config::default()
+    });
+    let result = runner.run(&steps(), |steps| compare(&mut lua.borrow_mut(), &steps));
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}

@@ -170,8 +170,11 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     )
 }
 
+/// An FCALL: the function, its keys, its arguments.
+type Fcall = (&'static str, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// The library's call for an RL command line: the function, its keys, its args.
-fn fcall_of(argv: &[String]) -> Option<(&'static str, Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+fn fcall_of(argv: &[String]) -> Option<Fcall> {
     let command = table::find(argv[0].as_bytes())?;
     let function = command.function?;
     let bytes = |s: &[String]| s.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();

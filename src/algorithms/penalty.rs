@@ -76,7 +76,8 @@ pub struct State {
 }
 
 /// Room for the value: four fields of at most 20 digits (any u64) and three spaces.
-pub type Buf = [u8; 96];
+pub const BUF_LEN: usize = 96;
+pub type Buf = [u8; BUF_LEN];
 
 impl State {
     /// Reads exactly four canonical decimals (no sign, no leading zero), one space
@@ -342,7 +343,7 @@ mod tests {
     fn a_strike_formats_as_four_integers() {
         let mut k = Key::new(login());
         k.call(1_700_000_000_000, 2);
-        let mut buf = [0; 96];
+        let mut buf = [0; BUF_LEN];
         assert_eq!(
             k.state.unwrap().format(&mut buf),
             b"2 1700000060000 0 0".as_slice()
@@ -574,7 +575,7 @@ mod tests {
                 assert!(d.reset_after_ms <= MAX_COUNT && d.retry_after_ms() <= MAX_COUNT as i64);
                 if let Some(s) = out.store {
                     assert!(s.state.level <= MAX_COUNT);
-                    let mut buf = [0; 96];
+                    let mut buf = [0; BUF_LEN];
                     assert!(State::parse(s.state.format(&mut buf)).is_some());
                 }
             }
@@ -594,7 +595,7 @@ mod tests {
             level: 1,
             blocked_until: 1_699_999_000_000,
         };
-        let mut buf = [0; 96];
+        let mut buf = [0; BUF_LEN];
         let text = s.format(&mut buf).to_vec();
         assert_eq!(text, b"2 1700000060000 1 1699999000000");
         assert_eq!(State::parse(&text), Some(s));
@@ -633,7 +634,7 @@ mod tests {
             level: 0,
             blocked_until: i64::MAX,
         };
-        let mut buf = [0; 96];
+        let mut buf = [0; BUF_LEN];
         assert_eq!(s.format(&mut buf), b"1 0 0 9007199254740991");
     }
 }

@@ -5,8 +5,10 @@
 //! command writes it only if every key allows. A policy is one of
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
 //! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
-//! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND) applies to
-//! every key but an ACQUIRE (one lease; REFUND is an error there). A GCRA policy
+//! `ACQUIRE limit ttl id`, `PENALTY strikes window block max`, one per key in key
+//! order; COST (or REFUND) applies to every key but an ACQUIRE (one lease; REFUND
+//! is an error there). A PENALTY policy only checks whether its key is blocked:
+//! the call must say `COST 0`. A GCRA policy
 //! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
 //! retry_after is the longest wait, when every key's turn has come.
 //!
@@ -18,6 +20,7 @@ use super::bucket::Bucket;
 use super::fixed::Fixed;
 use super::framework::{fields, Handler, Inline, Limiter, MAX_COUNTED_KEYS};
 use super::gcra::Gcra;
+use super::penalty::Penalty;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use super::spec::{Arg, ArgKind, CostArg, Keys, Spec};
@@ -111,6 +114,7 @@ policies! {
     Gcra = c"GCRA",
     SlidingCounter = c"SLIDINGCOUNTER",
     Acquire = c"ACQUIRE",
+    Penalty = c"PENALTY",
 }
 
 /// A policy's `DELAY max` at the start of `rest`, if its command takes one
@@ -199,6 +203,11 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
     let amount = args::options(rest.iter().copied(), false)?.amount;
     if delayed && matches!(amount, Amount::Refund(_)) {
         return Err(Error::Exclusive("DELAY", "REFUND"));
+    }
+    // A PENALTY policy only looks: strikes are recorded by RL.PENALTY itself.
+    let penalty = policies.iter().any(|p| matches!(p, Policy::Penalty(_)));
+    if penalty && amount != Amount::Take(Cost::ZERO) {
+        return Err(Error::PenaltyPolicyCost);
     }
     Ok(Call { policies, amount })
 }
@@ -357,6 +366,12 @@ mod tests {
             ]
         ));
         assert_eq!(call.amount, Amount::Refund(Cost::new(2).unwrap()));
+        let call = parse_line("2 a b PENALTY 5 15m 1m 1h fixed 10 1s cost 0").unwrap();
+        assert!(matches!(
+            call.policies[..],
+            [Policy::Penalty(_), Policy::Fixed(_)]
+        ));
+        assert_eq!(call.amount, Amount::Take(Cost::ZERO));
         let call = parse_line("1 k GCRA 5 1 1s").unwrap();
         assert_eq!(call.amount, Amount::Take(Cost::ONE));
         // A GCRA policy carries its DELAY; the next policy follows it.
@@ -388,7 +403,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
             ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
@@ -397,7 +412,12 @@ mod tests {
             ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
             ("1 a FIXED 5 1s DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
             ("1 a GCRA 5 1 1s COST 1 DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
-            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: unknown policy 'DELAY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
+            ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: unknown policy 'DELAY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
+            ("1 a PENALTY 5 15m 1m", "syntax error: policy PENALTY takes strikes window block max"),
+            ("1 a PENALTY 5 15m 2h 1h COST 0", "block must be at most max"),
+            ("2 a b FIXED 5 1s PENALTY 5 15m 1m 1h", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
+            ("1 a PENALTY 5 15m 1m 1h COST 1", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
+            ("1 a PENALTY 5 15m 1m 1h REFUND 0", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
         ];
         for (line, want) in cases {
             assert_eq!(

@@ -58,6 +58,10 @@ fn doc(spec: &Spec) -> CommandDoc {
                 .collect();
             Some(ArgDoc::new(c"amount", ArgType::OneOf(options)))
         }
+        CostArg::Cost => Some(ArgDoc {
+            token: Some(c"COST"),
+            ..ArgDoc::new(c"cost", ArgType::Integer)
+        }),
         CostArg::Positional(name) => Some(ArgDoc::new(name, ArgType::Integer)),
         CostArg::None => None,
     };
@@ -79,7 +83,7 @@ fn doc(spec: &Spec) -> CommandDoc {
         // options, else (negative) at least this many.
         arity: match spec.cost {
             CostArg::None => min_argc,
-            CostArg::Option | CostArg::Positional(_) => -min_argc,
+            CostArg::Option | CostArg::Cost | CostArg::Positional(_) => -min_argc,
         },
         keys: match spec.keys {
             Keys::First => KeySearch::First,

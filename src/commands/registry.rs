@@ -9,6 +9,7 @@ use super::docs;
 use super::fixed::Fixed;
 use super::framework::Handler;
 use super::gcra::Gcra;
+use super::penalty::Penalty;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use super::spec::Keys;
@@ -47,6 +48,7 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<All>(),
     Command::of::<Acquire>(),
     Command::of::<Release>(),
+    Command::of::<Penalty>(),
 ];
 
 /// Registers every command in [`COMMANDS`].

@@ -63,8 +63,10 @@ pub struct Spec {
 /// How a command takes its cost.
 #[derive(Clone, Copy)]
 pub enum CostArg {
-    /// `[COST n]`, RL's option.
+    /// `[COST n | REFUND n]`, RL's options.
     Option,
+    /// `[COST n]` alone: no REFUND (RL.PENALTY).
+    Cost,
     /// A last optional positional argument with this name (CL.THROTTLE's quantity).
     Positional(&'static CStr),
     /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
@@ -105,7 +107,7 @@ impl Spec {
     /// At most this many (a positional cost is the only optional argument).
     fn max_argc(&self) -> Option<usize> {
         match self.cost {
-            CostArg::Option => None,
+            CostArg::Option | CostArg::Cost => None,
             CostArg::Positional(_) => Some(self.min_argc + 1),
             CostArg::None => Some(self.min_argc),
         }

@@ -15,6 +15,7 @@ pub mod codec;
 mod effects;
 pub mod fixed;
 pub mod gcra;
+pub mod penalty;
 pub mod record;
 pub mod sliding;
 pub mod sliding_counter;

@@ -5,7 +5,7 @@
 //! the clock may step back.
 
 use super::*;
-use crate::algorithms::penalty::{self, Penalty, State, Store};
+use crate::algorithms::penalty::{self, Penalty, State, Store, BUF_LEN};
 
 /// The rules as written, in wide integers, with nothing left out or merged: a
 /// window that opens at the first strike, a block at `strikes`, doubling per
@@ -155,7 +155,7 @@ fn with_calls(
 
 /// Whether the stored value reads back as written.
 fn round_trips(s: &Store) -> bool {
-    let mut buf = [0u8; 96];
+    let mut buf = [0; BUF_LEN];
     State::parse(s.state.format(&mut buf)) == Some(s.state)
 }
 

@@ -74,6 +74,7 @@ pub fn function_of(name: &[u8]) -> Option<String> {
         "RL.ALL",
         "RL.ACQUIRE",
         "RL.RELEASE",
+        "RL.PENALTY",
     ];
     NAMES
         .iter()

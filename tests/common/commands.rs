@@ -58,6 +58,10 @@ impl Kind {
     }
 }
 
+/// Parameters a command refuses together: whether a list of parameters (after the
+/// key) is refused, and a fragment of the error that says so.
+pub type Conflict = (fn(&[String]) -> bool, &'static str);
+
 /// One RL command and what the shared tests need to know about it.
 ///
 /// A new command's row needs:
@@ -117,7 +121,7 @@ pub struct Command {
     /// Parameters the command refuses together (a predicate on the parameters
     /// after the key) and the error that names them; None when any combination of
     /// valid values is valid.
-    pub conflict: Option<(fn(&[String]) -> bool, &'static str)>,
+    pub conflict: Option<Conflict>,
     pub style: Style,
     /// RL.PENALTY's way: the limit counts strikes, and the call that reaches it is
     /// rejected and writes a block, during which every call (COST 0 too) is

@@ -657,22 +657,6 @@ fn lua_scripts_can_call_the_commands() {
     }
 }
 
-/// Whether a transaction on a connection that WATCHes `key` still commits after
-/// `action` ran on another connection.
-fn exec_survives(s: &Server, key: &[u8], action: impl FnOnce(&mut Connection)) -> bool {
-    let mut watcher = s.conn();
-    let mut actor = s.conn();
-    let _: () = cmd("WATCH").arg(key).query(&mut watcher).unwrap();
-    action(&mut actor);
-    let _: () = cmd("MULTI").query(&mut watcher).unwrap();
-    let _: Value = cmd("PING").query(&mut watcher).unwrap();
-    match cmd("EXEC").query::<Value>(&mut watcher).unwrap() {
-        Value::Nil => false,
-        Value::Array(_) => true,
-        other => panic!("EXEC replied {other:?}"),
-    }
-}
-
 #[test]
 fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
     let s = Server::start();

@@ -1310,8 +1310,8 @@ local function penalty_block(p, level)
   return math.min(length, p.max)
 end
 
--- The state as a call at now sees it when not blocked: an ended window holds no
--- strikes; an offender quiet for max after the last block is forgiven.
+-- The state as a call at now sees it: an ended window holds no strikes; an
+-- offender quiet for max after the last block is forgiven (never while blocked).
 local function penalty_at(s, now, p)
   local v = { count = s.count, window_end = s.window_end, level = s.level, blocked_until = s.blocked_until }
   if now >= v.window_end then

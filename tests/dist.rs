@@ -256,7 +256,16 @@ fn every_command_answers_its_vectors() {
         "penalty",
         |k| {
             let mut calls = times(3, &["RL.PENALTY", k, "3", "1m", "1m", "1h"]);
-            calls.push(owned(&["RL.PENALTY", k, "3", "1m", "1m", "1h", "COST", "0"]));
+            calls.push(owned(&[
+                "RL.PENALTY",
+                k,
+                "3",
+                "1m",
+                "1m",
+                "1h",
+                "COST",
+                "0",
+            ]));
             calls
         },
         exactly(vec![

@@ -45,13 +45,9 @@ impl Penalty {
         self.strikes
     }
 
-    pub const fn max(self) -> Interval {
-        self.max
-    }
-
     /// The length of the block given after `level` earlier ones: block · 2^level,
     /// at most `max` (so any level, however large, is fine).
-    pub fn block_ms(self, level: u64) -> u64 {
+    fn block_ms(self, level: u64) -> u64 {
         let max = self.max.ms();
         // block ≤ 10 years < 2^39: shifted by less than 64 it fits a u128.
         match u32::try_from(level) {
@@ -136,9 +132,9 @@ impl State {
         &buf[..len]
     }
 
-    /// The state as a call at `now` sees it, when not blocked: a window that has
-    /// ended holds no strikes, and an offender quiet for `max` since the last
-    /// block ended is forgiven.
+    /// The state as a call at `now` sees it: a window that has ended holds no
+    /// strikes, and an offender quiet for `max` since the last block ended is
+    /// forgiven (never while blocked, which is before that block's end).
     fn at(self, now: Millis, p: Penalty) -> State {
         let mut s = self;
         if now >= s.window_end {

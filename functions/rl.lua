@@ -14,6 +14,8 @@ replicated effects as the module's commands (docs/library.md):
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
+  FCALL rl_penalty        1 key strikes window block max [COST n]
+    (in rl_all, PENALTY strikes window block max needs COST 0: it only looks)
   FCALL rl_version        0                              the library's version
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
@@ -1249,6 +1251,135 @@ local ACQUIRE = {
   end,
 }
 
+-- RL.PENALTY ----------------------------------------------------------------
+
+local PENALTY_WHAT = 'an RL.PENALTY state (a string "<count> <window_end> <level> <blocked_until>")'
+
+local function penalty_params(args, i)
+  local p = {
+    strikes = count_arg("strikes", args[i]),
+    window = duration_arg("window", args[i + 1]),
+    block = duration_arg("block", args[i + 2]),
+    max = duration_arg("max", args[i + 3]),
+  }
+  if p.block > p.max then
+    fail("ERR block must be at most max")
+  end
+  return p, i + 4
+end
+
+-- [COST n] alone: the other commands' options are named as not applying here.
+local NOT_FOR_PENALTY = { REFUND = true, DEBIT = true, DELAY = true }
+
+local function penalty_cost(args, i)
+  for j = i, #args, 2 do
+    local word = args[j]:upper()
+    if NOT_FOR_PENALTY[word] then
+      fail("ERR syntax error: " .. word .. " does not apply to RL.PENALTY, which takes only COST n")
+    end
+    if word ~= "COST" then
+      fail("ERR syntax error: unknown option '" .. printable(args[j]) .. "', expected COST n")
+    end
+  end
+  return options(args, i, false)
+end
+
+-- Four canonical decimals, one space apart, each at most 2^53 - 1.
+local function penalty_parse(s)
+  local f = { s:match("^([^ ]*) ([^ ]*) ([^ ]*) ([^ ]*)$") }
+  if #f ~= 4 then
+    return nil
+  end
+  for k = 1, 4 do
+    f[k] = canonical(f[k])
+    if not f[k] or cmp(f[k], MAX_COUNT) > 0 then
+      return nil
+    end
+  end
+  return { count = f[1], window_end = f[2], level = f[3], blocked_until = f[4] }
+end
+
+-- block * 2^level, at most max (the loop stops there, whatever the level).
+local function penalty_block(p, level)
+  local length, doubled = p.block, 0
+  while doubled < level and length < p.max do
+    length, doubled = length * 2, doubled + 1
+  end
+  return math.min(length, p.max)
+end
+
+-- The state as a call at now sees it: an ended window holds no strikes; an
+-- offender quiet for max after the last block is forgiven (never while blocked).
+local function penalty_at(s, now, p)
+  local v = { count = s.count, window_end = s.window_end, level = s.level, blocked_until = s.blocked_until }
+  if now >= v.window_end then
+    v.count, v.window_end = 0, 0
+  end
+  if v.level > 0 and cmp(now, add(v.blocked_until, p.max)) >= 0 then
+    v.level = 0
+  end
+  return v
+end
+
+-- When the key is back to its initial state: also its expiry.
+local function penalty_resets_at(s, p)
+  local at = nmax(s.window_end, s.blocked_until)
+  if s.level > 0 then
+    at = nmax(at, add(s.blocked_until, p.max))
+  end
+  return at
+end
+
+local function penalty_report(s, now, p)
+  local blocked = now < s.blocked_until
+  return {
+    allowed = not blocked,
+    limit = p.strikes,
+    remaining = blocked and 0 or satsub(p.strikes, s.count),
+    retry = blocked and ms_until(s.blocked_until, now) or 0,
+    reset = ms_until(penalty_resets_at(s, p), now),
+  }
+end
+
+local PENALTY = {
+  name = "PENALTY",
+  params = penalty_params,
+  cost_only = penalty_cost,
+  decide = function(key, p, now, amount)
+    if amount.refund then
+      fail("ERR syntax error: REFUND does not apply to RL.PENALTY, which takes only COST n")
+    end
+    local stored = load_record(key, PENALTY_WHAT, penalty_parse)
+    local seen = penalty_at(stored or { count = 0, window_end = 0, level = 0, blocked_until = 0 }, now, p)
+    local n = amount.n
+    if now < seen.blocked_until or n == 0 then
+      return penalty_report(seen, now, p), nil
+    end
+    local after
+    -- count + n >= strikes, without adding two values that may be near 2^53.
+    if n >= satsub(p.strikes, seen.count) then
+      after = {
+        count = 0,
+        window_end = 0,
+        level = math.min(seen.level + 1, MAX_COUNT),
+        blocked_until = now + penalty_block(p, seen.level),
+      }
+    else
+      after = {
+        count = seen.count + n,
+        window_end = seen.count == 0 and now + p.window or seen.window_end,
+        level = seen.level,
+        blocked_until = seen.blocked_until,
+      }
+    end
+    return penalty_report(after, now, p),
+      function()
+        local fields = { str(after.count), str(after.window_end), str(after.level), str(after.blocked_until) }
+        set_pxat(key, tconcat(fields, " "), penalty_resets_at(after, p))
+      end
+  end,
+}
+
 ------------------------------------------------------------------------------
 -- Calls
 ------------------------------------------------------------------------------
@@ -1309,7 +1440,7 @@ local function single(name, limiter, nparams, usage)
             .. name
             .. " 1 key "
             .. usage
-            .. " [COST n | REFUND n]"
+            .. (limiter.cost_only and " [COST n]" or " [COST n | REFUND n]")
             .. (limiter.delayed and " [DELAY max]" or "")
         )
       end
@@ -1317,7 +1448,7 @@ local function single(name, limiter, nparams, usage)
         arity(name)
       end
       local params, i = limiter.params(args, 1)
-      local amount = options(args, i, limiter.delayed ~= nil)
+      local amount = (limiter.cost_only or options)(args, i, limiter.delayed ~= nil)
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -1337,6 +1468,7 @@ local POLICIES = {
   { word = "GCRA", limiter = GCRA, n = 3, names = "capacity tokens period" },
   { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, names = "limit window" },
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, names = "limit ttl id" },
+  { word = "PENALTY", limiter = PENALTY, n = 4, names = "strikes window block max" },
 }
 
 local function policy_of(word)
@@ -1472,7 +1604,7 @@ local function rl_all(keys, args)
         fail(
           "ERR syntax error: unknown policy '"
             .. printable(word)
-            .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"
+            .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"
         )
       end
       fail(
@@ -1492,6 +1624,15 @@ local function rl_all(keys, args)
     end
     if delayed and amount.refund then
       fail("ERR syntax error: DELAY and REFUND exclude each other")
+    end
+    -- A PENALTY policy only looks: strikes are recorded by rl_penalty itself.
+    for _, p in ipairs(policies) do
+      if p.limiter == PENALTY and (amount.refund or amount.n ~= 0) then
+        fail(
+          "ERR a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: "
+            .. "record strikes with RL.PENALTY"
+        )
+      end
     end
     local now = now_ms()
     local decisions, writes, all = {}, {}, true
@@ -1567,6 +1708,7 @@ return {
   rl_gcra = single("rl_gcra", GCRA, 3, "capacity tokens period"),
   rl_slidingcounter = single("rl_slidingcounter", SLIDINGCOUNTER, 2, "limit window"),
   rl_all = rl_all,
+  rl_penalty = single("rl_penalty", PENALTY, 4, "strikes window block max"),
 }
 end
 
@@ -1591,6 +1733,7 @@ register("rl_gcra")
 register("rl_slidingcounter")
 register("rl_all")
 register("rl_acquire")
+register("rl_penalty")
 -- Like DEL, a release must work on a server at maxmemory, or a full server could
 -- never free a slot.
 register("rl_release", { "allow-oom" })

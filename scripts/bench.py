@@ -194,6 +194,9 @@ FIXED_ARGS = [BIG, "1m"]
 # A slow refill: a key lives for the whole round, as a user's limiter does.
 RATE_ARGS = ["1000000000", "1000", "1h"]
 THROTTLE_ARGS = ["999999999", "1000", "3600"]
+# Strikes no round reaches: every call is a counted strike, a string written with
+# PXAT as FLOOR.FIXED writes one (a blocked key would write nothing).
+PENALTY_ARGS = ["1000000000", "1h", "1m", "1h"]
 
 
 class Workload:
@@ -236,6 +239,7 @@ def workloads(have_floor, have_cell, library_functions):
 
     fixed = ["RL.FIXED", "KEY"] + FIXED_ARGS
     counter = ["RL.SLIDINGCOUNTER", "KEY"] + FIXED_ARGS
+    penalty = ["RL.PENALTY", "KEY"] + PENALTY_ARGS
     gcra = ["RL.GCRA", "KEY"] + RATE_ARGS
     bucket = ["RL.BUCKET", "KEY"] + RATE_ARGS
     sliding = ["RL.SLIDING", "KEY", "128", "1m"]
@@ -248,6 +252,7 @@ def workloads(have_floor, have_cell, library_functions):
     ]
     if have_floor:
         w.append(Workload("FLOOR.FIXED", ["FLOOR.FIXED", "KEY"] + FIXED_ARGS, "floor.fixed"))
+    w.append(rl("RL.PENALTY", penalty, floor_fixed))
     w += [
         rl("RL.FIXED", fixed, floor_fixed),
         rl("RL.GCRA", gcra, floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
@@ -270,7 +275,7 @@ def workloads(have_floor, have_cell, library_functions):
         w.append(Workload("FLOOR.BUCKET", ["FLOOR.BUCKET", "KEY"] + RATE_ARGS, "floor.bucket",
                           ratios=cell))
     for command, argv in [("RL.FIXED", fixed), ("RL.SLIDINGCOUNTER", counter),
-                          ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
+                          ("RL.PENALTY", penalty), ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
         w += fcall(command, argv)
     w += [rl("RL.SLIDING", sliding)] + fcall("RL.SLIDING", sliding)
     # Leases beside the sliding log at the same set size (up to 128 members a key):
@@ -481,6 +486,7 @@ EXPECT = [
     ("RL.FIXED", "FLOOR.FIXED", 0.95),
     ("RL.GCRA", "FLOOR.GCRA", 0.9),
     ("RL.SLIDINGCOUNTER", "FLOOR.FIXED", 0.9),
+    ("RL.PENALTY", "FLOOR.FIXED", 0.9),
     ("RL.BUCKET", "FLOOR.BUCKET", 0.9),
     ("RL.GCRA", "RL.FIXED", 0.9),
     ("RL.BUCKET", "CL.THROTTLE (redis-cell)", 1.5),
@@ -490,6 +496,7 @@ EXPECT = [
     ("FLOOR.BUCKET", "CL.THROTTLE (redis-cell)", 0),
     ("RL.FIXED", "FCALL rl_fixed", 2.0),
     ("RL.SLIDINGCOUNTER", "FCALL rl_slidingcounter", 2.0),
+    ("RL.PENALTY", "FCALL rl_penalty", 2.0),
     ("RL.GCRA", "FCALL rl_gcra", 2.0),
     ("RL.GCRA DELAY", "RL.GCRA", 0.9),
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
@@ -565,7 +572,8 @@ def memory(servers, library_functions):
     """MEMORY USAGE of each state, next to what the module key API lets it cost: an
     RL.FIXED counter is a raw string (the int encoding a native SET gives an integer
     is out of the key API's reach), an RL.GCRA TAT costs what redis-cell's costs (the
-    same key API), an RL.SLIDINGCOUNTER what a native SET of the same string costs."""
+    same key API), an RL.SLIDINGCOUNTER or RL.PENALTY what a native SET of the same
+    string costs."""
     rl = servers["rl"].conn
     rl.ok("FLUSHALL")
     rows = []
@@ -610,6 +618,10 @@ def memory(servers, library_functions):
     rl.ok("SET", k, f"{hour - 3_600_000} 999999999 0", "PXAT", str(hour + 3_600_000))
     rl.ok("RL.SLIDINGCOUNTER", k, big, "1h", "COST", "999999999")
     row("RL.SLIDINGCOUNTER, counts 999999999", rl, k,
+        f"a native SET of the same string: {native_set(rl.ok('GET', k))}")
+    k = key21("rl:penalty:")
+    rl.ok("RL.PENALTY", k, "5", "15m", "1m", "1h")
+    row("RL.PENALTY, a strike", rl, k,
         f"a native SET of the same string: {native_set(rl.ok('GET', k))}")
     k = key21("rl:bucket:")
     rl.ok("RL.BUCKET", k, "100", "10", "1s")

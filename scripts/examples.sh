@@ -10,8 +10,10 @@
 # `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
 # while another user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
 # runner) is checked against a stub partner API instead: its calls arrive at the
-# declared rate, within a few percent, with no 429. Prints PASS/FAIL/SKIP per
-# example; exits 1 on any failure. Everything it starts is stopped on exit, also on
+# declared rate, within a few percent, with no 429. examples/python/login.py
+# (RL.PENALTY) is checked with wrong passwords: a 401 per strike, then a 429 with
+# Retry-After, also for the right password, while another account logs in. Prints
+# PASS/FAIL/SKIP per example; exits 1 on any failure. Everything it starts is stopped on exit, also on
 # failure or Ctrl-C.
 #
 # Python 3 with venv is installed with apt when missing (scripts/deps.sh examples).
@@ -228,6 +230,46 @@ expect(remaining(h) == (0, daily - capacity), "the 429 takes nothing from the da
 PY
 }
 
+# check_login <base url>: examples/python/login.py with its default policy (5
+# strikes in 15 min block for 1 min): four wrong passwords answer 401 with the
+# strikes left counting down, the fifth starts the block (429 with Retry-After),
+# the right password during the block is still 429, and another account from the
+# same address logs in.
+check_login() {
+  python3 - "$1" <<'PY'
+import sys, urllib.error, urllib.parse, urllib.request
+
+base = sys.argv[1]
+
+def login(account, password):
+    body = urllib.parse.urlencode({"account": account, "password": password}).encode()
+    try:
+        with urllib.request.urlopen(base + "/login", data=body, timeout=10) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers
+
+def expect(cond, what, status, headers):
+    if not cond:
+        shown = {k: headers.get(k) for k in ("RateLimit-Remaining", "Retry-After")}
+        sys.exit(f"{what}: got {status} {shown}")
+
+for i in range(1, 5):
+    status, h = login("alice", "guess")
+    expect(status == 401 and h.get("RateLimit-Remaining") == str(5 - i) and "Retry-After" not in h,
+           f"wrong password {i}: want 401 with RateLimit-Remaining {5 - i}", status, h)
+status, h = login("alice", "guess")
+retry = h.get("Retry-After") or ""
+expect(status == 429 and retry.isdigit() and 1 <= int(retry) <= 60,
+       "wrong password 5: want 429 with Retry-After 1..60", status, h)
+status, h = login("alice", "wonderland")
+expect(status == 429 and (h.get("Retry-After") or "").isdigit(),
+       "the right password while blocked: want 429 with Retry-After", status, h)
+status, h = login("bob", "builder")
+expect(status == 200, "another account: want 200", status, h)
+PY
+}
+
 # The job runner's run: JOBS calls at RL_RATE per second, from WORKERS threads.
 worker_jobs=60
 worker_rate=20
@@ -350,6 +392,12 @@ setup_policies() {
   cmd[${#cmd[@]} - 1]=$root/examples/python/policies.py
 }
 
+# The login route (RL.PENALTY): the same environment as the Python one.
+setup_login() {
+  setup_python || return
+  cmd[${#cmd[@]} - 1]=$root/examples/python/login.py
+}
+
 # The job runner (RL.GCRA … DELAY): the same environment as the Python one.
 setup_worker() {
   setup_python || return
@@ -390,7 +438,7 @@ pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 # RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
-for name in ${RL_EXAMPLES:-python policies worker node rust}; do
+for name in ${RL_EXAMPLES:-python policies login worker node rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -432,6 +480,15 @@ for name in ${RL_EXAMPLES:-python policies worker node rust}; do
     echo "FAIL $name ($backend): it did not say at start that it uses $said" >&2
     show_log "$log"
     failed=$((failed + 1))
+  elif [ "$name" = login ]; then
+    if ! reason=$(check_login "http://127.0.0.1:$port" 2>&1); then
+      echo "FAIL $name ($backend): $reason" >&2
+      show_log "$log"
+      failed=$((failed + 1))
+    else
+      echo "PASS $name ($backend, said so): RL.PENALTY: 4 wrong passwords 401 (strikes left 4..1), the 5th 429 with Retry-After, the right one while blocked 429, another account 200 ($((SECONDS - started)) s)"
+      passed=$((passed + 1))
+    fi
   elif [ "$name" = policies ]; then
     if ! reason=$(check_policies "http://127.0.0.1:$port" 2>&1); then
       echo "FAIL $name ($backend): $reason" >&2

@@ -8,12 +8,14 @@
 //! a violation panics, which the fuzzer reports as a crash.
 
 use crate::commands::{
-    Acquire, Bucket as BucketCommand, Fixed, Gcra, Limiter, Sliding, SlidingCounter, Throttle,
+    Acquire, Bucket as BucketCommand, Fixed, Gcra, Limiter, Penalty, Sliding, SlidingCounter,
+    Throttle,
 };
 use rl_core::algorithms::acquire::{self, LeaseSet, VecLeases};
 use rl_core::algorithms::bucket::{self, State};
 use rl_core::algorithms::fixed::{self, Counter};
 use rl_core::algorithms::gcra::{self, Tat};
+use rl_core::algorithms::penalty::{self, State as Offender, BUF_LEN};
 use rl_core::algorithms::sliding::{self, VecLog, Write};
 use rl_core::algorithms::sliding_counter::{self, Counts};
 use rl_core::algorithms::{Algorithm, Cost};
@@ -68,6 +70,10 @@ pub fn run(data: &[u8]) {
 
     if selector >= LEASES {
         leases(&argv, now, state);
+        return;
+    }
+    if selector >= PENALTY {
+        penalty(&argv, now, state);
         return;
     }
     if selector % 7 == 6 {
@@ -175,6 +181,39 @@ pub fn run(data: &[u8]) {
 /// Selectors from here on run RL.ACQUIRE and RL.RELEASE (the arms above take
 /// `selector % 7`; saved inputs use small selectors).
 const LEASES: u8 = 0xF0;
+
+/// Selectors from here to [`LEASES`] run RL.PENALTY.
+const PENALTY: u8 = 0xE0;
+
+/// RL.PENALTY on a state read from the state bytes as the key's value would be,
+/// or else made of them as four integers.
+fn penalty(argv: &[&[u8]], now: Millis, mut state: &[u8]) {
+    let Some((params, Amount::Take(cost))) = parse::<Penalty>(argv) else {
+        return;
+    };
+    let stored = Offender::parse(state).or_else(|| {
+        (!state.is_empty()).then(|| Offender {
+            count: take_i64(&mut state) as u64,
+            window_end: take_i64(&mut state),
+            level: take_i64(&mut state) as u64,
+            blocked_until: take_i64(&mut state),
+        })
+    });
+    let out = penalty::decide(stored, now, params, cost);
+    check(&out.decision, Amount::Take(cost));
+    let looked = penalty::decide(stored, now, params, Cost::ZERO);
+    assert!(looked.store.is_none(), "COST 0 wrote {looked:?}");
+    if let Some(s) = out.store {
+        assert!(
+            cost.get() > 0 && looked.decision.allowed,
+            "wrote while blocked: {out:?}"
+        );
+        let mut buf = [0; BUF_LEN];
+        let text = s.state.format(&mut buf);
+        let back = Offender::parse(text).expect("a stored state reads back");
+        assert!(back.count < params.strikes().get(), "{back:?}");
+    }
+}
 
 /// RL.ACQUIRE on leases made of the state bytes (3 per lease: an id byte and an
 /// end relative to now), then RL.RELEASE of the same id.

@@ -20,6 +20,12 @@ trait Rules {
     fn invoke(&self, c: &mut Connection, key: &[u8], extra: &[&str]) -> Reply;
     /// Leaves `key` with 1 of its 5 units: a call with COST 2 is then rejected.
     fn nearly_fill(&self, c: &mut Connection, key: &[u8]);
+    /// Leaves `key` where a call that takes units is rejected and writes nothing:
+    /// 1 of its 5 units left or, for a limiter that blocks, blocked (the call that
+    /// starts the block writes it, here). Whether COST 0 is then allowed: `peeks`.
+    fn fill_to_rejection(&self, c: &mut Connection, key: &[u8]);
+    /// Whether COST 0 is allowed on a key left by [`Rules::fill_to_rejection`].
+    fn peeks(&self) -> bool;
     /// The arguments that give a call the cost `n` (any text, valid or not):
     /// `COST n`, or CL.THROTTLE's positional quantity `n`.
     fn cost(&self, n: &'static str) -> Vec<&'static str>;
@@ -46,9 +52,21 @@ impl Rules for Command {
         assert_eq!((r.allowed, r.remaining), (1, 1), "{}: {r:?}", self.name);
     }
 
+    fn fill_to_rejection(&self, c: &mut Connection, key: &[u8]) {
+        self.nearly_fill(c, key);
+        if self.blocks {
+            let r = self.invoke(c, key, &self.cost("2"));
+            assert_eq!(r.allowed, 0, "{}: the block: {r:?}", self.name);
+        }
+    }
+
+    fn peeks(&self) -> bool {
+        !self.blocks
+    }
+
     fn cost(&self, n: &'static str) -> Vec<&'static str> {
         match self.style {
-            Style::Rl => vec!["COST", n],
+            Style::Rl | Style::CostOnly => vec!["COST", n],
             Style::Throttle => vec![n],
         }
     }
@@ -235,7 +253,7 @@ fn bad_options_are_errors_naming_cost() {
     ];
     for lim in COMMANDS {
         match lim.style {
-            Style::Rl => {
+            Style::Rl | Style::CostOnly => {
                 for options in bad {
                     assert_error_changes_nothing(
                         &mut c,
@@ -279,7 +297,7 @@ fn options_are_case_insensitive() {
     let s = Server::start();
     let mut c = s.conn();
     // CL.THROTTLE has no options (its quantity is positional): RL's rows only.
-    for lim in COMMANDS.iter().filter(|l| l.style == Style::Rl) {
+    for lim in COMMANDS.iter().filter(|l| l.style != Style::Throttle) {
         for (key, option) in [(&b"a"[..], "COST"), (b"b", "cost"), (b"c", "CoSt")] {
             let r = lim.invoke(&mut c, key, &[option, "3"]);
             assert_eq!((r.allowed, r.remaining), (1, 2), "{} {option}", lim.name);
@@ -535,6 +553,7 @@ fn command_docs_describe_summary_since_and_arguments() {
         want.push(
             match lim.style {
                 Style::Rl => "amount",
+                Style::CostOnly => "cost",
                 Style::Throttle => "quantity",
             }
             .into(),
@@ -576,6 +595,11 @@ fn command_docs_describe_summary_since_and_arguments() {
                     "{}",
                     lim.name
                 );
+            }
+            // [COST n] alone: the integer option.
+            Style::CostOnly => {
+                assert_eq!(text(field(amount, "token")), "COST", "{}", lim.name);
+                assert_eq!(text(field(amount, "type")), "integer");
             }
             // Positional: no token to type.
             Style::Throttle => {
@@ -718,29 +742,14 @@ fn lua_scripts_can_call_the_commands() {
     }
 }
 
-/// Whether a transaction on a connection that WATCHes `key` still commits after
-/// `action` ran on another connection.
-fn exec_survives(s: &Server, key: &[u8], action: impl FnOnce(&mut Connection)) -> bool {
-    let mut watcher = s.conn();
-    let mut actor = s.conn();
-    let _: () = cmd("WATCH").arg(key).query(&mut watcher).unwrap();
-    action(&mut actor);
-    let _: () = cmd("MULTI").query(&mut watcher).unwrap();
-    let _: Value = cmd("PING").query(&mut watcher).unwrap();
-    match cmd("EXEC").query::<Value>(&mut watcher).unwrap() {
-        Value::Nil => false,
-        Value::Array(_) => true,
-        other => panic!("EXEC replied {other:?}"),
-    }
-}
-
 #[test]
 fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
     let s = Server::start();
     let mut c = s.conn();
     for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
-        lim.nearly_fill(&mut c, b"k");
+        lim.fill_to_rejection(&mut c, b"k");
+        lim.invoke(&mut c, b"live", &[]);
         let untouched = [
             ("rejected", lim.cost("2")),
             ("COST 0", lim.cost("0")),
@@ -749,7 +758,8 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
         for (what, extra) in untouched {
             let survived = exec_survives(&s, b"k", |a| {
                 let r = lim.invoke(a, b"k", &extra);
-                assert_eq!(r.allowed, i64::from(what == "COST 0"), "{what}: {r:?}");
+                let allowed = what == "COST 0" && lim.peeks();
+                assert_eq!(r.allowed, i64::from(allowed), "{what}: {r:?}");
             });
             assert!(survived, "{}: a {what} call aborted the WATCH", lim.name);
         }
@@ -762,8 +772,8 @@ fn watch_survives_calls_that_write_nothing_but_not_allowed_calls() {
         });
         assert!(survived, "{}: COST 0 on an absent key", lim.name);
 
-        let survived = exec_survives(&s, b"k", |a| {
-            assert_eq!(lim.invoke(a, b"k", &[]).allowed, 1);
+        let survived = exec_survives(&s, b"live", |a| {
+            assert_eq!(lim.invoke(a, b"live", &[]).allowed, 1);
         });
         assert!(
             !survived,
@@ -811,16 +821,22 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
     for lim in COMMANDS {
         // Keys of their own for each command, so no round hears of another.
         let key = format!("{}:k", lim.name).into_bytes();
+        let live = format!("{}:live", lim.name).into_bytes();
         let sentinel = format!("{}:sentinel", lim.name).into_bytes();
-        lim.nearly_fill(&mut actor, &key);
+        lim.fill_to_rejection(&mut actor, &key);
+        lim.invoke(&mut actor, &live, &[]);
         let _: () = cmd("SET").arg(&sentinel).arg(1).query(&mut actor).unwrap();
         run(&mut tracker, &with_key(lim.read, &key)).unwrap();
+        run(&mut tracker, &with_key(lim.read, &live)).unwrap();
         let _: String = cmd("GET").arg(&sentinel).query(&mut tracker).unwrap();
 
         // Calls that write nothing: no invalidation for the key. The sentinel's
         // write is the next thing the subscriber hears of.
         assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("2")).allowed, 0);
-        assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("0")).allowed, 1);
+        assert_eq!(
+            lim.invoke(&mut actor, &key, &lim.cost("0")).allowed,
+            i64::from(lim.peeks())
+        );
         assert_eq!(lim.invoke(&mut actor, &key, &lim.cost("6")).allowed, 0);
         error_of_line(
             &mut actor,
@@ -834,10 +850,10 @@ fn tracking_clients_are_invalidated_by_allowed_calls_only() {
             lim.name
         );
 
-        assert_eq!(lim.invoke(&mut actor, &key, &[]).allowed, 1);
+        assert_eq!(lim.invoke(&mut actor, &live, &[]).allowed, 1);
         assert_eq!(
             next_invalidation(&mut ps),
-            [key],
+            [live],
             "{}: an allowed call must invalidate the key",
             lim.name
         );
@@ -851,7 +867,7 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
     for lim in COMMANDS {
         let _: () = cmd("FLUSHALL").query(&mut c).unwrap();
         let before = dirty(&mut c);
-        lim.nearly_fill(&mut c, b"k");
+        lim.fill_to_rejection(&mut c, b"k");
         let after_allowed = dirty(&mut c);
         assert!(after_allowed > before, "{}: allowed call", lim.name);
         for extra in [lim.cost("2"), lim.cost("0"), lim.cost("6")] {
@@ -860,7 +876,7 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
         }
         lim.invoke(&mut c, b"absent", &lim.cost("0"));
         assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
-        lim.invoke(&mut c, b"k", &[]);
+        assert_eq!(lim.invoke(&mut c, b"new", &[]).allowed, 1);
         assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
     }
 }

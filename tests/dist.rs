@@ -250,6 +250,31 @@ fn every_command_answers_its_vectors() {
             vec![0],
         ]),
     );
+    // RL.PENALTY (#rlpenalty): the third strike blocks for a minute; COST 0 sees it.
+    vector(
+        &mut c,
+        "penalty",
+        |k| {
+            let mut calls = times(3, &["RL.PENALTY", k, "3", "1m", "1m", "1h"]);
+            calls.push(owned(&[
+                "RL.PENALTY",
+                k,
+                "3",
+                "1m",
+                "1m",
+                "1h",
+                "COST",
+                "0",
+            ]));
+            calls
+        },
+        exactly(vec![
+            vec![1, 3, 2, 0, 60000],
+            vec![1, 3, 1, 0, 60000],
+            vec![0, 3, 0, 60000, 3660000],
+            vec![0, 3, 0, 60000, 3660000],
+        ]),
+    );
     assert!(s.log().contains("Module 'rl' loaded"), "{}", s.log());
 }
 

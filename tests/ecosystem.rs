@@ -74,7 +74,9 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
     let mut expected = Vec::new();
     for (i, l) in COMMANDS.iter().enumerate() {
         let key = l.short;
-        let params = l.per(1, "1h");
+        // A limit of 1; 2 strikes for RL.PENALTY, whose first strike then passes
+        // and whose COST 5 below starts the block.
+        let params = l.per(if l.blocks { 2 } else { 1 }, "1h");
         assert_eq!(l.call(&mut c, key, &params, None).allowed, 1);
         // COST 0 counts as the reply says: allowed (1 + 0 <= 1).
         for _ in 0..3 * i {

@@ -108,10 +108,11 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
 
     // Every command, twice on a fresh key: the events of its propagated commands
     // (RL.FIXED: SET … PXAT → set, expire; RL.BUCKET: HSET + PEXPIREAT → hset, expire;
-    // RL.SLIDING: ZADD + PEXPIREAT → zadd, expire).
+    // RL.SLIDING: ZADD + PEXPIREAT → zadd, expire). 3 of 4 units: RL.PENALTY
+    // counts its strikes without reaching a block.
     let mut expected = Vec::new();
     for l in COMMANDS {
-        let params = l.per(3, "3650d");
+        let params = l.per(4, "3650d");
         for cost in [None, Some(2)] {
             allowed(l.call(&mut c, l.short, &params, cost), l.name);
             expected.extend(
@@ -178,10 +179,12 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
 fn rejected_calls_cost_0_and_errors_fire_nothing() {
     let (primary, replica) = primary_and_replica();
     let mut c = connect(&primary);
-    // Each command's key at its limit (capacity) 1, which never comes back.
+    // Each command's key at its limit (capacity) 1, which never comes back; RL.PENALTY's
+    // blocked by its one strike (that call is rejected, and writes the block).
     let long = |l: &Command, n: u64| l.per(n, "3650d");
     for l in COMMANDS {
-        allowed(l.call(&mut c, l.short, &long(l, 1), None), l.name);
+        let r = l.call(&mut c, l.short, &long(l, 1), None);
+        assert_eq!(r.allowed, i64::from(!l.blocks), "{}: {r:?}", l.name);
     }
     marker(&mut c, "ready");
     primary.sync(&replica);
@@ -191,7 +194,9 @@ fn rejected_calls_cost_0_and_errors_fire_nothing() {
     for l in COMMANDS {
         let full = l.call(&mut c, l.short, &long(l, 1), None);
         assert_eq!(full.allowed, 0, "{} full", l.name);
-        let above = l.call(&mut c, "new", &long(l, 1), Some(2));
+        // A blocking limiter blocks a new key at once (a write): its own key, blocked.
+        let key = if l.blocks { l.short } else { "new" };
+        let above = l.call(&mut c, key, &long(l, 1), Some(2));
         assert_eq!(above.allowed, 0, "{} cost above the limit", l.name);
     }
     for key in COMMANDS.iter().map(|l| l.short).chain(["new"]) {
@@ -209,7 +214,7 @@ fn rejected_calls_cost_0_and_errors_fire_nothing() {
             failing.push(l.args(l.short, &params, None));
         }
         match l.style {
-            Style::Rl => {
+            Style::Rl | Style::CostOnly => {
                 let mut no_value = l.args(l.short, &long(l, 1), None);
                 no_value.push("COST".into());
                 failing.push(no_value);

@@ -97,6 +97,20 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
             }
             (words, capacity, ms)
         }
+        "RL.PENALTY" => {
+            let strikes = match rng.below(3) {
+                0 => 1 + rng.below(5),
+                _ => count(rng),
+            };
+            // block ≤ max, and now and then not (the same error from both).
+            let (block, max) = (duration(rng), duration(rng));
+            let (block, max) = if block.1 > max.1 && rng.below(8) != 0 {
+                (max.0, block.0)
+            } else {
+                (block.0, max.0)
+            };
+            (vec![strikes.to_string(), d, block, max], strikes, ms)
+        }
         "RL.SLIDING" => {
             let limit = match rng.below(3) {
                 0 => 1 + rng.below(5),
@@ -112,8 +126,9 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
     }
 }
 
-/// A native state for the key of `name`, as a recipe for [`SETUP`]: values may be
-/// `@ms+D` (server ms + D) or `@ns+D,NNNNNN` (a ns time: ms + D, then 6 digits).
+/// A native state for the key of `name`, as a recipe for [`SETUP`]: values may
+/// hold `@ms+D` (server ms + D, anywhere in the value) or be `@ns+D,NNNNNN` (a ns
+/// time: ms + D, then 6 digits).
 fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
     let w = window_ms as i64;
     // At least a minute away: no setup key expires during a scenario (see Scenario).
@@ -160,6 +175,35 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
                 }
             };
             let value = format!("{start} {} {}", c(rng), c(rng));
+            strings(&["string", &value, &format!("@ms+{expiry}")])
+        }
+        "RL.PENALTY" => {
+            // Times around now (a window open or over, a block on or over, a block
+            // ended about max ago), zero, or anywhere; counts and levels small,
+            // at 2^53 − 1, or one past it (not a state).
+            let time = |rng: &mut Rng| -> String {
+                match rng.below(5) {
+                    0 => "0".to_string(),
+                    1 => (rng.next() % MAX).to_string(),
+                    2 => format!("@ms+{}", rng.below(2000) as i64 - 1000),
+                    _ => format!("@ms+{}", rng.below(window_ms * 2) as i64 - w),
+                }
+            };
+            let number = |rng: &mut Rng| -> String {
+                match rng.below(8) {
+                    0 => MAX.to_string(),
+                    1 => (MAX + 1).to_string(),
+                    2 => (60 + rng.below(10)).to_string(),
+                    _ => rng.below(6).to_string(),
+                }
+            };
+            let value = format!(
+                "{} {} {} {}",
+                number(rng),
+                time(rng),
+                number(rng),
+                time(rng)
+            );
             strings(&["string", &value, &format!("@ms+{expiry}")])
         }
         "RL.BUCKET" => {
@@ -214,9 +258,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function value(v)
   local d, ns = v:match('^@ns%+(%-?%d+),(%d+)$')
   if d then return string.format('%d', now + tonumber(d)) .. ns end
-  d = v:match('^@ms%+(%-?%d+)$')
-  if d then return string.format('%d', now + tonumber(d)) end
-  return v
+  return (v:gsub('@ms%+(%-?%d+)', function(d) return string.format('%d', now + tonumber(d)) end))
 end
 for _, key in ipairs(KEYS) do
   redis.call('DEL', key)
@@ -366,6 +408,7 @@ const SINGLE: &[&str] = &[
     "RL.BUCKET",
     "RL.GCRA",
     "RL.SLIDINGCOUNTER",
+    "RL.PENALTY",
 ];
 
 fn env(name: &str, default: u64) -> u64 {
@@ -466,7 +509,12 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
             let mut line = vec!["RL.ALL".to_string(), n.to_string()];
             line.extend(policies.iter().cloned());
             let sliding = policies.iter().any(|p| p == "SLIDING");
-            line.extend(cheap(amount(&mut rng, smallest), sliding, MAX));
+            // A PENALTY policy takes COST 0 only (anything else: the same error).
+            if policies.iter().any(|p| p == "PENALTY") && rng.below(2) == 0 {
+                line.extend(strings(&["COST", "0"]));
+            } else {
+                line.extend(cheap(amount(&mut rng, smallest), sliding, MAX));
+            }
             calls.push(line);
         }
         // `line` holds numkeys, then the keys go in: the pair() splice puts the
@@ -556,6 +604,8 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"BUCKET",
         b"GCRA",
         b"slidingcounter",
+        b"PENALTY",
+        b"DEBIT",
         b"2000000",
         b"1000000",
         b"k",
@@ -586,6 +636,7 @@ fn bad_input_gets_the_module_s_error_texts() {
             "RL.ALL",
             "RL.ACQUIRE",
             "RL.RELEASE",
+            "RL.PENALTY",
         ]);
         let mut args: Vec<Vec<u8>> = Vec::new();
         let key = rng.pick(&keys).to_string();
@@ -648,6 +699,7 @@ fn same_names(mut text: String) -> String {
         "rl.all",
         "rl.acquire",
         "rl.release",
+        "rl.penalty",
     ] {
         let function = name.replace('.', "_");
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));

@@ -76,6 +76,19 @@ impl Call<'_> {
             .cmd(&self.key, &self.policy.params, self.cost)
     }
 
+    /// Whether the reply is of a call that started a block (RL.PENALTY), a
+    /// rejected call that wrote: it waits the whole block (the policy's block and
+    /// max are equal), which only a call in the same ms as the block's start
+    /// also answers.
+    fn started_a_block(&self, raw: &[i64]) -> bool {
+        if !self.policy.command.blocks {
+            return false;
+        }
+        let r = self.policy.command.reply_of(raw);
+        let block = duration_ms(&self.policy.params[2]) as i64;
+        r.allowed == 0 && r.retry_after == block
+    }
+
     /// What the reply says happened (CL.THROTTLE's read in RL's shape; its
     /// retry_after in seconds keeps the signs this looks at).
     fn outcome(&self, raw: &[i64]) -> &'static str {
@@ -84,8 +97,18 @@ impl Call<'_> {
         let r = self.policy.command.reply_of(raw);
         assert_eq!(r.limit, limit, "{}: {raw:?}", self.key);
         assert!((0..=limit).contains(&r.remaining), "{}: {raw:?}", self.key);
-        match (self.cost.unwrap_or(1), r.allowed) {
+        let n = self.cost.unwrap_or(1);
+        match (n, r.allowed) {
             (0, 1) => "inspected",
+            // A limiter that blocks answers every call while blocked with the time
+            // left, a COST above its limit too (which blocks at once).
+            (_, 0) if self.policy.command.blocks && r.retry_after > 0 => {
+                if n > self.policy.limit {
+                    "never"
+                } else {
+                    "rejected"
+                }
+            }
             (n, 0) if n > self.policy.limit && r.retry_after == -1 => "never",
             (n, 0) if n <= self.policy.limit && r.retry_after > 0 => "rejected",
             (n, 1) if n > 0 && n <= self.policy.limit && r.retry_after == 0 => "allowed",
@@ -215,7 +238,8 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
                 *outcomes
                     .entry((call.policy.command.name, outcome))
                     .or_default() += 1;
-                if outcome == "allowed" && call.policy.lifetime == "day" {
+                let wrote = outcome == "allowed" || call.started_a_block(reply);
+                if wrote && call.policy.lifetime == "day" {
                     written_for_a_day.insert(call.key.clone());
                 }
             }

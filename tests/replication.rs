@@ -55,6 +55,12 @@ impl Limiter for Command {
     }
 }
 
+/// A limiter's verdict on a call that takes its last units: allowed, or for one
+/// that blocks (RL.PENALTY) rejected, the block starting (and written).
+fn last_units(l: &Command) -> i64 {
+    i64::from(!l.blocks)
+}
+
 /// Asserts a reply's decision and remaining units.
 fn expect(r: Reply, allowed: i64, remaining: i64, what: &str) {
     assert_eq!(
@@ -141,27 +147,33 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
         );
         expect(
             l.hour_call(c, &a, Some(2)),
-            1,
+            last_units(l),
             0,
             &what("a: COST 2 takes the rest"),
         );
         expect(l.hour_call(c, &a, None), 0, 0, &what("a: full, rejected"));
         expect(
             l.hour_call(c, &a, Some(0)),
-            1,
+            last_units(l),
             0,
-            &what("a: COST 0 on a full key"),
+            &what("a: COST 0 on a full key (blocked: rejected)"),
         );
 
         let b = l.key("b");
         expect(l.hour_call(c, &b, Some(2)), 1, 1, &what("b: COST 2"));
-        expect(
-            l.hour_call(c, &b, Some(2)),
-            0,
-            1,
-            &what("b: COST 2 rejected"),
-        );
-        expect(l.hour_call(c, &b, Some(1)), 1, 0, &what("b: COST 1 fits"));
+        if l.blocks {
+            // Strikes past the limit block too.
+            expect(l.hour_call(c, &b, Some(2)), 0, 0, &what("b: COST 2 blocks"));
+            expect(l.hour_call(c, &b, Some(1)), 0, 0, &what("b: blocked"));
+        } else {
+            expect(
+                l.hour_call(c, &b, Some(2)),
+                0,
+                1,
+                &what("b: COST 2 rejected"),
+            );
+            expect(l.hour_call(c, &b, Some(1)), 1, 0, &what("b: COST 1 fits"));
+        }
 
         expect(
             l.hour_call(c, &l.key("peek"), Some(0)),
@@ -170,12 +182,17 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
             &what("COST 0 on an absent key"),
         );
         let never = l.hour_call(c, &l.key("never"), Some(4));
+        // A limiter that blocks is blocked at once, for a while (and has written it).
+        let wait = if l.blocks { HOUR_MS } else { -1 };
         assert_eq!(
             (never.allowed, never.retry_after),
-            (0, -1),
+            (0, wait),
             "{}",
             what("COST above the limit")
         );
+        if l.blocks {
+            live.push(l.key("never"));
+        }
 
         let tx = l.key("tx");
         let mut pipe = redis::pipe();
@@ -335,8 +352,8 @@ fn replica_refuses_rl_calls_like_any_write() {
     assert_eq!(dbsize(&mut r), 0, "the replica wrote nothing");
 }
 
-/// Each limiter gets a call that takes its whole limit, then calls that must write,
-/// propagate and dirty nothing. `counter` must grow with the allowed call and stay
+/// Each limiter gets a call that takes its whole limit (one that blocks: which
+/// starts the block), then calls that must write, propagate and dirty nothing. `counter` must grow with the allowed call and stay
 /// put through all the others.
 fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i64, what: &str) {
     align_to_window(c, HOUR_MS, 30_000);
@@ -344,7 +361,7 @@ fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i
     for l in COMMANDS {
         let k = l.key("k");
         let before = counter(c);
-        expect(l.hour_call(c, &k, Some(3)), 1, 0, l.name);
+        expect(l.hour_call(c, &k, Some(3)), last_units(l), 0, l.name);
         let after = counter(c);
         assert!(
             after > before,
@@ -357,15 +374,16 @@ fn only_allowed_calls_move(c: &mut Connection, counter: fn(&mut Connection) -> i
 
         expect(l.hour_call(c, &k, None), 0, 0, "rejected");
         unchanged(c, "rejected");
-        expect(l.hour_call(c, &k, Some(0)), 1, 0, "COST 0");
+        expect(l.hour_call(c, &k, Some(0)), last_units(l), 0, "COST 0");
         unchanged(c, "COST 0 on a used key");
         expect(l.hour_call(c, &l.key("absent"), Some(0)), 1, 3, "COST 0");
         unchanged(c, "COST 0 on an absent key");
-        assert_eq!(
-            l.hour_call(c, &k, Some(4)).retry_after,
-            -1,
-            "COST above the limit"
-        );
+        let retry = l.hour_call(c, &k, Some(4)).retry_after;
+        if l.blocks {
+            assert!(retry > 0, "{}: blocked, {retry}", l.name);
+        } else {
+            assert_eq!(retry, -1, "COST above the limit");
+        }
         unchanged(c, "COST above the limit");
         let err = l.invalid_call(c, &k);
         assert!(err.starts_with("ERR"), "{err}");
@@ -575,9 +593,9 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
     }
 }
 
-/// The commands the first allowed call on `key` must have propagated, rebuilt
-/// from the key's state on the primary.
-fn effects_of_first_call(c: &mut Connection, l: &Command, key: &str) -> Vec<Vec<String>> {
+/// The commands the call that wrote `key` last (from scratch, for a sorted set
+/// or a hash) must have propagated, rebuilt from the key's state on the primary.
+fn effects_of_last_write(c: &mut Connection, l: &Command, key: &str) -> Vec<Vec<String>> {
     let at = pexpiretime(c, key).to_string();
     let wrap = |effects: Vec<Vec<String>>| {
         let mut all = vec![strings(&["MULTI"])];
@@ -627,11 +645,18 @@ fn aof_holds_one_effect_group_per_allowed_call_with_the_primarys_values() {
     for l in COMMANDS {
         let k = l.key("k");
         expect(l.hour_call(&mut c, &k, Some(2)), 1, 1, "COST 2");
+        expected.extend(effects_of_last_write(&mut c, l, &k));
         expect(l.hour_call(&mut c, &k, Some(0)), 1, 1, "COST 0");
-        expect(l.hour_call(&mut c, &k, Some(2)), 0, 1, "rejected");
-        assert_eq!(l.hour_call(&mut c, &k, Some(4)).retry_after, -1, "COST 4");
+        if l.blocks {
+            // The strikes reach the limit: rejected, and the block written.
+            expect(l.hour_call(&mut c, &k, Some(2)), 0, 0, "the block");
+            expected.extend(effects_of_last_write(&mut c, l, &k));
+            assert!(l.hour_call(&mut c, &k, Some(4)).retry_after > 0, "blocked");
+        } else {
+            expect(l.hour_call(&mut c, &k, Some(2)), 0, 1, "rejected");
+            assert_eq!(l.hour_call(&mut c, &k, Some(4)).retry_after, -1, "COST 4");
+        }
         l.invalid_call(&mut c, &k);
-        expected.extend(effects_of_first_call(&mut c, l, &k));
     }
     assert_eq!(aof_commands_but_the_library(&s.dir), expected);
 }
@@ -698,7 +723,7 @@ fn assert_one_unit_left(c: &mut Connection, what: &str) {
         let k = l.key("k");
         expect(
             l.hour_call(c, &k, None),
-            1,
+            last_units(l),
             0,
             &format!("{} after {what}", l.name),
         );

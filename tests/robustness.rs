@@ -55,6 +55,8 @@ fn token_pool() -> Vec<Vec<u8>> {
         "Bucket",
         "GCRA",
         "SLIDINGCOUNTER",
+        "PENALTY",
+        "DELAY",
         "EX",
         "PX",
         "NX",
@@ -73,9 +75,10 @@ fn token_pool() -> Vec<Vec<u8>> {
     pool
 }
 
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 10] = [
     "k:absent",
     "k:str-int",
+    "k:str-penalty",
     "k:str-bad",
     "k:hash-ok",
     "k:hash-bad",
@@ -94,6 +97,10 @@ fn seed_keys(c: &mut Connection) {
         .arg("3")
         .arg("PX")
         .arg(3_600_000)
+        .ignore()
+        .cmd("SET")
+        .arg("k:str-penalty")
+        .arg("2 9007199254740991 1 0")
         .ignore()
         .cmd("SET")
         .arg("k:str-bad")
@@ -147,15 +154,32 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
     let counts = ["1", "5", "100", "9007199254740991"];
     let durations = ["1ms", "100ms", "1s", "1m", "3650d"];
     if rng.below(2) == 0 {
-        for p in command.params {
-            let from: &[&str] = match p.kind {
-                Kind::Count => &counts,
-                // 9007199254740991 is one past max_burst's maximum: an error.
-                Kind::Burst => &["0", "4", "100", "9007199254740990", "9007199254740991"],
-                Kind::Duration => &durations,
-            };
-            args.push(rng.pick(from).as_bytes().to_vec());
+        let mut draw = || -> Vec<String> {
+            command
+                .params
+                .iter()
+                .map(|p| {
+                    let from: &[&str] = match p.kind {
+                        Kind::Count => &counts,
+                        // 9007199254740991 is one past max_burst's maximum: an error.
+                        Kind::Burst => &["0", "4", "100", "9007199254740990", "9007199254740991"],
+                        Kind::Duration => &durations,
+                    };
+                    rng.pick(from).to_string()
+                })
+                .collect()
+        };
+        // Mostly parameters the command takes together (RL.PENALTY's block ≤ max).
+        let mut params = draw();
+        if let Some((refused, _)) = command.conflict {
+            for _ in 0..3 {
+                if !refused(&params) {
+                    break;
+                }
+                params = draw();
+            }
         }
+        args.extend(params.into_iter().map(String::into_bytes));
         if rng.below(2) == 0 {
             let cost = rng.pick(&[0, 1, 3, 9_007_199_254_740_991]);
             if command.style == Style::Rl && rng.below(3) == 0 {
@@ -333,8 +357,10 @@ fn concurrent_clients_are_counted_exactly() {
         let params = l.per(5000, "3650d");
         let base = l.args(&key, &params, None);
         let allowed = hammer(&server, l, &base, 32, 20_000);
+        // A limiter that blocks rejects the call that reaches its limit.
+        let want = if l.blocks { 4999 } else { 5000 };
         assert_eq!(
-            allowed, 5000,
+            allowed, want,
             "{}: admitted {allowed} of 20000 with limit 5000",
             l.name
         );
@@ -391,6 +417,11 @@ fn extreme_parameters_do_not_overflow() {
                 if let (true, Some(error)) = (fast, l.too_fast) {
                     let e =
                         try_rl(&mut c, &as_strs(&args)).expect_err("a rate above one token per ns");
+                    assert!(e.to_string().contains(error), "{args:?}: {e}");
+                    continue;
+                }
+                if let Some((_, error)) = l.conflict.filter(|(refused, _)| refused(params)) {
+                    let e = try_rl(&mut c, &as_strs(&args)).expect_err("refused parameters");
                     assert!(e.to_string().contains(error), "{args:?}: {e}");
                     continue;
                 }
@@ -542,13 +573,14 @@ fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
 /// One random RL.ALL line: half well-formed (distinct keys of every kind, a policy
 /// each, maybe COST or REFUND), half numkeys, keys and words from the hostile pool.
 fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let policies: [&[&str]; 6] = [
+    let policies: [&[&str]; 7] = [
         &["FIXED", "5", "1h"],
         &["SLIDING", "5", "1h"],
         &["BUCKET", "5", "1", "1h"],
         &["GCRA", "5", "1", "1h"],
         &["SLIDINGCOUNTER", "5", "1h"],
         &["ACQUIRE", "5", "1h", "job"],
+        &["PENALTY", "5", "1h", "1m", "1h"],
     ];
     let n = 1 + rng.index(4);
     let mut line = vec![n.to_string().into_bytes()];

@@ -5,7 +5,8 @@
 //! algorithm.
 
 use crate::algorithms::gcra::Emission;
-use crate::algorithms::{Amount, Decision, Quota, Rate, RetryAfter};
+use crate::algorithms::penalty::Penalty;
+use crate::algorithms::{Amount, Cost, Decision, Quota, Rate, RetryAfter};
 use crate::args;
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
@@ -23,6 +24,7 @@ pub enum Policy {
     Gcra(Emission),
     SlidingCounter(Quota),
     Acquire(Lease),
+    Penalty(Penalty),
 }
 
 impl Policy {
@@ -40,6 +42,8 @@ impl Policy {
             Policy::SlidingCounter(params::quota(p)?)
         } else if command.name == table::ACQUIRE.name {
             Policy::Acquire(params::lease(p, sliding_max)?)
+        } else if command.name == table::PENALTY.name {
+            Policy::Penalty(params::penalty(p)?)
         } else {
             return Err(Error::Internal("RL.ALL"));
         })
@@ -172,6 +176,11 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
     if delayed && matches!(options.amount, Amount::Refund(_)) {
         return Err(Error::Exclusive("DELAY", "REFUND"));
     }
+    // A PENALTY policy only looks: strikes are recorded by RL.PENALTY itself.
+    let penalty = policies.iter().any(|p| matches!(p, Policy::Penalty(_)));
+    if penalty && options.amount != Amount::Take(Cost::ZERO) {
+        return Err(Error::PenaltyPolicyCost);
+    }
     Ok(Call {
         policies,
         amount: options.amount,
@@ -294,7 +303,6 @@ pub fn unchanged(own: Decision, state: Decision) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::Cost;
 
     fn parse_line(line: &str) -> Result<Call> {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
@@ -362,6 +370,12 @@ mod tests {
             assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()), "{line}");
             assert_eq!(delayed(line), delayed("1 a GCRA 5 1 1s DELAY 3s"), "{line}");
         }
+        let call = parse_line("2 a b PENALTY 5 15m 1m 1h fixed 10 1s cost 0").unwrap();
+        assert!(matches!(
+            call.policies[..],
+            [Policy::Penalty(_), Policy::Fixed(_)]
+        ));
+        assert_eq!(call.amount, Amount::Take(Cost::ZERO));
         let call = parse_line("2 a b FIXED 5 1m GCRA 5 1 1s COST 0 DELAY 3s").unwrap();
         assert!(matches!(
             call.policies[..],
@@ -378,7 +392,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
             ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
@@ -395,6 +409,11 @@ mod tests {
             ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: DELAY must follow a GCRA policy"),
             ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n"),
             ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max"),
+            ("1 a PENALTY 5 15m 1m", "syntax error: policy PENALTY takes strikes window block max"),
+            ("1 a PENALTY 5 15m 2h 1h COST 0", "block must be at most max"),
+            ("2 a b FIXED 5 1s PENALTY 5 15m 1m 1h", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
+            ("1 a PENALTY 5 15m 1m 1h COST 1", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
+            ("1 a PENALTY 5 15m 1m 1h REFUND 0", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
             // numkeys off by one or more: the keys and policies fit another numkeys.
             ("3 {a}x {a}y FIXED 5 1h FIXED 5 1h", "numkeys is 3, but the keys and policies given match numkeys 2"),
             ("1 a b FIXED 5 1h GCRA 5 1 1s DELAY 1s COST 2", "numkeys is 1, but the keys and policies given match numkeys 2"),
@@ -402,7 +421,7 @@ mod tests {
             ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
             // No other numkeys fits: the count, or the word that is no policy.
             ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
-            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
+            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
         ];
         for (line, want) in cases {
             assert_eq!(

@@ -7,6 +7,7 @@
 use crate::algorithms::bucket::{self, TokenBucket, MICROS};
 use crate::algorithms::fixed::{Counter, FixedWindow};
 use crate::algorithms::gcra::{self, Gcra, Tat};
+use crate::algorithms::penalty::{self, EscalatingBlocks};
 use crate::algorithms::sliding_counter::{self, Counts, SlidingWindowCounter};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::decimal;
@@ -124,6 +125,23 @@ impl StringState for SlidingWindowCounter {
         let c = s.counts;
         let len = put_fields(buf, &[c.start.max(0) as u64, c.current, c.previous]);
         (&buf[..len], s.expires_at)
+    }
+}
+
+/// RL.PENALTY: `"<count> <window_end> <level> <blocked_until>"`. The value alone is
+/// the state (its times are absolute).
+impl StringState for EscalatingBlocks {
+    const WHAT: &'static str =
+        "an RL.PENALTY state (a string \"<count> <window_end> <level> <blocked_until>\")";
+    type Value = penalty::State;
+    type Stored = penalty::Store;
+
+    fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<penalty::State> {
+        penalty::State::parse(value)
+    }
+
+    fn encode<'b>(s: &penalty::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+        (s.state.format(buf), s.expires_at)
     }
 }
 

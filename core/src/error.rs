@@ -64,6 +64,20 @@ pub enum Error {
     #[error("syntax error: DELAY must follow a GCRA policy")]
     DelayWithoutGcra,
 
+    #[error("block must be at most max")]
+    BlockAboveMax,
+
+    /// An option other commands take (REFUND, DEBIT, DELAY): named, since a user
+    /// may expect it here too.
+    #[error("syntax error: {0} does not apply to RL.PENALTY, which takes only COST n")]
+    PenaltyOption(&'static str),
+
+    #[error(
+        "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key \
+         is blocked: record strikes with RL.PENALTY"
+    )]
+    PenaltyPolicyCost,
+
     /// `expected` lists the command's options (RL.GCRA's include DELAY).
     #[error("syntax error: unknown option '{option}', expected {expected}")]
     UnknownOption {

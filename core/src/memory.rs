@@ -14,6 +14,7 @@ use crate::algorithms::acquire::{self, VecLeases};
 use crate::algorithms::bucket::{self, TokenBucket};
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::Gcra;
+use crate::algorithms::penalty::EscalatingBlocks;
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, RetryAfter, MAX_COUNT};
@@ -82,6 +83,9 @@ fn run(ks: &mut Keyspace, now: Millis, command: &Command, argv: &[&[u8]]) -> Res
     } else if command.name == table::BUCKET.name {
         let (rate, o) = params::with_options(command, rest, params::rate)?;
         bucket(ks, key, now, rate, o.amount)?
+    } else if command.name == table::PENALTY.name {
+        let (p, o) = params::with_options(command, rest, params::penalty)?;
+        string::<EscalatingBlocks>(ks, key, now, p, o.amount)?
     } else if command.name == table::SLIDING.name {
         let (quota, o) =
             params::with_options(command, rest, |p| params::sliding(p, SLIDING_MAX_LIMIT))?;
@@ -131,6 +135,7 @@ fn policy_call(
         Policy::Gcra(e) => string::<Gcra>(ks, key, now, *e, amount),
         Policy::SlidingCounter(q) => string::<SlidingWindowCounter>(ks, key, now, *q, amount),
         Policy::Acquire(lease) => acquire(ks, key, now, lease, amount),
+        Policy::Penalty(p) => string::<EscalatingBlocks>(ks, key, now, *p, amount),
     }
 }
 

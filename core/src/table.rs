@@ -74,8 +74,10 @@ pub struct Command {
 /// How a command takes its cost.
 #[derive(Clone, Copy)]
 pub enum CostArg {
-    /// `[COST n]`, RL's option.
+    /// `[COST n | REFUND n]`, RL's options (and DELAY where the row says so).
     Option,
+    /// `[COST n]` alone: no REFUND (RL.PENALTY).
+    Cost,
     /// A last optional positional argument with this name (CL.THROTTLE's quantity).
     Positional(&'static CStr),
     /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
@@ -134,7 +136,7 @@ impl Command {
     /// At most this many (a positional cost is the only optional argument).
     fn max_argc(&self) -> Option<usize> {
         match self.cost {
-            CostArg::Option => None,
+            CostArg::Option | CostArg::Cost => None,
             CostArg::Positional(_) => Some(self.min_argc + 1),
             CostArg::None => Some(self.min_argc),
         }
@@ -336,6 +338,26 @@ pub const RELEASE: Command = Command {
     .function("rl_release")
 };
 
+/// Escalating blocks for repeat offenders: COST only (strikes are never given back).
+pub const PENALTY: Command = Command {
+    cost: CostArg::Cost,
+    ..Command::rl(
+        c"RL.PENALTY",
+        c"write deny-oom fast",
+        c"Counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max",
+        c"O(1)",
+        &[
+            Arg::new(c"key", ArgKind::Key),
+            Arg::new(c"strikes", ArgKind::Integer),
+            Arg::new(c"window", ArgKind::Duration),
+            Arg::new(c"block", ArgKind::Duration),
+            Arg::new(c"max", ArgKind::Duration),
+        ],
+    )
+    .policy(c"PENALTY")
+    .function("rl_penalty")
+};
+
 /// Every command, in the order the module registers them and INFO lists them.
 pub static COMMANDS: &[&Command] = &[
     &FIXED,
@@ -347,6 +369,7 @@ pub static COMMANDS: &[&Command] = &[
     &ALL,
     &ACQUIRE,
     &RELEASE,
+    &PENALTY,
 ];
 
 /// The commands RL.ALL takes as policies, in the table's order.
@@ -391,7 +414,7 @@ mod tests {
     fn policy_words_read_as_a_list() {
         assert_eq!(
             policy_words(),
-            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"
         );
     }
 

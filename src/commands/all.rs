@@ -5,8 +5,10 @@
 //! command writes it only if every key allows. A policy is one of
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
 //! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
-//! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND) applies to
-//! every key but an ACQUIRE (one lease; REFUND is an error there). A GCRA policy
+//! `ACQUIRE limit ttl id`, `PENALTY strikes window block max`, one per key in key
+//! order; COST (or REFUND) applies to every key but an ACQUIRE (one lease; REFUND
+//! is an error there). A PENALTY policy only checks whether its key is blocked:
+//! the call must say `COST 0`. A GCRA policy
 //! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
 //! retry_after is the longest wait, when every key's turn has come.
 //!
@@ -18,6 +20,7 @@ use super::bucket::Bucket;
 use super::fixed::Fixed;
 use super::framework::{fields, Handler, Inline, Limiter};
 use super::gcra::Gcra;
+use super::penalty::Penalty;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use crate::config;
@@ -78,6 +81,7 @@ policies! {
     Gcra,
     SlidingCounter,
     Acquire,
+    Penalty,
 }
 
 /// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,

@@ -58,6 +58,10 @@ fn doc(spec: &Command) -> CommandDoc {
                 .collect();
             Some(ArgDoc::new(c"amount", ArgType::OneOf(options)))
         }
+        CostArg::Cost => Some(ArgDoc {
+            token: Some(c"COST"),
+            ..ArgDoc::new(c"cost", ArgType::Integer)
+        }),
         CostArg::Positional(name) => Some(ArgDoc::new(name, ArgType::Integer)),
         CostArg::None => None,
     };

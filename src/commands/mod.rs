@@ -3,7 +3,7 @@
 //! - `framework`: the steps every command runs ([`framework::dispatch`]), and the
 //!   [`Limiter`] and [`Handler`] traits a command implements;
 //! - one file per command (`fixed`, `sliding`, `bucket`, `gcra`, `sliding_counter`,
-//!   `throttle`, `all`, `acquire`), which supplies only its parsing and its storage pair;
+//!   `throttle`, `all`, `acquire`, `penalty`), which supplies only its parsing and its storage pair;
 //! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's spec;
 //! - `registry`: the list of every command ([`registry::COMMANDS`]), registration
 //!   and the INFO rows.
@@ -15,6 +15,7 @@ mod docs;
 mod fixed;
 mod framework;
 mod gcra;
+mod penalty;
 mod registry;
 mod sliding;
 mod sliding_counter;
@@ -26,5 +27,6 @@ pub use registry::{register_all, Info};
 #[cfg(feature = "fuzzing")]
 pub use {
     acquire::Acquire, all::parses as parses_all, bucket::Bucket, fixed::Fixed, framework::Limiter,
-    gcra::Gcra, sliding::Sliding, sliding_counter::SlidingCounter, throttle::Throttle,
+    gcra::Gcra, penalty::Penalty, sliding::Sliding, sliding_counter::SlidingCounter,
+    throttle::Throttle,
 };

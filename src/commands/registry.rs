@@ -9,6 +9,7 @@ use super::docs;
 use super::fixed::Fixed;
 use super::framework::Handler;
 use super::gcra::Gcra;
+use super::penalty::Penalty;
 use super::sliding::Sliding;
 use super::sliding_counter::SlidingCounter;
 use super::throttle::Throttle;
@@ -46,6 +47,7 @@ pub static COMMANDS: &[Command] = &[
     Command::of::<All>(),
     Command::of::<Acquire>(),
     Command::of::<Release>(),
+    Command::of::<Penalty>(),
 ];
 
 /// Registers every command in [`COMMANDS`].

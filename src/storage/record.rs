@@ -1,7 +1,8 @@
 //! A value with an absolute expiry: a native string on a key with a TTL. RL.FIXED
 //! keeps its used units in one, RL.GCRA its TAT in ns, RL.SLIDINGCOUNTER its
-//! `"<start> <current> <previous>"`: each as plain decimals (canonical: no sign, no
-//! leading zeros — what `GET` shows and `INCR` accepts), parsed by its limiter.
+//! `"<start> <current> <previous>"`, RL.PENALTY its `"<count> <window_end> <level>
+//! <blocked_until>"`: each as plain decimals (canonical: no sign, no leading zeros —
+//! what `GET` shows and `INCR` accepts), parsed by its limiter.
 //!
 //! Written in place (`StringDMA`) when the value keeps its length, made anew at
 //! exactly its size (`DeleteKey` + `StringTruncate`) when it does not; propagated as

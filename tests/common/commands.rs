@@ -42,6 +42,8 @@ pub enum Style {
     /// rejected, retry_after -1 when allowed, times in whole seconds rounded up.
     /// [`Command::reply_of`] reads it in RL's shape, its times still in seconds.
     Throttle,
+    /// `[COST n]` alone (no REFUND), RL's five integers (RL.PENALTY).
+    CostOnly,
 }
 
 impl Kind {
@@ -55,6 +57,10 @@ impl Kind {
         }
     }
 }
+
+/// Parameters a command refuses together: whether a list of parameters (after the
+/// key) is refused, and a fragment of the error that says so.
+pub type Conflict = (fn(&[String]) -> bool, &'static str);
 
 /// One RL command and what the shared tests need to know about it.
 ///
@@ -70,8 +76,10 @@ impl Kind {
 ///   content it did not write), with `holds`, what their "does not hold" error names;
 /// - `propagates` (native commands an allowed call propagates) and `events` (the
 ///   keyevents of an allowed call on an absent key);
-/// - `too_fast`: the error for a rate it cannot hold, if any;
-/// - `style`: how it takes its cost and replies.
+/// - `too_fast`: the error for a rate it cannot hold, if any, and `conflict`: the
+///   parameters it refuses together, if any;
+/// - `style`: how it takes its cost and replies, and `blocks`: whether reaching the
+///   limit blocks (RL.PENALTY) rather than rejects.
 ///
 /// Setups and `read` use `k` as the key. Tests that send a cost use
 /// [`Command::cost_args`]; tests that read replies use [`Command::reply_of`] (or
@@ -106,7 +114,16 @@ pub struct Command {
     /// The error for more than one `tokens` per ns of `period` (GCRA's emission
     /// interval is a whole number of ns); None when every rate is valid.
     pub too_fast: Option<&'static str>,
+    /// Parameters the command refuses together (a predicate on the parameters
+    /// after the key) and the error that names them; None when any combination of
+    /// valid values is valid.
+    pub conflict: Option<Conflict>,
     pub style: Style,
+    /// RL.PENALTY's way: the limit counts strikes, and the call that reaches it is
+    /// rejected and writes a block, during which every call (COST 0 too) is
+    /// rejected and writes nothing. Otherwise (false) a call that would pass the
+    /// limit is rejected and writes nothing, and COST 0 is always allowed.
+    pub blocks: bool,
 }
 
 /// Setups of keys of each type at `k`.
@@ -194,7 +211,9 @@ pub const FIXED: Command = Command {
     propagates: &["SET"],
     events: &["set", "expire"],
     too_fast: None,
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
 };
 
 pub const SLIDING: Command = Command {
@@ -231,7 +250,9 @@ pub const SLIDING: Command = Command {
     propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
     events: &["zadd", "expire"],
     too_fast: None,
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
 };
 
 pub const BUCKET: Command = Command {
@@ -258,7 +279,9 @@ pub const BUCKET: Command = Command {
     propagates: &["HSET", "PEXPIREAT"],
     events: &["hset", "expire"],
     too_fast: None,
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
 };
 
 pub const GCRA: Command = Command {
@@ -289,7 +312,9 @@ pub const GCRA: Command = Command {
     propagates: &["SET"],
     events: &["set", "expire"],
     too_fast: Some("tokens per period is too high"),
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
 };
 
 /// `max_burst count period`, as CL.THROTTLE takes them: max_burst 4 is a capacity
@@ -330,7 +355,9 @@ pub const THROTTLE: Command = Command {
     propagates: &["SET"],
     events: &["set", "expire"],
     too_fast: Some("tokens per period is too high"),
+    conflict: None,
     style: Style::Throttle,
+    blocks: false,
 };
 
 pub const SLIDINGCOUNTER: Command = Command {
@@ -362,7 +389,100 @@ pub const SLIDINGCOUNTER: Command = Command {
     propagates: &["SET"],
     events: &["set", "expire"],
     too_fast: None,
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
+};
+
+/// A duration argument in ms, for the forms these tests write (`1ms`, `2s`, `1m`,
+/// `1h`, `3650d`, a bare number of seconds).
+pub fn duration_ms(v: &str) -> u64 {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, unit) = v.split_at(digits);
+    let per = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => panic!("{v:?} is not a duration"),
+    };
+    n.parse::<u64>().expect("a duration's number") * per
+}
+
+/// `strikes window block max`, as RL.PENALTY takes them.
+const STRIKES_WINDOW_BLOCK_MAX: &[Param] = &[
+    Param {
+        name: "strikes",
+        kind: Kind::Count,
+        valid: "5",
+        max: MAX_COUNT,
+    },
+    LIMIT_WINDOW[1],
+    Param {
+        name: "block",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+    Param {
+        name: "max",
+        kind: Kind::Duration,
+        valid: "1h",
+        max: MAX_DURATION,
+    },
+];
+
+/// `n` strikes in `window`, blocking for `window` (block and max alike).
+fn strikes_window(n: u64, window: &str) -> Vec<String> {
+    vec![
+        n.to_string(),
+        window.to_string(),
+        window.to_string(),
+        window.to_string(),
+    ]
+}
+
+/// RL.PENALTY (docs/commands.md#rlpenalty): its limit counts strikes, and the one
+/// that reaches it blocks ([`Command::blocks`]).
+pub const PENALTY: Command = Command {
+    name: "RL.PENALTY",
+    short: "penalty",
+    params: STRIKES_WINDOW_BLOCK_MAX,
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "3", "EX", "1000"],
+        &["SET", "k", "1 2 3", "EX", "1000"],
+        &["SET", "k", "1 2 3 4 5", "EX", "1000"],
+        &["SET", "k", "1  2 3 4", "EX", "1000"],
+        &["SET", "k", "1 2 3 4 ", "EX", "1000"],
+        &["SET", "k", "01 2 3 4", "EX", "1000"],
+        &["SET", "k", "-1 2 3 4", "EX", "1000"],
+        &["SET", "k", "1 2 3 x", "EX", "1000"],
+        &["SET", "k", "9007199254740992 0 0 0", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+    ],
+    holds: "RL.PENALTY",
+    policy: strikes_window,
+    string_state: Some(|v| {
+        let fields: Vec<&str> = v.split(' ').collect();
+        fields.len() == 4
+            && fields
+                .iter()
+                .all(|f| canonical(f) && f.parse::<u64>().is_ok_and(|n| n < 1 << 53))
+    }),
+    propagates: &["SET"],
+    events: &["set", "expire"],
+    too_fast: None,
+    conflict: Some((
+        |params| duration_ms(&params[2]) > duration_ms(&params[3]),
+        "block must be at most max",
+    )),
+    style: Style::CostOnly,
+    blocks: true,
 };
 
 /// The module's commands outside the table, each with its own test file: RL.ALL
@@ -419,12 +539,22 @@ pub const ACQUIRE: Command = Command {
     propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
     events: &["zadd", "expire"],
     too_fast: None,
+    conflict: None,
     style: Style::Rl,
+    blocks: false,
 };
 
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
 /// CL.THROTTLE, the module's alone, stays last.
-const EVERY: &[&Command] = &[&FIXED, &SLIDING, &BUCKET, &GCRA, &SLIDINGCOUNTER, &THROTTLE];
+const EVERY: &[&Command] = &[
+    &FIXED,
+    &SLIDING,
+    &BUCKET,
+    &GCRA,
+    &SLIDINGCOUNTER,
+    &PENALTY,
+    &THROTTLE,
+];
 
 /// Every row, whatever the backend, RL.ACQUIRE's included.
 pub const EVERY_ROW: &[&Command] = &[
@@ -433,6 +563,7 @@ pub const EVERY_ROW: &[&Command] = &[
     &BUCKET,
     &GCRA,
     &SLIDINGCOUNTER,
+    &PENALTY,
     &THROTTLE,
     &ACQUIRE,
 ];
@@ -506,7 +637,7 @@ impl Command {
     /// The arguments that make a call cost `n` units.
     pub fn cost_args(&self, n: u64) -> Vec<String> {
         match self.style {
-            Style::Rl => vec!["COST".to_string(), n.to_string()],
+            Style::Rl | Style::CostOnly => vec!["COST".to_string(), n.to_string()],
             Style::Throttle => vec![n.to_string()],
         }
     }
@@ -518,7 +649,7 @@ impl Command {
     pub fn reply_of(&self, v: &[i64]) -> Reply {
         assert_eq!(v.len(), 5, "{} replied {v:?}", self.name);
         match self.style {
-            Style::Rl => Reply::of(v),
+            Style::Rl | Style::CostOnly => Reply::of(v),
             Style::Throttle => {
                 assert!((0..=1).contains(&v[0]), "{} replied {v:?}", self.name);
                 let allowed = 1 - v[0];

@@ -284,3 +284,19 @@ pub fn connect(s: &Server) -> Connection {
         .expect("read timeout");
     c
 }
+
+/// Whether a transaction on a connection that WATCHes `key` still commits after
+/// `action` ran on another connection: false when `action` marked the key modified.
+pub fn exec_survives(s: &Server, key: &[u8], action: impl FnOnce(&mut Connection)) -> bool {
+    let mut watcher = s.conn();
+    let mut actor = s.conn();
+    let _: () = cmd("WATCH").arg(key).query(&mut watcher).unwrap();
+    action(&mut actor);
+    let _: () = cmd("MULTI").query(&mut watcher).unwrap();
+    let _: redis::Value = cmd("PING").query(&mut watcher).unwrap();
+    match cmd("EXEC").query::<redis::Value>(&mut watcher).unwrap() {
+        redis::Value::Nil => false,
+        redis::Value::Array(_) => true,
+        other => panic!("EXEC replied {other:?}"),
+    }
+}

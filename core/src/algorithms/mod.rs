@@ -11,6 +11,7 @@ pub mod fixed;
 pub mod gcra;
 #[cfg(test)]
 mod models;
+pub mod penalty;
 pub mod quota;
 pub mod sliding;
 pub mod sliding_counter;

@@ -856,4 +856,5 @@ fn models_agree_on_the_seed_vectors() {
     assert!(BigRational::one() > BigRational::zero());
 }
 
+mod penalty;
 mod refunds;

@@ -68,17 +68,3 @@ fn the_library_answers_every_vector_of_its_commands() {
     }
     assert!(ran >= 50, "{ran} calls");
 }
-
-#[test]
-fn the_library_has_exactly_the_table_functions() {
-    let lua = LuaTwin::rl();
-    let functions: Vec<String> = lua.functions().into_keys().collect();
-    let mut expected: Vec<String> = table::COMMANDS
-        .iter()
-        .filter_map(|c| c.function)
-        .chain(["rl_version"])
-        .map(str::to_string)
-        .collect();
-    expected.sort();
-    assert_eq!(functions, expected);
-}

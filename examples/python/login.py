@@ -1,0 +1,157 @@
+"""A login route that blocks repeat offenders for longer and longer: RL.PENALTY.
+
+Each failed password is a strike for that account from that address. Five strikes
+within 15 minutes block further attempts for a minute; each further block while the
+offender is remembered lasts twice as long (2, 4, 8 ... minutes, at most an hour),
+and an hour of quiet after a block forgives the past. While blocked, the route
+answers 429 with Retry-After *before* looking at the password, so a blocked
+attacker learns nothing, not even when they guessed right.
+
+    RL.PENALTY rl:login:<account>:<ip> 5 15m 1m 1h COST 0    is it blocked?
+    RL.PENALTY rl:login:<account>:<ip> 5 15m 1m 1h           a failed password
+
+Keying on account and address together keeps one attacker from locking the real
+user out from elsewhere. A successful login does not clear earlier strikes: they
+expire by themselves.
+
+Works unchanged with the RL module (RL.PENALTY) or, where MODULE LOAD is refused,
+RL's Functions library (FCALL rl_penalty, functions/rl.lua): it finds out which one
+the server has at start, and says so.
+
+Run:  pip install -r requirements.txt && python login.py
+Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
+      RL_STRIKES (5), RL_WINDOW (15m), RL_BLOCK (1m), RL_MAX (1h).
+Try:  curl -i -d 'account=alice&password=guess' http://127.0.0.1:8000/login
+"""
+
+import hmac
+import logging
+import os
+from socketserver import ThreadingMixIn
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIServer, make_server
+
+import redis
+
+log = logging.getLogger(__name__)
+
+# Stands in for your user store (which keeps password hashes, never passwords).
+USERS = {"alice": "wonderland", "bob": "builder"}
+
+
+def detect_penalty(client):
+    """("module", call) if the server has RL.PENALTY, else ("library", call) for
+    FCALL rl_penalty: same arguments after the key, same reply."""
+    probe = ("rl:probe", 1, "1s", "1s", "1s", "COST", 0)  # COST 0 writes nothing
+    try:
+        client.execute_command("RL.PENALTY", *probe)
+        return "module", lambda key, *args: client.execute_command("RL.PENALTY", key, *args)
+    except redis.ResponseError as err:
+        if "unknown command" not in str(err).lower():
+            raise
+    client.execute_command("FCALL", "rl_penalty", 1, *probe)
+    return "library", lambda key, *args: client.execute_command("FCALL", "rl_penalty", 1, key, *args)
+
+
+def ceil_seconds(ms):
+    # Headers count whole seconds; round up so a client never retries too early.
+    return str(-(-ms // 1000))
+
+
+class Login:
+    """The WSGI app: POST /login with form fields account and password."""
+
+    def __init__(self, penalty, policy):
+        self.penalty = penalty  # RL.PENALTY or FCALL rl_penalty: detect_penalty()
+        self.policy = policy  # strikes, window, block, max
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") != "/login" or environ.get("REQUEST_METHOD") != "POST":
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"POST /login with account and password\n"]
+        form = parse_qs(read_body(environ).decode("utf-8", "replace"))
+        account = form.get("account", [""])[0]
+        password = form.get("password", [""])[0]
+        key = f"rl:login:{account}:{environ.get('REMOTE_ADDR', 'unknown')}"
+        failed = False
+        try:
+            # Blocked? COST 0 only looks: it counts nothing and writes nothing.
+            reply = self.penalty(key, *self.policy, "COST", 0)
+            if reply[0] and not password_ok(account, password):
+                # One strike. The strike that reaches the limit starts the block
+                # and is answered like any attempt while blocked.
+                reply = self.penalty(key, *self.policy)
+                failed = True
+        except redis.RedisError as err:
+            # Fail closed: without the limiter, passwords could be guessed freely.
+            log.warning("login limiter unavailable: %s", err)
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [b"Try again later\n"]
+        if not reply[0]:
+            return answer(start_response, "429 Too Many Requests", reply,
+                          b"Too many failed attempts; try again later\n")
+        if failed:
+            return answer(start_response, "401 Unauthorized", reply, b"Wrong account or password\n")
+        return answer(start_response, "200 OK", reply, b"Welcome!\n")
+
+
+def read_body(environ):
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    return environ["wsgi.input"].read(min(length, 4096))
+
+
+def password_ok(account, password):
+    expected = USERS.get(account)
+    # compare_digest: no timing hint about how much of the password matched.
+    return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+
+def answer(start_response, status, reply, body):
+    """The status, with the reply as RateLimit fields (strikes left before a
+    block) and, when blocked, Retry-After."""
+    allowed, limit, remaining, retry_ms, reset_ms = reply
+    headers = [
+        ("Content-Type", "text/plain"),
+        ("RateLimit-Limit", str(limit)),
+        ("RateLimit-Remaining", str(remaining)),
+        ("RateLimit-Reset", ceil_seconds(reset_ms)),
+    ]
+    if not allowed:
+        headers.append(("Retry-After", ceil_seconds(retry_ms)))
+    start_response(status, headers)
+    return [body]
+
+
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    # wsgiref serves one request at a time; a thread per request keeps a slow
+    # client from blocking the others.
+    daemon_threads = True
+
+
+def main():
+    logging.basicConfig(level=logging.INFO)
+    # from_url gives a thread-safe connection pool shared by all requests.
+    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
+    backend, penalty = detect_penalty(client)
+    if backend == "module":
+        log.info("login limiter: the RL module (RL.PENALTY)")
+    else:
+        log.info("login limiter: RL's Functions library (FCALL rl_penalty), no module")
+    policy = (
+        int(os.environ.get("RL_STRIKES", "5")),
+        os.environ.get("RL_WINDOW", "15m"),  # RL durations: 1500ms, 60, 1m, ...
+        os.environ.get("RL_BLOCK", "1m"),
+        os.environ.get("RL_MAX", "1h"),
+    )
+    port = int(os.environ.get("PORT", "8000"))
+    app = Login(penalty, policy)
+    with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
+        log.info("listening on http://127.0.0.1:%d", port)
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

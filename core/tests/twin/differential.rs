@@ -123,6 +123,8 @@ fn command() -> impl Strategy<Value = Vec<String>> {
         3 => (key(), count(), count(), duration(), options(true)).prop_map(move |(k, c, t, p, o)| line("RL.GCRA", k, vec![c, t, p], o)),
         2 => (key(), count(), duration(), prop::sample::select(vec!["a", "b", "c"]))
             .prop_map(move |(k, l, t, id)| line("RL.ACQUIRE", k, vec![l, t, id.into()], vec![])),
+        3 => (key(), count(), duration(), duration(), duration(), options(false))
+            .prop_map(move |(k, s, w, b, m, o)| line("RL.PENALTY", k, vec![s, w, b, m], o)),
         1 => (key(), prop::sample::select(vec!["a", "b", ""]))
             .prop_map(move |(k, id)| line("RL.RELEASE", k, vec![id.into()], vec![])),
         2 => (prop::collection::vec(policy(), 1..=3), options(false)).prop_map(|(policies, o)| {
@@ -147,6 +149,7 @@ fn foreign() -> impl Strategy<Value = Vec<String>> {
         vec!["SET", "1800000000000000000"],
         vec!["SET", "1800000000000 3 8"],
         vec!["SET", "-3"],
+        vec!["SET", "2 1800000060000 1 1800000030000"],
         vec!["HSET", "tokens", "2.5", "ts", "1800000000000"],
         vec!["HSET", "tokens", "x", "ts", "1"],
         vec!["ZADD", "1800000000000", "0"],

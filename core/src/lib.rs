@@ -23,6 +23,8 @@ pub mod args;
 pub mod codec;
 pub mod decimal;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod keyspace;
 pub mod memory;
 pub mod params;

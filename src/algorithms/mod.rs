@@ -45,12 +45,14 @@ pub struct Outcome<S> {
     pub store: Option<S>,
 }
 
-/// What a call asks of a limiter: take units (`COST n`, the default `COST 1`) or
-/// give back units taken earlier (`REFUND n`).
+/// What a call asks of a limiter: take units (`COST n`, the default `COST 1`),
+/// give back units taken earlier (`REFUND n`), or charge units after the fact
+/// whatever is left, into debt if need be (`DEBIT n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Amount {
     Take(Cost),
     Refund(Cost),
+    Debit(Count),
 }
 
 /// The write a call makes to its key: store a new state, or delete the key because
@@ -99,15 +101,25 @@ pub(crate) fn after<S, T>(
     }
 }
 
-/// An algorithm's two entry points: take units, give units back.
+/// The outcome of a debit: always allowed, never waits, and always writes; the
+/// reply is the state it leaves as `COST 0` reads it (`report`), which may be in
+/// debt (remaining 0, a reset_after that covers the debt).
+pub(crate) fn debited<S>(store: S, report: Decision) -> Outcome<S> {
+    refunded(Some(store), report)
+}
+
+/// An algorithm's three entry points: take units, give units back, charge units
+/// after the fact.
 pub(crate) type Entries<St, P, S> = (
     fn(St, Millis, P, Cost) -> Outcome<S>,
     fn(St, Millis, P, Cost) -> Outcome<Change<S>>,
+    fn(St, Millis, P, Count) -> Outcome<S>,
 );
 
-/// One call of an algorithm: take (`decide`) or give back (`refund`).
+/// One call of an algorithm: take (`decide`), give back (`refund`) or charge into
+/// debt (`debit`).
 pub(crate) fn take_or_refund<St, P, S>(
-    (decide, refund): Entries<St, P, S>,
+    (decide, refund, debit): Entries<St, P, S>,
     stored: St,
     now: Millis,
     params: P,
@@ -116,6 +128,7 @@ pub(crate) fn take_or_refund<St, P, S>(
     match amount {
         Amount::Take(n) => decide(stored, now, params, n).into_change(),
         Amount::Refund(n) => refund(stored, now, params, n),
+        Amount::Debit(n) => debit(stored, now, params, n).into_change(),
     }
 }
 

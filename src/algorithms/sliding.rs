@@ -91,9 +91,12 @@ pub fn refund(log: &impl Log, now: Millis, quota: Quota, n: Cost) -> Outcome<Rem
     refunded(store, report)
 }
 
-/// One call: take or give back.
+/// One call: take or give back. A log keeps one entry per unit, so it takes no
+/// `DEBIT` (which could grow it without bound): the parser refuses it, and a debit
+/// that reached here would only read the log, as `COST 0`.
 pub fn call(log: &impl Log, now: Millis, quota: Quota, amount: Amount) -> Outcome<Write> {
     match amount {
+        Amount::Debit(_) => call(log, now, quota, Amount::Take(Cost::ZERO)),
         Amount::Take(n) => {
             let out = decide(log, now, quota, n);
             Outcome {

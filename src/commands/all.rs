@@ -1,12 +1,14 @@
-//! `RL.ALL numkeys key [key …] policy [policy …] [COST n | REFUND n]`
+//! `RL.ALL numkeys key [key …] policy [policy …] [COST n | REFUND n | DEBIT n]`
 //!
 //! Several limits at once, all or nothing: every key is decided at one instant as
 //! its own command would decide it, and written (and propagated) exactly as its own
 //! command writes it only if every key allows. A policy is one of
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
 //! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
-//! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND) applies to
-//! every key but an ACQUIRE (one lease; REFUND is an error there). A GCRA policy
+//! `ACQUIRE limit ttl id`, one per key in key order; COST (or REFUND, or DEBIT)
+//! applies to every key but an ACQUIRE (one lease; REFUND is an error there).
+//! DEBIT always allows, so it writes every key; a SLIDING or ACQUIRE policy takes
+//! none (an error naming the policy). A GCRA policy
 //! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
 //! retry_after is the longest wait, when every key's turn has come.
 //!
@@ -78,6 +80,13 @@ macro_rules! policies {
                     }
                 )*
                 None
+            }
+
+            /// The policy's name, and whether its command takes `DEBIT n`.
+            fn debit(&self) -> (&'static std::ffi::CStr, bool) {
+                match self {
+                    $(Policy::$variant(_) => ($word, <$variant as Limiter>::DEFINITION.debit)),*
+                }
             }
 
             /// Decides on `key` as its command would; writes nothing.
@@ -158,6 +167,9 @@ impl Call {
     }
 }
 
+/// The options of the call, after the policies: COST, REFUND or DEBIT.
+const TAKES: args::Takes = All::DEFINITION.takes();
+
 /// Parses everything after the command name.
 fn parse(args: &[&[u8]]) -> Result<Call> {
     let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
@@ -183,9 +195,11 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
     }
     if policies.len() != keys {
         // Short of policies and not at an option: a word that is no policy.
-        let at_option = rest
-            .first()
-            .is_none_or(|w| w.eq_ignore_ascii_case(b"COST") || w.eq_ignore_ascii_case(b"REFUND"));
+        let at_option = rest.first().is_none_or(|w| {
+            w.eq_ignore_ascii_case(b"COST")
+                || w.eq_ignore_ascii_case(b"REFUND")
+                || w.eq_ignore_ascii_case(b"DEBIT")
+        });
         return Err(match rest.first() {
             Some(word) if policies.len() < keys && !at_option => {
                 Error::UnknownPolicy(args::printable(word))
@@ -196,9 +210,19 @@ fn parse(args: &[&[u8]]) -> Result<Call> {
             },
         });
     }
-    let amount = args::options(rest.iter().copied(), false)?.amount;
-    if delayed && matches!(amount, Amount::Refund(_)) {
-        return Err(Error::Exclusive("DELAY", "REFUND"));
+    let amount = args::options(rest.iter().copied(), TAKES)?.amount;
+    match amount {
+        Amount::Refund(_) if delayed => return Err(Error::Exclusive("DELAY", "REFUND")),
+        Amount::Debit(_) if delayed => return Err(Error::Exclusive("DELAY", "DEBIT")),
+        Amount::Debit(_) => {
+            if let Some((word, _)) = policies.iter().map(Policy::debit).find(|(_, d)| !d) {
+                return Err(Error::NotApplicable {
+                    option: "DEBIT",
+                    to: word.to_str().unwrap_or("?"),
+                });
+            }
+        }
+        Amount::Take(_) | Amount::Refund(_) => {}
     }
     Ok(Call { policies, amount })
 }
@@ -265,7 +289,9 @@ impl Handler for All {
         min_argc: 6,
         cost: CostArg::Option,
         optional: false,
+        // A GCRA policy carries its own DELAY: not an option of the call.
         delay: false,
+        debit: true,
     };
     const STATS: &'static Counters = &COUNTERS;
     /// The combined decision, then each key's.
@@ -359,6 +385,14 @@ mod tests {
         assert_eq!(call.amount, Amount::Refund(Cost::new(2).unwrap()));
         let call = parse_line("1 k GCRA 5 1 1s").unwrap();
         assert_eq!(call.amount, Amount::Take(Cost::ONE));
+        let call = parse_line(
+            "4 a b c d FIXED 5 1s BUCKET 5 1 1s GCRA 5 1 1s SLIDINGCOUNTER 5 1s DEBIT 6",
+        )
+        .unwrap();
+        assert_eq!(
+            call.amount,
+            Amount::Debit(crate::algorithms::Count::new(6).unwrap())
+        );
         // A GCRA policy carries its DELAY; the next policy follows it.
         let call = parse_line("2 a b gcra 5 1 1s delay 3s FIXED 10 1m COST 2").unwrap();
         assert!(matches!(
@@ -395,8 +429,14 @@ mod tests {
             ("1 a GCRA 5 1 1s DELAY", "syntax error: DELAY needs a value"),
             ("1 a GCRA 5 1 1s DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
             ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
-            ("1 a FIXED 5 1s DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
-            ("1 a GCRA 5 1 1s COST 1 DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n or REFUND n"),
+            ("1 a FIXED 5 1s DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n, REFUND n or DEBIT n"),
+            ("1 a GCRA 5 1 1s COST 1 DELAY 1s", "syntax error: unknown option 'DELAY', expected COST n, REFUND n or DEBIT n"),
+            ("2 a b FIXED 5 1s SLIDING 5 1s DEBIT 1", "syntax error: DEBIT does not apply to SLIDING"),
+            ("2 a b ACQUIRE 5 1s id GCRA 5 1 1s debit 1", "syntax error: DEBIT does not apply to ACQUIRE"),
+            ("1 a GCRA 5 1 1s DELAY 1s DEBIT 1", "syntax error: DELAY and DEBIT exclude each other"),
+            ("1 a FIXED 5 1s COST 1 DEBIT 1", "syntax error: COST and DEBIT exclude each other"),
+            ("1 a FIXED 5 1s DEBIT 0", "DEBIT must be an integer from 1 to 9007199254740991"),
+            ("2 a b FIXED 5 1s DEBIT 1", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: unknown policy 'DELAY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER or ACQUIRE"),
         ];
         for (line, want) in cases {

@@ -1,4 +1,4 @@
-//! `RL.BUCKET key capacity tokens period [COST n]`
+//! `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`
 //!
 //! Token bucket: holds at most `capacity` tokens and gains `tokens` every `period`,
 //! continuously. The key is a native hash `{tokens, ts}` that expires when the
@@ -24,7 +24,8 @@ impl Limiter for Bucket {
         c"Takes cost tokens from a bucket of capacity tokens that refills tokens per period",
         c"O(1)",
         RATE_ARGS,
-    );
+    )
+    .with_debit();
     const STATS: &'static Counters = &COUNTERS;
     type Params = Rate;
     type Write = Change<Store>;

@@ -1,4 +1,4 @@
-//! `RL.FIXED key limit window [COST n]`
+//! `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`
 //!
 //! Fixed window counter: at most `limit` units per epoch-aligned window of length
 //! `window`. The key is a native integer string expiring at the window's end.
@@ -23,7 +23,8 @@ impl Limiter for Fixed {
         c"Counts units in an epoch-aligned fixed window and admits at most limit per window",
         c"O(1)",
         QUOTA_ARGS,
-    );
+    )
+    .with_debit();
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
     type Write = Change<Counter>;

@@ -40,13 +40,16 @@ pub trait Limiter {
     /// Parses the positional arguments after the key (not the cost).
     fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
 
+    /// The options it takes besides COST and REFUND (from its definition).
+    const TAKES: args::Takes = Self::DEFINITION.takes();
+
     /// Parses every argument after the key: the positional ones, then the options
-    /// (`[COST n | REFUND n]`, and `[DELAY max]` if its definition takes it). CL.THROTTLE
-    /// replaces it (a positional quantity, no options).
+    /// (`[COST n | REFUND n]`, `DEBIT n` and `[DELAY max]` if its definition takes
+    /// them). CL.THROTTLE replaces it (a positional quantity, no options).
     fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
         let (positional, options) = args.split_at(Self::DEFINITION.args.len() - 1);
         let params = Self::parse_params(positional)?;
-        let options = args::options(options.iter().copied(), Self::DEFINITION.delay)?;
+        let options = args::options(options.iter().copied(), Self::TAKES)?;
         let params = match options.delay {
             Some(max_ms) => Self::delayed(params, max_ms),
             None => params,

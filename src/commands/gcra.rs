@@ -1,4 +1,4 @@
-//! `RL.GCRA key capacity tokens period [COST n | REFUND n] [DELAY max]`
+//! `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`
 //!
 //! The token bucket of RL.BUCKET kept as one integer (the TAT in ns), so it costs
 //! what RL.FIXED costs. The key is a native string in redis-cell's format, shared
@@ -49,7 +49,8 @@ impl Limiter for Gcra {
         c"O(1)",
         RATE_ARGS,
     )
-    .with_delay();
+    .with_delay()
+    .with_debit();
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;
     type Write = Write;

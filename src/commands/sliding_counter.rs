@@ -1,4 +1,4 @@
-//! `RL.SLIDINGCOUNTER key limit window [COST n]`
+//! `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`
 //!
 //! Sliding window counter: the previous epoch-aligned window's count, weighted by
 //! its overlap with the sliding window, plus the current one — constant memory at
@@ -24,7 +24,8 @@ impl Limiter for SlidingCounter {
         c"Estimates a sliding window from two fixed-window counts and admits at most limit in it",
         c"O(1)",
         QUOTA_ARGS,
-    );
+    )
+    .with_debit();
     const STATS: &'static Counters = &COUNTERS;
     type Params = Quota;
     type Write = Change<Store>;

@@ -4,6 +4,8 @@
 
 use std::ffi::CStr;
 
+use crate::args::Takes;
+
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
@@ -58,6 +60,10 @@ pub struct Spec {
     /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy): see
     /// `Limiter::delayed`.
     pub delay: bool,
+    /// Takes `DEBIT n` in place of COST (every RL command whose state is a count or a
+    /// level; not RL.SLIDING, whose log holds one entry per unit; in RL.ALL, its
+    /// policy).
+    pub debit: bool,
 }
 
 /// How a command takes its cost.
@@ -91,6 +97,7 @@ impl Spec {
             cost: CostArg::Option,
             optional: false,
             delay: false,
+            debit: false,
         }
     }
 
@@ -99,6 +106,26 @@ impl Spec {
         Spec {
             delay: true,
             ..self
+        }
+    }
+
+    /// The same command, taking `DEBIT n` too.
+    pub(super) const fn with_debit(self) -> Spec {
+        Spec {
+            debit: true,
+            ..self
+        }
+    }
+
+    /// The options the command takes besides COST and REFUND, for the parser.
+    pub const fn takes(&self) -> Takes {
+        Takes {
+            name: match self.name.to_str() {
+                Ok(name) => name,
+                Err(_) => "RL",
+            },
+            delay: self.delay,
+            debit: self.debit,
         }
     }
 

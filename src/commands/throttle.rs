@@ -46,6 +46,7 @@ impl Limiter for Throttle {
         cost: CostArg::Positional(c"quantity"),
         optional: true,
         delay: false,
+        debit: false,
     };
     const STATS: &'static Counters = &COUNTERS;
     type Params = Emission;

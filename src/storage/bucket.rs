@@ -1,9 +1,10 @@
-//! RL.BUCKET's state: a native hash with the fields `tokens` (a decimal level) and
-//! `ts` (the ms time of that level), expiring when the bucket would be full again.
+//! RL.BUCKET's state: a native hash with the fields `tokens` (a decimal level, with a
+//! leading `-` for a bucket in debt) and `ts` (the ms time of that level), expiring
+//! when the bucket would be full again.
 
 use super::record::undo;
 use super::{codec, effects, injected, Key, Kind};
-use crate::algorithms::bucket::{State, Store};
+use crate::algorithms::bucket::{State, Store, LOWEST_MICROS};
 use crate::algorithms::MAX_COUNT;
 use crate::decimal;
 use crate::error::{Error, Result};
@@ -19,7 +20,11 @@ pub fn load(key: &Key) -> Result<Option<State>> {
         Kind::Hash => {
             let names = names();
             let [tokens, ts] = key.hash_get_two([&names.tokens, &names.ts]);
-            let level_micros = tokens.as_ref().and_then(|t| decimal::micros(t.bytes()));
+            // A bucket in debt holds a negative level, down to −(2^53 − 1) tokens.
+            let level_micros = tokens
+                .as_ref()
+                .and_then(|t| decimal::signed_micros(t.bytes()))
+                .filter(|&l| l >= LOWEST_MICROS);
             let ts_ms = ts
                 .as_ref()
                 .and_then(|t| decimal::digits(t.bytes()))

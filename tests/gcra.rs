@@ -1141,11 +1141,11 @@ fn delay_errors_change_nothing() {
         ),
         (
             gcra(&["WAIT", "1s"]),
-            "ERR syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max",
+            "ERR syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n, or DELAY max",
         ),
         (
             vec!["RL.BUCKET", "g2", "5", "1", "1h", "DELAY", "1s"],
-            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+            "ERR syntax error: unknown option 'DELAY', expected COST n, REFUND n or DEBIT n",
         ),
         (
             vec!["RL.ALL", "1", "g", "GCRA", "5", "1", "1h", "DELAY", "1s", "REFUND", "1"],
@@ -1165,7 +1165,7 @@ fn delay_errors_change_nothing() {
         ),
         (
             vec!["RL.ALL", "1", "g", "FIXED", "5", "1h", "DELAY", "1s"],
-            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+            "ERR syntax error: unknown option 'DELAY', expected COST n, REFUND n or DEBIT n",
         ),
     ];
     for value in [

@@ -50,6 +50,8 @@ fn token_pool() -> Vec<Vec<u8>> {
         "CoSt",
         "REFUND",
         "refund",
+        "DEBIT",
+        "debit",
         "FIXED",
         "sliding",
         "Bucket",
@@ -159,7 +161,8 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
         if rng.below(2) == 0 {
             let cost = rng.pick(&[0, 1, 3, 9_007_199_254_740_991]);
             if command.style == Style::Rl && rng.below(3) == 0 {
-                args.extend([b"REFUND".to_vec(), cost.to_string().into_bytes()]);
+                let option = rng.pick(&["REFUND", "DEBIT"]).as_bytes().to_vec();
+                args.extend([option, cost.to_string().into_bytes()]);
             } else {
                 args.extend(command.cost_args(*cost).into_iter().map(String::into_bytes));
             }
@@ -564,13 +567,17 @@ fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
         for _ in 0..n {
             line.extend(rng.pick(&policies).iter().map(|w| w.as_bytes().to_vec()));
         }
-        match rng.below(3) {
+        match rng.below(4) {
             0 => line.extend([
                 b"COST".to_vec(),
                 rng.pick(&["0", "1", "6"]).as_bytes().to_vec(),
             ]),
             1 => line.extend([
                 b"REFUND".to_vec(),
+                rng.pick(&["0", "1", "9"]).as_bytes().to_vec(),
+            ]),
+            2 => line.extend([
+                b"DEBIT".to_vec(),
                 rng.pick(&["0", "1", "9"]).as_bytes().to_vec(),
             ]),
             _ => {}

@@ -111,6 +111,9 @@ pub struct Command {
     /// interval is a whole number of ns); None when every rate is valid.
     pub too_fast: Option<&'static str>,
     pub style: Style,
+    /// Whether it takes `DEBIT n` (docs/commands.md#debit-n): not RL.SLIDING (one
+    /// entry per unit), RL.ACQUIRE or CL.THROTTLE.
+    pub debit: bool,
 }
 
 /// Setups of keys of each type at `k`.
@@ -201,6 +204,7 @@ pub const FIXED: Command = Command {
     events: &["set", "expire"],
     too_fast: None,
     style: Style::Rl,
+    debit: true,
 };
 
 pub const SLIDING: Command = Command {
@@ -236,6 +240,7 @@ pub const SLIDING: Command = Command {
     events: &["zadd", "expire"],
     too_fast: None,
     style: Style::Rl,
+    debit: false,
 };
 
 pub const BUCKET: Command = Command {
@@ -253,7 +258,10 @@ pub const BUCKET: Command = Command {
         &["HSET", "k", "ts", "1"],
         &["HSET", "k", "tokens", "abc", "ts", "1"],
         &["HSET", "k", "tokens", "1", "ts", "abc"],
-        &["HSET", "k", "tokens", "-1", "ts", "1"],
+        // A level in debt goes down to −(2^53−1) tokens, no further.
+        &["HSET", "k", "tokens", "-9007199254740991.000001", "ts", "1"],
+        &["HSET", "k", "tokens", "--1", "ts", "1"],
+        &["HSET", "k", "tokens", "-", "ts", "1"],
         &["HSET", "k", "tokens", "1", "ts", "-1"],
         &["HSET", "k", "tokens", "inf", "ts", "1"],
         &["HSET", "k", "tokens", "nan", "ts", "1"],
@@ -265,6 +273,7 @@ pub const BUCKET: Command = Command {
     events: &["hset", "expire"],
     too_fast: None,
     style: Style::Rl,
+    debit: true,
 };
 
 pub const GCRA: Command = Command {
@@ -298,6 +307,7 @@ pub const GCRA: Command = Command {
     events: &["set", "expire"],
     too_fast: Some("tokens per period is too high"),
     style: Style::Rl,
+    debit: true,
 };
 
 /// `max_burst count period`, as CL.THROTTLE takes them: max_burst 4 is a capacity
@@ -341,6 +351,7 @@ pub const THROTTLE: Command = Command {
     events: &["set", "expire"],
     too_fast: Some("tokens per period is too high"),
     style: Style::Throttle,
+    debit: false,
 };
 
 pub const SLIDINGCOUNTER: Command = Command {
@@ -375,6 +386,7 @@ pub const SLIDINGCOUNTER: Command = Command {
     events: &["set", "expire"],
     too_fast: None,
     style: Style::Rl,
+    debit: true,
 };
 
 /// The module's commands outside the table, each with its own test file: RL.ALL
@@ -432,6 +444,7 @@ pub const ACQUIRE: Command = Command {
     events: &["zadd", "expire"],
     too_fast: None,
     style: Style::Rl,
+    debit: false,
 };
 
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
@@ -481,6 +494,13 @@ impl Command {
     /// The parameters for `n` units per `window`.
     pub fn per(&self, n: u64, window: &str) -> Vec<String> {
         (self.policy)(n, window)
+    }
+
+    /// The arguments that charge `n` units after the fact (`DEBIT n`), for a
+    /// command that takes it.
+    pub fn debit_args(&self, n: u64) -> Vec<String> {
+        assert!(self.debit, "{} takes no DEBIT", self.name);
+        vec!["DEBIT".to_string(), n.to_string()]
     }
 
     /// The arguments that make a call cost `n` units.

@@ -504,10 +504,19 @@ fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
     let server = Server::start();
     let mut c = server.conn();
     rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    // A level in debt (what DEBIT leaves) is read; past the deepest debt it is not.
     let _: () = cmd("HSET")
         .arg("b")
         .arg("tokens")
         .arg("-3")
+        .query(&mut c)
+        .unwrap();
+    let r = rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    assert_eq!((r.allowed, r.remaining), (0, 0), "a bucket in debt");
+    let _: () = cmd("HSET")
+        .arg("b")
+        .arg("tokens")
+        .arg("-9007199254740992")
         .query(&mut c)
         .unwrap();
     let e = error_of(&mut c, &[b"RL.BUCKET", b"b", b"5", b"1", b"1s"]);

@@ -1,5 +1,5 @@
 //! DEBIT n on RL.FIXED, RL.SLIDINGCOUNTER, RL.BUCKET, RL.GCRA and RL.ALL
-//! (docs/commands.md#debit-n), on a real server, with the module and with the
+//! (docs/commands.md#debit), on a real server, with the module and with the
 //! library.
 //!
 //! Contract: a debit charges n units whatever is left, into debt: always allowed,

@@ -111,7 +111,7 @@ pub struct Command {
     /// interval is a whole number of ns); None when every rate is valid.
     pub too_fast: Option<&'static str>,
     pub style: Style,
-    /// Whether it takes `DEBIT n` (docs/commands.md#debit-n): not RL.SLIDING (one
+    /// Whether it takes `DEBIT n` (docs/commands.md#debit): not RL.SLIDING (one
     /// entry per unit), RL.ACQUIRE or CL.THROTTLE.
     pub debit: bool,
 }

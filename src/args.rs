@@ -125,10 +125,11 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             delay = Some(self::delay("DELAY", value)?);
             continue;
         }
-        let option = if name.eq_ignore_ascii_case(b"COST") {
-            "COST"
+        type Make = fn(&[u8]) -> Result<Amount>;
+        let (option, make): (&'static str, Make) = if name.eq_ignore_ascii_case(b"COST") {
+            ("COST", |v| Ok(Amount::Take(cost("COST", v)?)))
         } else if name.eq_ignore_ascii_case(b"REFUND") {
-            "REFUND"
+            ("REFUND", |v| Ok(Amount::Refund(cost("REFUND", v)?)))
         } else if name.eq_ignore_ascii_case(b"DEBIT") {
             if !takes.debit {
                 return Err(Error::NotApplicable {
@@ -136,7 +137,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
                     to: takes.name,
                 });
             }
-            "DEBIT"
+            ("DEBIT", |v| Ok(Amount::Debit(count("DEBIT", v)?)))
         } else {
             return Err(Error::UnknownOption {
                 option: printable(name),
@@ -155,11 +156,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
                 _ => Error::Exclusive("COST", "REFUND"),
             });
         }
-        amount = Some(match option {
-            "COST" => Amount::Take(cost(option, value)?),
-            "REFUND" => Amount::Refund(cost(option, value)?),
-            _ => Amount::Debit(count(option, value)?),
-        });
+        amount = Some(make(value)?);
     }
     match (delay, amount) {
         (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),

@@ -108,6 +108,15 @@ class Proxy:
     def __init__(self, budget, model_url):
         self.budget, self.model_url = budget, model_url
 
+    def settle(self, user, reserved, used):
+        """The settling call's reply (None if there was nothing to settle or Redis
+        failed: the reservation then stays charged at the estimate)."""
+        try:
+            return self.budget.settle(user, reserved, used)
+        except redis.RedisError as err:
+            log.warning("could not settle %d of %d tokens (%s)", used, reserved, err)
+            return None
+
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") != "/v1/completions" or environ["REQUEST_METHOD"] != "POST":
             return answer(start_response, "404 Not Found", {"error": "POST /v1/completions"})
@@ -123,7 +132,12 @@ class Proxy:
             return answer(start_response, "400 Bad Request", {"error": "max_tokens: a positive integer"})
 
         # 1. Reserve the worst case. One command: atomic across every proxy instance.
-        reply = self.budget.reserve(user, reserved)
+        try:
+            reply = self.budget.reserve(user, reserved)
+        except redis.RedisError as err:
+            # Fail closed: tokens cost money. (app.py fails open instead.)
+            log.warning("rate limiter unavailable (%s); refusing the request", err)
+            return answer(start_response, "503 Service Unavailable", {"error": "try again shortly"})
         allowed, _limit, _remaining, retry_ms, _reset = reply
         if not allowed:
             if retry_ms < 0:  # more than the burst: it can never fit
@@ -138,11 +152,11 @@ class Proxy:
             used = int(result["usage"]["total_tokens"])
         except (OSError, ValueError, KeyError, TypeError) as err:
             log.warning("model call failed (%s): its %d tokens given back", err, reserved)
-            self.budget.settle(user, reserved, 0)
+            self.settle(user, reserved, 0)
             return answer(start_response, "502 Bad Gateway", {"error": "the model failed"})
 
         # 3. Settle the real cost: REFUND the difference, or DEBIT it.
-        settled = self.budget.settle(user, reserved, used) or reply
+        settled = self.settle(user, reserved, used) or reply
         headers = rate_headers(settled) + [
             ("X-Tokens-Reserved", str(reserved)),
             ("X-Tokens-Used", str(used)),

@@ -132,6 +132,7 @@ pub fn debit(stored: Option<State>, now: Millis, rate: Rate, n: Count) -> Outcom
 }
 
 /// One call: take, give back or charge into debt.
+#[inline]
 pub fn call(
     stored: Option<State>,
     now: Millis,
@@ -161,6 +162,8 @@ struct Settled {
     report: Decision,
 }
 
+// Inlined: its caller's take path then costs what it did with unsigned levels.
+#[inline(always)]
 fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
     let full = rate.full();
     let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level)));
@@ -168,7 +171,7 @@ fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
         store: Store {
             bucket: State {
                 // Rounded down, below zero too (toward −∞): never more than exact.
-                level_micros: level.div_euclid(i128::from(rate.period.ms())),
+                level_micros: floor_div(level, i128::from(rate.period.ms())),
                 ts: at,
             },
             // The exact model is full again then; until then the stored (lower)
@@ -180,7 +183,7 @@ fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
             allowed: true,
             limit: rate.capacity.get(),
             // level <= full, so this is at most capacity; 0 while in debt.
-            remaining: (level.max(0) / rate.token()) as u64,
+            remaining: floor_div(level.max(0), rate.token()) as u64,
             retry_after: RetryAfter::Now,
             reset_after_ms: if level >= full {
                 0
@@ -191,13 +194,25 @@ fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
     }
 }
 
+/// floor(a / b) for b > 0; unsigned division when a >= 0, the common case (a bucket
+/// not in debt), which costs less than a signed one.
+fn floor_div(a: i128, b: i128) -> i128 {
+    if a >= 0 {
+        // Both non-negative: the casts keep the values.
+        (a as u128 / b as u128) as i128
+    } else {
+        a.div_euclid(b)
+    }
+}
+
 /// The exact level at `at` (>= b.ts), clamped to the capacity.
 fn refill(b: State, at: Millis, rate: Rate) -> i128 {
     let full = rate.full();
     let period = i128::from(rate.period.ms());
     // A stored level above the capacity (the capacity was lowered) is clamped first;
     // one below the deepest debt (never stored) is read as that debt.
-    let base = b.level_micros.clamp(LOWEST_MICROS, full / period) * period;
+    let capacity_micros = i128::from(rate.capacity.get()) * MICROS as i128;
+    let base = b.level_micros.clamp(LOWEST_MICROS, capacity_micros) * period;
     let elapsed = (i128::from(at) - i128::from(b.ts)).max(0);
     // elapsed >= 0: the cast keeps its value.
     if elapsed as u128 >= rate.ms_to_gain(full - base) {

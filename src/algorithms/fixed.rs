@@ -105,6 +105,7 @@ pub fn debit(stored: Option<Counter>, now: Millis, quota: Quota, n: Count) -> Ou
 }
 
 /// One call: take, give back or charge into debt.
+#[inline]
 pub fn call(
     stored: Option<Counter>,
     now: Millis,

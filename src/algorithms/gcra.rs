@@ -169,6 +169,7 @@ pub fn debit(stored: Option<Tat>, now: Millis, rate: Emission, n: Count) -> Outc
 }
 
 /// One call: take, give back or charge into debt.
+#[inline]
 pub fn call(
     stored: Option<Tat>,
     now: Millis,

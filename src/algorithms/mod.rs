@@ -117,7 +117,8 @@ pub(crate) type Entries<St, P, S> = (
 );
 
 /// One call of an algorithm: take (`decide`), give back (`refund`) or charge into
-/// debt (`debit`).
+/// debt (`debit`). Each algorithm's `call` is `#[inline]`, so a take costs what a
+/// call of `decide` costs.
 pub(crate) fn take_or_refund<St, P, S>(
     (decide, refund, debit): Entries<St, P, S>,
     stored: St,

@@ -130,6 +130,7 @@ pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Out
 }
 
 /// One call: take, give back or charge into debt.
+#[inline]
 pub fn call(
     stored: Option<Counts>,
     now: Millis,

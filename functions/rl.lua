@@ -5,12 +5,12 @@ that refuse MODULE LOAD. Same arguments, replies, errors, key formats, TTLs and
 replicated effects as the module's commands (docs/library.md):
 
   redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
-  FCALL rl_fixed          1 key limit window             [COST n | REFUND n]
+  FCALL rl_fixed          1 key limit window             [COST n | REFUND n | DEBIT n]
   FCALL rl_sliding        1 key limit window             [COST n | REFUND n]
-  FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n]
-  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n] [DELAY max]
-  FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n]
-  FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n]
+  FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n | DEBIT n]
+  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n | DEBIT n] [DELAY max]
+  FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n | DEBIT n]
+  FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
@@ -328,6 +328,90 @@ local function ms_until(t, now)
   return cap(sub(t, now))
 end
 
+------------------------------------------------------------------------------
+-- Signed exact integers, for a bucket's level (a debt makes it negative): a Lua
+-- number (any sign, |v| < 2^53), an N table (>= 2^53), or {neg = t} for -t (t an
+-- N table: below -2^53).
+------------------------------------------------------------------------------
+
+local function s_isneg(a)
+  if type(a) == "number" then
+    return a < 0
+  end
+  return a.neg ~= nil
+end
+
+local function s_mag(a) -- |a|, an N
+  if type(a) == "number" then
+    return a < 0 and -a or a
+  end
+  return a.neg or a
+end
+
+local function s_neg(m) -- -m for an N m
+  if type(m) == "number" then
+    return m == 0 and 0 or -m
+  end
+  return { neg = m }
+end
+
+local function s_cmp(a, b)
+  local na, nb = s_isneg(a), s_isneg(b)
+  if na ~= nb then
+    return na and -1 or 1
+  elseif na then
+    return cmp(s_mag(b), s_mag(a))
+  end
+  return cmp(a, b)
+end
+
+local function s_add(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    local v = a + b
+    if v < TWO53 and v > -TWO53 then
+      return v
+    end
+  end
+  local na, nb = s_isneg(a), s_isneg(b)
+  local ma, mb = s_mag(a), s_mag(b)
+  if na == nb then
+    local m = add(ma, mb)
+    return na and s_neg(m) or m
+  end
+  local pos, negm = ma, mb -- the positive one's magnitude, the negative one's
+  if na then
+    pos, negm = mb, ma
+  end
+  if cmp(pos, negm) >= 0 then
+    return sub(pos, negm)
+  end
+  return s_neg(sub(negm, pos))
+end
+
+local function s_sub(a, b)
+  return s_add(a, s_isneg(b) and s_mag(b) or s_neg(b))
+end
+
+local function s_mul(a, m) -- a · m for an N m
+  local p = mul(s_mag(a), m)
+  return s_isneg(a) and s_neg(p) or p
+end
+
+local function s_min(a, b)
+  return s_cmp(a, b) <= 0 and a or b
+end
+
+local function s_max(a, b)
+  return s_cmp(a, b) >= 0 and a or b
+end
+
+local function s_floordiv(a, m) -- floor(a / m) for an N m > 0
+  if s_isneg(a) then
+    return s_neg(divceil(s_mag(a), m))
+  end
+  return div(a, m)
+end
+
 local U64_MAX = num("18446744073709551615")
 local U128_MAX = num("340282366920938463463374607431768211455")
 
@@ -413,15 +497,17 @@ local function printable(s)
   return tconcat(out)
 end
 
--- [COST n | REFUND n] (and [DELAY max] when takes_delay) from args[i..]:
--- {refund = bool, n = number}, and delay (ms) when given. in_all: rl_all's options
--- after its last policy, where a DELAY not taken is misplaced, not unknown.
-local function options(args, i, takes_delay, in_all)
+-- [COST n | REFUND n] (and DEBIT n, DELAY max when `takes` says so) from args[i..]:
+-- {option, refund = bool, debit = bool, n = number}, and delay (ms) when given.
+-- takes = {name = the command an error names, delay = bool, debit = bool}. in_all:
+-- rl_all's options after its last policy, where a DELAY not taken is misplaced, not
+-- unknown.
+local function options(args, i, takes, in_all)
   local amount, delay
   while i <= #args do
     local word = args[i]:upper()
     local option
-    if takes_delay and word == "DELAY" then
+    if takes.delay and word == "DELAY" then
       if args[i + 1] == nil then
         fail("ERR syntax error: DELAY needs a value")
       end
@@ -434,12 +520,18 @@ local function options(args, i, takes_delay, in_all)
         option = word
       elseif in_all and word == "DELAY" then
         fail("ERR syntax error: DELAY must follow a GCRA policy")
+      elseif word == "DEBIT" then
+        if not takes.debit then
+          fail("ERR syntax error: DEBIT does not apply to " .. takes.name)
+        end
+        option = word
       else
         fail(
           "ERR syntax error: unknown option '"
             .. printable(args[i])
-            .. "', expected COST n or REFUND n"
-            .. (takes_delay and ", or DELAY max" or "")
+            .. "', expected "
+            .. (takes.debit and "COST n, REFUND n or DEBIT n" or "COST n or REFUND n")
+            .. (takes.delay and ", or DELAY max" or "")
         )
       end
       local value = args[i + 1]
@@ -449,16 +541,29 @@ local function options(args, i, takes_delay, in_all)
       if amount then
         if amount.option == option then
           fail("ERR syntax error: " .. option .. " given more than once")
+        elseif amount.option == "DEBIT" then
+          fail("ERR syntax error: " .. option .. " and DEBIT exclude each other")
+        elseif option == "DEBIT" then
+          fail("ERR syntax error: " .. amount.option .. " and DEBIT exclude each other")
         end
         fail("ERR syntax error: COST and REFUND exclude each other")
       end
-      amount = { option = option, refund = option == "REFUND", n = cost_arg(option, value) }
+      local n
+      if option == "DEBIT" then
+        n = count_arg(option, value)
+      else
+        n = cost_arg(option, value)
+      end
+      amount = { option = option, refund = option == "REFUND", debit = option == "DEBIT", n = n }
     end
     i = i + 2
   end
-  amount = amount or { option = "COST", refund = false, n = 1 }
+  amount = amount or { option = "COST", refund = false, debit = false, n = 1 }
   if delay and amount.refund then
     fail("ERR syntax error: DELAY and REFUND exclude each other")
+  end
+  if delay and amount.debit then
+    fail("ERR syntax error: DELAY and DEBIT exclude each other")
   end
   amount.delay = delay
   return amount
@@ -570,9 +675,20 @@ end
 
 local FIXED = {
   name = "FIXED",
+  debit = true,
   params = quota_params,
   decide = function(key, q, now, amount)
     local stored = fixed_load(key)
+    if amount.debit then
+      -- used += n past the limit (stopping at 2^64 - 1), expiring at the window's end.
+      local live = stored and stored.expires_at > now and stored or nil
+      local used = nmin(add(live and live.used or 0, amount.n), U64_MAX)
+      local window_end = now - fmod(now, q.window) + q.window
+      local after = { used = used, expires_at = window_end }
+      return refunded((fixed_take(after, now, q, 0))), function()
+        set_pxat(key, str(used), window_end)
+      end
+    end
     if not amount.refund then
       local d, store = fixed_take(stored, now, q, amount.n)
       return d, store and function()
@@ -802,6 +918,8 @@ local SLIDING = {
 
 local BUCKET_WHAT = "an RL.BUCKET (a hash with numeric fields tokens and ts)"
 local MICROS = 1000000
+-- The deepest debt a bucket holds, in millionths: -(2^53 - 1) tokens.
+local DEEPEST_MICROS = mul(MAX_COUNT, MICROS)
 
 local function rate_params(args, i)
   return {
@@ -812,8 +930,13 @@ local function rate_params(args, i)
     i + 3
 end
 
--- "12", "2.5", "0.333333": millionths of a token, extra decimals cut off.
+-- "12", "2.5", "0.333333", "-3" (a debt): signed millionths of a token, extra
+-- decimals cut off, rounding down (toward -inf); nil below the deepest debt.
 local function parse_micros(s)
+  local negative = sbyte(s, 1) == 45 -- "-"
+  if negative then
+    s = ssub(s, 2)
+  end
   local int, frac = s:match("^([^.]*)%.(.*)$")
   if int == nil then
     int, frac = s, ""
@@ -823,17 +946,27 @@ local function parse_micros(s)
   if int == "" or #int > 30 or not digits_only(int) or (frac ~= "" and not digits_only(frac)) then
     return nil
   end
-  frac = ssub(frac .. "000000", 1, 6)
-  return num(int .. frac)
+  local m = num(int .. ssub(frac .. "000000", 1, 6))
+  if not negative then
+    return m
+  end
+  if ssub(frac, 7):find("[1-9]") then
+    m = add(m, 1)
+  end
+  if cmp(m, DEEPEST_MICROS) > 0 then
+    return nil
+  end
+  return s_neg(m)
 end
 
 local function format_micros(m)
-  local whole, frac = divmod(m, MICROS)
+  local whole, frac = divmod(s_mag(m), MICROS)
+  local sign = s_isneg(m) and "-" or ""
   if frac == 0 then
-    return str(whole)
+    return sign .. str(whole)
   end
   local f = sfmt("%06d", frac):gsub("0+$", "")
-  return str(whole) .. "." .. f
+  return sign .. str(whole) .. "." .. f
 end
 
 local function bucket_load(key)
@@ -852,6 +985,7 @@ local function bucket_load(key)
   return { level = level, ts = ts }
 end
 
+-- Levels below are signed exact integers in 1 / (10^6 · period) token.
 local function bucket_rate(r)
   local token = mul(MICROS, r.period) -- one token in the exact unit
   return {
@@ -860,6 +994,7 @@ local function bucket_rate(r)
     token = token,
     per_ms = mul(r.tokens, MICROS),
     full = mul(r.capacity, token),
+    deepest = s_neg(mul(MAX_COUNT, token)),
   }
 end
 
@@ -868,28 +1003,30 @@ local function level_at(stored, now, r)
     return now, r.full
   end
   local at = math.max(now, stored.ts)
-  local base = nmin(mul(nmin(stored.level, div(r.full, r.period)), r.period), r.full)
+  local micros = s_max(s_min(stored.level, div(r.full, r.period)), s_neg(DEEPEST_MICROS))
+  local base = s_mul(micros, r.period)
   local elapsed = math.max(at - stored.ts, 0)
-  if cmp(elapsed, divceil(sub(r.full, base), r.per_ms)) >= 0 then
+  if cmp(elapsed, divceil(s_sub(r.full, base), r.per_ms)) >= 0 then
     return at, r.full
   end
-  return at, add(base, mul(elapsed, r.per_ms))
+  return at, s_add(base, mul(elapsed, r.per_ms))
 end
 
 local function settle(at, level, now, r)
-  local resets_at = add(at, cap(divceil(sub(r.full, level), r.per_ms)))
-  return { level = div(level, r.period), ts = at, expires_at = resets_at },
+  local resets_at = add(at, cap(divceil(s_sub(r.full, level), r.per_ms)))
+  return { level = s_floordiv(level, r.period), ts = at, expires_at = resets_at },
     {
       allowed = true,
       limit = r.capacity,
-      remaining = div(level, r.token),
+      remaining = s_isneg(level) and 0 or div(level, r.token),
       retry = 0,
-      reset = cmp(level, r.full) >= 0 and 0 or ms_until(resets_at, now),
+      reset = s_cmp(level, r.full) >= 0 and 0 or ms_until(resets_at, now),
     }
 end
 
 local BUCKET = {
   name = "BUCKET",
+  debit = true,
   params = rate_params,
   decide = function(key, params, now, amount)
     local r = bucket_rate(params)
@@ -902,12 +1039,17 @@ local BUCKET = {
         redis.call("PEXPIREAT", key, str(s.expires_at))
       end
     end
+    if amount.debit then
+      -- level -= n, below zero if need be, down to the deepest debt.
+      local s, d = settle(at, s_max(s_sub(level, mul(n, r.token)), r.deepest), now, r)
+      return d, write_store(s)
+    end
     if amount.refund then
-      local level_after = nmin(add(level, mul(n, r.token)), r.full)
+      local level_after = s_min(s_add(level, mul(n, r.token)), r.full)
       local s, d = settle(at, level_after, now, r)
-      if not stored or cmp(level_after, level) == 0 then
+      if not stored or s_cmp(level_after, level) == 0 then
         return d, nil
-      elseif cmp(level_after, r.full) == 0 then
+      elseif s_cmp(level_after, r.full) == 0 then
         return d, function()
           delete(key)
         end
@@ -915,14 +1057,14 @@ local BUCKET = {
       return d, write_store(s)
     end
     local wanted = mul(n, r.token)
-    local allowed = cmp(wanted, level) <= 0
-    local s, d = settle(at, allowed and sub(level, wanted) or level, now, r)
+    local allowed = s_cmp(wanted, level) <= 0
+    local s, d = settle(at, allowed and s_sub(level, wanted) or level, now, r)
     d.allowed = allowed
     if not allowed then
       if n > r.capacity then
         d.retry = -1
       else
-        d.retry = ms_until(add(at, cap(divceil(sub(wanted, level), r.per_ms))), now)
+        d.retry = ms_until(add(at, cap(divceil(s_sub(wanted, level), r.per_ms))), now)
       end
     end
     return d, (allowed and n > 0) and write_store(s) or nil
@@ -985,11 +1127,21 @@ end
 
 local GCRA = {
   name = "GCRA",
+  debit = true,
   params = gcra_params,
   delayed = gcra_delayed,
   decide = function(key, e, now, amount)
     local tat = load_record(key, GCRA_WHAT, canonical)
     local n = amount.n
+    if amount.debit then
+      -- TAT = max(TAT, now) + n·T, no cap at D (stopping at 2^128 - 1).
+      local now_ns = mul(math.max(now, 0), NS_PER_MS)
+      local left = nmin(add(tat and nmax(tat, now_ns) or now_ns, mul(n, e.interval)), U128_MAX)
+      local at = gcra_expiry(now, sub(left, now_ns))
+      return refunded((gcra_take(left, now, e, 0))), function()
+        set_pxat(key, str(left), at)
+      end
+    end
     if not amount.refund then
       local d, store = gcra_take(tat, now, e, n)
       return d, store and function()
@@ -1119,10 +1271,22 @@ end
 
 local SLIDINGCOUNTER = {
   name = "SLIDINGCOUNTER",
+  debit = true,
   params = quota_params,
   decide = function(key, q, now, amount)
     local stored = load_record(key, SC_WHAT, sc_parse)
     local n = amount.n
+    if amount.debit then
+      -- current += n past the limit (stopping at 2^64 - 1).
+      local _, window_start, cur, prev = sc_view(stored, now, q.window)
+      local s = {
+        start = window_start,
+        current = nmin(add(cur, n), U64_MAX),
+        previous = prev,
+        expires_at = add(window_start, 2 * q.window),
+      }
+      return refunded((sc_take(s, now, q, 0))), sc_write(key, s)
+    end
     if not amount.refund then
       local d, store = sc_take(stored, now, q, n)
       return d, store and sc_write(key, store)
@@ -1281,7 +1445,7 @@ local function penalty_cost(args, i)
       fail("ERR syntax error: unknown option '" .. printable(args[j]) .. "', expected COST n")
     end
   end
-  return options(args, i, false)
+  return options(args, i, { name = "RL.PENALTY" })
 end
 
 -- Four canonical decimals, one space apart, each at most 2^53 - 1.
@@ -1440,7 +1604,7 @@ local function single(name, limiter, nparams, usage)
             .. name
             .. " 1 key "
             .. usage
-            .. (limiter.cost_only and " [COST n]" or " [COST n | REFUND n]")
+            .. (limiter.cost_only and " [COST n]" or limiter.debit and " [COST n | REFUND n | DEBIT n]" or " [COST n | REFUND n]")
             .. (limiter.delayed and " [DELAY max]" or "")
         )
       end
@@ -1448,7 +1612,12 @@ local function single(name, limiter, nparams, usage)
         arity(name)
       end
       local params, i = limiter.params(args, 1)
-      local amount = (limiter.cost_only or options)(args, i, limiter.delayed ~= nil)
+      local amount
+      if limiter.cost_only then
+        amount = limiter.cost_only(args, i)
+      else
+        amount = options(args, i, { name = "RL." .. limiter.name, delay = limiter.delayed ~= nil, debit = limiter.debit })
+      end
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -1599,7 +1768,8 @@ local function rl_all(keys, args)
       if word ~= nil and #policies > 0 and word:upper() == "DELAY" then
         fail("ERR syntax error: DELAY must follow a GCRA policy")
       end
-      local at_option = word == nil or word:upper() == "COST" or word:upper() == "REFUND"
+      local upper = word and word:upper()
+      local at_option = word == nil or upper == "COST" or upper == "REFUND" or upper == "DEBIT"
       if word ~= nil and #policies < #keys and not at_option then
         fail(
           "ERR syntax error: unknown policy '"
@@ -1611,10 +1781,10 @@ local function rl_all(keys, args)
         "ERR one policy per key, in key order: numkeys is " .. #keys .. ", policies given " .. #policies
       )
     end
-    -- The options after the last policy, in any order: COST n or REFUND n, and that
-    -- policy's DELAY max when it is GCRA.
+    -- The options after the last policy, in any order: COST n, REFUND n or DEBIT n, and
+    -- that policy's DELAY max when it is GCRA.
     local last = policies[#policies]
-    local amount = options(args, i, last.limiter.delayed ~= nil, true)
+    local amount = options(args, i, { name = "RL.ALL", delay = last.limiter.delayed ~= nil, debit = true }, true)
     if amount.delay then
       if last_delayed then
         fail("ERR syntax error: DELAY given more than once")
@@ -1624,6 +1794,14 @@ local function rl_all(keys, args)
     end
     if delayed and amount.refund then
       fail("ERR syntax error: DELAY and REFUND exclude each other")
+    elseif delayed and amount.debit then
+      fail("ERR syntax error: DELAY and DEBIT exclude each other")
+    elseif amount.debit then
+      for _, p in ipairs(policies) do
+        if not p.limiter.debit then
+          fail("ERR syntax error: DEBIT does not apply to " .. p.limiter.name)
+        end
+      end
     end
     -- A PENALTY policy only looks: strikes are recorded by rl_penalty itself.
     for _, p in ipairs(policies) do

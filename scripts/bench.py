@@ -262,6 +262,10 @@ def workloads(have_floor, have_cell, library_functions):
     # turns queue before one is rejected. Against plain RL.GCRA: what scheduling costs.
     delayed = ["RL.GCRA", "KEY", "1", "1000000", "1h", "DELAY", "1h"]
     w.append(Workload("RL.GCRA DELAY", delayed, "RL.GCRA", ratios=[("× RL.GCRA", "RL.GCRA")]))
+    # DEBIT 1 beside plain COST 1 on the same parameters: always allowed, always one
+    # write (SET … PXAT), the TAT going into debt past the tolerance on a hot key.
+    w.append(Workload("RL.GCRA DEBIT", gcra + ["DEBIT", "1"], "RL.GCRA",
+                      ratios=[("× RL.GCRA", "RL.GCRA")]))
     if have_floor:
         w.append(Workload("FLOOR.GCRA", ["FLOOR.GCRA", "KEY"] + RATE_ARGS, "floor.gcra",
                           ratios=cell))
@@ -499,6 +503,7 @@ EXPECT = [
     ("RL.PENALTY", "FCALL rl_penalty", 2.0),
     ("RL.GCRA", "FCALL rl_gcra", 2.0),
     ("RL.GCRA DELAY", "RL.GCRA", 0.9),
+    ("RL.GCRA DEBIT", "RL.GCRA", 0.9),
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
     ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),

@@ -12,8 +12,12 @@
 # runner) is checked against a stub partner API instead: its calls arrive at the
 # declared rate, within a few percent, with no 429. examples/python/login.py
 # (RL.PENALTY) is checked with wrong passwords: a 401 per strike, then a 429 with
-# Retry-After, also for the right password, while another account logs in. Prints
-# PASS/FAIL/SKIP per example; exits 1 on any failure. Everything it starts is stopped on exit, also on
+# Retry-After, also for the right password, while another account logs in.
+# examples/python/llm_proxy.py
+# (RL.GCRA … COST max_tokens, then REFUND or DEBIT the difference) is checked
+# against a stub model that uses more or fewer tokens than reserved: under load,
+# the model's real tokens per second stay within 5% of the limit. Prints PASS/FAIL/SKIP per
+# example; exits 1 on any failure. Everything it starts is stopped on exit, also on
 # failure or Ctrl-C.
 #
 # Python 3 with venv is installed with apt when missing (scripts/deps.sh examples).
@@ -359,6 +363,136 @@ run_worker() {
   reason=$(check_worker "$stats" 2>&1)
 }
 
+# The LLM proxy's run: LLM_CLIENTS clients for LLM_SECONDS against a limit of
+# LLM_RATE tokens per second after a burst of LLM_BURST.
+llm_seconds=10
+llm_clients=4
+llm_rate=1000
+llm_burst=500
+
+# stub_model <port>: a model that answers POST /v1/completions after 20 ms, using
+# between 0.1 and 1.5 times max_tokens (0.8 on average: a reservation is mostly too
+# high, sometimes too low); GET /stats answers every call's (time, tokens used).
+stub_model() {
+  python3 - "$1" <<'PY'
+import json, random, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+port = int(sys.argv[1])
+seen, lock, rng = [], threading.Lock(), random.Random(7)
+
+class Model(BaseHTTPRequestHandler):
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        time.sleep(0.02)
+        with lock:
+            used = max(1, int(request["max_tokens"] * rng.uniform(0.1, 1.5)))
+            seen.append((time.monotonic(), used))
+        self.reply({"text": "...", "usage": {"total_tokens": used}})
+
+    def do_GET(self):
+        with lock:
+            self.reply(seen)
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", port), Model).serve_forever()
+PY
+}
+
+# check_llm <proxy url> <model url>: clients ask for 50 to 150 tokens each, as
+# fast as the proxy lets them (a 429: try again 50 ms later), for llm_seconds. The
+# model's real tokens, past the first burst, must come at llm_rate per second
+# within 5%; some requests must have been refunded and some debited.
+check_llm() {
+  python3 - "$1" "$2" "$llm_seconds" "$llm_clients" "$llm_rate" "$llm_burst" <<'PY'
+import json, random, sys, threading, time, urllib.error, urllib.request
+
+proxy, model = sys.argv[1], sys.argv[2]
+seconds, clients, rate, burst = (int(a) for a in sys.argv[3:7])
+statuses, settled, lock = {}, {"refund": 0, "debit": 0, "exact": 0}, threading.Lock()
+
+def client(seed):
+    rng, end = random.Random(seed), time.monotonic() + seconds
+    while time.monotonic() < end:
+        body = json.dumps({"prompt": "hello", "max_tokens": rng.randint(50, 150)}).encode()
+        req = urllib.request.Request(proxy + "/v1/completions", data=body,
+                                     headers={"X-User": "llm-check"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                status, h = r.status, r.headers
+        except urllib.error.HTTPError as e:
+            status, h = e.code, e.headers
+        with lock:
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 200:
+                reserved, used = int(h["X-Tokens-Reserved"]), int(h["X-Tokens-Used"])
+                settled["refund" if used < reserved else "debit" if used > reserved else "exact"] += 1
+        if status == 429:
+            time.sleep(0.05)
+        elif status != 200:
+            return
+
+threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with urllib.request.urlopen(model + "/stats", timeout=10) as r:
+    calls = sorted(json.load(r))
+if set(statuses) - {200, 429}:
+    sys.exit(f"statuses {statuses}: want only 200 and 429")
+if not settled["refund"] or not settled["debit"]:
+    sys.exit(f"settled {settled}: want both refunds and debits")
+span = calls[-1][0] - calls[0][0]
+achieved = (sum(used for _, used in calls) - burst) / span
+if abs(achieved - rate) > 0.05 * rate:
+    sys.exit(f"{achieved:.0f} real tokens per second over {span:.1f} s, not {rate} within 5%"
+             f" (statuses {statuses}, settled {settled})")
+print(f"{achieved:.0f} real tokens per second over {span:.1f} s (limit {rate}): "
+      f"{settled['refund']} refunded, {settled['debit']} debited, {statuses.get(429, 0)} x 429")
+PY
+}
+
+# run_llm <label>: the stub model, the proxy in front of it, then the check; sets reason.
+run_llm() {
+  local label=$1 model_port model_pid port pid
+  model_port=$(free_port)
+  stub_model "$model_port" >"$tmp/$label-model.log" 2>&1 &
+  model_pid=$!
+  pids+=("$model_pid")
+  if ! wait_port "$model_pid" "$model_port" 20; then
+    reason="the stub model did not listen on port $model_port"
+    return 1
+  fi
+  port=$(free_port)
+  REDIS_URL=$redis_url PORT=$port MODEL_URL="http://127.0.0.1:$model_port/v1/completions" \
+    RL_BURST=$llm_burst RL_RATE=$llm_rate RL_PERIOD=1s "${cmd[@]}" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  if ! wait_port "$pid" "$port" 20; then
+    reason="the proxy did not listen on port $port within 20 s"
+  elif ! grep -q "$said" "$log"; then
+    reason="it did not say at start that it uses $said"
+  elif reason=$(check_llm "http://127.0.0.1:$port" "http://127.0.0.1:$model_port" 2>&1); then
+    stop "$pid"
+    stop "$model_pid"
+    return 0
+  fi
+  stop "$pid"
+  stop "$model_pid"
+  return 1
+}
+
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
 # It returns 1 when installing or building failed, and 2 when the example cannot run
@@ -404,6 +538,12 @@ setup_worker() {
   cmd[${#cmd[@]} - 1]=$root/examples/python/worker.py
 }
 
+# The LLM proxy (RL.GCRA … COST, then REFUND or DEBIT): the same environment.
+setup_llm() {
+  setup_python || return
+  cmd[${#cmd[@]} - 1]=$root/examples/python/llm_proxy.py
+}
+
 setup_node() {
   local major
   command -v node >/dev/null 2>&1 ||
@@ -438,7 +578,7 @@ pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 # RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
-for name in ${RL_EXAMPLES:-python policies login worker node rust}; do
+for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -452,6 +592,18 @@ for name in ${RL_EXAMPLES:-python policies login worker node rust}; do
     echo "FAIL $name ($backend): could not install or build it" >&2
     show_log "$tmp/$name-setup.log"
     failed=$((failed + 1))
+    continue
+  fi
+  if [ "$name" = llm ]; then
+    reason=
+    if run_llm "$backend-$name"; then
+      echo "PASS $name ($backend, said so): COST max_tokens, then REFUND or DEBIT the real cost: $reason ($((SECONDS - started)) s)"
+      passed=$((passed + 1))
+    else
+      echo "FAIL $name ($backend): $reason" >&2
+      show_log "$log"
+      failed=$((failed + 1))
+    fi
     continue
   fi
   if [ "$name" = worker ]; then

@@ -35,11 +35,13 @@ fn check(d: &Decision, amount: Amount) {
     assert!(d.remaining <= d.limit, "remaining above limit: {d:?}");
     let cost = match amount {
         Amount::Take(n) => n.get(),
-        Amount::Refund(_) => {
+        Amount::Refund(_) | Amount::Debit(_) => {
+            // Always allowed, never waits; a debit's reset_after covers its debt.
             assert!(
                 d.allowed && d.retry_after == RetryAfter::Now,
-                "refund: {d:?}"
+                "{amount:?}: {d:?}"
             );
+            assert!(d.reset_after_ms <= MAX_COUNT, "reset_after too long: {d:?}");
             return;
         }
     };
@@ -67,6 +69,7 @@ pub fn run(data: &[u8]) {
     // The stored-content decoders must accept or refuse any bytes without panicking.
     let _ = decimal::digits(state);
     let _ = decimal::micros(state);
+    let _ = decimal::signed_micros(state);
 
     if selector >= LEASES {
         leases(&argv, now, state);
@@ -94,6 +97,13 @@ pub fn run(data: &[u8]) {
             });
             let out = fixed::FixedWindow::call(stored, now, params.0, params.1);
             check(&out.decision, params.1);
+            if let Amount::Debit(n) = params.1 {
+                // Always a write, of at least the units charged.
+                assert!(
+                    matches!(out.store, Some(Change::Store(c)) if c.used >= n.get()),
+                    "{out:?}"
+                );
+            }
         }
         1 => {
             let Some(params) = parse::<Sliding>(&argv) else {
@@ -140,6 +150,13 @@ pub fn run(data: &[u8]) {
             if let Some(Change::Store(s)) = out.store {
                 assert!(s.expires_at >= now, "{s:?}");
             }
+            if let Amount::Debit(_) = amount {
+                // Always a write; the TAT never moves back.
+                let Some(Change::Store(s)) = out.store else {
+                    panic!("a debit wrote nothing: {out:?}");
+                };
+                assert!(stored.is_none_or(|t| s.tat.0 >= t.0), "{out:?}");
+            }
         }
         5 => {
             let Some((quota, amount)) = parse::<SlidingCounter>(&argv) else {
@@ -152,27 +169,42 @@ pub fn run(data: &[u8]) {
             });
             let out = sliding_counter::SlidingWindowCounter::call(stored, now, quota, amount);
             check(&out.decision, amount);
-            if let (Some(Change::Store(s)), Amount::Take(n)) = (out.store, amount) {
-                assert!(s.counts.current >= n.get(), "{s:?}");
+            match (out.store, amount) {
+                (Some(Change::Store(s)), Amount::Take(n)) => {
+                    assert!(s.counts.current >= n.get(), "{s:?}")
+                }
+                (Some(Change::Store(s)), Amount::Debit(n)) => {
+                    assert!(s.counts.current >= n.get(), "{s:?}")
+                }
+                (None, Amount::Debit(_)) => panic!("a debit wrote nothing: {out:?}"),
+                _ => {}
             }
         }
         _ => {
             let Some(params) = parse::<BucketCommand>(&argv) else {
                 return;
             };
+            // Any level, a debt (below zero) included, even past the deepest one.
             let stored = (!state.is_empty()).then(|| State {
-                level_micros: take_i64(&mut state) as u64 as u128
-                    * u128::from(take_i64(&mut state) as u16),
+                level_micros: i128::from(take_i64(&mut state))
+                    * i128::from(take_i64(&mut state) as u16),
                 ts: take_i64(&mut state),
             });
             let out = bucket::TokenBucket::call(stored, now, params.0, params.1);
             check(&out.decision, params.1);
             if let Some(Change::Store(s)) = out.store {
-                let full = u128::from(params.0.capacity.get()) * bucket::MICROS;
+                let full = i128::from(params.0.capacity.get()) * bucket::MICROS as i128;
                 assert!(s.bucket.level_micros <= full, "{s:?}");
+                assert!(s.bucket.level_micros >= bucket::LOWEST_MICROS, "{s:?}");
                 let mut buf = [0u8; 48];
                 let text = codec::format_micros(s.bucket.level_micros, &mut buf);
-                assert_eq!(decimal::micros(text), Some(s.bucket.level_micros));
+                assert_eq!(decimal::signed_micros(text), Some(s.bucket.level_micros));
+            }
+            if let Amount::Debit(_) = params.1 {
+                assert!(
+                    matches!(out.store, Some(Change::Store(_))),
+                    "a debit wrote nothing: {out:?}"
+                );
             }
         }
     }

@@ -449,7 +449,8 @@ fn a_rejected_call_keeps_watches_and_an_allowed_one_aborts_them() {
 }
 
 #[test]
-fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_and_refund_calls() {
+fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_refund_and_debit_calls(
+) {
     let dir = std::env::temp_dir().join(format!("rl-all-aof-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -472,12 +473,20 @@ fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_
     };
     let mut pipe = redis::pipe();
     for _ in 0..3000 {
-        let amount = match next(10) {
+        let amount = match next(12) {
             0..=2 => vec!["REFUND".to_string(), (1 + next(3)).to_string()],
             3 => vec!["COST".to_string(), "0".to_string()],
+            4 | 5 => vec!["DEBIT".to_string(), (1 + next(3)).to_string()],
             _ => vec!["COST".to_string(), (1 + next(2)).to_string()],
         };
-        let amount: Vec<&str> = amount.iter().map(String::as_str).collect();
+        // DEBIT where every command takes it, else COST 1 (RL.SLIDING takes none).
+        let amount_for = |commands: &[&Command]| -> Vec<&str> {
+            if amount[0] == "DEBIT" && commands.iter().any(|l| !l.debit()) {
+                vec!["COST", "1"]
+            } else {
+                amount.iter().map(String::as_str).collect()
+            }
+        };
         if next(2) == 0 {
             // RL.ALL over two or three distinct policies, each on one of 20 keys.
             let n = 2 + next(2);
@@ -488,11 +497,13 @@ fn a_replica_without_the_module_and_an_aof_replay_end_identical_after_mixed_all_
                     chosen.push((format!("{name}:{}", next(20)), words.clone(), l));
                 }
             }
+            let commands: Vec<&Command> = chosen.iter().map(|(_, _, l)| *l).collect();
+            let amount = amount_for(&commands);
             pipe.add_command(on_backend(cmd("RL.ALL").arg(line(&chosen, &amount))));
         } else {
             let (name, words, l) = &policies[next(policies.len())];
             pipe.add_command(l.cmd(&format!("{name}:{}", next(20)), &words[1..], None))
-                .arg(&amount);
+                .arg(amount_for(&[l]));
         }
     }
     let _: Vec<Value> = pipe.query(&mut c).expect("every call succeeds");

@@ -575,7 +575,8 @@ fn command_docs_describe_summary_since_and_arguments() {
         assert_eq!(text(field(&args[0], "type")), "key");
         let amount = args.last().unwrap();
         match lim.style {
-            // [COST n | REFUND n]: a choice of two integer options.
+            // [COST n | REFUND n], and DEBIT n where the command takes it: a choice
+            // of integer options.
             Style::Rl => {
                 assert_eq!(text(field(amount, "type")), "oneof");
                 let options: Vec<(String, String, String)> = items(field(amount, "arguments"))
@@ -588,13 +589,15 @@ fn command_docs_describe_summary_since_and_arguments() {
                         )
                     })
                     .collect();
-                assert_eq!(
-                    options,
-                    [("cost", "COST", "integer"), ("refund", "REFUND", "integer")]
-                        .map(|(n, t, ty)| (n.to_string(), t.to_string(), ty.to_string())),
-                    "{}",
-                    lim.name
-                );
+                let mut want = vec![("cost", "COST", "integer"), ("refund", "REFUND", "integer")];
+                if lim.debit() {
+                    want.push(("debit", "DEBIT", "integer"));
+                }
+                let want: Vec<(String, String, String)> = want
+                    .into_iter()
+                    .map(|(n, t, ty)| (n.to_string(), t.to_string(), ty.to_string()))
+                    .collect();
+                assert_eq!(options, want, "{}", lim.name);
             }
             // [COST n] alone: the integer option.
             Style::CostOnly => {

@@ -1191,11 +1191,11 @@ fn delay_errors_change_nothing() {
         ),
         (
             gcra(&["WAIT", "1s"]),
-            "ERR syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max",
+            "ERR syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n, or DELAY max",
         ),
         (
             vec!["RL.BUCKET", "g2", "5", "1", "1h", "DELAY", "1s"],
-            "ERR syntax error: unknown option 'DELAY', expected COST n or REFUND n",
+            "ERR syntax error: unknown option 'DELAY', expected COST n, REFUND n or DEBIT n",
         ),
         (
             vec![

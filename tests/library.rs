@@ -8,8 +8,8 @@
 //! one millisecond (retried otherwise). Every reply (or error text), every
 //! resulting value and every absolute expiry must be identical. Parameters are
 //! drawn over the full ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years,
-//! costs and refunds 0 ..= 2^53−1, and stored states up to u64 counts and u128
-//! TATs. This is the proof behind docs/library.md's statement that the two agree
+//! costs, refunds and debits 0 ..= 2^53−1, and stored states up to u64 counts,
+//! u128 TATs and bucket levels in debt down to −(2^53−1) and past it. This is the proof behind docs/library.md's statement that the two agree
 //! everywhere (and of the one difference it lists, which is not generated here).
 //!
 //! RL_SWEEP_SEED and RL_SWEEP_SCENARIOS replay or lengthen a run.
@@ -46,7 +46,8 @@ fn duration(rng: &mut Rng) -> (String, u64) {
     (text, ms)
 }
 
-/// COST n or REFUND n (or nothing: COST 1), around the limit and at the bounds.
+/// COST n, REFUND n or DEBIT n (or nothing: COST 1), around the limit and at the
+/// bounds.
 fn amount(rng: &mut Rng, limit: u64) -> Vec<String> {
     let n = match rng.below(7) {
         0 => 0,
@@ -56,9 +57,10 @@ fn amount(rng: &mut Rng, limit: u64) -> Vec<String> {
         4 => MAX,
         _ => rng.below(limit.min(1000) + 1),
     };
-    match rng.below(6) {
+    match rng.below(7) {
         0 => vec![],
         1 => vec!["REFUND".into(), n.to_string()],
+        2 => vec![rng.pick(&["DEBIT", "debit"]).to_string(), n.to_string()],
         _ => vec!["cost".into(), n.to_string()],
     }
 }
@@ -216,6 +218,20 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
                 0 => int,
                 1 => format!("{int}.{}", rng.below(1_000_000)),
                 _ => format!("{int}.{:09}", rng.below(1_000_000_000)),
+            };
+            // A bucket in debt: down to −(2^53−1) tokens, and past it (an error).
+            let tokens = match rng.below(8) {
+                0 | 1 => format!("-{tokens}"),
+                2 => rng
+                    .pick(&[
+                        "-9007199254740991",
+                        "-9007199254740991.000001",
+                        "-9007199254740990.9999999",
+                        "-0",
+                        "-0.0000001",
+                    ])
+                    .to_string(),
+                _ => tokens,
             };
             let ts = match rng.below(4) {
                 0 => (rng.next() % MAX).to_string(),
@@ -592,6 +608,8 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"refund",
         b"DELAY",
         b"delay",
+        b"DEBIT",
+        b"Debit",
         b"0ms",
         b"Cost",
         b"EX",

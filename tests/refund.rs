@@ -155,7 +155,8 @@ fn refund_errors_change_nothing() {
             ),
             (
                 &["REFUNDS", "1"],
-                "ERR syntax error: unknown option 'REFUNDS', expected COST n or REFUND n",
+                // … REFUND n (or DEBIT n, DELAY max where the command takes them).
+                "ERR syntax error: unknown option 'REFUNDS', expected COST n",
             ),
         ] {
             let mut args: Vec<&[u8]> = base.iter().map(|a| a.as_bytes()).collect();

@@ -25,6 +25,8 @@ trait Limiter {
     fn two_seconds(&self) -> Vec<String>;
     /// A call with the hourly parameters; `cost` None sends no COST option.
     fn hour_call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply;
+    /// `DEBIT n` with the hourly parameters (a command that takes it).
+    fn hour_debit(&self, c: &mut Connection, key: &str, n: u64) -> Reply;
     /// A call that must fail: the first parameter (limit or capacity) is 0
     /// (CL.THROTTLE's max_burst -1).
     fn invalid_call(&self, c: &mut Connection, key: &str) -> String;
@@ -45,6 +47,12 @@ impl Limiter for Command {
 
     fn hour_call(&self, c: &mut Connection, key: &str, cost: Option<u64>) -> Reply {
         self.call(c, key, &self.hourly(), cost)
+    }
+
+    fn hour_debit(&self, c: &mut Connection, key: &str, n: u64) -> Reply {
+        let mut args = self.args(key, &self.hourly(), None);
+        args.extend(self.debit_args(n));
+        self.run(c, &args)
     }
 
     fn invalid_call(&self, c: &mut Connection, key: &str) -> String {
@@ -128,9 +136,10 @@ fn assert_same_data(expected: &mut Connection, actual: &mut Connection, what: &s
 }
 
 /// Calls of every kind on several keys of each limiter: allowed, rejected, COST 0,
-/// COST n, COST above the limit, inside MULTI/EXEC and from Lua, and units leaving
-/// a short window while the key lives (so the sliding log is trimmed). Every key
-/// left behind expires in about an hour. Returns the keys that must exist, sorted.
+/// COST n, COST above the limit, DEBIT into debt, inside MULTI/EXEC and from Lua,
+/// and units leaving a short window while the key lives (so the sliding log is
+/// trimmed). Every key left behind expires in about an hour (a debt's, a little
+/// later). Returns the keys that must exist, sorted.
 fn mixed_workload(c: &mut Connection) -> Vec<String> {
     align_to_window(c, HOUR_MS, 30_000);
     let mut live = Vec::new();
@@ -181,6 +190,17 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
             3,
             &what("COST 0 on an absent key"),
         );
+        if l.debit() {
+            // An estimate, then the real cost past the limit: debt (a bucket's
+            // level goes below zero), and a rejection while it lasts.
+            let debt = l.key("debt");
+            expect(l.hour_call(c, &debt, Some(2)), 1, 1, &what("debt: COST 2"));
+            expect(l.hour_debit(c, &debt, 4), 1, 0, &what("debt: DEBIT 4"));
+            expect(l.hour_call(c, &debt, None), 0, 0, &what("debt: rejected"));
+            expect(l.hour_debit(c, &debt, 1), 1, 0, &what("debt: DEBIT 1 more"));
+            live.push(debt);
+        }
+
         let never = l.hour_call(c, &l.key("never"), Some(4));
         // A limiter that blocks is blocked at once, for a while (and has written it).
         let wait = if l.blocks { HOUR_MS } else { -1 };

@@ -50,6 +50,8 @@ fn token_pool() -> Vec<Vec<u8>> {
         "CoSt",
         "REFUND",
         "refund",
+        "DEBIT",
+        "debit",
         "FIXED",
         "sliding",
         "Bucket",
@@ -183,7 +185,8 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
         if rng.below(2) == 0 {
             let cost = rng.pick(&[0, 1, 3, 9_007_199_254_740_991]);
             if command.style == Style::Rl && rng.below(3) == 0 {
-                args.extend([b"REFUND".to_vec(), cost.to_string().into_bytes()]);
+                let option = rng.pick(&["REFUND", "DEBIT"]).as_bytes().to_vec();
+                args.extend([option, cost.to_string().into_bytes()]);
             } else {
                 args.extend(command.cost_args(*cost).into_iter().map(String::into_bytes));
             }
@@ -532,10 +535,19 @@ fn a_key_changed_behind_rl_s_back_gets_a_clear_error_or_a_sane_result() {
     let server = Server::start();
     let mut c = server.conn();
     rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    // A level in debt (what DEBIT leaves) is read; past the deepest debt it is not.
     let _: () = cmd("HSET")
         .arg("b")
         .arg("tokens")
         .arg("-3")
+        .query(&mut c)
+        .unwrap();
+    let r = rl(&mut c, &["RL.BUCKET", "b", "5", "1", "1s"]);
+    assert_eq!((r.allowed, r.remaining), (0, 0), "a bucket in debt");
+    let _: () = cmd("HSET")
+        .arg("b")
+        .arg("tokens")
+        .arg("-9007199254740992")
         .query(&mut c)
         .unwrap();
     let e = error_of(&mut c, &[b"RL.BUCKET", b"b", b"5", b"1", b"1s"]);
@@ -596,13 +608,17 @@ fn random_all(rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<Vec<u8>> {
         for _ in 0..n {
             line.extend(rng.pick(&policies).iter().map(|w| w.as_bytes().to_vec()));
         }
-        match rng.below(3) {
+        match rng.below(4) {
             0 => line.extend([
                 b"COST".to_vec(),
                 rng.pick(&["0", "1", "6"]).as_bytes().to_vec(),
             ]),
             1 => line.extend([
                 b"REFUND".to_vec(),
+                rng.pick(&["0", "1", "9"]).as_bytes().to_vec(),
+            ]),
+            2 => line.extend([
+                b"DEBIT".to_vec(),
                 rng.pick(&["0", "1", "9"]).as_bytes().to_vec(),
             ]),
             _ => {}

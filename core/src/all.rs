@@ -64,6 +64,19 @@ impl Policy {
         Some(parsed.map(|(policy, used)| (policy, 1 + n + used, used > 0)))
     }
 
+    /// The command this policy runs.
+    pub fn command(&self) -> &'static Command {
+        match self {
+            Policy::Fixed(_) => &table::FIXED,
+            Policy::Sliding(_) => &table::SLIDING,
+            Policy::Bucket(_) => &table::BUCKET,
+            Policy::Gcra(_) => &table::GCRA,
+            Policy::SlidingCounter(_) => &table::SLIDINGCOUNTER,
+            Policy::Acquire(_) => &table::ACQUIRE,
+            Policy::Penalty(_) => &table::PENALTY,
+        }
+    }
+
     /// Whether the policy takes `DELAY max` (GCRA).
     pub fn takes_delay(&self) -> bool {
         matches!(self, Policy::Gcra(_))
@@ -158,7 +171,11 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
     // The options after the last policy, in any order: COST n or REFUND n, and that
     // policy's DELAY max when it is GCRA.
     let last_takes_delay = policies.last().is_some_and(Policy::takes_delay);
-    let options = args::options(tail.iter().copied(), last_takes_delay).map_err(|e| match e {
+    let takes = args::Takes {
+        delay: last_takes_delay,
+        ..table::ALL.takes()
+    };
+    let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
         Error::UnknownOption { option, .. } if option.eq_ignore_ascii_case("DELAY") => {
             Error::DelayWithoutGcra
         }
@@ -173,8 +190,19 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
         }
         delayed = true;
     }
-    if delayed && matches!(options.amount, Amount::Refund(_)) {
-        return Err(Error::Exclusive("DELAY", "REFUND"));
+    match options.amount {
+        Amount::Refund(_) if delayed => return Err(Error::Exclusive("DELAY", "REFUND")),
+        Amount::Debit(_) if delayed => return Err(Error::Exclusive("DELAY", "DEBIT")),
+        // DEBIT applies to every key: each policy's command must take it.
+        Amount::Debit(_) => {
+            if let Some(p) = policies.iter().find(|p| !p.command().debit) {
+                return Err(Error::NotApplicable {
+                    option: "DEBIT",
+                    to: p.command().policy_word(),
+                });
+            }
+        }
+        Amount::Take(_) | Amount::Refund(_) => {}
     }
     // A PENALTY policy only looks: strikes are recorded by RL.PENALTY itself.
     let penalty = policies.iter().any(|p| matches!(p, Policy::Penalty(_)));
@@ -370,6 +398,14 @@ mod tests {
             assert_eq!(call.amount, Amount::Take(Cost::new(2).unwrap()), "{line}");
             assert_eq!(delayed(line), delayed("1 a GCRA 5 1 1s DELAY 3s"), "{line}");
         }
+        let call = parse_line(
+            "4 a b c d FIXED 5 1s BUCKET 5 1 1s GCRA 5 1 1s SLIDINGCOUNTER 5 1s DEBIT 6",
+        )
+        .unwrap();
+        assert_eq!(
+            call.amount,
+            Amount::Debit(crate::algorithms::Count::new(6).unwrap())
+        );
         let call = parse_line("2 a b PENALTY 5 15m 1m 1h fixed 10 1s cost 0").unwrap();
         assert!(matches!(
             call.policies[..],
@@ -407,8 +443,13 @@ mod tests {
             ("1 a FIXED 5 1s COST 1 delay 1s", "syntax error: DELAY must follow a GCRA policy"),
             ("2 a b GCRA 5 1 1s FIXED 5 1m COST 1 DELAY 1s", "syntax error: DELAY must follow a GCRA policy"),
             ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: DELAY must follow a GCRA policy"),
-            ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n"),
-            ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n or REFUND n, or DELAY max"),
+            ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n"),
+            ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n, or DELAY max"),
+            ("2 a b FIXED 5 1s SLIDING 5 1s DEBIT 1", "syntax error: DEBIT does not apply to SLIDING"),
+            ("2 a b ACQUIRE 5 1s id GCRA 5 1 1s debit 1", "syntax error: DEBIT does not apply to ACQUIRE"),
+            ("1 a PENALTY 5 15m 1m 1h DEBIT 1", "syntax error: DEBIT does not apply to PENALTY"),
+            ("1 a GCRA 5 1 1s DELAY 1s DEBIT 1", "syntax error: DELAY and DEBIT exclude each other"),
+            ("1 a FIXED 5 1s COST 1 DEBIT 1", "syntax error: COST and DEBIT exclude each other"),
             ("1 a PENALTY 5 15m 1m", "syntax error: policy PENALTY takes strikes window block max"),
             ("1 a PENALTY 5 15m 2h 1h COST 0", "block must be at most max"),
             ("2 a b FIXED 5 1s PENALTY 5 15m 1m 1h", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),

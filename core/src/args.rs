@@ -67,9 +67,10 @@ fn duration_ms(bytes: &[u8]) -> Option<u64> {
 }
 
 /// The options after the positional arguments: `COST n` (take n units, 1 by
-/// default) or `REFUND n` (give back up to n), and for RL.GCRA `DELAY max` (wait
-/// up to max for a turn instead of being rejected); case-insensitive, each at most
-/// once, REFUND with neither of the others.
+/// default), `REFUND n` (give back up to n) or `DEBIT n` (charge n after the fact,
+/// into debt if need be), and for RL.GCRA `DELAY max` (wait up to max for a turn
+/// instead of being rejected); case-insensitive, each at most once, at most one of
+/// COST, REFUND and DEBIT, DELAY with neither REFUND nor DEBIT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub amount: Amount,
@@ -77,13 +78,46 @@ pub struct Options {
     pub delay: Option<u64>,
 }
 
-/// Parses the options; `takes_delay`: the command accepts `DELAY max`.
-pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes_delay: bool) -> Result<Options> {
+/// Which options a command takes besides `COST n` and `REFUND n`, and the name an
+/// error gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Takes {
+    /// The command (`RL.SLIDING`) or RL.ALL policy (`SLIDING`).
+    pub name: &'static str,
+    /// `DELAY max` (RL.GCRA).
+    pub delay: bool,
+    /// `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
+    pub debit: bool,
+}
+
+impl Takes {
+    /// What the unknown-option error says is accepted.
+    fn expected(self) -> &'static str {
+        match (self.debit, self.delay) {
+            (false, false) => "COST n or REFUND n",
+            (false, true) => "COST n or REFUND n, or DELAY max",
+            (true, false) => "COST n, REFUND n or DEBIT n",
+            (true, true) => "COST n, REFUND n or DEBIT n, or DELAY max",
+        }
+    }
+}
+
+/// The option an amount was given by.
+fn option_of(amount: Amount) -> &'static str {
+    match amount {
+        Amount::Take(_) => "COST",
+        Amount::Refund(_) => "REFUND",
+        Amount::Debit(_) => "DEBIT",
+    }
+}
+
+/// Parses the options of a command that takes what `takes` says.
+pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Result<Options> {
     let mut amount = None;
     let mut delay = None;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
-        if takes_delay && name.eq_ignore_ascii_case(b"DELAY") {
+        if takes.delay && name.eq_ignore_ascii_case(b"DELAY") {
             let value = it.next().ok_or(Error::MissingValue("DELAY"))?;
             if delay.is_some() {
                 return Err(Error::DuplicateOption("DELAY"));
@@ -91,40 +125,47 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes_delay: bool) 
             delay = Some(self::delay("DELAY", value)?);
             continue;
         }
-        let (option, make): (&'static str, fn(Cost) -> Amount) =
-            if name.eq_ignore_ascii_case(b"COST") {
-                ("COST", Amount::Take)
-            } else if name.eq_ignore_ascii_case(b"REFUND") {
-                ("REFUND", Amount::Refund)
-            } else {
-                return Err(Error::UnknownOption {
-                    option: printable(name),
-                    expected: if takes_delay {
-                        "COST n or REFUND n, or DELAY max"
-                    } else {
-                        "COST n or REFUND n"
-                    },
+        type Make = fn(&[u8]) -> Result<Amount>;
+        let (option, make): (&'static str, Make) = if name.eq_ignore_ascii_case(b"COST") {
+            ("COST", |v| Ok(Amount::Take(cost("COST", v)?)))
+        } else if name.eq_ignore_ascii_case(b"REFUND") {
+            ("REFUND", |v| Ok(Amount::Refund(cost("REFUND", v)?)))
+        } else if name.eq_ignore_ascii_case(b"DEBIT") {
+            if !takes.debit {
+                return Err(Error::NotApplicable {
+                    option: "DEBIT",
+                    to: takes.name,
                 });
-            };
+            }
+            ("DEBIT", |v| Ok(Amount::Debit(count("DEBIT", v)?)))
+        } else {
+            return Err(Error::UnknownOption {
+                option: printable(name),
+                expected: takes.expected(),
+            });
+        };
         let value = it.next().ok_or(Error::MissingValue(option))?;
-        match amount {
-            Some(Amount::Take(_)) if option == "COST" => {
-                return Err(Error::DuplicateOption(option))
+        if let Some(given) = amount {
+            let given = option_of(given);
+            if given == option {
+                return Err(Error::DuplicateOption(option));
             }
-            Some(Amount::Refund(_)) if option == "REFUND" => {
-                return Err(Error::DuplicateOption(option))
-            }
-            Some(_) => return Err(Error::Exclusive("COST", "REFUND")),
-            None => amount = Some(make(cost(option, value)?)),
+            // Named in a fixed order: COST, REFUND, DEBIT.
+            return Err(match (given, option) {
+                ("DEBIT", first) | (first, "DEBIT") => Error::Exclusive(first, "DEBIT"),
+                _ => Error::Exclusive("COST", "REFUND"),
+            });
         }
+        amount = Some(make(value)?);
     }
-    if let (Some(_), Some(Amount::Refund(_))) = (delay, amount) {
-        return Err(Error::Exclusive("DELAY", "REFUND"));
+    match (delay, amount) {
+        (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),
+        (Some(_), Some(Amount::Debit(_))) => Err(Error::Exclusive("DELAY", "DEBIT")),
+        _ => Ok(Options {
+            amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
+            delay,
+        }),
     }
-    Ok(Options {
-        amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
-        delay,
-    })
 }
 
 /// A user-supplied argument made safe to echo in an error line: escaped, and cut
@@ -142,6 +183,23 @@ pub fn printable(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::algorithms::MAX_COUNT;
+
+    /// RL.SLIDING's options (COST, REFUND), RL.FIXED's (and DEBIT), RL.GCRA's (and DELAY).
+    const SLIDING: Takes = Takes {
+        name: "RL.SLIDING",
+        delay: false,
+        debit: false,
+    };
+    const FIXED: Takes = Takes {
+        name: "RL.FIXED",
+        debit: true,
+        ..SLIDING
+    };
+    const GCRA: Takes = Takes {
+        name: "RL.GCRA",
+        delay: true,
+        debit: true,
+    };
 
     #[test]
     fn counts_accept_only_plain_integers_in_range() {
@@ -240,9 +298,10 @@ mod tests {
     fn cost_or_refund_is_optional_case_insensitive_and_given_once() {
         let amount = |args: &[&str]| {
             let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes, false).map(|o| match o.amount {
+            options(bytes, SLIDING).map(|o| match o.amount {
                 Amount::Take(n) => ("COST", n.get()),
                 Amount::Refund(n) => ("REFUND", n.get()),
+                Amount::Debit(n) => ("DEBIT", n.get()),
             })
         };
         assert_eq!(amount(&[]), Ok(("COST", 1)));
@@ -301,7 +360,8 @@ mod tests {
     fn delay_takes_a_duration_from_zero_and_excludes_refund() {
         let parsed = |args: &[&str], takes_delay| {
             let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes, takes_delay).map(|o| (o.amount, o.delay))
+            let takes = if takes_delay { GCRA } else { FIXED };
+            options(bytes, takes).map(|o| (o.amount, o.delay))
         };
         let take = |n| Amount::Take(Cost::new(n).unwrap());
         assert_eq!(parsed(&[], true), Ok((take(1), None)));
@@ -342,14 +402,90 @@ mod tests {
             parsed(&["DELAY", "1s"], false),
             Err(Error::UnknownOption {
                 option: "DELAY".into(),
-                expected: "COST n or REFUND n"
+                expected: "COST n, REFUND n or DEBIT n"
             })
         );
         assert_eq!(
             parsed(&["WAIT", "1s"], true),
             Err(Error::UnknownOption {
                 option: "WAIT".into(),
-                expected: "COST n or REFUND n, or DELAY max"
+                expected: "COST n, REFUND n or DEBIT n, or DELAY max"
+            })
+        );
+    }
+
+    #[test]
+    fn debit_takes_a_count_from_one_and_excludes_cost_refund_and_delay() {
+        let parsed = |args: &[&str], takes| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            options(bytes, takes).map(|o| (o.amount, o.delay))
+        };
+        let debit = |n| Ok((Amount::Debit(Count::new(n).unwrap()), None));
+        assert_eq!(parsed(&["DEBIT", "6"], FIXED), debit(6));
+        assert_eq!(parsed(&["debit", "1"], GCRA), debit(1));
+        assert_eq!(
+            parsed(&["Debit", "9007199254740991"], FIXED),
+            debit(MAX_COUNT)
+        );
+        let bad = Err(Error::BadCount {
+            name: "DEBIT",
+            min: 1,
+        });
+        for value in ["0", "-1", "9007199254740992", "1.5", "01", "", "x"] {
+            assert_eq!(parsed(&["DEBIT", value], FIXED), bad, "{value:?}");
+        }
+        assert_eq!(parsed(&["DEBIT"], FIXED), Err(Error::MissingValue("DEBIT")));
+        assert_eq!(
+            parsed(&["DEBIT", "1", "debit", "2"], FIXED),
+            Err(Error::DuplicateOption("DEBIT"))
+        );
+        for (line, first) in [
+            (&["COST", "1", "DEBIT", "1"], "COST"),
+            (&["DEBIT", "1", "COST", "1"], "COST"),
+            (&["REFUND", "1", "DEBIT", "1"], "REFUND"),
+            (&["DEBIT", "1", "refund", "1"], "REFUND"),
+        ] {
+            assert_eq!(
+                parsed(line, GCRA),
+                Err(Error::Exclusive(first, "DEBIT")),
+                "{line:?}"
+            );
+        }
+        for line in [
+            &["DELAY", "1s", "DEBIT", "1"],
+            &["DEBIT", "1", "DELAY", "0"],
+        ] {
+            assert_eq!(
+                parsed(line, GCRA),
+                Err(Error::Exclusive("DELAY", "DEBIT")),
+                "{line:?}"
+            );
+        }
+        // A command without DEBIT names the option and itself, whatever follows.
+        for line in [
+            &["DEBIT", "1"][..],
+            &["DEBIT"],
+            &["COST", "1", "DEBIT", "x"],
+        ] {
+            let e = parsed(line, SLIDING).unwrap_err();
+            assert_eq!(
+                e,
+                Error::NotApplicable {
+                    option: "DEBIT",
+                    to: "RL.SLIDING"
+                },
+                "{line:?}"
+            );
+            assert_eq!(
+                e.to_string(),
+                "syntax error: DEBIT does not apply to RL.SLIDING"
+            );
+        }
+        assert_eq!(
+            parsed(&["WEIGHT", "1"], SLIDING),
+            Err(Error::UnknownOption {
+                option: "WEIGHT".into(),
+                expected: "COST n or REFUND n"
             })
         );
     }
@@ -357,10 +493,10 @@ mod tests {
     #[test]
     fn echoed_options_are_escaped_and_truncated() {
         let long = [b'x'; 100];
-        let e = options([&long[..]], false).unwrap_err().to_string();
+        let e = options([&long[..]], SLIDING).unwrap_err().to_string();
         assert!(e.len() < 100, "{e}");
         assert!(e.contains("xxx..."));
-        let e = options([&b"a\r\nb\x00\xff"[..]], false)
+        let e = options([&b"a\r\nb\x00\xff"[..]], SLIDING)
             .unwrap_err()
             .to_string();
         assert!(

@@ -165,7 +165,9 @@ impl TokenBucket {
 
     /// Reads the two fields (None when missing); None when they are not a bucket.
     pub fn decode(tokens: Option<&[u8]>, ts: Option<&[u8]>) -> Option<bucket::State> {
-        let level_micros = decimal::micros(tokens?)?;
+        // A bucket in debt holds a negative level, down to −(2^53 − 1) tokens.
+        let level_micros =
+            decimal::signed_micros(tokens?).filter(|&l| l >= bucket::LOWEST_MICROS)?;
         let ts = decimal::digits(ts?).filter(|&t| t <= MAX_COUNT)?;
         Some(bucket::State {
             level_micros,
@@ -174,16 +176,25 @@ impl TokenBucket {
     }
 }
 
-/// Room for any level this module stores: 2^53 · 10^6 has 22 digits, plus a dot.
+/// Room for any level this module stores: 2^53 · 10^6 has 22 digits, plus a sign
+/// and a dot.
 pub type MicrosBuf = [u8; 48];
 
-/// Formats millionths of a token as a plain decimal without trailing zeros.
-pub fn format_micros(micros: u128, buf: &mut MicrosBuf) -> &[u8] {
+/// Formats millionths of a token as a plain decimal without trailing zeros, with a
+/// leading `-` below zero (a bucket in debt).
+pub fn format_micros(micros: i128, buf: &mut MicrosBuf) -> &[u8] {
+    let mut len = 0;
+    if micros < 0 {
+        buf[0] = b'-';
+        len = 1;
+    }
+    let magnitude = micros.unsigned_abs();
     let mut int = itoa::Buffer::new();
-    let whole = int.format(micros / MICROS).as_bytes();
-    let mut len = whole.len().min(buf.len() - 8);
-    buf[..len].copy_from_slice(&whole[..len]);
-    let mut frac = (micros % MICROS) as u32;
+    let whole = int.format(magnitude / MICROS).as_bytes();
+    let shown = whole.len().min(buf.len() - 8 - len);
+    buf[len..len + shown].copy_from_slice(&whole[..shown]);
+    len += shown;
+    let mut frac = (magnitude % MICROS) as u32;
     if frac != 0 {
         buf[len] = b'.';
         len += 1;
@@ -205,7 +216,7 @@ pub fn format_micros(micros: u128, buf: &mut MicrosBuf) -> &[u8] {
 mod tests {
     use super::*;
 
-    fn fmt(micros: u128) -> String {
+    fn fmt(micros: i128) -> String {
         let mut buf = [0; 48];
         String::from_utf8(format_micros(micros, &mut buf).to_vec()).unwrap()
     }
@@ -218,14 +229,39 @@ mod tests {
         assert_eq!(fmt(333_333), "0.333333");
         assert_eq!(fmt(1), "0.000001");
         assert_eq!(fmt(10_000_010), "10.00001");
-        let max = u128::from(crate::algorithms::MAX_COUNT) * MICROS + 999_999;
+        let max = i128::from(crate::algorithms::MAX_COUNT) * MICROS as i128 + 999_999;
         assert_eq!(fmt(max), "9007199254740991.999999");
     }
 
     #[test]
+    fn debts_format_with_a_leading_minus() {
+        assert_eq!(fmt(-3_000_000), "-3");
+        assert_eq!(fmt(-2_500_000), "-2.5");
+        assert_eq!(fmt(-1), "-0.000001");
+        assert_eq!(
+            fmt(crate::algorithms::bucket::LOWEST_MICROS),
+            "-9007199254740991"
+        );
+        assert_eq!(fmt(i128::MIN), "-170141183460469231731687303715884.105728");
+    }
+
+    #[test]
     fn levels_round_trip() {
-        for m in [0, 1, 10, 999_999, 1_000_000, 2_500_000, 123_456_789_012] {
-            assert_eq!(crate::decimal::micros(fmt(m).as_bytes()), Some(m));
+        for m in [
+            0,
+            1,
+            10,
+            999_999,
+            1_000_000,
+            2_500_000,
+            123_456_789_012,
+            -1,
+            -999_999,
+            -2_500_000,
+            -123_456_789_012,
+            crate::algorithms::bucket::LOWEST_MICROS,
+        ] {
+            assert_eq!(crate::decimal::signed_micros(fmt(m).as_bytes()), Some(m));
         }
     }
 

@@ -7,7 +7,8 @@
 //!   RL.SLIDINGCOUNTER);
 //! - [`digits`]: leading zeros read, for stored fields the library backend reads
 //!   the same way (a bucket's `ts`, a sliding log's sequence members);
-//! - [`micros`]: a plain decimal with a fraction (a bucket's token level).
+//! - [`micros`]: a plain decimal with a fraction (a bucket's token level), and
+//!   [`signed_micros`], the same with an optional leading `-` (a bucket in debt).
 
 use crate::algorithms::bucket::MICROS;
 
@@ -69,6 +70,22 @@ pub fn micros(bytes: &[u8]) -> Option<u128> {
         }
     };
     whole.checked_mul(MICROS)?.checked_add(fraction)
+}
+
+/// [`micros`] with an optional leading `-`: a bucket in debt (`-3`, `-2.5`). Rounded
+/// down like [`micros`], toward −∞: a negative value with a non-zero digit past
+/// the sixth decimal place is one millionth lower. `-0` is 0.
+pub fn signed_micros(bytes: &[u8]) -> Option<i128> {
+    let Some((b'-', magnitude)) = bytes.split_first() else {
+        return micros(bytes).and_then(|m| i128::try_from(m).ok());
+    };
+    let m = micros(magnitude)?;
+    let cut = magnitude
+        .iter()
+        .position(|&b| b == b'.')
+        .is_some_and(|dot| magnitude[dot + 1..].iter().skip(6).any(|&b| b != b'0'));
+    // At most 30 whole digits: far inside i128.
+    i128::try_from(m + u128::from(cut)).ok().map(|m| -m)
 }
 
 #[cfg(test)]
@@ -145,5 +162,33 @@ mod tests {
         ] {
             assert_eq!(micros(bad.as_bytes()), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn signed_micros_read_a_leading_minus_and_round_down() {
+        assert_eq!(signed_micros(b"4"), Some(4_000_000));
+        assert_eq!(signed_micros(b"0.333333"), Some(333_333));
+        assert_eq!(signed_micros(b"-3"), Some(-3_000_000));
+        assert_eq!(signed_micros(b"-2.5"), Some(-2_500_000));
+        assert_eq!(signed_micros(b"-0.000001"), Some(-1));
+        assert_eq!(signed_micros(b"-0"), Some(0));
+        assert_eq!(signed_micros(b"-0.0000000"), Some(0));
+        assert_eq!(signed_micros(b"-007.5"), Some(-7_500_000));
+        // Toward −∞: a cut-off fraction makes a negative level lower, never higher.
+        assert_eq!(signed_micros(b"0.3333339"), Some(333_333));
+        assert_eq!(signed_micros(b"-0.3333331"), Some(-333_334));
+        assert_eq!(signed_micros(b"-1.0000000"), Some(-1_000_000));
+        assert_eq!(
+            signed_micros(b"-9007199254740991"),
+            Some(-9_007_199_254_740_991_000_000)
+        );
+        for bad in [
+            "", "-", "--1", "+1", "-+1", "- 1", "-.5", "-1.", "1-", "-1e3", "-inf", "-nan", " -1",
+            "-1 ",
+        ] {
+            assert_eq!(signed_micros(bad.as_bytes()), None, "{bad:?}");
+        }
+        let deepest = format!("-{}", "9".repeat(30));
+        assert!(signed_micros(deepest.as_bytes()).is_some_and(|m| m < 0));
     }
 }

@@ -91,9 +91,17 @@ pub enum Error {
     #[error("syntax error: {0} needs a value")]
     MissingValue(&'static str),
 
-    /// COST and REFUND; DELAY and REFUND.
+    /// COST and REFUND; DELAY and REFUND; COST, REFUND or DELAY and DEBIT.
     #[error("syntax error: {0} and {1} exclude each other")]
     Exclusive(&'static str, &'static str),
+
+    /// An option the command (or RL.ALL policy) `to` does not take: DEBIT on
+    /// RL.SLIDING.
+    #[error("syntax error: {option} does not apply to {to}")]
+    NotApplicable {
+        option: &'static str,
+        to: &'static str,
+    },
 
     #[error("numkeys is {0}, but fewer keys follow it")]
     TooFewKeys(u64),

@@ -138,32 +138,6 @@ fn check_throttle(f: &[i64]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    /// Every input saved under fuzz/regressions (crashes once found, and seeds)
-    /// keeps passing.
-    #[test]
-    fn saved_fuzz_inputs_still_pass() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
-        let mut ran = 0;
-        for entry in std::fs::read_dir(&dir).expect("fuzz/regressions") {
-            let path = entry.expect("entry").path();
-            super::run(&std::fs::read(&path).expect("read input"));
-            ran += 1;
-        }
-        assert!(ran > 0, "no inputs in {}", dir.display());
-    }
-
-    /// Seeds in the input layout, one per command, so the fuzzer starts from calls
-    /// that parse.
-    #[test]
-    fn the_seed_lines_run() {
-        for seed in super::seeds() {
-            super::run(&seed);
-        }
-    }
-}
-
 /// Command lines the fuzzer starts from (`make fuzz` writes them into its corpus).
 pub fn seeds() -> Vec<Vec<u8>> {
     let lines: &[&[&str]] = &[
@@ -196,4 +170,30 @@ pub fn seeds() -> Vec<Vec<u8>> {
             input
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every input saved under fuzz/regressions (crashes once found, and seeds)
+    /// keeps passing.
+    #[test]
+    fn saved_fuzz_inputs_still_pass() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
+        let mut ran = 0;
+        for entry in std::fs::read_dir(&dir).expect("fuzz/regressions") {
+            let path = entry.expect("entry").path();
+            super::run(&std::fs::read(&path).expect("read input"));
+            ran += 1;
+        }
+        assert!(ran > 0, "no inputs in {}", dir.display());
+    }
+
+    /// Seeds in the input layout, one per command, so the fuzzer starts from calls
+    /// that parse.
+    #[test]
+    fn the_seed_lines_run() {
+        for seed in super::seeds() {
+            super::run(&seed);
+        }
+    }
 }

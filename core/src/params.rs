@@ -21,10 +21,10 @@ pub fn with_options<P>(
     let params = parse(positional)?;
     let options = match command.cost {
         CostArg::Cost => Options {
-            amount: Amount::Take(cost_only(options)?),
+            amount: Amount::Take(cost_only(command, options)?),
             delay: None,
         },
-        _ => args::options(options.iter().copied(), command.delay)?,
+        _ => args::options(options.iter().copied(), command.takes())?,
     };
     Ok((params, options))
 }
@@ -36,7 +36,7 @@ const NOT_HERE: [&str; 3] = ["REFUND", "DEBIT", "DELAY"];
 /// `[COST n]` alone: the other commands' options are named as not applying,
 /// anything else is an unknown option; the value, a repeat or a missing value are
 /// checked as every command checks COST.
-fn cost_only(options: &[&[u8]]) -> Result<Cost> {
+fn cost_only(command: &Command, options: &[&[u8]]) -> Result<Cost> {
     // Names sit at even positions, each followed by its value.
     for name in options.iter().step_by(2) {
         if let Some(other) = NOT_HERE
@@ -52,9 +52,10 @@ fn cost_only(options: &[&[u8]]) -> Result<Cost> {
             });
         }
     }
-    match args::options(options.iter().copied(), false)?.amount {
+    match args::options(options.iter().copied(), command.takes())?.amount {
         Amount::Take(n) => Ok(n),
         Amount::Refund(_) => Err(Error::PenaltyOption("REFUND")),
+        Amount::Debit(_) => Err(Error::PenaltyOption("DEBIT")),
     }
 }
 

@@ -6,11 +6,12 @@
 
 use std::ffi::CStr;
 
+use crate::args::Takes;
 use crate::error::Error;
 
 /// The options RL's commands take: given to a command that takes none, each is
 /// named in the error instead of the bare arity error.
-const OPTIONS: [&str; 3] = ["COST", "REFUND", "DELAY"];
+const OPTIONS: [&str; 4] = ["COST", "REFUND", "DELAY", "DEBIT"];
 
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
@@ -65,6 +66,8 @@ pub struct Command {
     pub optional: bool,
     /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy).
     pub delay: bool,
+    /// Takes `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
+    pub debit: bool,
     /// Its word as an RL.ALL policy (`FIXED`), if it is one.
     pub policy: Option<&'static CStr>,
     /// Its function in the Functions library (`rl_fixed`), if the library has it.
@@ -104,8 +107,27 @@ impl Command {
             cost: CostArg::Option,
             optional: false,
             delay: false,
+            debit: false,
             policy: None,
             function: None,
+        }
+    }
+
+    /// The same command, taking `DEBIT n` too.
+    const fn with_debit(self) -> Command {
+        Command {
+            debit: true,
+            ..self
+        }
+    }
+
+    /// The options it takes besides COST and REFUND, for the parser; `name` is what
+    /// an error calls it (the command, or its RL.ALL policy word).
+    pub fn takes(&self) -> Takes {
+        Takes {
+            name: self.name_str(),
+            delay: self.delay,
+            debit: self.debit,
         }
     }
 
@@ -217,6 +239,7 @@ pub const FIXED: Command = Command::rl(
     c"O(1)",
     QUOTA_ARGS,
 )
+.with_debit()
 .policy(c"FIXED")
 .function("rl_fixed");
 
@@ -237,6 +260,7 @@ pub const BUCKET: Command = Command::rl(
     c"O(1)",
     RATE_ARGS,
 )
+.with_debit()
 .policy(c"BUCKET")
 .function("rl_bucket");
 
@@ -248,6 +272,7 @@ pub const GCRA: Command = Command::rl(
     RATE_ARGS,
 )
 .with_delay()
+.with_debit()
 .policy(c"GCRA")
 .function("rl_gcra");
 
@@ -258,6 +283,7 @@ pub const SLIDINGCOUNTER: Command = Command::rl(
     c"O(1)",
     QUOTA_ARGS,
 )
+.with_debit()
 .policy(c"SLIDINGCOUNTER")
 .function("rl_slidingcounter");
 
@@ -281,6 +307,7 @@ pub const THROTTLE: Command = Command {
     cost: CostArg::Positional(c"quantity"),
     optional: true,
     delay: false,
+    debit: false,
     policy: None,
     function: None,
 };
@@ -302,6 +329,8 @@ pub const ALL: Command = Command {
     cost: CostArg::Option,
     optional: false,
     delay: false,
+    // DEBIT applies to every key: a policy that takes none is an error naming it.
+    debit: true,
     policy: None,
     function: Some("rl_all"),
 };

@@ -42,8 +42,16 @@ impl Limiter for Acquire {
 
     fn decide(key: &Key, p: &Lease, now: Millis, amount: Amount) -> Result<Outcome<Self::Write>> {
         // In RL.ALL, COST 0 inspects and any other cost counts one lease.
-        let Amount::Take(cost) = amount else {
-            return Err(Error::LeaseRefund);
+        let cost = match amount {
+            Amount::Take(cost) => cost,
+            Amount::Refund(_) => return Err(Error::LeaseRefund),
+            // RL.ALL refuses DEBIT with an ACQUIRE policy before deciding any key.
+            Amount::Debit(_) => {
+                return Err(Error::NotApplicable {
+                    option: "DEBIT",
+                    to: "ACQUIRE",
+                })
+            }
         };
         let set = storage::acquire::load(key)?;
         let out = acquire::acquire(&set, now, p.leases, p.id.as_bytes(), cost);

@@ -1,4 +1,4 @@
-//! `RL.ALL numkeys key [key …] policy [policy …] [COST n | REFUND n]`
+//! `RL.ALL numkeys key [key …] policy [policy …] [COST n | REFUND n | DEBIT n]`
 //!
 //! Several limits at once, all or nothing: every key is decided at one instant as
 //! its own command would decide it, and written (and propagated) exactly as its own
@@ -6,9 +6,11 @@
 //! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
 //! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
 //! `ACQUIRE limit ttl id`, `PENALTY strikes window block max`, one per key in key
-//! order; COST (or REFUND) applies to every key but an ACQUIRE (one lease; REFUND
-//! is an error there). A PENALTY policy only checks whether its key is blocked:
-//! the call must say `COST 0`. A GCRA policy
+//! order; COST (or REFUND, or DEBIT) applies to every key but an ACQUIRE (one
+//! lease; REFUND is an error there). DEBIT always allows, so it writes every key; a
+//! SLIDING, ACQUIRE or PENALTY policy takes none (an error naming the policy). A
+//! PENALTY policy only checks whether its key is blocked: the call must say
+//! `COST 0`. A GCRA policy
 //! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
 //! retry_after is the longest wait, when every key's turn has come.
 //!

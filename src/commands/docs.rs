@@ -48,9 +48,11 @@ fn doc(spec: &Command) -> CommandDoc {
         .collect();
     let amount = match spec.cost {
         CostArg::Option => {
-            // [COST n | REFUND n]
+            // [COST n | REFUND n], and `| DEBIT n` where the command takes it.
+            let debit = spec.debit.then_some((c"debit", c"DEBIT"));
             let options = [(c"cost", c"COST"), (c"refund", c"REFUND")]
                 .into_iter()
+                .chain(debit)
                 .map(|(name, token)| ArgDoc {
                     token: Some(token),
                     ..ArgDoc::new(name, ArgType::Integer)

@@ -1,4 +1,4 @@
-//! `RL.SLIDING key limit window [COST n]`
+//! `RL.SLIDING key limit window [COST n | REFUND n]`
 //!
 //! Sliding log: at most `limit` units in any interval of length `window`. The key is
 //! a native sorted set with one member per accepted unit, scored by its ms time.

@@ -1,5 +1,6 @@
-//! RL.BUCKET's state: a native hash with the fields `tokens` (a decimal level) and
-//! `ts` (the ms time of that level), expiring when the bucket would be full again.
+//! RL.BUCKET's state: a native hash with the fields `tokens` (a decimal level, with a
+//! leading `-` for a bucket in debt) and `ts` (the ms time of that level), expiring
+//! when the bucket would be full again.
 
 use super::record::undo;
 use super::{effects, injected, Key, Kind, Storage};

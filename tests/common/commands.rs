@@ -268,7 +268,10 @@ pub const BUCKET: Command = Command {
         &["HSET", "k", "ts", "1"],
         &["HSET", "k", "tokens", "abc", "ts", "1"],
         &["HSET", "k", "tokens", "1", "ts", "abc"],
-        &["HSET", "k", "tokens", "-1", "ts", "1"],
+        // A level in debt goes down to −(2^53−1) tokens, no further.
+        &["HSET", "k", "tokens", "-9007199254740991.000001", "ts", "1"],
+        &["HSET", "k", "tokens", "--1", "ts", "1"],
+        &["HSET", "k", "tokens", "-", "ts", "1"],
         &["HSET", "k", "tokens", "1", "ts", "-1"],
         &["HSET", "k", "tokens", "inf", "ts", "1"],
         &["HSET", "k", "tokens", "nan", "ts", "1"],
@@ -615,6 +618,12 @@ impl Command {
         i64::from(self.row().arity())
     }
 
+    /// Whether it takes `DEBIT n` (docs/commands.md#debit), as the table says: not
+    /// RL.SLIDING (one entry per unit), RL.ACQUIRE, RL.PENALTY or CL.THROTTLE.
+    pub fn debit(&self) -> bool {
+        self.row().debit
+    }
+
     /// Whether the command is flagged `fast`, as the table says.
     pub fn fast(&self) -> bool {
         self.row()
@@ -632,6 +641,13 @@ impl Command {
     /// The parameters for `n` units per `window`.
     pub fn per(&self, n: u64, window: &str) -> Vec<String> {
         (self.policy)(n, window)
+    }
+
+    /// The arguments that charge `n` units after the fact (`DEBIT n`), for a
+    /// command that takes it.
+    pub fn debit_args(&self, n: u64) -> Vec<String> {
+        assert!(self.debit(), "{} takes no DEBIT", self.name);
+        vec!["DEBIT".to_string(), n.to_string()]
     }
 
     /// The arguments that make a call cost `n` units.

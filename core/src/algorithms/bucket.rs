@@ -9,20 +9,27 @@
 //! retry_after and reset_after carry no rounding; the only rounding is the floor to
 //! a millionth when an allowed call stores the new level, which is always down (never
 //! grants more) and at most 10^-6 token per allowed call.
+//!
+//! A debit (`DEBIT n`) takes tokens whatever is left: the level may go below zero,
+//! down to −(2^53 − 1) tokens, and refills from there at the same rate.
 
 pub use super::Rate;
 use super::{
-    at_plus, cap, ms_until, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome,
-    RetryAfter,
+    at_plus, cap, ms_until, refunded, Algorithm, Change, Cost, Count, Decision, Millis, Outcome,
+    RetryAfter, MAX_COUNT,
 };
 
 /// Millionths of a token: the stored level's resolution.
 pub const MICROS: u128 = 1_000_000;
 
-/// What the hash holds: the level (in millionths of a token) at time `ts`.
+/// The lowest level a bucket holds, in millionths: −(2^53 − 1) tokens of debt.
+pub const LOWEST_MICROS: i128 = -(MAX_COUNT as i128) * MICROS as i128;
+
+/// What the hash holds: the level (in millionths of a token, below zero for a
+/// bucket in debt) at time `ts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct State {
-    pub level_micros: u128,
+    pub level_micros: i128,
     pub ts: Millis,
 }
 
@@ -34,24 +41,32 @@ pub struct Store {
     pub expires_at: Millis,
 }
 
+// Exact levels are i128 in units of 1 / (10^6 · period) token: a full bucket is at
+// most 2^53 · 10^6 · 10 years in ms < 2^112, and so is the deepest debt.
 impl Rate {
     /// One token in the call's exact unit, 1 / (10^6 · period) token... times 10^6 · period.
-    fn token(&self) -> u128 {
-        MICROS * u128::from(self.period.ms())
+    fn token(&self) -> i128 {
+        MICROS as i128 * i128::from(self.period.ms())
     }
 
     /// Exact units gained per millisecond: tokens · 10^6 (the period cancels out).
-    fn per_ms(&self) -> u128 {
-        u128::from(self.tokens.get()) * MICROS
+    fn per_ms(&self) -> i128 {
+        i128::from(self.tokens.get()) * MICROS as i128
     }
 
-    fn full(&self) -> u128 {
-        u128::from(self.capacity.get()) * self.token()
+    fn full(&self) -> i128 {
+        i128::from(self.capacity.get()) * self.token()
     }
 
-    /// Whole milliseconds until `deficit` exact units have refilled, rounded up.
-    fn ms_to_gain(&self, deficit: u128) -> u128 {
-        deficit.div_ceil(self.per_ms())
+    /// The deepest debt: −(2^53 − 1) tokens.
+    fn lowest(&self) -> i128 {
+        -(MAX_COUNT as i128) * self.token()
+    }
+
+    /// Whole milliseconds until `deficit` exact units have refilled, rounded up
+    /// (0 for none).
+    fn ms_to_gain(&self, deficit: i128) -> u128 {
+        (deficit.max(0) as u128).div_ceil(self.per_ms() as u128)
     }
 }
 
@@ -59,7 +74,7 @@ impl Rate {
 pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Outcome<Store> {
     let (at, level) = level_at(stored, now, rate);
     let n = cost.get();
-    let wanted = u128::from(n) * rate.token();
+    let wanted = i128::from(n) * rate.token();
     let allowed = wanted <= level;
 
     // The exact level after this call: what the reply reports and when the bucket
@@ -90,8 +105,8 @@ pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Out
 pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcome<Change<Store>> {
     let (at, level) = level_at(stored, now, rate);
     let full = rate.full();
-    // n · token < 2^53 · 10^6 · 10 years in ms: far inside u128.
-    let level_after = (level + u128::from(n.get()) * rate.token()).min(full);
+    // n · token < 2^53 · 10^6 · 10 years in ms: far inside i128.
+    let level_after = (level + i128::from(n.get()) * rate.token()).min(full);
     let settled = settle(at, level_after, now, rate);
     let change = if stored.is_none() || level_after == level {
         None
@@ -101,6 +116,19 @@ pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcom
         Some(Change::Store(settled.store))
     };
     refunded(change, settled.report)
+}
+
+/// Charges `n` tokens after the fact, whatever is left: level −= n, below zero if
+/// need be (a debt the refill repays), down to −(2^53 − 1) tokens. Always writes;
+/// the key expires when the bucket is full again.
+pub fn debit(stored: Option<State>, now: Millis, rate: Rate, n: Count) -> Outcome<Store> {
+    let (at, level) = level_at(stored, now, rate);
+    let level_after = (level - i128::from(n.get()) * rate.token()).max(rate.lowest());
+    let settled = settle(at, level_after, now, rate);
+    Outcome {
+        decision: settled.report,
+        store: Some(settled.store),
+    }
 }
 
 /// The token bucket (RL.BUCKET).
@@ -118,12 +146,16 @@ impl Algorithm for TokenBucket {
     fn refund(state: Option<State>, now: Millis, params: Rate, n: Cost) -> Outcome<Self::Write> {
         refund(state, now, params, n)
     }
+
+    fn debit(state: Option<State>, now: Millis, params: Rate, n: Count) -> Outcome<Self::Write> {
+        debit(state, now, params, n).into_change()
+    }
 }
 
 /// When the call is decided and the exact level then. Time never runs backwards
 /// for a bucket: a call made while the clock is behind the last write is decided
 /// at the write's time, so it refills nothing.
-fn level_at(stored: Option<State>, now: Millis, rate: Rate) -> (Millis, u128) {
+fn level_at(stored: Option<State>, now: Millis, rate: Rate) -> (Millis, i128) {
     match stored {
         None => (now, rate.full()),
         Some(b) => {
@@ -140,13 +172,16 @@ struct Settled {
     report: Decision,
 }
 
-fn settle(at: Millis, level: u128, now: Millis, rate: Rate) -> Settled {
+// Inlined: its caller's take path then costs what it did with unsigned levels.
+#[inline(always)]
+fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
     let full = rate.full();
     let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level)));
     Settled {
         store: Store {
             bucket: State {
-                level_micros: level / u128::from(rate.period.ms()),
+                // Rounded down, below zero too (toward −∞): never more than exact.
+                level_micros: floor_div(level, i128::from(rate.period.ms())),
                 ts: at,
             },
             // The exact model is full again then; until then the stored (lower)
@@ -157,8 +192,8 @@ fn settle(at: Millis, level: u128, now: Millis, rate: Rate) -> Settled {
         report: Decision {
             allowed: true,
             limit: rate.capacity.get(),
-            // level <= full, so this is at most capacity.
-            remaining: (level / rate.token()) as u64,
+            // level <= full, so this is at most capacity; 0 while in debt.
+            remaining: floor_div(level.max(0), rate.token()) as u64,
             retry_after: RetryAfter::Now,
             reset_after_ms: if level >= full {
                 0
@@ -169,18 +204,28 @@ fn settle(at: Millis, level: u128, now: Millis, rate: Rate) -> Settled {
     }
 }
 
+/// floor(a / b) for b > 0; unsigned division when a >= 0, the common case (a bucket
+/// not in debt), which costs less than a signed one.
+fn floor_div(a: i128, b: i128) -> i128 {
+    if a >= 0 {
+        // Both non-negative: the casts keep the values.
+        (a as u128 / b as u128) as i128
+    } else {
+        a.div_euclid(b)
+    }
+}
+
 /// The exact level at `at` (>= b.ts), clamped to the capacity.
-fn refill(b: State, at: Millis, rate: Rate) -> u128 {
+fn refill(b: State, at: Millis, rate: Rate) -> i128 {
     let full = rate.full();
-    let period = u128::from(rate.period.ms());
-    // A stored level above the capacity (the capacity was lowered) is clamped first.
-    let base = b
-        .level_micros
-        .min(full / period)
-        .saturating_mul(period)
-        .min(full);
-    let elapsed = (i128::from(at) - i128::from(b.ts)).max(0) as u128;
-    if elapsed >= rate.ms_to_gain(full - base) {
+    let period = i128::from(rate.period.ms());
+    // A stored level above the capacity (the capacity was lowered) is clamped first;
+    // one below the deepest debt (never stored) is read as that debt.
+    let capacity_micros = i128::from(rate.capacity.get()) * MICROS as i128;
+    let base = b.level_micros.clamp(LOWEST_MICROS, capacity_micros) * period;
+    let elapsed = (i128::from(at) - i128::from(b.ts)).max(0);
+    // elapsed >= 0: the cast keeps its value.
+    if elapsed as u128 >= rate.ms_to_gain(full - base) {
         full
     } else {
         // elapsed < ceil((full - base) / per_ms), so the product stays below
@@ -191,8 +236,14 @@ fn refill(b: State, at: Millis, rate: Rate) -> u128 {
 
 #[cfg(test)]
 mod tests {
+    use crate::algorithms::Algorithm;
+    use crate::algorithms::Amount;
+
+    fn call_amount(s: Option<State>, now: Millis, r: Rate, a: Amount) -> Outcome<Change<Store>> {
+        TokenBucket::call(s, now, r, a)
+    }
     use super::*;
-    use crate::algorithms::{Count, Interval};
+    use crate::algorithms::Interval;
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
     use num_rational::Ratio;
 
@@ -326,7 +377,7 @@ mod tests {
             rate(3, 2, 7),
         ];
         for r in rates {
-            for micros in [0u128, 1, 499_999, 999_999, 1_000_000, 2_345_678] {
+            for micros in [0i128, 1, 499_999, 999_999, 1_000_000, 2_345_678] {
                 for n in 1..=r.capacity.get() {
                     let b = Some(State {
                         level_micros: micros,
@@ -405,7 +456,7 @@ mod tests {
         assert_eq!(d.retry_after_ms(), MAX_COUNT as i64);
         let fast = rate(MAX_COUNT, MAX_COUNT, 1);
         let b = Some(State {
-            level_micros: u128::MAX,
+            level_micros: i128::MAX,
             ts: i64::MIN,
         });
         let d = decide(b, i64::MAX, fast, cost(MAX_COUNT)).decision;
@@ -415,6 +466,136 @@ mod tests {
             ts: i64::MIN,
         });
         assert!(decide(b, i64::MAX, r, cost(1)).decision.allowed);
+    }
+
+    fn fields(d: &Decision) -> (bool, u64, u64, i64, u64) {
+        (
+            d.allowed,
+            d.limit,
+            d.remaining,
+            d.retry_after_ms(),
+            d.reset_after_ms,
+        )
+    }
+
+    fn debt(tokens: u64) -> Count {
+        Count::new(tokens).unwrap()
+    }
+
+    #[test]
+    fn spec_debit_vector_leaves_a_negative_level() {
+        // RL.BUCKET 5 1 1s at t = 0: COST 2, then DEBIT 6: tokens -3.
+        let r = rate(5, 1, 1000);
+        let mut state = None;
+        assert_eq!(fields(&call(&mut state, 0, r, 2)), (true, 5, 3, 0, 2000));
+        let out = debit(state, 0, r, debt(6));
+        assert_eq!(fields(&out.decision), (true, 5, 0, 0, 8000));
+        let s = out.store.unwrap();
+        assert_eq!(
+            s.bucket,
+            State {
+                level_micros: -3_000_000,
+                ts: 0
+            }
+        );
+        assert_eq!(s.expires_at, 8000, "expires when full again");
+        // Rejected until the debt is repaid and one token is back: 4 s.
+        let d = decide(Some(s.bucket), 0, r, cost(1)).decision;
+        assert_eq!(fields(&d), (false, 5, 0, 4000, 8000));
+        assert!(!decide(Some(s.bucket), 3999, r, cost(1)).decision.allowed);
+        let d = decide(Some(s.bucket), 4000, r, cost(1)).decision;
+        assert_eq!(fields(&d), (true, 5, 0, 0, 5000));
+        // Full again at 8 s.
+        let d = decide(Some(s.bucket), 8000, r, cost(0)).decision;
+        assert_eq!((d.remaining, d.reset_after_ms), (5, 0));
+    }
+
+    #[test]
+    fn a_debit_at_the_limit_and_beyond_refills_at_the_same_rate() {
+        // 1 token per 2 ms, capacity 3, empty at 10: DEBIT 1 takes it to -1.
+        let r = rate(3, 1, 2);
+        let empty = Some(State {
+            level_micros: 0,
+            ts: 10,
+        });
+        let out = debit(empty, 10, r, debt(1));
+        assert_eq!(fields(&out.decision), (true, 3, 0, 0, 8));
+        let s = out.store.unwrap().bucket;
+        assert_eq!(s.level_micros, -1_000_000);
+        // 3 ms later: -1 + 1.5 = 0.5; DEBIT 2.25 is not possible (whole units), DEBIT 2: -1.5.
+        let out = call_amount(Some(s), 13, r, Amount::Debit(debt(2)));
+        let Some(Change::Store(s)) = out.store else {
+            panic!("a debit always writes: {out:?}");
+        };
+        assert_eq!(
+            s.bucket,
+            State {
+                level_micros: -1_500_000,
+                ts: 13
+            }
+        );
+        assert_eq!(out.decision.reset_after_ms, 9);
+        // A negative level refunds, refills and clamps like any other.
+        let out = refund(Some(s.bucket), 13, r, cost(1));
+        assert!(matches!(out.store, Some(Change::Store(s)) if s.bucket.level_micros == -500_000));
+        assert_eq!(out.decision.remaining, 0);
+        let out = refund(Some(s.bucket), 13, r, cost(10));
+        assert_eq!(out.store, Some(Change::Delete));
+        let d = decide(Some(s.bucket), 17, r, cost(0)).decision;
+        assert_eq!((d.remaining, d.reset_after_ms), (0, 5), "0.5 at 17 ms");
+        // Under a new policy (capacity 1, 1 per ms) the debt refills faster.
+        let d = decide(Some(s.bucket), 13, rate(1, 1, 1), cost(0)).decision;
+        assert_eq!((d.remaining, d.reset_after_ms), (0, 3));
+    }
+
+    #[test]
+    fn a_negative_level_is_stored_rounded_down() {
+        // 1 token per 3 ms, capacity 1, empty at 0; at 1 ms the level is 1/3:
+        // DEBIT 1 leaves -2/3, stored as -0.666667 (lower, never higher).
+        let r = rate(1, 1, 3);
+        let empty = Some(State {
+            level_micros: 0,
+            ts: 0,
+        });
+        let out = debit(empty, 1, r, debt(1));
+        let s = out.store.unwrap();
+        assert_eq!(s.bucket.level_micros, -666_667);
+        // Full again when the exact 5/3 tokens have refilled: 5 ms.
+        assert_eq!(out.decision.reset_after_ms, 5);
+        assert_eq!(s.expires_at, 6);
+    }
+
+    #[test]
+    fn debits_stop_at_the_deepest_debt_and_do_not_overflow() {
+        let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
+        let out = debit(None, 0, r, debt(MAX_COUNT));
+        assert_eq!(fields(&out.decision), (true, MAX_COUNT, 0, 0, MAX_COUNT));
+        let s = out.store.unwrap();
+        assert_eq!(s.bucket.level_micros, 0);
+        assert_eq!(s.expires_at, MAX_COUNT as i64, "capped");
+        let out = debit(Some(s.bucket), 0, r, debt(MAX_COUNT));
+        assert_eq!(out.store.unwrap().bucket.level_micros, LOWEST_MICROS);
+        let out = debit(out.store.map(|s| s.bucket), 0, r, debt(MAX_COUNT));
+        assert_eq!(out.store.unwrap().bucket.level_micros, LOWEST_MICROS);
+        assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
+        // Levels past the deepest debt (never stored) read as it; no overflow anywhere.
+        let fast = rate(MAX_COUNT, MAX_COUNT, 1);
+        for level_micros in [i128::MIN, LOWEST_MICROS - 1, LOWEST_MICROS, i128::MAX] {
+            for ts in [i64::MIN, 0, i64::MAX] {
+                let b = Some(State { level_micros, ts });
+                for now in [i64::MIN, 0, i64::MAX] {
+                    for r in [r, fast] {
+                        let out = debit(b, now, r, debt(MAX_COUNT));
+                        assert!(out.decision.reset_after_ms <= MAX_COUNT);
+                        let stored = out.store.unwrap().bucket.level_micros;
+                        assert!(stored >= LOWEST_MICROS, "{stored}");
+                        let d = decide(b, now, r, cost(MAX_COUNT)).decision;
+                        assert!(d.retry_after_ms() <= MAX_COUNT as i64);
+                        let _ = refund(b, now, r, cost(MAX_COUNT));
+                    }
+                }
+            }
+        }
     }
 
     /// The exact model: level as a rational, refilled by elapsed · tokens / period.

@@ -5,8 +5,8 @@
 //! expires, which is the window's end.
 
 use super::{
-    after, ms_until, refunded, Algorithm, Change, Cost, Decision, Interval, Millis, Outcome, Quota,
-    RetryAfter,
+    after, debited, ms_until, refunded, Algorithm, Change, Cost, Count, Decision, Interval, Millis,
+    Outcome, Quota, RetryAfter,
 };
 
 /// What the key holds: the units used and the absolute expiry (window end).
@@ -89,6 +89,21 @@ pub fn refund(
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
+/// Charges `n` units after the fact, whatever is left: used += n, beyond the limit
+/// if need be (the count stops at 2^64 − 1). Always writes; like any allowed call,
+/// the key expires at the current window's end, which forgives the debt.
+pub fn debit(stored: Option<Counter>, now: Millis, quota: Quota, n: Count) -> Outcome<Counter> {
+    let used = stored.filter(|c| c.expires_at > now).map_or(0, |c| c.used);
+    let counter = Counter {
+        used: used.saturating_add(n.get()),
+        expires_at: window_end(now, quota.window),
+    };
+    debited(
+        counter,
+        decide(Some(counter), now, quota, Cost::ZERO).decision,
+    )
+}
+
 /// The fixed window counter (RL.FIXED).
 pub struct FixedWindow;
 
@@ -109,11 +124,16 @@ impl Algorithm for FixedWindow {
     fn refund(state: Option<Counter>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
         refund(state, now, params, n)
     }
+
+    fn debit(state: Option<Counter>, now: Millis, params: Quota, n: Count) -> Outcome<Self::Write> {
+        debit(state, now, params, n).into_change()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Algorithm, Amount};
     use crate::algorithms::{Count, Interval, Quota};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 
@@ -354,6 +374,96 @@ mod tests {
                 expires_at: 2000
             })
         );
+    }
+
+    fn fields(d: &Decision) -> (bool, u64, u64, i64, u64) {
+        (
+            d.allowed,
+            d.limit,
+            d.remaining,
+            d.retry_after_ms(),
+            d.reset_after_ms,
+        )
+    }
+
+    #[test]
+    fn a_debit_goes_past_the_limit_into_debt_that_the_window_end_forgives() {
+        // limit 5, window 10 s, in the window [60 s, 70 s).
+        let q = Quota::new(count(5), ms(10_000));
+        let taken = decide(None, 61_000, q, cost(4)).store;
+        // At the limit: one unit left, DEBIT 1 takes it.
+        let out = debit(taken, 62_000, q, count(1));
+        let at_limit = Counter {
+            used: 5,
+            expires_at: 70_000,
+        };
+        assert_eq!(out.store, Some(at_limit));
+        assert_eq!(fields(&out.decision), (true, 5, 0, 0, 8_000));
+        // Beyond it: allowed all the same, remaining 0, the key still ends with the window.
+        let out = debit(Some(at_limit), 63_000, q, count(7));
+        let in_debt = Counter {
+            used: 12,
+            expires_at: 70_000,
+        };
+        assert_eq!(out.store, Some(in_debt));
+        assert_eq!(fields(&out.decision), (true, 5, 0, 0, 7_000));
+        // Later calls are rejected until the window ends ...
+        let d = decide(Some(in_debt), 69_999, q, cost(1)).decision;
+        assert_eq!(fields(&d), (false, 5, 0, 1, 1));
+        assert_eq!(
+            fields(&decide(Some(in_debt), 65_000, q, cost(0)).decision).2,
+            0
+        );
+        // ... and the next window starts afresh.
+        let d = decide(Some(in_debt), 70_000, q, cost(1)).decision;
+        assert_eq!(fields(&d), (true, 5, 4, 0, 10_000));
+    }
+
+    #[test]
+    fn a_debit_on_an_absent_or_expired_counter_starts_the_window() {
+        let q = Quota::new(count(5), ms(1000));
+        let stale = Counter {
+            used: 5,
+            expires_at: 1000,
+        };
+        for stored in [None, Some(stale)] {
+            let out = debit(stored, 1_250, q, count(2));
+            assert_eq!(
+                out.store,
+                Some(Counter {
+                    used: 2,
+                    expires_at: 2000
+                })
+            );
+            assert_eq!(fields(&out.decision), (true, 5, 3, 0, 750));
+        }
+        // Through call(): a Debit is always a store.
+        let out = FixedWindow::call(None, 0, q, Amount::Debit(count(9)));
+        assert!(matches!(out.store, Some(Change::Store(c)) if c.used == 9));
+        assert!(out.decision.allowed);
+    }
+
+    #[test]
+    fn debits_at_the_bounds_do_not_overflow() {
+        let q = Quota::new(count(MAX_COUNT), ms(MAX_DURATION_MS));
+        let huge = Counter {
+            used: u64::MAX - 1,
+            expires_at: i64::MAX,
+        };
+        let out = debit(Some(huge), i64::MAX - 5, q, count(MAX_COUNT));
+        let c = out.store.unwrap();
+        assert_eq!(c.used, u64::MAX, "the count stops at 2^64 - 1");
+        assert_eq!(c.expires_at, i64::MAX);
+        assert_eq!(out.decision.remaining, 0);
+        assert!(out.decision.reset_after_ms <= MAX_COUNT);
+        let out = debit(
+            None,
+            i64::MIN + 1,
+            Quota::new(count(1), ms(1)),
+            count(MAX_COUNT),
+        );
+        assert_eq!(out.store.map(|c| c.used), Some(MAX_COUNT));
+        assert_eq!(fields(&out.decision), (true, 1, 0, 0, 1));
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //! The TAT is the schedule: each admitted call queues behind the earlier ones.
 
 use super::{
-    after, cap, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome, Rate, RetryAfter,
+    after, cap, debited, refunded, Algorithm, Change, Cost, Count, Decision, Millis, Outcome, Rate,
+    RetryAfter,
 };
 
 /// Nanoseconds per millisecond.
@@ -147,6 +148,26 @@ pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outc
     refunded(change, decide(after, now, rate, Cost::ZERO).decision)
 }
 
+/// Charges `n` units after the fact, whatever is left: TAT = max(TAT, now) + n·T,
+/// with no cap at D: the debt beyond D is repaid by time before the next call
+/// passes. Always writes; the key expires at ceil(TAT / 10^6) ms (capped at
+/// 2^53 − 1 ms from now).
+pub fn debit(stored: Option<Tat>, now: Millis, rate: Emission, n: Count) -> Outcome<Store> {
+    let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
+    let base = stored.map_or(now_ns, |t| t.0.max(now_ns));
+    // n·T < 2^53 · 10 years in ns; repeated debits stop at the largest TAT a key
+    // can hold (2^128 − 1 ns), which no reply or expiry can tell apart.
+    let tat = base.saturating_add(u128::from(n.get()) * rate.interval);
+    let store = Store {
+        tat: Tat(tat),
+        expires_at: expiry(now, tat - now_ns),
+    };
+    debited(
+        store,
+        decide(Some(Tat(tat)), now, rate, Cost::ZERO).decision,
+    )
+}
+
 /// The generic cell rate algorithm (RL.GCRA, CL.THROTTLE).
 pub struct Gcra;
 
@@ -162,6 +183,10 @@ impl Algorithm for Gcra {
     fn refund(state: Option<Tat>, now: Millis, params: Emission, n: Cost) -> Outcome<Self::Write> {
         refund(state, now, params, n)
     }
+
+    fn debit(state: Option<Tat>, now: Millis, params: Emission, n: Count) -> Outcome<Self::Write> {
+        debit(state, now, params, n).into_change()
+    }
 }
 
 /// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when
@@ -173,6 +198,7 @@ fn expiry(now: Millis, debt: u128) -> Millis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Algorithm, Amount};
     use crate::algorithms::{Count, Interval, MAX_COUNT, MAX_DURATION_MS};
 
     fn rate(capacity: u64, tokens: u64, period_ms: u64) -> Emission {
@@ -258,6 +284,69 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn spec_debit_vector_settles_into_debt_repaid_by_time() {
+        // Capacity 5, 1 per second, t = 0: COST 2, DEBIT 6, COST 1; at 4 s COST 1.
+        let r = rate(5, 1, 1000);
+        let mut s = None;
+        assert_eq!(fields(&call(&mut s, 0, r, 2)), (1, 5, 3, 0, 2000));
+        let out = debit(s, 0, r, Count::new(6).unwrap());
+        assert_eq!(fields(&out.decision), (1, 5, 0, 0, 8000));
+        let store = out.store.unwrap();
+        assert_eq!(store.tat, Tat(8_000_000_000), "no cap at D = 5 s");
+        assert_eq!(store.expires_at, 8000);
+        s = Some(store.tat);
+        let rejected = decide(s, 0, r, cost(1));
+        assert_eq!(fields(&rejected.decision), (0, 5, 0, 4000, 8000));
+        assert_eq!(rejected.store, None);
+        assert!(!decide(s, 3999, r, cost(1)).decision.allowed);
+        assert_eq!(fields(&call(&mut s, 4000, r, 1)), (1, 5, 0, 0, 5000));
+    }
+
+    #[test]
+    fn a_debit_at_the_limit_or_on_a_drained_tat_starts_from_now() {
+        let r = rate(3, 1, 1000);
+        // At the limit (debt = D = 3 s), DEBIT 1 adds one more second of debt.
+        let out = debit(Some(Tat(13_000_000_000)), 10_000, r, Count::new(1).unwrap());
+        assert_eq!(fields(&out.decision), (1, 3, 0, 0, 4000));
+        assert_eq!(out.store.map(|s| s.tat), Some(Tat(14_000_000_000)));
+        // A TAT in the past, or no key: the debit counts from now.
+        for stored in [None, Some(Tat(1))] {
+            let out = Gcra::call(stored, 10_000, r, Amount::Debit(Count::new(2).unwrap()));
+            assert_eq!(fields(&out.decision), (1, 3, 1, 0, 2000));
+            assert!(matches!(out.store, Some(Change::Store(s)) if s.tat == Tat(12_000_000_000)));
+        }
+    }
+
+    #[test]
+    fn debits_at_the_bounds_do_not_overflow() {
+        let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
+        let n = Count::new(MAX_COUNT).unwrap();
+        let now = 1_700_000_000_000;
+        let out = debit(None, now, r, n);
+        let s = out.store.unwrap();
+        // n·T ≈ 2.8·10^36 ns: far past 2^53 − 1 ms, which caps the expiry and reply.
+        assert_eq!(
+            s.tat.0,
+            now as u128 * NS_PER_MS + u128::from(MAX_COUNT) * 315_360_000_000 * NS_PER_MS
+        );
+        assert_eq!(s.expires_at, now + MAX_COUNT as i64);
+        assert_eq!(fields(&out.decision), (1, MAX_COUNT, 0, 0, MAX_COUNT));
+        // Debit after debit (about 10^5 of them): the TAT stops at 2^128 − 1.
+        let near = u128::MAX - u128::from(MAX_COUNT) * 315_360_000_000 * NS_PER_MS / 2;
+        let tat = debit(Some(Tat(near)), now, r, n).store.map(|s| s.tat);
+        assert_eq!(tat, Some(Tat(u128::MAX)));
+        let out = debit(tat, i64::MAX, r, n);
+        assert_eq!(out.store.map(|s| s.tat), Some(Tat(u128::MAX)));
+        assert!(out.decision.allowed && out.decision.reset_after_ms <= MAX_COUNT);
+        let out = debit(None, i64::MIN, rate(1, 1, 1), n);
+        assert!(out.decision.allowed);
+        assert_eq!(
+            out.store.map(|s| s.expires_at),
+            Some(i64::MIN + MAX_COUNT as i64)
+        );
     }
 
     #[test]

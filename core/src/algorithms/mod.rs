@@ -46,12 +46,14 @@ pub struct Outcome<S> {
     pub store: Option<S>,
 }
 
-/// What a call asks of a limiter: take units (`COST n`, the default `COST 1`) or
-/// give back units taken earlier (`REFUND n`).
+/// What a call asks of a limiter: take units (`COST n`, the default `COST 1`),
+/// give back units taken earlier (`REFUND n`), or charge units after the fact
+/// whatever is left, into debt if need be (`DEBIT n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Amount {
     Take(Cost),
     Refund(Cost),
+    Debit(Count),
 }
 
 /// The write a call makes to its key: store a new state, or delete the key because
@@ -100,6 +102,13 @@ pub(crate) fn after<S, T>(
     }
 }
 
+/// The outcome of a debit: always allowed, never waits, and always writes; the
+/// reply is the state it leaves as `COST 0` reads it (`report`), which may be in
+/// debt (remaining 0, a reset_after that covers the debt).
+pub(crate) fn debited<S>(store: S, report: Decision) -> Outcome<S> {
+    refunded(Some(store), report)
+}
+
 /// A limiter's arithmetic: a pure function of (stored state, now, parameters,
 /// amount) that decides a call and says what it writes. Each algorithm is a unit
 /// type implementing this; the module loads `State` from a native key and stores
@@ -128,7 +137,19 @@ pub trait Algorithm {
         n: Cost,
     ) -> Outcome<Self::Write>;
 
-    /// One call: take or give back, as the call's amount says.
+    /// Charges `n` units after the fact, into debt: always allowed, always writes.
+    /// An algorithm whose command takes no DEBIT (its parser refuses it) only
+    /// looks.
+    fn debit(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        n: Count,
+    ) -> Outcome<Self::Write>;
+
+    /// One call: take, give back or charge, as the call's amount says. Inlined, so a
+    /// take costs what the algorithm's own `take` costs.
+    #[inline]
     fn call(
         state: Self::State,
         now: Millis,
@@ -138,6 +159,7 @@ pub trait Algorithm {
         match amount {
             Amount::Take(n) => Self::take(state, now, params, n),
             Amount::Refund(n) => Self::refund(state, now, params, n),
+            Amount::Debit(n) => Self::debit(state, now, params, n),
         }
     }
 }

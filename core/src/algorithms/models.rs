@@ -115,7 +115,8 @@ impl FixedModel {
             self.used = 0;
         }
         let end = i128::from(index) * i128::from(w) + i128::from(w);
-        let allowed = self.used + n <= limit;
+        // A debit can leave `used` far past the limit.
+        let allowed = self.used.checked_add(n).is_some_and(|total| total <= limit);
         if allowed && n > 0 {
             self.used += n;
             self.window_index = Some(index);
@@ -313,6 +314,9 @@ struct BucketModel {
     /// RL.GCRA's `DELAY max` in ms: the level may go down to −max · rate, and a
     /// call that takes it below 0 waits until it is back at 0.
     delay_ms: u64,
+    /// The deepest debt a debit leaves (RL.BUCKET: −(2^53 − 1) tokens); None for
+    /// RL.GCRA, whose debt has no floor.
+    deepest: Option<BigRational>,
 }
 
 fn rat(n: i128) -> BigRational {
@@ -335,12 +339,14 @@ impl BucketModel {
             ts: None,
             round: true,
             delay_ms: 0,
+            deepest: Some(-rat(i128::from(MAX_COUNT))),
         }
     }
 
     fn exact(capacity: u64) -> Self {
         BucketModel {
             round: false,
+            deepest: None,
             ..BucketModel::new(capacity)
         }
     }
@@ -416,7 +422,7 @@ proptest! {
             prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
             check_reply(&out.decision, capacity, n);
             if let Some(s) = out.store {
-                prop_assert!(s.bucket.level_micros <= u128::from(capacity) * 1_000_000);
+                prop_assert!(s.bucket.level_micros <= i128::from(capacity) * 1_000_000);
                 prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                 state = Some(s.bucket);
             }
@@ -620,8 +626,9 @@ impl CounterModel {
         let e = now - i * w;
         let weight = BigRational::new(BigInt::from(w - e), BigInt::from(w));
         let weighted = weight * rat(i128::from(prev));
-        let allowed =
-            n <= limit && rat(i128::from(cur + n)) + weighted.clone() <= rat(i128::from(limit));
+        // A debit can leave `cur` far past the limit.
+        let allowed = n <= limit
+            && rat(i128::from(cur) + i128::from(n)) + weighted.clone() <= rat(i128::from(limit));
         let cur_after = if allowed { cur + n } else { cur };
         if allowed && n > 0 {
             self.per_window.insert(i, cur_after);

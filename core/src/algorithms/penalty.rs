@@ -188,6 +188,11 @@ impl Algorithm for EscalatingBlocks {
     fn refund(state: Option<State>, now: Millis, p: Penalty, _n: Cost) -> Outcome<Self::Write> {
         Self::take(state, now, p, Cost::ZERO)
     }
+
+    /// Nor are strikes charged after the fact: the parser refuses DEBIT.
+    fn debit(state: Option<State>, now: Millis, p: Penalty, _n: Count) -> Outcome<Self::Write> {
+        Self::take(state, now, p, Cost::ZERO)
+    }
 }
 
 /// Decides one call: records `cost` strikes unless the key is blocked (None: an

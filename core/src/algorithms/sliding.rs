@@ -7,7 +7,8 @@
 use std::marker::PhantomData;
 
 use super::{
-    at_plus, ms_until, refunded, Algorithm, Cost, Decision, Millis, Outcome, Quota, RetryAfter,
+    at_plus, ms_until, refunded, Algorithm, Cost, Count, Decision, Millis, Outcome, Quota,
+    RetryAfter,
 };
 
 /// Read access to the stored log: unit times in ms, oldest first.
@@ -116,6 +117,13 @@ impl<L: Log> Algorithm for SlidingLog<L> {
             decision: out.decision,
             store: out.store.map(Write::Remove),
         }
+    }
+
+    /// A log keeps one entry per unit, so it takes no DEBIT (which could grow it
+    /// without bound): the parser refuses it, and a debit that reached here would
+    /// only read the log, as `COST 0`.
+    fn debit(log: L, now: Millis, quota: Quota, _n: Count) -> Outcome<Write> {
+        Self::take(log, now, quota, Cost::ZERO)
     }
 }
 

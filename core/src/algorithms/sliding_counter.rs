@@ -8,8 +8,8 @@
 //! limit·W`, so nothing is floored into an extra unit.
 
 use super::{
-    after, at_plus, cap, refunded, Algorithm, Change, Cost, Decision, Millis, Outcome, Quota,
-    RetryAfter,
+    after, at_plus, cap, debited, refunded, Algorithm, Change, Cost, Count, Decision, Millis,
+    Outcome, Quota, RetryAfter,
 };
 
 /// What the key holds: `"<start> <current> <previous>"`.
@@ -115,6 +115,20 @@ pub fn refund(
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
 }
 
+/// Charges `n` units after the fact, whatever is left: current += n, beyond the
+/// limit if need be (the count stops at 2^64 − 1). Always writes, as an allowed
+/// call does; the debt weighs on the next window too, and is gone two windows on.
+pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Outcome<Store> {
+    let View {
+        window_start,
+        cur,
+        prev,
+        ..
+    } = view(stored, now, quota);
+    let s = store(window_start, cur.saturating_add(n.get()), prev, quota);
+    debited(s, decide(Some(s.counts), now, quota, Cost::ZERO).decision)
+}
+
 /// The sliding window counter (RL.SLIDINGCOUNTER).
 pub struct SlidingWindowCounter;
 
@@ -129,6 +143,10 @@ impl Algorithm for SlidingWindowCounter {
 
     fn refund(state: Option<Counts>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
         refund(state, now, params, n)
+    }
+
+    fn debit(state: Option<Counts>, now: Millis, params: Quota, n: Count) -> Outcome<Self::Write> {
+        debit(state, now, params, n).into_change()
     }
 }
 
@@ -211,6 +229,7 @@ fn wait(cur: u128, prev: u128, limit: u128, n: u128, w: u128, e: u128) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::{Algorithm, Amount};
     use crate::algorithms::{Count, Interval, MAX_COUNT, MAX_DURATION_MS};
 
     fn quota(limit: u64, window_ms: u64) -> Quota {
@@ -354,6 +373,93 @@ mod tests {
         assert!(decide(Some(counts), 11_500, q, cost(1)).decision.allowed);
         assert!(!decide(Some(counts), 11_499, q, cost(1)).decision.allowed);
         assert_eq!(d.reset_after_ms, 2500, "the key's own expiry, 12 000");
+    }
+
+    #[test]
+    fn a_debit_goes_past_the_limit_and_weighs_until_two_windows_on() {
+        let q = quota(10, 1000);
+        // 8 taken at 5 250; at the limit, DEBIT 2 takes the last two.
+        let taken = decide(None, 5_250, q, cost(8)).store.map(|s| s.counts);
+        let out = debit(taken, 5_500, q, Count::new(2).unwrap());
+        let full = out.store.unwrap();
+        assert_eq!(
+            full.counts,
+            Counts {
+                start: 5_000,
+                current: 10,
+                previous: 0
+            }
+        );
+        assert_eq!(full.expires_at, 7_000);
+        let d = out.decision;
+        assert_eq!(
+            (d.allowed, d.remaining, d.retry_after_ms(), d.reset_after_ms),
+            (true, 0, 0, 1_500)
+        );
+        // Beyond it: current 30, three times the limit.
+        let out = debit(Some(full.counts), 5_600, q, Count::new(20).unwrap());
+        let debt = out.store.unwrap().counts;
+        assert_eq!((debt.current, debt.previous), (30, 0));
+        assert_eq!((out.decision.allowed, out.decision.remaining), (true, 0));
+        // The next window still carries it: 30 weighted by (W − e) / W stays
+        // above 10 until e > 2/3 W, so COST 1 waits until 6 700 (30·300 ≤ 9·1000).
+        let d = decide(Some(debt), 6_000, q, cost(1)).decision;
+        assert_eq!((d.allowed, d.retry_after_ms()), (false, 700));
+        assert!(!decide(Some(debt), 6_699, q, cost(1)).decision.allowed);
+        assert!(decide(Some(debt), 6_700, q, cost(1)).decision.allowed);
+        // Two windows on, the key (expiring at 7 000) has forgotten it.
+        let d = decide(Some(debt), 7_000, q, cost(0)).decision;
+        assert_eq!((d.remaining, d.reset_after_ms), (10, 0));
+    }
+
+    #[test]
+    fn a_debit_in_a_new_window_keeps_the_previous_count() {
+        let q = quota(10, 1000);
+        let counts = Counts {
+            start: 5_000,
+            current: 4,
+            previous: 9,
+        };
+        let out = SlidingWindowCounter::call(
+            Some(counts),
+            6_500,
+            q,
+            Amount::Debit(Count::new(3).unwrap()),
+        );
+        let Some(Change::Store(s)) = out.store else {
+            panic!("a debit always writes: {out:?}");
+        };
+        assert_eq!(
+            s.counts,
+            Counts {
+                start: 6_000,
+                current: 3,
+                previous: 4
+            }
+        );
+        // 10 − 3 − ceil(4 · 500 / 1000) = 5
+        assert_eq!(out.decision.remaining, 5);
+        assert_eq!(out.decision.reset_after_ms, 1_500);
+    }
+
+    #[test]
+    fn debits_at_the_bounds_do_not_overflow() {
+        let huge = Counts {
+            start: 1_700_000_000_000,
+            current: u64::MAX - 3,
+            previous: u64::MAX,
+        };
+        let big = quota(MAX_COUNT, MAX_DURATION_MS);
+        let n = Count::new(MAX_COUNT).unwrap();
+        let out = debit(Some(huge), 1_700_000_000_000, big, n);
+        let s = out.store.unwrap();
+        assert_eq!(s.counts.current, u64::MAX, "the count stops at 2^64 - 1");
+        assert_eq!(out.decision.remaining, 0);
+        assert!(out.decision.reset_after_ms <= MAX_COUNT);
+        let out = debit(None, i64::MAX - 1, quota(1, 1), n);
+        assert!(out.decision.allowed && out.decision.reset_after_ms <= MAX_COUNT);
+        let out = debit(Some(huge), i64::MIN, big, n);
+        assert!(out.decision.allowed && out.decision.reset_after_ms <= MAX_COUNT);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The Functions library (functions/rl.lua, run in-process by Lua 5.1) against the
 //! Rust core (the in-memory executor: the module's parsers, algorithms and state
 //! formats), call by call: random sequences of calls on a few keys — every command
-//! and option (COST, REFUND, DELAY), policies that change on live keys, clock steps
+//! and option (COST, REFUND, DEBIT, DELAY), policies that change on live keys, clock steps
 //! both ways, foreign and wrong-type states — must get equal replies (or error
 //! lines) and leave equal keys: bytes, scores and expiries.
 //!
@@ -65,6 +65,8 @@ fn options(delay: bool) -> impl Strategy<Value = Vec<String>> {
         4 => Just(vec![]),
         4 => amount().prop_map(|n| vec!["COST".to_string(), n]),
         2 => amount().prop_map(|n| vec!["REFUND".to_string(), n]),
+        2 => amount().prop_map(|n| vec!["DEBIT".to_string(), n]),
+        1 => (amount(), amount()).prop_map(|(a, b)| vec!["DEBIT".into(), a, "COST".into(), b]),
         1 => (amount(), amount()).prop_map(|(a, b)| vec!["COST".into(), a, "REFUND".into(), b]),
         1 => Just(vec!["COST".to_string()]),
         1 => Just(vec!["BOGUS".to_string(), "1".to_string()]),
@@ -152,6 +154,8 @@ fn foreign() -> impl Strategy<Value = Vec<String>> {
         vec!["SET", "2 1800000060000 1 1800000030000"],
         vec!["HSET", "tokens", "2.5", "ts", "1800000000000"],
         vec!["HSET", "tokens", "x", "ts", "1"],
+        vec!["HSET", "tokens", "-3.5", "ts", "1800000000000"],
+        vec!["HSET", "tokens", "-9007199254740992", "ts", "1800000000000"],
         vec!["ZADD", "1800000000000", "0"],
         vec!["ZADD", "1.5", "a"],
         vec!["ZADD", "1800000005000", "a", "1800000009000", "b"],

@@ -1,28 +1,52 @@
 //! Compiled only for tests (a submodule of `models`, which is `#[cfg(test)]`).
-//! REFUND against the reference models: random sequences that mix taking and
-//! giving back, each algorithm's reply equal to its model's, and the writes a
-//! refund makes: nothing when nothing changes, a delete exactly when the limiter
-//! is back to its initial state, never beyond it.
+//! REFUND and DEBIT against the reference models: random sequences that mix
+//! taking, giving back and charging into debt, each algorithm's reply equal to its
+//! model's, and the writes they make: a refund writes nothing when nothing
+//! changes, deletes exactly when the limiter is back to its initial state and
+//! never goes beyond it; a debit always writes, and its reply's reset_after is
+//! when its write expires.
 
 use super::*;
 use crate::algorithms::sliding::Log;
 use crate::algorithms::Algorithm;
 use crate::algorithms::{Amount, Change};
 
-/// A call: take (`COST n`) or give back (`REFUND n`), about one in four a refund.
+/// What a call asks: `COST n`, `REFUND n` or `DEBIT n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Take,
+    Refund,
+    Debit,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Take => "COST",
+            Op::Refund => "REFUND",
+            Op::Debit => "DEBIT",
+        }
+    }
+}
+
+/// Calls: about one in four a refund and, where the command takes it
+/// (`debit`), one in five a debit (of at least 1).
 fn ops(
     limit: u64,
     window: u64,
     cost: fn(u64) -> BoxedStrategy<u64>,
-) -> impl Strategy<Value = Vec<(i64, u64, bool)>> {
-    proptest::collection::vec(
-        (
-            forward_step(window),
-            cost(limit),
-            prop::bool::weighted(0.25),
-        ),
-        1..48,
-    )
+    debit: bool,
+) -> impl Strategy<Value = Vec<(i64, u64, Op)>> {
+    let op = if debit {
+        prop_oneof![11 => Just(Op::Take), 5 => Just(Op::Refund), 4 => Just(Op::Debit)].boxed()
+    } else {
+        prop_oneof![3 => Just(Op::Take), 1 => Just(Op::Refund)].boxed()
+    };
+    proptest::collection::vec((forward_step(window), cost(limit), op), 1..48).prop_map(|seq| {
+        seq.into_iter()
+            .map(|(step, n, op)| (step, if op == Op::Debit { n.max(1) } else { n }, op))
+            .collect()
+    })
 }
 
 fn any_cost(limit: u64) -> BoxedStrategy<u64> {
@@ -33,11 +57,11 @@ fn small_cost(limit: u64) -> BoxedStrategy<u64> {
     sliding_cost(limit).boxed()
 }
 
-fn amount(n: u64, refund: bool) -> Amount {
-    if refund {
-        Amount::Refund(k(n))
-    } else {
-        Amount::Take(k(n))
+fn amount(n: u64, op: Op) -> Amount {
+    match op {
+        Op::Take => Amount::Take(k(n)),
+        Op::Refund => Amount::Refund(k(n)),
+        Op::Debit => Amount::Debit(c(n)),
     }
 }
 
@@ -49,24 +73,39 @@ fn refunded(mut d: Decision) -> Decision {
 }
 
 /// What every write must satisfy: a delete leaves the initial state, a refund of
-/// nothing (or on the initial state) writes nothing.
-fn check_write<S>(
-    change: &Option<Change<S>>,
-    d: &Decision,
-    refund: bool,
-    n: u64,
-    was_initial: bool,
-) {
+/// nothing (or on the initial state) writes nothing, a debit always writes (and
+/// its reply, allowed and not waiting, still obeys `check_reply`).
+fn check_write<S>(change: &Option<Change<S>>, d: &Decision, op: Op, n: u64, was_initial: bool) {
     if matches!(change, Some(Change::Delete)) {
-        assert!(refund, "only a refund deletes");
+        assert_eq!(op, Op::Refund, "only a refund deletes");
         assert_eq!((d.remaining, d.reset_after_ms), (d.limit, 0), "{d:?}");
     }
-    if refund && (n == 0 || was_initial) {
+    if op == Op::Refund && (n == 0 || was_initial) {
         assert!(
             change.is_none(),
             "a refund that changes nothing writes nothing"
         );
     }
+    if op == Op::Debit {
+        assert!(matches!(change, Some(Change::Store(_))), "a debit writes");
+        assert!(d.allowed && d.retry_after == RetryAfter::Now, "{d:?}");
+        assert!(
+            d.reset_after_ms > 0,
+            "a debit leaves something to repay: {d:?}"
+        );
+    }
+    check_reply(d, d.limit, if op == Op::Take { n } else { 0 });
+}
+
+/// The reply of a call, by its model.
+macro_rules! by_model {
+    ($model:expr, $op:expr, ($($arg:expr),*)) => {
+        match $op {
+            Op::Take => $model.call($($arg),*),
+            Op::Refund => $model.refund($($arg),*),
+            Op::Debit => $model.debit($($arg),*),
+        }
+    };
 }
 
 impl FixedModel {
@@ -74,6 +113,17 @@ impl FixedModel {
         if self.window_index == Some(now.div_euclid(window as i64)) {
             self.used = self.used.saturating_sub(n);
         }
+        refunded(self.call(now, limit, window, 0))
+    }
+
+    /// `used += n` in the current window, past the limit if need be.
+    fn debit(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
+        let index = now.div_euclid(window as i64);
+        if self.window_index != Some(index) {
+            self.used = 0;
+        }
+        self.used = self.used.saturating_add(n);
+        self.window_index = Some(index);
         refunded(self.call(now, limit, window, 0))
     }
 }
@@ -89,15 +139,44 @@ impl SlidingModel {
 }
 
 impl BucketModel {
-    fn refund(&mut self, now: Millis, capacity: u64, tokens: u64, period: u64, n: u64) -> Decision {
-        let cap = rat(i128::from(capacity));
-        let per_ms = BigRational::new(BigInt::from(tokens), BigInt::from(period));
-        let level = match self.ts {
+    /// The level at `now`, refilled and clamped to the capacity.
+    fn level_now(&self, now: Millis, cap: &BigRational, per_ms: &BigRational) -> BigRational {
+        match self.ts {
             None => cap.clone(),
             Some(ts) => (self.level.clone().min(cap.clone())
                 + per_ms.clone() * rat(i128::from((now - ts).max(0))))
             .min(cap.clone()),
+        }
+    }
+
+    /// `level −= n`, below zero if need be (down to the deepest debt, if any).
+    fn debit(&mut self, now: Millis, capacity: u64, tokens: u64, period: u64, n: u64) -> Decision {
+        let cap = rat(i128::from(capacity));
+        let per_ms = BigRational::new(BigInt::from(tokens), BigInt::from(period));
+        let mut after = self.level_now(now, &cap, &per_ms) - rat(i128::from(n));
+        if let Some(deepest) = &self.deepest {
+            after = after.max(deepest.clone());
+        }
+        let micros = rat(1_000_000);
+        self.level = if self.round {
+            (after.clone() * micros.clone()).floor() / micros
+        } else {
+            after.clone()
         };
+        self.ts = Some(now);
+        Decision {
+            allowed: true,
+            limit: capacity,
+            remaining: after.floor().to_integer().to_u64().unwrap_or(0),
+            retry_after: RetryAfter::Now,
+            reset_after_ms: ceil_ms(&((cap - after) / per_ms)),
+        }
+    }
+
+    fn refund(&mut self, now: Millis, capacity: u64, tokens: u64, period: u64, n: u64) -> Decision {
+        let cap = rat(i128::from(capacity));
+        let per_ms = BigRational::new(BigInt::from(tokens), BigInt::from(period));
+        let level = self.level_now(now, &cap, &per_ms);
         let after = (level.clone() + rat(i128::from(n))).min(cap.clone());
         if after >= cap {
             // Full again: the key is gone, a missing key is a full bucket.
@@ -126,6 +205,16 @@ impl BucketModel {
 }
 
 impl CounterModel {
+    /// `current += n` in the current window, past the limit if need be.
+    fn debit(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
+        let units = self
+            .per_window
+            .entry(now.div_euclid(window as i64))
+            .or_default();
+        *units = units.saturating_add(n);
+        refunded(self.call(now, limit, window, 0))
+    }
+
     fn refund(&mut self, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
         let i = now.div_euclid(window as i64);
         let mut left = n;
@@ -144,21 +233,24 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn fixed_with_refunds_matches_the_model(
-        (limit, window, seq) in (count(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost)))
+    fn fixed_with_refunds_and_debits_matches_the_model(
+        (limit, window, seq) in (count(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost, true)))
     ) {
         let q = Quota::new(c(limit), d(window));
         let (mut state, mut model, mut now) = (None::<Counter>, FixedModel::default(), START);
-        for (step, n, refund) in seq {
+        for (step, n, op) in seq {
             now += step;
             let initial = state.is_none_or(|s| s.used == 0);
-            let out = fixed::FixedWindow::call(state, now, q, amount(n, refund));
-            let want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
-            prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
-            check_reply(&out.decision, limit, if refund { 0 } else { n });
-            check_write(&out.store, &out.decision, refund, n, initial);
+            let out = fixed::FixedWindow::call(state, now, q, amount(n, op));
+            let want = by_model!(model, op, (now, limit, window, n));
+            prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
+            check_write(&out.store, &out.decision, op, n, initial);
             match out.store {
-                Some(Change::Store(s)) => state = Some(s),
+                Some(Change::Store(s)) => {
+                    // Every write, a debit's too, expires at the window's end.
+                    prop_assert_eq!(s.expires_at, fixed::window_end(now, q.window));
+                    state = Some(s);
+                }
                 Some(Change::Delete) => state = None,
                 None => {}
             }
@@ -168,16 +260,17 @@ proptest! {
 
     #[test]
     fn sliding_with_refunds_matches_the_model(
-        (limit, window, seq) in (sliding_limit(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, small_cost)))
+        (limit, window, seq) in (sliding_limit(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, small_cost, false)))
     ) {
         let q = Quota::new(c(limit), d(window));
         let (mut log, mut model, mut now) = (VecLog::default(), SlidingModel::default(), START);
-        for (step, n, refund) in seq {
+        for (step, n, op) in seq {
             now += step;
+            let refund = op == Op::Refund;
             let counted = log.count_after(now - window as i64);
-            let out = sliding::SlidingLog::call(&log, now, q, amount(n, refund));
+            let out = sliding::SlidingLog::call(&log, now, q, amount(n, op));
             let want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
-            prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
+            prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
             check_reply(&out.decision, limit, if refund { 0 } else { n });
             if refund && (n == 0 || counted == 0) {
                 prop_assert!(out.store.is_none());
@@ -195,23 +288,28 @@ proptest! {
     }
 
     #[test]
-    fn bucket_with_refunds_matches_the_exact_model(
+    fn bucket_with_refunds_and_debits_matches_the_exact_model(
         (capacity, tokens, period, seq) in (count(), count(), duration())
-            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), ops(c, p, any_cost)))
+            .prop_flat_map(|(c, t, p)| (Just(c), Just(t), Just(p), ops(c, p, any_cost, true)))
     ) {
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
         let (mut state, mut model, mut now) = (None::<State>, BucketModel::new(capacity), START);
-        for (step, n, refund) in seq {
+        for (step, n, op) in seq {
             now += step;
             let full_now = bucket::decide(state, now, rate, k(0)).decision.reset_after_ms == 0;
-            let out = bucket::TokenBucket::call(state, now, rate, amount(n, refund));
-            let want = if refund { model.refund(now, capacity, tokens, period, n) } else { model.call(now, capacity, tokens, period, n) };
-            prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
-            check_reply(&out.decision, capacity, if refund { 0 } else { n });
-            check_write(&out.store, &out.decision, refund, n, full_now);
+            let out = bucket::TokenBucket::call(state, now, rate, amount(n, op));
+            let want = by_model!(model, op, (now, capacity, tokens, period, n));
+            prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
+            check_write(&out.store, &out.decision, op, n, full_now);
             match out.store {
                 Some(Change::Store(s)) => {
                     prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                    prop_assert!(s.bucket.level_micros >= bucket::LOWEST_MICROS);
+                    if op == Op::Debit && out.decision.reset_after_ms > 1 {
+                        // Not full again before the key expires: its debt is still there.
+                        let d = bucket::decide(Some(s.bucket), s.expires_at - 1, rate, k(0)).decision;
+                        prop_assert!(d.reset_after_ms >= 1, "{:?}", d);
+                    }
                     state = Some(s.bucket);
                 }
                 Some(Change::Delete) => state = None,
@@ -221,23 +319,27 @@ proptest! {
     }
 
     #[test]
-    fn gcra_with_refunds_decides_exactly_as_the_exact_bucket_when_t_is_exact(
+    fn gcra_with_refunds_and_debits_decides_exactly_as_the_exact_bucket_when_t_is_exact(
         (capacity, (tokens, period), seq) in (count(), exact_rate())
-            .prop_flat_map(|(c, r)| (Just(c), Just(r), ops(c, r.1, any_cost)))
+            .prop_flat_map(|(c, r)| (Just(c), Just(r), ops(c, r.1, any_cost, true)))
     ) {
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
         let emission = Emission::new(rate).unwrap();
         let (mut state, mut model, mut now) = (None::<Tat>, BucketModel::exact(capacity), START);
-        for (step, n, refund) in seq {
+        for (step, n, op) in seq {
             now += step;
             let initial = state.is_none_or(|t| t.0 <= now as u128 * 1_000_000);
-            let out = gcra::Gcra::call(state, now, emission, amount(n, refund));
-            let want = if refund { model.refund(now, capacity, tokens, period, n) } else { model.call(now, capacity, tokens, period, n) };
-            prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
-            check_write(&out.store, &out.decision, refund, n, initial);
+            let out = gcra::Gcra::call(state, now, emission, amount(n, op));
+            let want = by_model!(model, op, (now, capacity, tokens, period, n));
+            prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
+            check_write(&out.store, &out.decision, op, n, initial);
             match out.store {
                 Some(Change::Store(s)) => {
                     prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                    if op == Op::Debit && out.decision.reset_after_ms > 1 {
+                        let d = gcra::decide(Some(s.tat), s.expires_at - 1, emission, k(0)).decision;
+                        prop_assert!(d.reset_after_ms >= 1, "{:?}", d);
+                    }
                     state = Some(s.tat);
                 }
                 Some(Change::Delete) => state = None,
@@ -247,29 +349,79 @@ proptest! {
     }
 
     #[test]
-    fn sliding_counter_with_refunds_matches_the_rational_model(
-        (limit, window, seq) in (count(), 1u64..=5000).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost)))
+    fn sliding_counter_with_refunds_and_debits_matches_the_rational_model(
+        (limit, window, seq) in (count(), 1u64..=5000).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost, true)))
     ) {
         let q = Quota::new(c(limit), d(window));
         let (mut state, mut model, mut now) = (None::<Counts>, CounterModel::default(), START);
-        for (step, n, refund) in seq {
+        for (step, n, op) in seq {
             now += step;
             let initial = sliding_counter::decide(state, now, q, k(0)).decision.reset_after_ms == 0;
-            let out = sliding_counter::SlidingWindowCounter::call(state, now, q, amount(n, refund));
-            let mut want = if refund { model.refund(now, limit, window, n) } else { model.call(now, limit, window, n) };
+            let out = sliding_counter::SlidingWindowCounter::call(state, now, q, amount(n, op));
+            let mut want = by_model!(model, op, (now, limit, window, n));
             if let (RetryAfter::Ms(_), RetryAfter::Ms(got)) = (want.retry_after, out.decision.retry_after) {
                 // The model does not compute waits; decide() is checked against itself.
                 want.retry_after = RetryAfter::Ms(got);
                 prop_assert!(sliding_counter::decide(state, now + got as i64, q, k(n)).decision.allowed);
             }
-            prop_assert_eq!(out.decision, want, "at {} {} {}", now, if refund { "REFUND" } else { "COST" }, n);
-            check_write(&out.store, &out.decision, refund, n, initial);
+            prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
+            check_write(&out.store, &out.decision, op, n, initial);
             match out.store {
-                Some(Change::Store(s)) => state = Some(s.counts),
+                Some(Change::Store(s)) => {
+                    if op == Op::Debit {
+                        prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
+                    }
+                    state = Some(s.counts)
+                }
                 Some(Change::Delete) => state = None,
                 None => {}
             }
         }
+    }
+
+    #[test]
+    fn debt_is_repaid_by_time_on_every_limiter(
+        (capacity, tokens, period, n) in (1u64..=20, 1u64..=20, 1u64..=5000, 1u64..=100)
+    ) {
+        // Full use, then DEBIT n: every call is rejected until reset_after has
+        // passed (bucket, GCRA) or the window no longer counts it; then the
+        // limiter is back at its initial state.
+        let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
+        let b = bucket::decide(None, START, rate, k(capacity)).store.map(|s| s.bucket);
+        let out = bucket::debit(b, START, rate, c(n));
+        let reset = out.decision.reset_after_ms as i64;
+        let s = out.store.unwrap();
+        prop_assert_eq!(out.decision.remaining, 0);
+        prop_assert!(!bucket::decide(Some(s.bucket), START, rate, k(1)).decision.allowed);
+        // The key expires when the exact bucket is full again (the stored copy,
+        // rounded down, is a millionth short of it then): not a ms earlier.
+        prop_assert_eq!(s.expires_at, START + reset);
+        let before = bucket::decide(Some(s.bucket), s.expires_at - 1, rate, k(0)).decision;
+        prop_assert!(before.reset_after_ms >= 1 && before.remaining < capacity);
+
+        let e = Emission::new(rate).unwrap();
+        let t = gcra::decide(None, START, e, k(capacity)).store.map(|s| s.tat);
+        let out = gcra::debit(t, START, e, c(n));
+        let s = out.store.unwrap();
+        prop_assert_eq!(out.decision.remaining, 0);
+        let back = gcra::decide(Some(s.tat), s.expires_at, e, k(0)).decision;
+        prop_assert_eq!((back.remaining, back.reset_after_ms), (capacity, 0));
+
+        let q = Quota::new(c(capacity), d(period));
+        let f = fixed::decide(None, START, q, k(capacity)).store;
+        let out = fixed::debit(f, START, q, c(n));
+        let s = out.store.unwrap();
+        prop_assert_eq!(out.decision.reset_after_ms as i64, s.expires_at - START);
+        prop_assert!(!fixed::decide(Some(s), s.expires_at - 1, q, k(1)).decision.allowed);
+        prop_assert!(fixed::decide(Some(s), s.expires_at, q, k(capacity)).decision.allowed);
+
+        let sc = sliding_counter::decide(None, START, q, k(capacity)).store.map(|s| s.counts);
+        let out = sliding_counter::debit(sc, START, q, c(n));
+        let s = out.store.unwrap();
+        prop_assert_eq!(out.decision.remaining, 0);
+        prop_assert_eq!(out.decision.reset_after_ms as i64, s.expires_at - START);
+        let back = sliding_counter::decide(Some(s.counts), s.expires_at, q, k(0)).decision;
+        prop_assert_eq!((back.remaining, back.reset_after_ms), (capacity, 0));
     }
 }
 

@@ -1,0 +1,194 @@
+"""An LLM proxy that limits each user to a number of tokens per second, counting
+the tokens the model really used, which are known only once it has answered.
+
+Each request reserves its worst case before the model is called, then settles
+the difference once the model reports what it used:
+
+    RL.GCRA rl:tokens:<user> <burst> <rate> <period> COST <max_tokens>
+    ... call the model: it reports usage.total_tokens ...
+    RL.GCRA rl:tokens:<user> <burst> <rate> <period> REFUND <reserved - used>   (used less)
+    RL.GCRA rl:tokens:<user> <burst> <rate> <period> DEBIT <used - reserved>    (used more)
+
+REFUND gives back what the reservation over-estimated; DEBIT charges what it
+under-estimated, even past the limit: the user is then in debt, and the next
+requests wait until time has repaid it. Over time a user gets exactly <rate>
+tokens per <period> (after a first burst of <burst>), whatever the estimates.
+A failed model call gives the whole reservation back.
+
+Works unchanged with the RL module (RL.GCRA) or RL's Functions library (FCALL
+rl_gcra): it finds out which one the server has at start, and says so.
+
+Run:  pip install -r requirements.txt && python llm_proxy.py
+      curl -i -H 'X-User: ada' -d '{"prompt": "hi", "max_tokens": 100}' \\
+        http://127.0.0.1:8000/v1/completions
+Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
+      MODEL_URL (http://127.0.0.1:9000/v1/completions: any service answering
+      {"usage": {"total_tokens": n}, ...}),
+      RL_BURST (10000 tokens), RL_RATE (1000 tokens), RL_PERIOD (1s).
+"""
+
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIServer, make_server
+
+import redis
+
+log = logging.getLogger("llm_proxy")
+
+
+def detect_backend(client):
+    """("module", call) if the server has RL.GCRA, else ("library", call) for FCALL
+    rl_gcra (same arguments and reply)."""
+    probe = ("rl:probe", 1, 1, "1s", "COST", 0)  # COST 0 writes nothing
+    try:
+        client.execute_command("RL.GCRA", *probe)
+        return "module", lambda key, *args: client.execute_command("RL.GCRA", key, *args)
+    except redis.ResponseError as err:
+        if "unknown command" not in str(err).lower():
+            raise
+    client.execute_command("FCALL", "rl_gcra", 1, *probe)
+    return "library", lambda key, *args: client.execute_command("FCALL", "rl_gcra", 1, key, *args)
+
+
+def ceil_seconds(ms):
+    # Headers count whole seconds; round up so a client never retries too early.
+    return str(-(-ms // 1000))
+
+
+class TokenBudget:
+    """A user's tokens: reserve() before the model runs, settle() after."""
+
+    def __init__(self, gcra, burst, rate, period):
+        self.gcra = gcra
+        self.params = (burst, rate, period)
+
+    def reserve(self, user, tokens):
+        return self.gcra(f"rl:tokens:{user}", *self.params, "COST", tokens)
+
+    def settle(self, user, reserved, used):
+        """Gives back what was reserved but not used, or charges what was used
+        beyond it (into debt if need be). None when the estimate was exact."""
+        if used < reserved:
+            return self.gcra(f"rl:tokens:{user}", *self.params, "REFUND", reserved - used)
+        if used > reserved:
+            return self.gcra(f"rl:tokens:{user}", *self.params, "DEBIT", used - reserved)
+        return None
+
+
+def call_model(url, body):
+    """The model's answer (a dict with usage.total_tokens)."""
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def rate_headers(reply):
+    _allowed, limit, remaining, _retry_ms, reset_ms = reply
+    return [
+        ("RateLimit-Limit", str(limit)),
+        ("RateLimit-Remaining", str(remaining)),
+        ("RateLimit-Reset", ceil_seconds(reset_ms)),
+    ]
+
+
+def answer(start_response, status, body, headers=()):
+    start_response(status, [("Content-Type", "application/json")] + list(headers))
+    return [json.dumps(body).encode() + b"\n"]
+
+
+class Proxy:
+    """The WSGI app: POST /v1/completions with {"max_tokens": n, ...}."""
+
+    def __init__(self, budget, model_url):
+        self.budget, self.model_url = budget, model_url
+
+    def settle(self, user, reserved, used):
+        """The settling call's reply (None if there was nothing to settle or Redis
+        failed: the reservation then stays charged at the estimate)."""
+        try:
+            return self.budget.settle(user, reserved, used)
+        except redis.RedisError as err:
+            log.warning("could not settle %d of %d tokens (%s)", used, reserved, err)
+            return None
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") != "/v1/completions" or environ["REQUEST_METHOD"] != "POST":
+            return answer(start_response, "404 Not Found", {"error": "POST /v1/completions"})
+        # X-User stands in for an authenticated user id or API key.
+        user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+        try:
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(size) or b"{}")
+            reserved = int(body.get("max_tokens", 256))
+            if reserved < 1:
+                raise ValueError
+        except (ValueError, TypeError, AttributeError):
+            return answer(start_response, "400 Bad Request", {"error": "max_tokens: a positive integer"})
+
+        # 1. Reserve the worst case. One command: atomic across every proxy instance.
+        try:
+            reply = self.budget.reserve(user, reserved)
+        except redis.RedisError as err:
+            # Fail closed: tokens cost money. (app.py fails open instead.)
+            log.warning("rate limiter unavailable (%s); refusing the request", err)
+            return answer(start_response, "503 Service Unavailable", {"error": "try again shortly"})
+        allowed, _limit, _remaining, retry_ms, _reset = reply
+        if not allowed:
+            if retry_ms < 0:  # more than the burst: it can never fit
+                return answer(start_response, "400 Bad Request",
+                              {"error": "max_tokens is above the token limit"}, rate_headers(reply))
+            return answer(start_response, "429 Too Many Requests", {"error": "token limit reached"},
+                          rate_headers(reply) + [("Retry-After", ceil_seconds(retry_ms))])
+
+        # 2. The model call, holding the reservation. A failure gives it all back.
+        try:
+            result = call_model(self.model_url, body)
+            used = int(result["usage"]["total_tokens"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("model call failed (%s): its %d tokens given back", err, reserved)
+            self.settle(user, reserved, 0)
+            return answer(start_response, "502 Bad Gateway", {"error": "the model failed"})
+
+        # 3. Settle the real cost: REFUND the difference, or DEBIT it.
+        settled = self.settle(user, reserved, used) or reply
+        headers = rate_headers(settled) + [
+            ("X-Tokens-Reserved", str(reserved)),
+            ("X-Tokens-Used", str(used)),
+        ]
+        return answer(start_response, "200 OK", result, headers)
+
+
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    # A thread per request: one slow model call does not hold up the others.
+    daemon_threads = True
+
+
+def main():
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
+    backend, gcra = detect_backend(client)
+    if backend == "module":
+        log.info("rate limiter: the RL module (RL.GCRA … COST, then REFUND or DEBIT)")
+    else:
+        log.info("rate limiter: RL's Functions library (FCALL rl_gcra), no module")
+    budget = TokenBudget(
+        gcra,
+        burst=int(os.environ.get("RL_BURST", "10000")),
+        rate=int(os.environ.get("RL_RATE", "1000")),
+        period=os.environ.get("RL_PERIOD", "1s"),  # an RL duration: 1500ms, 60, 1m, ...
+    )
+    app = Proxy(budget, os.environ.get("MODEL_URL", "http://127.0.0.1:9000/v1/completions"))
+    port = int(os.environ.get("PORT", "8000"))
+    with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
+        log.info("listening on http://127.0.0.1:%d", port)
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -32,7 +32,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot import Redis, RedisError, wait_until  # noqa: E402  (the same small client)
+from plot import wait_until  # noqa: E402
+from resp import Client, RedisError  # noqa: E402  (the same small client as plot.py's)
 
 LIMIT = 20
 WINDOW_MS = 1000
@@ -310,7 +311,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="a short run (smoke test)")
     args = p.parse_args()
 
-    r = Redis(args.host, args.port)
+    r = Client(args.host, args.port)
     windows = 2 if args.quick else 8
     version = next((line.split(":", 1)[1] for line in r.call("INFO", "server").decode().splitlines()
                     if line.startswith("redis_version:")), "?")

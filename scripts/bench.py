@@ -43,6 +43,8 @@ import tempfile
 import time
 
 import docmarkers
+import resp
+from resp import RedisError
 
 ENV = os.environ
 QUICK = bool(ENV.get("BENCH_QUICK"))
@@ -69,69 +71,22 @@ class Broken(Exception):
     """Something the bench relies on does not work: exit nonzero."""
 
 
-# --- a small RESP2 client for the control commands -----------------------------------
+# --- the control connection -----------------------------------------------------------
 
 
-class Conn:
+class Conn(resp.Client):
+    """A connection to one of the bench's servers (scripts/resp.py), with ok() for the
+    control commands that must not fail. A 60 s timeout: the WAITs below block for
+    up to 30 and 60 s."""
+
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.buf = b""
-
-    def close(self):
-        self.sock.close()
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise Broken("connection closed by the server")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise Broken("connection closed by the server")
-            self.buf += chunk
-        data, self.buf = self.buf[:n], self.buf[n + 2 :]
-        return data
-
-    def _reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            return RespError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n)
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._reply() for _ in range(n)]
-        raise Broken(f"unexpected reply {line!r}")
-
-    def call(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.sock.sendall(b"".join(out))
-        return self._reply()
+        super().__init__("127.0.0.1", port, timeout=60)
 
     def ok(self, *args):
-        r = self.call(*args)
-        if isinstance(r, RespError):
+        r = self.execute(*args)
+        if isinstance(r, RedisError):
             raise Broken(f"{' '.join(map(str, args))[:80]}: {r}")
         return r
-
-
-class RespError(str):
-    pass
 
 
 def free_port():
@@ -163,7 +118,7 @@ class Server:
         while True:
             try:
                 self.conn = Conn(self.port)
-                if self.conn.call("PING") == "PONG":
+                if self.conn.execute("PING") == "PONG":
                     break
                 self.conn.close()
             except (OSError, Broken):
@@ -391,8 +346,8 @@ def check_replies(workloads_, servers):
     for w in workloads_:
         conn = servers[w.server].conn
         argv = ["bench:check" + a[3:] if a.startswith("KEY") else a for a in w.argv]
-        reply = conn.call(*argv)
-        if isinstance(reply, RespError):
+        reply = conn.execute(*argv)
+        if isinstance(reply, RedisError):
             raise Broken(f"{w.name}: {reply}")
         if w.argv[0] == "RL.ALL":
             # The combined reply, then one per key: numkeys + 1 arrays of five.
@@ -591,7 +546,7 @@ def memory(servers, library_functions):
         return b
 
     def row(label, conn, key, target=""):
-        value = conn.call("GET", key)
+        value = conn.execute("GET", key)
         value = value.decode()[:40] if isinstance(value, bytes) else ""
         rows.append((label, value, conn.ok("MEMORY", "USAGE", key), "", target))
 
@@ -745,7 +700,7 @@ def main():
         if DOCS:
             docmarkers.replace(DOCS, "bench", "".join(tee.kept))
             print(f"bench: figures written to {DOCS}", file=sys.stderr)
-    except Broken as e:
+    except (Broken, ConnectionError) as e:  # ConnectionError: a server closed, or out of step
         sys.stdout = sys.__stdout__
         print(f"bench: error: {e}", file=sys.stderr)
         return 1

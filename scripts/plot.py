@@ -23,11 +23,11 @@ refill).
 
 import argparse
 import os
-import socket
 import sys
 import time
 
 import docmarkers
+from resp import Client, RedisError
 
 LIMIT = 10  # RL.FIXED / RL.SLIDING / RL.SLIDINGCOUNTER limit, RL.BUCKET / RL.GCRA capacity and tokens
 WINDOW = "1s"  # their window, or period ...
@@ -47,65 +47,6 @@ ALGOS = [
 ]
 KINDS = {"fixed": "fixed window", "sliding": "sliding log", "counter": "sliding window counter",
          "bucket": "token bucket", "gcra": "GCRA (the bucket as one timestamp)"}
-
-
-# --- a minimal RESP2 client (standard library only) ---------------------------------
-
-
-class RedisError(Exception):
-    pass
-
-
-class Redis:
-    def __init__(self, host, port, timeout=10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.rfile = self.sock.makefile("rb")
-
-    @staticmethod
-    def _encode(args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            b = a if isinstance(a, bytes) else str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        return b"".join(out)
-
-    def _read(self):
-        line = self.rfile.readline()
-        if not line:
-            raise ConnectionError("the server closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            return RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.rfile.read(n + 2)
-            return data[:-2]
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._read() for _ in range(n)]
-        raise ConnectionError(f"unexpected reply {line!r}")
-
-    def pipeline(self, commands):
-        self.sock.sendall(b"".join(self._encode(c) for c in commands))
-        replies = [self._read() for _ in commands]
-        for r in replies:
-            if isinstance(r, RedisError):
-                raise r
-        return replies
-
-    def call(self, *args):
-        return self.pipeline([args])[0]
-
-    def time_us(self):
-        sec, usec = self.call("TIME")
-        return int(sec) * 1_000_000 + int(usec)
 
 
 # --- traffic ------------------------------------------------------------------------
@@ -430,7 +371,7 @@ def main():
     if problem:
         sys.exit(f"plot: {problem}")
 
-    r = Redis(args.host, args.port)
+    r = Client(args.host, args.port)
     modules = r.call("MODULE", "LIST")
     if not any(b"rl" in m for m in modules):
         sys.exit(f"plot: the server on port {args.port} has no 'rl' module loaded")

@@ -37,7 +37,7 @@ test: build ## Unit, property and integration tests (module, then library backen
 
 unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test -p rl-core
-	$(CARGO) test --features fuzzing --lib
+	$(CARGO) test --lib
 
 lint: deps ## rustfmt check, the docs' vector tables up to date, clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

@@ -24,7 +24,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "unit and property tests"
 "$cargo" test -p rl-core
-"$cargo" test --features fuzzing --lib
+"$cargo" test --lib
 "$cargo" build --profile testing --features testing
 
 step "redis-cell for the differential tests"

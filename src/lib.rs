@@ -13,9 +13,6 @@
 
 mod commands;
 mod config;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
 mod server;
 mod stats;
 mod storage;

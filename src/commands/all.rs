@@ -86,13 +86,6 @@ policies! {
     Penalty,
 }
 
-/// Parses an RL.ALL line after the command name, for the fuzzer: Ok or an error,
-/// never a panic.
-#[cfg(feature = "fuzzing")]
-pub fn parses(args: &[&[u8]]) -> Result<usize> {
-    Ok(all::parse(args, config::sliding_max_limit())?.keys())
-}
-
 impl Handler for All {
     const COMMAND: &'static Command = &table::ALL;
     const STATS: &'static Counters = &COUNTERS;

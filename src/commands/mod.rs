@@ -22,11 +22,3 @@ mod sliding_counter;
 mod throttle;
 
 pub use registry::{register_all, Info};
-
-// The fuzzer drives the commands' parsers and decisions directly.
-#[cfg(feature = "fuzzing")]
-pub use {
-    acquire::Acquire, all::parses as parses_all, bucket::Bucket, fixed::Fixed, framework::Limiter,
-    gcra::Gcra, penalty::Penalty, sliding::Sliding, sliding_counter::SlidingCounter,
-    throttle::Throttle,
-};

@@ -20,7 +20,7 @@
 //! 16-aligned ([`align_for`]).
 
 // Unused where the system allocator is the global one (unit tests, the fuzzer).
-#![cfg_attr(any(test, feature = "system-alloc"), allow(dead_code))]
+#![cfg_attr(test, allow(dead_code))]
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;

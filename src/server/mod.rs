@@ -12,7 +12,7 @@
 // Inside redis-server every allocation goes through the server's allocator, at any
 // alignment (alloc.rs). Unit tests and the fuzzer run outside Redis, where that
 // allocator does not exist.
-#[cfg(not(any(test, feature = "system-alloc")))]
+#[cfg(not(test))]
 #[global_allocator]
 static ALLOCATOR: alloc::ServerAlloc = alloc::ServerAlloc;
 

@@ -90,13 +90,13 @@ impl StringState for FixedWindow {
 impl StringState for Gcra {
     const WHAT: &'static str = "a GCRA state (a non-negative integer TAT in ns)";
     type Value = Tat;
-    type Stored = gcra::Store;
+    type Stored = gcra::Stored;
 
     fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<Tat> {
         decimal::canonical(value).map(Tat)
     }
 
-    fn encode<'b>(s: &gcra::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+    fn encode<'b>(s: &gcra::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
         let len = put(buf, 0, s.tat.0);
         (&buf[..len], s.expires_at)
     }
@@ -107,7 +107,7 @@ impl StringState for Gcra {
 impl StringState for SlidingWindowCounter {
     const WHAT: &'static str = "an RL.SLIDINGCOUNTER (a string \"<start> <current> <previous>\")";
     type Value = Counts;
-    type Stored = sliding_counter::Store;
+    type Stored = sliding_counter::Stored;
 
     fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<Counts> {
         let [start, current, previous] = fields::<3>(value)?;
@@ -121,7 +121,7 @@ impl StringState for SlidingWindowCounter {
         })
     }
 
-    fn encode<'b>(s: &sliding_counter::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+    fn encode<'b>(s: &sliding_counter::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
         let c = s.counts;
         let len = put_fields(buf, &[c.start.max(0) as u64, c.current, c.previous]);
         (&buf[..len], s.expires_at)
@@ -134,13 +134,13 @@ impl StringState for EscalatingBlocks {
     const WHAT: &'static str =
         "an RL.PENALTY state (a string \"<count> <window_end> <level> <blocked_until>\")";
     type Value = penalty::State;
-    type Stored = penalty::Store;
+    type Stored = penalty::Stored;
 
     fn decode(value: &[u8], _expires_at: Option<Millis>) -> Option<penalty::State> {
         penalty::State::parse(value)
     }
 
-    fn encode<'b>(s: &penalty::Store, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+    fn encode<'b>(s: &penalty::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
         (s.state.format(buf), s.expires_at)
     }
 }
@@ -273,7 +273,7 @@ mod tests {
             previous: 8,
         };
         let mut buf: StateBuf = [0; 96];
-        let store = |counts| sliding_counter::Store {
+        let store = |counts| sliding_counter::Stored {
             counts,
             expires_at: 7,
         };

@@ -205,8 +205,8 @@ where
         _ => return Err(Error::WrongType),
     };
     let out = A::call(state, now, params, amount);
-    match out.store {
-        Some(Change::Store(stored)) => {
+    match out.write {
+        Some(Change::Set(stored)) => {
             let mut buf: StateBuf = [0; 96];
             let (value, expires_at) = A::encode(&stored, &mut buf);
             ks.set_string(key, value, Some(expires_at));
@@ -237,8 +237,8 @@ fn bucket(
         _ => return Err(Error::WrongType),
     };
     let out = TokenBucket::call(state, now, rate, amount);
-    match out.store {
-        Some(Change::Store(bucket::Store { bucket, expires_at })) => {
+    match out.write {
+        Some(Change::Set(bucket::Stored { bucket, expires_at })) => {
             let mut buf = [0u8; 48];
             let level = codec::format_micros(bucket.level_micros, &mut buf).to_vec();
             let mut ts = itoa::Buffer::new();
@@ -291,7 +291,7 @@ fn sliding(
     );
     let newest = log.newest();
     let out = SlidingLog::call(&log, now, quota, amount);
-    let Some(write) = out.store else {
+    let Some(write) = out.write else {
         return Ok(out.decision);
     };
     let through = |t: Millis| {
@@ -378,7 +378,7 @@ fn acquire(
     let set = leases(ks, key, now)?;
     let id = lease.id.as_bytes();
     let out = acquire::acquire(&set, now, lease.leases, id, cost);
-    if let Some(grant) = out.store {
+    if let Some(grant) = out.write {
         if let Some(t) = grant.drop_through {
             for (member, _) in set.0.iter().filter(|&&(_, end)| end <= t) {
                 ks.zset_remove(key, member, now).map_err(wrong)?;

@@ -57,7 +57,7 @@ impl Limiter for Acquire {
         let out = acquire::acquire(&set, now, p.leases, p.id.as_bytes(), cost);
         Ok(Outcome {
             decision: out.decision,
-            store: out.store.map(|g| (p.id.clone(), g)),
+            write: out.write.map(|g| (p.id.clone(), g)),
         })
     }
 

@@ -58,7 +58,7 @@ macro_rules! policies {
                     let out = <$variant as Limiter>::decide(key, params, now, amount)?;
                     Ok(Outcome {
                         decision: out.decision,
-                        store: out.store.map(Write::$variant),
+                        write: out.write.map(Write::$variant),
                     })
                 })*
             }
@@ -106,7 +106,7 @@ impl Handler for All {
         let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
         if outcomes.iter().all(|o| o.decision.allowed) {
             for (key, outcome) in keys.iter().zip(outcomes) {
-                if let Some(write) = outcome.store {
+                if let Some(write) = outcome.write {
                     write.store(key)?;
                 }
                 decisions.push(outcome.decision);

@@ -135,7 +135,7 @@ fn apply<L: Limiter>(
     amount: Amount,
 ) -> Result<Decision> {
     let outcome = L::decide(key, params, now, amount)?;
-    if let Some(write) = outcome.store {
+    if let Some(write) = outcome.write {
         L::store(key, write)?;
     }
     Ok(outcome.decision)

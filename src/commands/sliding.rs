@@ -35,7 +35,7 @@ impl Limiter for Sliding {
         let out = SlidingLog::call(&log, now, *q, amount);
         Ok(Outcome {
             decision: out.decision,
-            store: out.store.map(|w| (log.newest(), w)),
+            write: out.write.map(|w| (log.newest(), w)),
         })
     }
 

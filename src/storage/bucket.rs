@@ -6,7 +6,7 @@ use super::record::undo;
 use super::{effects, injected, Key, Kind, Storage};
 use crate::server::names::names;
 use crate::server::ServerString;
-use rl_core::algorithms::bucket::{State, Store, TokenBucket};
+use rl_core::algorithms::bucket::{State, Stored, TokenBucket};
 use rl_core::algorithms::Change;
 use rl_core::codec;
 use rl_core::error::{Error, Result};
@@ -21,7 +21,7 @@ impl Storage for Hash {
         load(key)
     }
 
-    fn store(key: &Key, write: Change<Store>) -> Result<()> {
+    fn store(key: &Key, write: Change<Stored>) -> Result<()> {
         super::change(key, write, store)
     }
 }
@@ -52,7 +52,7 @@ fn load(key: &Key) -> Result<Option<State>> {
 /// before setting any field, so a refusal (0 fields set) changes nothing: nothing is
 /// propagated and the error is returned. A failure after a field was set (unreachable
 /// in practice) deletes the key and propagates `DEL`, as for a record.
-fn store(key: &Key, store: Store) -> Result<()> {
+fn store(key: &Key, store: Stored) -> Result<()> {
     if !matches!(key.kind(), Kind::Empty | Kind::Hash) {
         return Err(Error::WrongType);
     }

@@ -53,7 +53,7 @@ pub fn change<S>(
     store: impl FnOnce(&Key, S) -> Result<()>,
 ) -> Result<()> {
     match change {
-        Change::Store(state) => store(key, state),
+        Change::Set(state) => store(key, state),
         Change::Delete => delete(key),
     }
 }

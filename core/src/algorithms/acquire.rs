@@ -109,7 +109,7 @@ pub fn acquire(
                 retry_after: RetryAfter::Now,
                 reset_after_ms: latest_live(set, now, None).map_or(0, |t| ms_until(t, now)),
             },
-            store: None,
+            write: None,
         };
     }
     let held = set.end_of(id).filter(|&end| end > now);
@@ -124,7 +124,7 @@ pub fn acquire(
                 retry_after: RetryAfter::Ms(ms_until(soonest, now).max(1)),
                 reset_after_ms: latest_live(set, now, None).map_or(0, |t| ms_until(t, now)),
             },
-            store: None,
+            write: None,
         };
     }
     let end = at_plus(now, params.ttl.ms());
@@ -149,7 +149,7 @@ pub fn acquire(
             retry_after: RetryAfter::Now,
             reset_after_ms: ms_until(latest, now),
         },
-        store,
+        write: store,
     }
 }
 
@@ -230,7 +230,7 @@ mod tests {
     /// ACQUIRE, applying its write; the reply's five fields.
     fn acq(set: &mut VecLeases, now: Millis, limit: u64, ttl: u64, id: &str) -> [i64; 5] {
         let out = acquire(set, now, params(limit, ttl), id.as_bytes(), Cost::ONE);
-        if let Some(g) = out.store {
+        if let Some(g) = out.write {
             set.grant(id.as_bytes(), &g);
         }
         let d = out.decision;
@@ -306,12 +306,12 @@ mod tests {
     fn rejected_and_unchanged_calls_write_nothing() {
         let set = VecLeases(vec![(b"a".to_vec(), 1000)]);
         let p = params(1, 1000);
-        assert_eq!(acquire(&set, 0, p, b"b", Cost::ONE).store, None);
+        assert_eq!(acquire(&set, 0, p, b"b", Cost::ONE).write, None);
         // Renewed in the same ms with the same ttl: the end is already right.
-        assert_eq!(acquire(&set, 0, p, b"a", Cost::ONE).store, None);
+        assert_eq!(acquire(&set, 0, p, b"a", Cost::ONE).write, None);
         assert!(acquire(&set, 0, p, b"a", Cost::ONE).decision.allowed);
         let inspect = acquire(&set, 500, params(3, 10), b"x", Cost::ZERO);
-        assert_eq!(inspect.store, None);
+        assert_eq!(inspect.write, None);
         assert_eq!(
             inspect.decision,
             Decision {
@@ -329,7 +329,7 @@ mod tests {
         let set = VecLeases(vec![(b"old".to_vec(), 100), (b"long".to_vec(), 9000)]);
         let out = acquire(&set, 200, params(5, 1000), b"new", Cost::ONE);
         assert_eq!(
-            out.store,
+            out.write,
             Some(Grant {
                 drop_through: Some(200),
                 lease_end: Some(1200),
@@ -345,7 +345,7 @@ mod tests {
         // Renewed with a shorter ttl: the key expires at the new latest end.
         let set = VecLeases(vec![(b"a".to_vec(), 9000), (b"b".to_vec(), 3000)]);
         let out = acquire(&set, 1000, params(5, 1000), b"a", Cost::ONE);
-        assert_eq!(out.store.map(|g| g.expires_at), Some(3000));
+        assert_eq!(out.write.map(|g| g.expires_at), Some(3000));
     }
 
     #[test]
@@ -383,7 +383,7 @@ mod tests {
         // A renewal there ends it sooner, and the key follows.
         let out = acquire(&set, 5000, params(1, 1000), b"a", Cost::ONE);
         assert_eq!(
-            out.store.map(|g| (g.lease_end, g.expires_at)),
+            out.write.map(|g| (g.lease_end, g.expires_at)),
             Some((Some(6000), 6000))
         );
     }
@@ -409,6 +409,6 @@ mod tests {
             b"b",
             Cost::ONE,
         );
-        assert_eq!(out.store.and_then(|g| g.lease_end), Some(i64::MAX));
+        assert_eq!(out.write.and_then(|g| g.lease_end), Some(i64::MAX));
     }
 }

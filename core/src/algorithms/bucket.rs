@@ -36,7 +36,7 @@ pub struct State {
 /// The bucket to store after an allowed call, and when the key may vanish (the
 /// moment the bucket is full again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Store {
+pub struct Stored {
     pub bucket: State,
     pub expires_at: Millis,
 }
@@ -71,7 +71,7 @@ impl Rate {
 }
 
 /// Decides one call against the stored bucket (None when the key is absent).
-pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Outcome<Store> {
+pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Outcome<Stored> {
     let (at, level) = level_at(stored, now, rate);
     let n = cost.get();
     let wanted = i128::from(n) * rate.token();
@@ -95,14 +95,14 @@ pub fn decide(stored: Option<State>, now: Millis, rate: Rate, cost: Cost) -> Out
             retry_after,
             ..settled.report
         },
-        store: (allowed && n > 0).then_some(settled.store),
+        write: (allowed && n > 0).then_some(settled.write),
     }
 }
 
 /// Gives back up to `n` tokens: level = min(capacity, level + n). A bucket that is
 /// full again is deleted (a missing key is a full bucket); a full one changes
 /// nothing.
-pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcome<Change<Store>> {
+pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcome<Change<Stored>> {
     let (at, level) = level_at(stored, now, rate);
     let full = rate.full();
     // n · token < 2^53 · 10^6 · 10 years in ms: far inside i128.
@@ -113,7 +113,7 @@ pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcom
     } else if level_after == full {
         Some(Change::Delete)
     } else {
-        Some(Change::Store(settled.store))
+        Some(Change::Set(settled.write))
     };
     refunded(change, settled.report)
 }
@@ -121,13 +121,13 @@ pub fn refund(stored: Option<State>, now: Millis, rate: Rate, n: Cost) -> Outcom
 /// Charges `n` tokens after the fact, whatever is left: level −= n, below zero if
 /// need be (a debt the refill repays), down to −(2^53 − 1) tokens. Always writes;
 /// the key expires when the bucket is full again.
-pub fn debit(stored: Option<State>, now: Millis, rate: Rate, n: Count) -> Outcome<Store> {
+pub fn debit(stored: Option<State>, now: Millis, rate: Rate, n: Count) -> Outcome<Stored> {
     let (at, level) = level_at(stored, now, rate);
     let level_after = (level - i128::from(n.get()) * rate.token()).max(rate.lowest());
     let settled = settle(at, level_after, now, rate);
     Outcome {
         decision: settled.report,
-        store: Some(settled.store),
+        write: Some(settled.write),
     }
 }
 
@@ -137,7 +137,7 @@ pub struct TokenBucket;
 impl Algorithm for TokenBucket {
     type State = Option<State>;
     type Params = Rate;
-    type Write = Change<Store>;
+    type Write = Change<Stored>;
 
     fn take(state: Option<State>, now: Millis, params: Rate, cost: Cost) -> Outcome<Self::Write> {
         decide(state, now, params, cost).into_change()
@@ -168,7 +168,7 @@ fn level_at(stored: Option<State>, now: Millis, rate: Rate) -> (Millis, i128) {
 /// A bucket holding exactly `level` at `at`: what to store, and the reply's
 /// limit, remaining and reset_after (allowed and retry_after are the caller's).
 struct Settled {
-    store: Store,
+    write: Stored,
     report: Decision,
 }
 
@@ -178,7 +178,7 @@ fn settle(at: Millis, level: i128, now: Millis, rate: Rate) -> Settled {
     let full = rate.full();
     let resets_at = at_plus(at, cap(rate.ms_to_gain(full - level)));
     Settled {
-        store: Store {
+        write: Stored {
             bucket: State {
                 // Rounded down, below zero too (toward −∞): never more than exact.
                 level_micros: floor_div(level, i128::from(rate.period.ms())),
@@ -239,7 +239,7 @@ mod tests {
     use crate::algorithms::Algorithm;
     use crate::algorithms::Amount;
 
-    fn call_amount(s: Option<State>, now: Millis, r: Rate, a: Amount) -> Outcome<Change<Store>> {
+    fn call_amount(s: Option<State>, now: Millis, r: Rate, a: Amount) -> Outcome<Change<Stored>> {
         TokenBucket::call(s, now, r, a)
     }
     use super::*;
@@ -260,7 +260,7 @@ mod tests {
 
     fn call(state: &mut Option<State>, now: Millis, r: Rate, n: u64) -> Decision {
         let out = decide(*state, now, r, cost(n));
-        if let Some(s) = out.store {
+        if let Some(s) = out.write {
             *state = Some(s.bucket);
         }
         out.decision
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn a_missing_bucket_is_full() {
         let out = decide(None, 10, rate(5, 1, 1000), cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(out.decision.remaining, 5);
         assert_eq!(out.decision.reset_after_ms, 0);
     }
@@ -337,7 +337,7 @@ mod tests {
         });
         let out = decide(state, 4, r, cost(1));
         assert!(out.decision.allowed);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.bucket.level_micros, 333_333);
         // Full again when the exact 5/3 tokens have refilled: 5 ms, not the 6 ms
         // the stored (rounded) 2 - 0.333333 would take.
@@ -358,7 +358,7 @@ mod tests {
         assert!(out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         assert_eq!(out.decision.reset_after_ms, 899);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.bucket.level_micros, 3_333, "stored rounded down");
         assert_eq!(
             s.expires_at,
@@ -401,7 +401,7 @@ mod tests {
         let out = decide(None, 0, rate(5, 1, 1000), cost(6));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
     }
 
     #[test]
@@ -432,14 +432,14 @@ mod tests {
         let out = decide(b, 4_000, r, cost(1));
         assert!(out.decision.allowed);
         assert_eq!(
-            out.store.map(|s| s.bucket),
+            out.write.map(|s| s.bucket),
             Some(State {
                 level_micros: 0,
                 ts: 10_000
             }),
             "the write keeps the later time"
         );
-        let out = decide(out.store.map(|s| s.bucket), 4_000, r, cost(1));
+        let out = decide(out.write.map(|s| s.bucket), 4_000, r, cost(1));
         assert_eq!(out.decision.retry_after_ms(), 7_000, "one token at 11 000");
     }
 
@@ -449,7 +449,7 @@ mod tests {
         let out = decide(None, 0, r, cost(MAX_COUNT));
         assert!(out.decision.allowed);
         assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.expires_at, MAX_COUNT as i64);
         let d = decide(Some(s.bucket), 1, r, cost(MAX_COUNT)).decision;
         assert!(!d.allowed);
@@ -490,7 +490,7 @@ mod tests {
         assert_eq!(fields(&call(&mut state, 0, r, 2)), (true, 5, 3, 0, 2000));
         let out = debit(state, 0, r, debt(6));
         assert_eq!(fields(&out.decision), (true, 5, 0, 0, 8000));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(
             s.bucket,
             State {
@@ -520,11 +520,11 @@ mod tests {
         });
         let out = debit(empty, 10, r, debt(1));
         assert_eq!(fields(&out.decision), (true, 3, 0, 0, 8));
-        let s = out.store.unwrap().bucket;
+        let s = out.write.unwrap().bucket;
         assert_eq!(s.level_micros, -1_000_000);
         // 3 ms later: -1 + 1.5 = 0.5; DEBIT 2.25 is not possible (whole units), DEBIT 2: -1.5.
         let out = call_amount(Some(s), 13, r, Amount::Debit(debt(2)));
-        let Some(Change::Store(s)) = out.store else {
+        let Some(Change::Set(s)) = out.write else {
             panic!("a debit always writes: {out:?}");
         };
         assert_eq!(
@@ -537,10 +537,10 @@ mod tests {
         assert_eq!(out.decision.reset_after_ms, 9);
         // A negative level refunds, refills and clamps like any other.
         let out = refund(Some(s.bucket), 13, r, cost(1));
-        assert!(matches!(out.store, Some(Change::Store(s)) if s.bucket.level_micros == -500_000));
+        assert!(matches!(out.write, Some(Change::Set(s)) if s.bucket.level_micros == -500_000));
         assert_eq!(out.decision.remaining, 0);
         let out = refund(Some(s.bucket), 13, r, cost(10));
-        assert_eq!(out.store, Some(Change::Delete));
+        assert_eq!(out.write, Some(Change::Delete));
         let d = decide(Some(s.bucket), 17, r, cost(0)).decision;
         assert_eq!((d.remaining, d.reset_after_ms), (0, 5), "0.5 at 17 ms");
         // Under a new policy (capacity 1, 1 per ms) the debt refills faster.
@@ -558,7 +558,7 @@ mod tests {
             ts: 0,
         });
         let out = debit(empty, 1, r, debt(1));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.bucket.level_micros, -666_667);
         // Full again when the exact 5/3 tokens have refilled: 5 ms.
         assert_eq!(out.decision.reset_after_ms, 5);
@@ -570,13 +570,13 @@ mod tests {
         let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
         let out = debit(None, 0, r, debt(MAX_COUNT));
         assert_eq!(fields(&out.decision), (true, MAX_COUNT, 0, 0, MAX_COUNT));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.bucket.level_micros, 0);
         assert_eq!(s.expires_at, MAX_COUNT as i64, "capped");
         let out = debit(Some(s.bucket), 0, r, debt(MAX_COUNT));
-        assert_eq!(out.store.unwrap().bucket.level_micros, LOWEST_MICROS);
-        let out = debit(out.store.map(|s| s.bucket), 0, r, debt(MAX_COUNT));
-        assert_eq!(out.store.unwrap().bucket.level_micros, LOWEST_MICROS);
+        assert_eq!(out.write.unwrap().bucket.level_micros, LOWEST_MICROS);
+        let out = debit(out.write.map(|s| s.bucket), 0, r, debt(MAX_COUNT));
+        assert_eq!(out.write.unwrap().bucket.level_micros, LOWEST_MICROS);
         assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
         // Levels past the deepest debt (never stored) read as it; no overflow anywhere.
         let fast = rate(MAX_COUNT, MAX_COUNT, 1);
@@ -587,7 +587,7 @@ mod tests {
                     for r in [r, fast] {
                         let out = debit(b, now, r, debt(MAX_COUNT));
                         assert!(out.decision.reset_after_ms <= MAX_COUNT);
-                        let stored = out.store.unwrap().bucket.level_micros;
+                        let stored = out.write.unwrap().bucket.level_micros;
                         assert!(stored >= LOWEST_MICROS, "{stored}");
                         let d = decide(b, now, r, cost(MAX_COUNT)).decision;
                         assert!(d.retry_after_ms() <= MAX_COUNT as i64);

@@ -16,6 +16,9 @@ pub struct Counter {
     pub expires_at: Millis,
 }
 
+/// What a call writes: the counter itself (what it reads, with the expiry it sets).
+pub type Stored = Counter;
+
 /// End of the epoch-aligned window that contains `now`.
 pub fn window_end(now: Millis, window: Interval) -> Millis {
     let w = window.ms_i64();
@@ -66,7 +69,7 @@ pub fn decide(stored: Option<Counter>, now: Millis, quota: Quota, cost: Cost) ->
             retry_after,
             reset_after_ms,
         },
-        store,
+        write: store,
     }
 }
 
@@ -83,7 +86,7 @@ pub fn refund(
         .filter(|c| c.expires_at > now && c.used > 0 && n.get() > 0)
         .map(|c| match c.used.saturating_sub(n.get()) {
             0 => Change::Delete,
-            used => Change::Store(Counter { used, ..c }),
+            used => Change::Set(Counter { used, ..c }),
         });
     let after = after(&change, stored, |c| *c);
     refunded(change, decide(after, now, quota, Cost::ZERO).decision)
@@ -110,7 +113,7 @@ pub struct FixedWindow;
 impl Algorithm for FixedWindow {
     type State = Option<Counter>;
     type Params = Quota;
-    type Write = Change<Counter>;
+    type Write = Change<Stored>;
 
     fn take(
         state: Option<Counter>,
@@ -154,7 +157,7 @@ mod tests {
             .iter()
             .map(|&(now, n)| {
                 let out = decide(state, now, Quota::new(count(limit), ms(window)), cost(n));
-                if let Some(s) = out.store {
+                if let Some(s) = out.write {
                     state = Some(s);
                 }
                 (out.decision, state)
@@ -237,7 +240,7 @@ mod tests {
     #[test]
     fn cost_above_limit_never_succeeds_and_writes_nothing() {
         let out = decide(None, 0, Quota::new(count(5), ms(1000)), cost(6));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
         assert_eq!(out.decision.remaining, 5);
@@ -247,7 +250,7 @@ mod tests {
     #[test]
     fn cost_zero_reports_state_and_writes_nothing() {
         let empty = decide(None, 500, Quota::new(count(5), ms(1000)), cost(0));
-        assert_eq!(empty.store, None);
+        assert_eq!(empty.write, None);
         assert_eq!(
             empty.decision,
             Decision {
@@ -263,7 +266,7 @@ mod tests {
             expires_at: 1000,
         };
         let used = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(0));
-        assert_eq!(used.store, None);
+        assert_eq!(used.write, None);
         assert_eq!(used.decision.remaining, 3);
         assert_eq!(used.decision.reset_after_ms, 500);
     }
@@ -295,7 +298,7 @@ mod tests {
         };
         let out = decide(Some(stored), 600, Quota::new(count(5), ms(60_000)), cost(1));
         assert_eq!(
-            out.store,
+            out.write,
             Some(Counter {
                 used: 3,
                 expires_at: 60_000
@@ -313,7 +316,7 @@ mod tests {
         };
         let out = decide(Some(stored), 1_500, Quota::new(count(5), ms(1000)), cost(1));
         assert_eq!(
-            out.store,
+            out.write,
             Some(Counter {
                 used: 3,
                 expires_at: 2_000
@@ -331,7 +334,7 @@ mod tests {
         };
         let out = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(1));
         assert_eq!(
-            out.store,
+            out.write,
             Some(Counter {
                 used: 3,
                 expires_at: 1_000
@@ -368,7 +371,7 @@ mod tests {
         let out = decide(Some(stale), 1000, Quota::new(count(5), ms(1000)), cost(1));
         assert!(out.decision.allowed);
         assert_eq!(
-            out.store,
+            out.write,
             Some(Counter {
                 used: 1,
                 expires_at: 2000
@@ -390,14 +393,14 @@ mod tests {
     fn a_debit_goes_past_the_limit_into_debt_that_the_window_end_forgives() {
         // limit 5, window 10 s, in the window [60 s, 70 s).
         let q = Quota::new(count(5), ms(10_000));
-        let taken = decide(None, 61_000, q, cost(4)).store;
+        let taken = decide(None, 61_000, q, cost(4)).write;
         // At the limit: one unit left, DEBIT 1 takes it.
         let out = debit(taken, 62_000, q, count(1));
         let at_limit = Counter {
             used: 5,
             expires_at: 70_000,
         };
-        assert_eq!(out.store, Some(at_limit));
+        assert_eq!(out.write, Some(at_limit));
         assert_eq!(fields(&out.decision), (true, 5, 0, 0, 8_000));
         // Beyond it: allowed all the same, remaining 0, the key still ends with the window.
         let out = debit(Some(at_limit), 63_000, q, count(7));
@@ -405,7 +408,7 @@ mod tests {
             used: 12,
             expires_at: 70_000,
         };
-        assert_eq!(out.store, Some(in_debt));
+        assert_eq!(out.write, Some(in_debt));
         assert_eq!(fields(&out.decision), (true, 5, 0, 0, 7_000));
         // Later calls are rejected until the window ends ...
         let d = decide(Some(in_debt), 69_999, q, cost(1)).decision;
@@ -429,7 +432,7 @@ mod tests {
         for stored in [None, Some(stale)] {
             let out = debit(stored, 1_250, q, count(2));
             assert_eq!(
-                out.store,
+                out.write,
                 Some(Counter {
                     used: 2,
                     expires_at: 2000
@@ -439,7 +442,7 @@ mod tests {
         }
         // Through call(): a Debit is always a store.
         let out = FixedWindow::call(None, 0, q, Amount::Debit(count(9)));
-        assert!(matches!(out.store, Some(Change::Store(c)) if c.used == 9));
+        assert!(matches!(out.write, Some(Change::Set(c)) if c.used == 9));
         assert!(out.decision.allowed);
     }
 
@@ -451,7 +454,7 @@ mod tests {
             expires_at: i64::MAX,
         };
         let out = debit(Some(huge), i64::MAX - 5, q, count(MAX_COUNT));
-        let c = out.store.unwrap();
+        let c = out.write.unwrap();
         assert_eq!(c.used, u64::MAX, "the count stops at 2^64 - 1");
         assert_eq!(c.expires_at, i64::MAX);
         assert_eq!(out.decision.remaining, 0);
@@ -462,7 +465,7 @@ mod tests {
             Quota::new(count(1), ms(1)),
             count(MAX_COUNT),
         );
-        assert_eq!(out.store.map(|c| c.used), Some(MAX_COUNT));
+        assert_eq!(out.write.map(|c| c.used), Some(MAX_COUNT));
         assert_eq!(fields(&out.decision), (true, 1, 0, 0, 1));
     }
 
@@ -478,7 +481,7 @@ mod tests {
         assert!(out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         let again = decide(
-            out.store,
+            out.write,
             i64::MAX - 4,
             Quota::new(big, ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),

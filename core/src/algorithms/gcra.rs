@@ -70,14 +70,14 @@ pub struct Tat(pub u128);
 
 /// The TAT to store after an allowed call, and when its key expires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Store {
+pub struct Stored {
     pub tat: Tat,
     /// ceil(TAT / 10^6) ms, capped at 2^53 − 1 ms from now.
     pub expires_at: Millis,
 }
 
 /// Decides one call against the stored TAT (None when the key is absent).
-pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> Outcome<Store> {
+pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> Outcome<Stored> {
     // Times before the epoch do not occur on a server; clamp rather than wrap.
     let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
     // A TAT in the past is the initial state; a clock that stepped back only
@@ -96,7 +96,7 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
 
     let store = (allowed && n > 0).then(|| {
         let tat = base + increment;
-        Store {
+        Stored {
             tat: Tat(tat),
             expires_at: expiry(now, debt_after),
         }
@@ -123,14 +123,19 @@ pub fn decide(stored: Option<Tat>, now: Millis, rate: Emission, cost: Cost) -> O
             retry_after,
             reset_after_ms: cap(debt_after.div_ceil(NS_PER_MS)),
         },
-        store,
+        write: store,
     }
 }
 
 /// Gives back up to `n` units: TAT = max(now, TAT − n·T). A TAT back at `now` is
 /// the initial state: the key is deleted. A TAT already there (or no key) changes
 /// nothing.
-pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outcome<Change<Store>> {
+pub fn refund(
+    stored: Option<Tat>,
+    now: Millis,
+    rate: Emission,
+    n: Cost,
+) -> Outcome<Change<Stored>> {
     let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
     let change = stored.filter(|t| t.0 > now_ns && n.get() > 0).map(|t| {
         // n·T < 2^53 · 10 years in ns: far inside u128.
@@ -138,7 +143,7 @@ pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outc
         if tat <= now_ns {
             Change::Delete
         } else {
-            Change::Store(Store {
+            Change::Set(Stored {
                 tat: Tat(tat),
                 expires_at: expiry(now, tat - now_ns),
             })
@@ -152,13 +157,13 @@ pub fn refund(stored: Option<Tat>, now: Millis, rate: Emission, n: Cost) -> Outc
 /// with no cap at D: the debt beyond D is repaid by time before the next call
 /// passes. Always writes; the key expires at ceil(TAT / 10^6) ms (capped at
 /// 2^53 − 1 ms from now).
-pub fn debit(stored: Option<Tat>, now: Millis, rate: Emission, n: Count) -> Outcome<Store> {
+pub fn debit(stored: Option<Tat>, now: Millis, rate: Emission, n: Count) -> Outcome<Stored> {
     let now_ns = u128::try_from(now).unwrap_or(0) * NS_PER_MS;
     let base = stored.map_or(now_ns, |t| t.0.max(now_ns));
     // n·T < 2^53 · 10 years in ns; repeated debits stop at the largest TAT a key
     // can hold (2^128 − 1 ns), which no reply or expiry can tell apart.
     let tat = base.saturating_add(u128::from(n.get()) * rate.interval);
-    let store = Store {
+    let store = Stored {
         tat: Tat(tat),
         expires_at: expiry(now, tat - now_ns),
     };
@@ -174,7 +179,7 @@ pub struct Gcra;
 impl Algorithm for Gcra {
     type State = Option<Tat>;
     type Params = Emission;
-    type Write = Change<Store>;
+    type Write = Change<Stored>;
 
     fn take(state: Option<Tat>, now: Millis, params: Emission, cost: Cost) -> Outcome<Self::Write> {
         decide(state, now, params, cost).into_change()
@@ -224,7 +229,7 @@ mod tests {
 
     fn call(state: &mut Option<Tat>, now: Millis, r: Emission, n: u64) -> Decision {
         let out = decide(*state, now, r, cost(n));
-        if let Some(s) = out.store {
+        if let Some(s) = out.write {
             *state = Some(s.tat);
         }
         out.decision
@@ -260,7 +265,7 @@ mod tests {
         }
         let out = decide(s, 0, r, cost(1));
         assert_eq!(fields(&out.decision), (0, 2, 0, 1000, 5000));
-        assert_eq!(out.store, None, "the sixth call writes nothing");
+        assert_eq!(out.write, None, "the sixth call writes nothing");
         assert_eq!(s, Some(Tat(5_000_000_000)));
         // The wait is the Delayed variant: allowed, act after it.
         let r = rate(2, 1, 1000).with_delay(3000);
@@ -294,13 +299,13 @@ mod tests {
         assert_eq!(fields(&call(&mut s, 0, r, 2)), (1, 5, 3, 0, 2000));
         let out = debit(s, 0, r, Count::new(6).unwrap());
         assert_eq!(fields(&out.decision), (1, 5, 0, 0, 8000));
-        let store = out.store.unwrap();
+        let store = out.write.unwrap();
         assert_eq!(store.tat, Tat(8_000_000_000), "no cap at D = 5 s");
         assert_eq!(store.expires_at, 8000);
         s = Some(store.tat);
         let rejected = decide(s, 0, r, cost(1));
         assert_eq!(fields(&rejected.decision), (0, 5, 0, 4000, 8000));
-        assert_eq!(rejected.store, None);
+        assert_eq!(rejected.write, None);
         assert!(!decide(s, 3999, r, cost(1)).decision.allowed);
         assert_eq!(fields(&call(&mut s, 4000, r, 1)), (1, 5, 0, 0, 5000));
     }
@@ -311,12 +316,12 @@ mod tests {
         // At the limit (debt = D = 3 s), DEBIT 1 adds one more second of debt.
         let out = debit(Some(Tat(13_000_000_000)), 10_000, r, Count::new(1).unwrap());
         assert_eq!(fields(&out.decision), (1, 3, 0, 0, 4000));
-        assert_eq!(out.store.map(|s| s.tat), Some(Tat(14_000_000_000)));
+        assert_eq!(out.write.map(|s| s.tat), Some(Tat(14_000_000_000)));
         // A TAT in the past, or no key: the debit counts from now.
         for stored in [None, Some(Tat(1))] {
             let out = Gcra::call(stored, 10_000, r, Amount::Debit(Count::new(2).unwrap()));
             assert_eq!(fields(&out.decision), (1, 3, 1, 0, 2000));
-            assert!(matches!(out.store, Some(Change::Store(s)) if s.tat == Tat(12_000_000_000)));
+            assert!(matches!(out.write, Some(Change::Set(s)) if s.tat == Tat(12_000_000_000)));
         }
     }
 
@@ -326,7 +331,7 @@ mod tests {
         let n = Count::new(MAX_COUNT).unwrap();
         let now = 1_700_000_000_000;
         let out = debit(None, now, r, n);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         // n·T ≈ 2.8·10^36 ns: far past 2^53 − 1 ms, which caps the expiry and reply.
         assert_eq!(
             s.tat.0,
@@ -336,15 +341,15 @@ mod tests {
         assert_eq!(fields(&out.decision), (1, MAX_COUNT, 0, 0, MAX_COUNT));
         // Debit after debit (about 10^5 of them): the TAT stops at 2^128 − 1.
         let near = u128::MAX - u128::from(MAX_COUNT) * 315_360_000_000 * NS_PER_MS / 2;
-        let tat = debit(Some(Tat(near)), now, r, n).store.map(|s| s.tat);
+        let tat = debit(Some(Tat(near)), now, r, n).write.map(|s| s.tat);
         assert_eq!(tat, Some(Tat(u128::MAX)));
         let out = debit(tat, i64::MAX, r, n);
-        assert_eq!(out.store.map(|s| s.tat), Some(Tat(u128::MAX)));
+        assert_eq!(out.write.map(|s| s.tat), Some(Tat(u128::MAX)));
         assert!(out.decision.allowed && out.decision.reset_after_ms <= MAX_COUNT);
         let out = debit(None, i64::MIN, rate(1, 1, 1), n);
         assert!(out.decision.allowed);
         assert_eq!(
-            out.store.map(|s| s.expires_at),
+            out.write.map(|s| s.expires_at),
             Some(i64::MIN + MAX_COUNT as i64)
         );
     }
@@ -373,7 +378,7 @@ mod tests {
     fn cost_zero_with_delay_reports_the_wait_and_writes_nothing() {
         let r = rate(2, 1, 1000).with_delay(3000);
         let out = decide(Some(Tat(3_500_000_000)), 0, r, cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(fields(&out.decision), (1, 2, 0, 1500, 3500));
     }
 
@@ -415,7 +420,7 @@ mod tests {
     #[test]
     fn state_is_the_tat_and_the_key_expires_at_it() {
         let out = decide(None, 1_700_000_000_000, rate(5, 1, 1000), cost(2));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.tat, Tat(1_700_000_002_000_000_000));
         assert_eq!(s.expires_at, 1_700_000_002_000);
     }
@@ -425,7 +430,7 @@ mod tests {
         // 2000 per second: T = 0.5 ms. redis-cell sets a 0 ms TTL and forgets.
         let r = rate(1, 2000, 1000);
         let out = decide(None, 10, r, cost(1));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.tat, Tat(10_500_000));
         assert_eq!(s.expires_at, 11, "ceil to the next ms, never 0 ms");
         assert_eq!(out.decision.reset_after_ms, 1);
@@ -453,7 +458,7 @@ mod tests {
         // A TAT far in the past (redis-cell can report remaining above the limit).
         let r = rate(6000, 6000, 1000);
         let out = decide(Some(Tat(1)), 1_000_000, r, cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(fields(&out.decision), (1, 6000, 6000, 0, 0));
         let out = decide(None, 5, r, cost(1));
         assert_eq!(out.decision.remaining, 5999);
@@ -511,7 +516,7 @@ mod tests {
         let out = decide(None, i64::MAX / 2_000_000, r, cost(MAX_COUNT));
         assert!(out.decision.allowed);
         assert_eq!(out.decision.reset_after_ms, MAX_COUNT);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         let d = decide(Some(s.tat), 0, r, cost(MAX_COUNT)).decision;
         assert!(!d.allowed);
         assert!(d.retry_after_ms() <= MAX_COUNT as i64);

@@ -38,12 +38,12 @@ pub enum RetryAfter {
 }
 
 /// What one call decided, and the write it makes when it consumes something
-/// (`store` is None for a rejected call and for COST 0). Every algorithm returns
+/// (`write` is None for a rejected call and for COST 0). Every algorithm returns
 /// this shape; `S` is what its storage writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome<S> {
     pub decision: Decision,
-    pub store: Option<S>,
+    pub write: Option<S>,
 }
 
 /// What a call asks of a limiter: take units (`COST n`, the default `COST 1`),
@@ -60,16 +60,16 @@ pub enum Amount {
 /// the limiter is back to its initial state (a refund that gave everything back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change<S> {
-    Store(S),
+    Set(S),
     Delete,
 }
 
 impl<S> Outcome<S> {
-    /// The same outcome, its write as a [`Change::Store`].
+    /// The same outcome, its write as a [`Change::Set`].
     pub fn into_change(self) -> Outcome<Change<S>> {
         Outcome {
             decision: self.decision,
-            store: self.store.map(Change::Store),
+            write: self.write.map(Change::Set),
         }
     }
 }
@@ -84,7 +84,7 @@ pub(crate) fn refunded<W>(change: Option<W>, report: Decision) -> Outcome<W> {
             retry_after: RetryAfter::Now,
             ..report
         },
-        store: change,
+        write: change,
     }
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn after<S, T>(
     state: impl FnOnce(&S) -> T,
 ) -> Option<T> {
     match change {
-        Some(Change::Store(s)) => Some(state(s)),
+        Some(Change::Set(s)) => Some(state(s)),
         Some(Change::Delete) => None,
         None => old,
     }
@@ -105,8 +105,8 @@ pub(crate) fn after<S, T>(
 /// The outcome of a debit: always allowed, never waits, and always writes; the
 /// reply is the state it leaves as `COST 0` reads it (`report`), which may be in
 /// debt (remaining 0, a reset_after that covers the debt).
-pub(crate) fn debited<S>(store: S, report: Decision) -> Outcome<S> {
-    refunded(Some(store), report)
+pub(crate) fn debited<S>(write: S, report: Decision) -> Outcome<S> {
+    refunded(Some(write), report)
 }
 
 /// A limiter's arithmetic: a pure function of (stored state, now, parameters,

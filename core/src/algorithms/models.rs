@@ -153,7 +153,7 @@ proptest! {
             let expected = model.call(now, limit, window, n);
             prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
             check_reply(&out.decision, limit, n);
-            if let Some(s) = out.store { state = Some(s); }
+            if let Some(s) = out.write { state = Some(s); }
             state = state.filter(|s| s.expires_at > now);
         }
     }
@@ -171,7 +171,7 @@ proptest! {
             let live = state.filter(|s| s.expires_at > now);
             let out = fixed::decide(live, now, Quota::new(c(limit), d(window)), k(n));
             check_reply(&out.decision, limit, n);
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert_eq!(s.expires_at.rem_euclid(window as i64), 0, "expiry on a window edge");
                 let fresh = live.is_none_or(|l| l.expires_at != s.expires_at);
                 let units = per_window.entry(s.expires_at).or_default();
@@ -259,7 +259,7 @@ proptest! {
             let out = sliding::decide(&log, now, Quota::new(c(limit), d(window)), k(n));
             prop_assert_eq!(out.decision, model.call(now, limit, window, n), "at {} cost {}", now, n);
             check_reply(&out.decision, limit, n);
-            if let Some(a) = out.store {
+            if let Some(a) = out.write {
                 log.apply(&a);
                 // After an allowed call the log holds exactly the units still counted.
                 prop_assert!(log.0.iter().all(|&t| t > now - window as i64));
@@ -285,7 +285,7 @@ proptest! {
                     prop_assert!(!sliding::decide(&log, now + wait - 1, Quota::new(c(limit), d(window)), k(n)).decision.allowed);
                 }
             }
-            if let Some(a) = out.store {
+            if let Some(a) = out.write {
                 log.apply(&a);
                 all.extend(std::iter::repeat_n(a.at, a.units as usize));
             }
@@ -421,7 +421,7 @@ proptest! {
             let out = bucket::decide(state, now, rate, k(n));
             prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
             check_reply(&out.decision, capacity, n);
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert!(s.bucket.level_micros <= i128::from(capacity) * 1_000_000);
                 prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                 state = Some(s.bucket);
@@ -450,7 +450,7 @@ proptest! {
                 prop_assert!(!bucket::decide(state, now + wait - 1, rate, k(n)).decision.allowed);
             }
             if out.decision.allowed { admitted += n; }
-            if let Some(s) = out.store { state = Some(s.bucket); }
+            if let Some(s) = out.write { state = Some(s.bucket); }
         }
         // Over the whole run, from the earliest to the latest clock reading:
         let refill = BigRational::new(BigInt::from(tokens), BigInt::from(period)) * rat(i128::from(latest - earliest));
@@ -489,7 +489,7 @@ proptest! {
             let out = gcra::decide(state, now, emission, k(n));
             prop_assert_eq!(out.decision, model.call(now, capacity, tokens, period, n), "at {} cost {}", now, n);
             check_reply(&out.decision, capacity, n);
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                 state = Some(s.tat);
             }
@@ -518,7 +518,7 @@ proptest! {
                 prop_assert!(!gcra::decide(state, now + wait - 1, emission, k(n)).decision.allowed);
             }
             if out.decision.allowed { admitted += n; }
-            if let Some(s) = out.store { state = Some(s.tat); }
+            if let Some(s) = out.write { state = Some(s.tat); }
         }
         // T may be rounded down (faster than nominal) by under 1 ns per unit.
         let per_ms = BigRational::new(BigInt::from(1_000_000), BigInt::from(emission_ns(emission)));
@@ -547,7 +547,7 @@ proptest! {
             now += step;
             let out = gcra::decide(state, now, plain.with_delay(0), k(n));
             prop_assert_eq!(out, gcra::decide(state, now, plain, k(n)), "at {} cost {}", now, n);
-            if let Some(s) = out.store { state = Some(s.tat); }
+            if let Some(s) = out.write { state = Some(s.tat); }
         }
     }
 
@@ -577,9 +577,9 @@ proptest! {
                 RetryAfter::Now | RetryAfter::Never => {}
             }
             if !out.decision.allowed {
-                prop_assert_eq!(out.store, None, "a rejected call writes nothing");
+                prop_assert_eq!(out.write, None, "a rejected call writes nothing");
             }
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 scheduled.push((now + out.decision.retry_after_ms(), n));
                 state = Some(s.tat);
             }
@@ -605,7 +605,7 @@ proptest! {
 fn emission_ns(e: Emission) -> i128 {
     // The emission interval, recovered from one unit's debt.
     let out = gcra::decide(None, 0, e, Cost::ONE);
-    out.store.map_or(1, |s| s.tat.0 as i128)
+    out.write.map_or(1, |s| s.tat.0 as i128)
 }
 
 // ---------------------------------------------------------------- sliding counter
@@ -685,7 +685,7 @@ proptest! {
             }
             prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
             check_reply(&out.decision, limit, n);
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                 state = Some(s.counts);
             }
@@ -707,7 +707,7 @@ proptest! {
                 prop_assert!(wait >= 1);
                 prop_assert!(sliding_counter::decide(state, now + wait, q, k(n)).decision.allowed);
             }
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert!(s.counts.current <= limit.max(state.map_or(0, |c| c.current)) + n);
                 state = Some(s.counts);
             }
@@ -802,7 +802,7 @@ proptest! {
                 let expected = model.acquire(now, limit, ttl, id);
                 prop_assert_eq!(out.decision, expected, "acquire {} at {}", id, now);
                 check_reply(&out.decision, limit, 1);
-                if let Some(g) = out.store {
+                if let Some(g) = out.write {
                     set.grant(&name, &g);
                     prop_assert_eq!(Some(g.expires_at), set.0.iter().map(|&(_, e)| e).max());
                 }

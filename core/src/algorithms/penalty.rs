@@ -166,7 +166,7 @@ impl State {
 /// What a call that records strikes writes: the state, and when the key expires
 /// (when it would be back to its initial state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Store {
+pub struct Stored {
     pub state: State,
     pub expires_at: Millis,
 }
@@ -177,7 +177,7 @@ pub struct EscalatingBlocks;
 impl Algorithm for EscalatingBlocks {
     type State = Option<State>;
     type Params = Penalty;
-    type Write = Change<Store>;
+    type Write = Change<Stored>;
 
     fn take(state: Option<State>, now: Millis, p: Penalty, cost: Cost) -> Outcome<Self::Write> {
         decide(state, now, p, cost).into_change()
@@ -198,13 +198,13 @@ impl Algorithm for EscalatingBlocks {
 /// Decides one call: records `cost` strikes unless the key is blocked (None: an
 /// absent key). A call while blocked and `COST 0` write nothing; the strike that
 /// reaches `strikes` starts a block, is answered as rejected, and writes it.
-pub fn decide(stored: Option<State>, now: Millis, p: Penalty, cost: Cost) -> Outcome<Store> {
+pub fn decide(stored: Option<State>, now: Millis, p: Penalty, cost: Cost) -> Outcome<Stored> {
     let seen = stored.unwrap_or_default().at(now, p);
     let n = cost.get();
     if now < seen.blocked_until || n == 0 {
         return Outcome {
             decision: report(seen, now, p),
-            store: None,
+            write: None,
         };
     }
     let strikes = p.strikes.get();
@@ -230,7 +230,7 @@ pub fn decide(stored: Option<State>, now: Millis, p: Penalty, cost: Cost) -> Out
     };
     Outcome {
         decision: report(after, now, p),
-        store: Some(Store {
+        write: Some(Stored {
             state: after,
             expires_at: after.resets_at(p),
         }),
@@ -310,9 +310,9 @@ mod tests {
             Key { state: None, p }
         }
 
-        fn call(&mut self, now: Millis, n: u64) -> Outcome<Store> {
+        fn call(&mut self, now: Millis, n: u64) -> Outcome<Stored> {
             let out = decide(self.state, now, self.p, cost(n));
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 assert_eq!(
                     s.expires_at,
                     now + out.decision.reset_after_ms as Millis,
@@ -346,7 +346,7 @@ mod tests {
         // Blocked: not counted, nothing written.
         let blocked = k.call(30 * S, 1);
         assert_eq!(fields(blocked.decision), [0, 3, 0, 50_000, 3_650_000]);
-        assert_eq!(blocked.store, None);
+        assert_eq!(blocked.write, None);
         // Block over at 80 s, level 1: the third strike blocks for 2 min.
         assert_eq!(k.reply(80 * S, 1)[0], 1);
         assert_eq!(k.reply(80 * S, 1)[0], 1);
@@ -383,11 +383,11 @@ mod tests {
         // 1 ms before forgiveness: the fourth block is 8 min.
         let out = decide(Some(blocked), 100 * S + HOUR - 1, p, cost(3));
         assert_eq!(out.decision.retry_after_ms(), 8 * MIN);
-        assert_eq!(out.store.unwrap().state.level, 4);
+        assert_eq!(out.write.unwrap().state.level, 4);
         // At blocked_until + max: forgiven, the block is the first length again.
         let out = decide(Some(blocked), 100 * S + HOUR, p, cost(3));
         assert_eq!(out.decision.retry_after_ms(), MIN);
-        assert_eq!(out.store.unwrap().state.level, 1);
+        assert_eq!(out.write.unwrap().state.level, 1);
         // And COST 0 there reports the initial state.
         let d = decide(Some(blocked), 100 * S + HOUR, p, cost(0)).decision;
         assert_eq!(fields(d), [1, 3, 3, 0, 0]);
@@ -414,24 +414,24 @@ mod tests {
         k.call(0, 2);
         let start = k.call(1, 1);
         assert!(!start.decision.allowed);
-        assert!(start.store.is_some(), "the block is written");
+        assert!(start.write.is_some(), "the block is written");
         for t in [2, 30 * S, MIN] {
             for n in [0, 1, 5] {
                 let out = k.call(t, n);
                 assert!(!out.decision.allowed);
-                assert_eq!(out.store, None, "at {t} COST {n}");
+                assert_eq!(out.write, None, "at {t} COST {n}");
                 assert_eq!(out.decision.retry_after_ms(), MIN + 1 - t);
             }
         }
         // The block ends at 60 001: the next strike is counted again.
-        assert!(k.call(MIN + 1, 1).store.is_some());
+        assert!(k.call(MIN + 1, 1).write.is_some());
     }
 
     #[test]
     fn cost_zero_looks_and_writes_nothing() {
         let p = login();
         let empty = decide(None, 5 * S, p, cost(0));
-        assert_eq!(empty.store, None);
+        assert_eq!(empty.write, None);
         assert_eq!(fields(empty.decision), [1, 3, 3, 0, 0]);
         let two = State {
             count: 2,
@@ -440,7 +440,7 @@ mod tests {
             blocked_until: 0,
         };
         let out = decide(Some(two), 20 * S, p, cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(fields(out.decision), [1, 3, 1, 0, 30_000]);
         // While blocked: rejected, remaining 0, the time left.
         let blocked = State {
@@ -450,7 +450,7 @@ mod tests {
             blocked_until: 50 * S,
         };
         let out = decide(Some(blocked), 20 * S, p, cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(fields(out.decision), [0, 3, 0, 30_000, 30_000 + HOUR]);
     }
 
@@ -463,7 +463,7 @@ mod tests {
                 [0, 3, 0, 60_000, 60_000 + HOUR],
                 "COST {n}"
             );
-            let s = out.store.unwrap();
+            let s = out.write.unwrap();
             assert_eq!((s.state.count, s.state.level), (0, 1));
         }
         // With strikes already counted, the rest of them is enough.
@@ -502,11 +502,11 @@ mod tests {
         assert_eq!(fields(look.decision), [1, 3, 0, 0, 40_000]);
         let strike = decide(Some(four), 10 * S, lower, cost(1));
         assert!(!strike.decision.allowed);
-        assert_eq!(strike.store.unwrap().state.level, 1);
+        assert_eq!(strike.write.unwrap().state.level, 1);
         // A longer window keeps the open window's end.
         let longer = penalty(10, HOUR as u64, MIN as u64, HOUR as u64);
         let out = decide(Some(four), 10 * S, longer, cost(1));
-        assert_eq!(out.store.unwrap().state.window_end, 50 * S);
+        assert_eq!(out.write.unwrap().state.window_end, 50 * S);
         // A lowered max forgives sooner and caps the next block.
         let remembered = State {
             count: 0,
@@ -537,7 +537,7 @@ mod tests {
         };
         // Behind the block's start: still blocked, and for longer.
         let d = decide(Some(blocked), 10 * S, login(), cost(1));
-        assert_eq!(d.store, None);
+        assert_eq!(d.write, None);
         assert_eq!(d.decision.retry_after_ms(), 90_000);
         let two = State {
             count: 2,
@@ -594,7 +594,7 @@ mod tests {
                 let d = out.decision;
                 assert!(d.remaining <= d.limit);
                 assert!(d.reset_after_ms <= MAX_COUNT && d.retry_after_ms() <= MAX_COUNT as i64);
-                if let Some(s) = out.store {
+                if let Some(s) = out.write {
                     assert!(s.state.level <= MAX_COUNT);
                     let mut buf = [0; BUF_LEN];
                     assert!(State::parse(s.state.format(&mut buf)).is_some());
@@ -605,7 +605,7 @@ mod tests {
         let now = MAX_COUNT as Millis;
         let out = decide(Some(top), now, p, cost(MAX_COUNT));
         assert!(!out.decision.allowed);
-        assert_eq!(out.store.unwrap().state.level, MAX_COUNT);
+        assert_eq!(out.write.unwrap().state.level, MAX_COUNT);
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl<L: Log> Algorithm for SlidingLog<L> {
         let out = decide(&log, now, quota, cost);
         Outcome {
             decision: out.decision,
-            store: out.store.map(Write::Append),
+            write: out.write.map(Write::Append),
         }
     }
 
@@ -115,7 +115,7 @@ impl<L: Log> Algorithm for SlidingLog<L> {
         let out = refund(&log, now, quota, n);
         Outcome {
             decision: out.decision,
-            store: out.store.map(Write::Remove),
+            write: out.write.map(Write::Remove),
         }
     }
 
@@ -179,7 +179,7 @@ pub fn decide(log: &impl Log, now: Millis, quota: Quota, cost: Cost) -> Outcome<
             retry_after,
             reset_after_ms,
         },
-        store,
+        write: store,
     }
 }
 
@@ -244,7 +244,7 @@ mod tests {
 
     fn call(log: &mut VecLog, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
         let out = decide(log, now, Quota::new(count(limit), ms(window)), cost(n));
-        if let Some(append) = out.store {
+        if let Some(append) = out.write {
             log.apply(&append);
         }
         out.decision
@@ -293,11 +293,11 @@ mod tests {
         assert_eq!(log.0, vec![0, 0, 0, 150, 150]);
         // At 299 the units at 0 still count; an inspection drops nothing.
         let out = decide(&log, 299, Quota::new(count(10), ms(300)), cost(0));
-        assert_eq!((out.decision.remaining, out.store), (5, None));
+        assert_eq!((out.decision.remaining, out.write), (5, None));
         // At 300 they have left: the call drops them (through 0) and logs its own.
         let out = decide(&log, 300, Quota::new(count(10), ms(300)), cost(1));
         assert_eq!(
-            out.store,
+            out.write,
             Some(Append {
                 drop_through: 0,
                 at: 300,
@@ -306,7 +306,7 @@ mod tests {
             })
         );
         assert_eq!(out.decision.remaining, 7);
-        log.apply(&out.store.unwrap());
+        log.apply(&out.write.unwrap());
         assert_eq!(log.0, vec![150, 150, 300]);
         // At 450 the units at 150 go too.
         assert_eq!(call(&mut log, 450, 10, 300, 1).remaining, 8);
@@ -342,7 +342,7 @@ mod tests {
         let log = VecLog::default();
         let out = decide(&log, 5000, Quota::new(count(3), ms(2000)), cost(2));
         assert_eq!(
-            out.store,
+            out.write,
             Some(Append {
                 drop_through: 3000,
                 at: 5000,
@@ -363,14 +363,14 @@ mod tests {
             cost(4),
         );
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
     }
 
     #[test]
     fn cost_zero_inspects() {
         let log = VecLog(vec![100, 200]);
         let out = decide(&log, 500, Quota::new(count(3), ms(1000)), cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(
             out.decision,
             Decision {
@@ -432,6 +432,6 @@ mod tests {
             Quota::new(count(1), ms(MAX_DURATION_MS)),
             cost(1),
         );
-        assert_eq!(out.store.map(|a| a.expires_at), Some(i64::MAX));
+        assert_eq!(out.write.map(|a| a.expires_at), Some(i64::MAX));
     }
 }

@@ -25,7 +25,7 @@ pub struct Counts {
 /// The counts to store after an allowed call, and when the key expires (when
 /// the current window stops weighing: start + 2·window).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Store {
+pub struct Stored {
     pub counts: Counts,
     pub expires_at: Millis,
 }
@@ -70,8 +70,8 @@ fn view(stored: Option<Counts>, now: Millis, quota: Quota) -> View {
 }
 
 /// The counts a write leaves, expiring when the current window stops weighing.
-fn store(window_start: Millis, current: u64, previous: u64, quota: Quota) -> Store {
-    Store {
+fn store(window_start: Millis, current: u64, previous: u64, quota: Quota) -> Stored {
+    Stored {
         counts: Counts {
             start: window_start,
             current,
@@ -89,7 +89,7 @@ pub fn refund(
     now: Millis,
     quota: Quota,
     n: Cost,
-) -> Outcome<Change<Store>> {
+) -> Outcome<Change<Stored>> {
     let View {
         window_start,
         cur,
@@ -104,7 +104,7 @@ pub fn refund(
     } else if cur_after == 0 && prev_after == 0 {
         Some(Change::Delete)
     } else {
-        Some(Change::Store(store(
+        Some(Change::Set(store(
             window_start,
             cur_after,
             prev_after,
@@ -118,7 +118,7 @@ pub fn refund(
 /// Charges `n` units after the fact, whatever is left: current += n, beyond the
 /// limit if need be (the count stops at 2^64 − 1). Always writes, as an allowed
 /// call does; the debt weighs on the next window too, and is gone two windows on.
-pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Outcome<Store> {
+pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Outcome<Stored> {
     let View {
         window_start,
         cur,
@@ -135,7 +135,7 @@ pub struct SlidingWindowCounter;
 impl Algorithm for SlidingWindowCounter {
     type State = Option<Counts>;
     type Params = Quota;
-    type Write = Change<Store>;
+    type Write = Change<Stored>;
 
     fn take(state: Option<Counts>, now: Millis, params: Quota, cost: Cost) -> Outcome<Self::Write> {
         decide(state, now, params, cost).into_change()
@@ -151,7 +151,7 @@ impl Algorithm for SlidingWindowCounter {
 }
 
 /// Decides one call against the stored counts (None when the key is absent).
-pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Store> {
+pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Stored> {
     let View {
         at,
         window_start,
@@ -199,7 +199,7 @@ pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> 
             retry_after,
             reset_after_ms: if until == 0 { 0 } else { cap(lag + until) },
         },
-        store,
+        write: store,
     }
 }
 
@@ -260,7 +260,7 @@ mod tests {
         let out = decide(stored, now, quota(10, 60_000), cost(1));
         assert!(out.decision.allowed, "3 + 1 + 6 = 10");
         assert_eq!(out.decision.remaining, 0);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(
             s.counts,
             Counts {
@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(out.decision.reset_after_ms, 2 * 60_000 - 15_000);
         let out = decide(stored, now, quota(10, 60_000), cost(2));
         assert!(!out.decision.allowed);
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         // limit 50, previous 42, current 18, 15 s in: 18 + 1 + 31.5 > 50.
         let counts = Counts {
             start: 1000 * MIN,
@@ -311,7 +311,7 @@ mod tests {
     fn windows_roll_over_and_a_key_idle_two_windows_is_fresh() {
         let q = quota(10, 1000);
         let out = decide(None, 5_500, q, cost(4));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(
             s.counts,
             Counts {
@@ -330,7 +330,7 @@ mod tests {
         );
         let out = decide(Some(s.counts), 6_250, q, cost(1));
         assert_eq!(
-            out.store.unwrap().counts,
+            out.write.unwrap().counts,
             Counts {
                 start: 6_000,
                 current: 1,
@@ -348,9 +348,9 @@ mod tests {
     fn cost_above_limit_and_cost_zero() {
         let out = decide(None, 0, quota(3, 1000), cost(4));
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         let out = decide(None, 0, quota(3, 1000), cost(0));
-        assert_eq!(out.store, None);
+        assert_eq!(out.write, None);
         assert_eq!(
             (out.decision.remaining, out.decision.reset_after_ms),
             (3, 0)
@@ -379,9 +379,9 @@ mod tests {
     fn a_debit_goes_past_the_limit_and_weighs_until_two_windows_on() {
         let q = quota(10, 1000);
         // 8 taken at 5 250; at the limit, DEBIT 2 takes the last two.
-        let taken = decide(None, 5_250, q, cost(8)).store.map(|s| s.counts);
+        let taken = decide(None, 5_250, q, cost(8)).write.map(|s| s.counts);
         let out = debit(taken, 5_500, q, Count::new(2).unwrap());
-        let full = out.store.unwrap();
+        let full = out.write.unwrap();
         assert_eq!(
             full.counts,
             Counts {
@@ -398,7 +398,7 @@ mod tests {
         );
         // Beyond it: current 30, three times the limit.
         let out = debit(Some(full.counts), 5_600, q, Count::new(20).unwrap());
-        let debt = out.store.unwrap().counts;
+        let debt = out.write.unwrap().counts;
         assert_eq!((debt.current, debt.previous), (30, 0));
         assert_eq!((out.decision.allowed, out.decision.remaining), (true, 0));
         // The next window still carries it: 30 weighted by (W − e) / W stays
@@ -426,7 +426,7 @@ mod tests {
             q,
             Amount::Debit(Count::new(3).unwrap()),
         );
-        let Some(Change::Store(s)) = out.store else {
+        let Some(Change::Set(s)) = out.write else {
             panic!("a debit always writes: {out:?}");
         };
         assert_eq!(
@@ -452,7 +452,7 @@ mod tests {
         let big = quota(MAX_COUNT, MAX_DURATION_MS);
         let n = Count::new(MAX_COUNT).unwrap();
         let out = debit(Some(huge), 1_700_000_000_000, big, n);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         assert_eq!(s.counts.current, u64::MAX, "the count stops at 2^64 - 1");
         assert_eq!(out.decision.remaining, 0);
         assert!(out.decision.reset_after_ms <= MAX_COUNT);
@@ -467,7 +467,7 @@ mod tests {
         let big = quota(MAX_COUNT, MAX_DURATION_MS);
         let out = decide(None, 1_700_000_000_000, big, cost(MAX_COUNT));
         assert!(out.decision.allowed);
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         let d = decide(Some(s.counts), 1_700_000_000_001, big, cost(1)).decision;
         assert!(!d.allowed);
         assert!(d.retry_after_ms() <= MAX_COUNT as i64);

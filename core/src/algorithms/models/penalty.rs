@@ -5,7 +5,7 @@
 //! the clock may step back.
 
 use super::*;
-use crate::algorithms::penalty::{self, Penalty, State, Store, BUF_LEN};
+use crate::algorithms::penalty::{self, Penalty, State, Stored, BUF_LEN};
 
 /// The rules as written, in wide integers, with nothing left out or merged: a
 /// window that opens at the first strike, a block at `strikes`, doubling per
@@ -154,7 +154,7 @@ fn with_calls(
 }
 
 /// Whether the stored value reads back as written.
-fn round_trips(s: &Store) -> bool {
+fn round_trips(s: &Stored) -> bool {
     let mut buf = [0; BUF_LEN];
     State::parse(s.state.format(&mut buf)) == Some(s.state)
 }
@@ -166,7 +166,7 @@ proptest! {
     fn penalty_matches_the_model_when_time_moves_forward(
         (p, seq) in with_calls(fwd)
     ) {
-        let (mut kept, mut evicted) = (None::<State>, None::<Store>);
+        let (mut kept, mut evicted) = (None::<State>, None::<Stored>);
         let (mut model, mut now) = (PenaltyModel::default(), START);
         for (step, n) in seq {
             // Forward only: an edge already passed is now.
@@ -180,7 +180,7 @@ proptest! {
             check_reply(&out.decision, p.strikes, n);
             let kept_out = penalty::decide(kept, now, build(p), k(n));
             prop_assert_eq!(kept_out.decision, expected, "no expiry: at {} cost {}", now, n);
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert!(s.expires_at > now);
                 prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                 prop_assert!(round_trips(&s));
@@ -188,7 +188,7 @@ proptest! {
             } else {
                 evicted = evicted.filter(|s| s.expires_at > now);
             }
-            if let Some(s) = kept_out.store {
+            if let Some(s) = kept_out.write {
                 kept = Some(s.state);
             }
         }
@@ -213,16 +213,16 @@ proptest! {
             let before = penalty::decide(state, now, penalty, Cost::ZERO).decision;
             // A look writes nothing, and neither does a call while blocked.
             if n == 0 || !before.allowed {
-                prop_assert_eq!(out.store, None);
+                prop_assert_eq!(out.write, None);
             }
             if let RetryAfter::Ms(wait) = d.retry_after {
                 // The state the call leaves is blocked exactly until retry_after.
-                let after = out.store.map(|s| s.state).or(state);
+                let after = out.write.map(|s| s.state).or(state);
                 let wait = wait as i64;
                 prop_assert!(!penalty::decide(after, now + wait - 1, penalty, Cost::ZERO).decision.allowed);
                 prop_assert!(penalty::decide(after, now + wait, penalty, Cost::ZERO).decision.allowed);
             }
-            if let Some(s) = out.store {
+            if let Some(s) = out.write {
                 prop_assert!(n > 0 && before.allowed);
                 prop_assert!(s.expires_at > now);
                 prop_assert_eq!(s.expires_at, now + d.reset_after_ms as i64);

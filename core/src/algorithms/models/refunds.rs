@@ -87,7 +87,7 @@ fn check_write<S>(change: &Option<Change<S>>, d: &Decision, op: Op, n: u64, was_
         );
     }
     if op == Op::Debit {
-        assert!(matches!(change, Some(Change::Store(_))), "a debit writes");
+        assert!(matches!(change, Some(Change::Set(_))), "a debit writes");
         assert!(d.allowed && d.retry_after == RetryAfter::Now, "{d:?}");
         assert!(
             d.reset_after_ms > 0,
@@ -244,9 +244,9 @@ proptest! {
             let out = fixed::FixedWindow::call(state, now, q, amount(n, op));
             let want = by_model!(model, op, (now, limit, window, n));
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
-            check_write(&out.store, &out.decision, op, n, initial);
-            match out.store {
-                Some(Change::Store(s)) => {
+            check_write(&out.write, &out.decision, op, n, initial);
+            match out.write {
+                Some(Change::Set(s)) => {
                     // Every write, a debit's too, expires at the window's end.
                     prop_assert_eq!(s.expires_at, fixed::window_end(now, q.window));
                     state = Some(s);
@@ -273,9 +273,9 @@ proptest! {
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
             check_reply(&out.decision, limit, if refund { 0 } else { n });
             if refund && (n == 0 || counted == 0) {
-                prop_assert!(out.store.is_none());
+                prop_assert!(out.write.is_none());
             }
-            if let Some(w) = out.store {
+            if let Some(w) = out.write {
                 log.write(&w);
                 // After any write the log holds exactly the units still counted.
                 prop_assert!(log.0.iter().all(|&t| t > now - window as i64));
@@ -300,9 +300,9 @@ proptest! {
             let out = bucket::TokenBucket::call(state, now, rate, amount(n, op));
             let want = by_model!(model, op, (now, capacity, tokens, period, n));
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
-            check_write(&out.store, &out.decision, op, n, full_now);
-            match out.store {
-                Some(Change::Store(s)) => {
+            check_write(&out.write, &out.decision, op, n, full_now);
+            match out.write {
+                Some(Change::Set(s)) => {
                     prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                     prop_assert!(s.bucket.level_micros >= bucket::LOWEST_MICROS);
                     if op == Op::Debit && out.decision.reset_after_ms > 1 {
@@ -332,9 +332,9 @@ proptest! {
             let out = gcra::Gcra::call(state, now, emission, amount(n, op));
             let want = by_model!(model, op, (now, capacity, tokens, period, n));
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
-            check_write(&out.store, &out.decision, op, n, initial);
-            match out.store {
-                Some(Change::Store(s)) => {
+            check_write(&out.write, &out.decision, op, n, initial);
+            match out.write {
+                Some(Change::Set(s)) => {
                     prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                     if op == Op::Debit && out.decision.reset_after_ms > 1 {
                         let d = gcra::decide(Some(s.tat), s.expires_at - 1, emission, k(0)).decision;
@@ -365,9 +365,9 @@ proptest! {
                 prop_assert!(sliding_counter::decide(state, now + got as i64, q, k(n)).decision.allowed);
             }
             prop_assert_eq!(out.decision, want, "at {} {} {}", now, op.name(), n);
-            check_write(&out.store, &out.decision, op, n, initial);
-            match out.store {
-                Some(Change::Store(s)) => {
+            check_write(&out.write, &out.decision, op, n, initial);
+            match out.write {
+                Some(Change::Set(s)) => {
                     if op == Op::Debit {
                         prop_assert_eq!(s.expires_at, now + out.decision.reset_after_ms as i64);
                     }
@@ -387,10 +387,10 @@ proptest! {
         // passed (bucket, GCRA) or the window no longer counts it; then the
         // limiter is back at its initial state.
         let rate = Rate { capacity: c(capacity), tokens: c(tokens), period: d(period) };
-        let b = bucket::decide(None, START, rate, k(capacity)).store.map(|s| s.bucket);
+        let b = bucket::decide(None, START, rate, k(capacity)).write.map(|s| s.bucket);
         let out = bucket::debit(b, START, rate, c(n));
         let reset = out.decision.reset_after_ms as i64;
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         prop_assert_eq!(out.decision.remaining, 0);
         prop_assert!(!bucket::decide(Some(s.bucket), START, rate, k(1)).decision.allowed);
         // The key expires when the exact bucket is full again (the stored copy,
@@ -400,24 +400,24 @@ proptest! {
         prop_assert!(before.reset_after_ms >= 1 && before.remaining < capacity);
 
         let e = Emission::new(rate).unwrap();
-        let t = gcra::decide(None, START, e, k(capacity)).store.map(|s| s.tat);
+        let t = gcra::decide(None, START, e, k(capacity)).write.map(|s| s.tat);
         let out = gcra::debit(t, START, e, c(n));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         prop_assert_eq!(out.decision.remaining, 0);
         let back = gcra::decide(Some(s.tat), s.expires_at, e, k(0)).decision;
         prop_assert_eq!((back.remaining, back.reset_after_ms), (capacity, 0));
 
         let q = Quota::new(c(capacity), d(period));
-        let f = fixed::decide(None, START, q, k(capacity)).store;
+        let f = fixed::decide(None, START, q, k(capacity)).write;
         let out = fixed::debit(f, START, q, c(n));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         prop_assert_eq!(out.decision.reset_after_ms as i64, s.expires_at - START);
         prop_assert!(!fixed::decide(Some(s), s.expires_at - 1, q, k(1)).decision.allowed);
         prop_assert!(fixed::decide(Some(s), s.expires_at, q, k(capacity)).decision.allowed);
 
-        let sc = sliding_counter::decide(None, START, q, k(capacity)).store.map(|s| s.counts);
+        let sc = sliding_counter::decide(None, START, q, k(capacity)).write.map(|s| s.counts);
         let out = sliding_counter::debit(sc, START, q, c(n));
-        let s = out.store.unwrap();
+        let s = out.write.unwrap();
         prop_assert_eq!(out.decision.remaining, 0);
         prop_assert_eq!(out.decision.reset_after_ms as i64, s.expires_at - START);
         let back = sliding_counter::decide(Some(s.counts), s.expires_at, q, k(0)).decision;
@@ -429,15 +429,15 @@ proptest! {
 fn a_refund_never_goes_beyond_the_initial_state() {
     let q = Quota::new(c(5), d(1000));
     // Three taken, ten given back: the counter is deleted, not negative.
-    let taken = fixed::decide(None, START, q, k(3)).store;
+    let taken = fixed::decide(None, START, q, k(3)).write;
     let out = fixed::refund(taken, START + 1, q, k(10));
-    assert_eq!(out.store, Some(Change::Delete));
+    assert_eq!(out.write, Some(Change::Delete));
     assert_eq!(
         (out.decision.remaining, out.decision.reset_after_ms),
         (5, 0)
     );
     // Nothing taken: nothing to give back, nothing written.
-    assert_eq!(fixed::refund(None, START, q, k(10)).store, None);
+    assert_eq!(fixed::refund(None, START, q, k(10)).write, None);
 
     let rate = Rate {
         capacity: c(5),
@@ -445,27 +445,27 @@ fn a_refund_never_goes_beyond_the_initial_state() {
         period: d(1000),
     };
     let half = bucket::decide(None, START, rate, k(2))
-        .store
+        .write
         .map(|s| s.bucket);
     let out = bucket::refund(half, START + 500, rate, k(1));
     // 3 + 0.5 refilled + 1 given back = 4.5 tokens.
     assert_eq!(out.decision.remaining, 4);
     assert_eq!(out.decision.reset_after_ms, 500);
-    assert!(matches!(out.store, Some(Change::Store(s)) if s.bucket.level_micros == 4_500_000));
+    assert!(matches!(out.write, Some(Change::Set(s)) if s.bucket.level_micros == 4_500_000));
     assert_eq!(
-        bucket::refund(half, START + 500, rate, k(2)).store,
+        bucket::refund(half, START + 500, rate, k(2)).write,
         Some(Change::Delete)
     );
 
     let e = Emission::new(rate).unwrap();
-    let tat = gcra::decide(None, START, e, k(3)).store.map(|s| s.tat);
+    let tat = gcra::decide(None, START, e, k(3)).write.map(|s| s.tat);
     let out = gcra::refund(tat, START, e, k(1));
     assert!(
-        matches!(out.store, Some(Change::Store(s)) if s.tat.0 == (START as u128 + 2000) * 1_000_000)
+        matches!(out.write, Some(Change::Set(s)) if s.tat.0 == (START as u128 + 2000) * 1_000_000)
     );
     assert_eq!(out.decision.reset_after_ms, 2000);
     assert_eq!(
-        gcra::refund(tat, START, e, k(4)).store,
+        gcra::refund(tat, START, e, k(4)).write,
         Some(Change::Delete)
     );
 
@@ -478,10 +478,10 @@ fn a_refund_never_goes_beyond_the_initial_state() {
     let q = Quota::new(c(10), d(1000));
     let out = sliding_counter::refund(counts, START + 10, q, k(4));
     assert!(
-        matches!(out.store, Some(Change::Store(s)) if (s.counts.current, s.counts.previous) == (0, 1))
+        matches!(out.write, Some(Change::Set(s)) if (s.counts.current, s.counts.previous) == (0, 1))
     );
     assert_eq!(
-        sliding_counter::refund(counts, START, q, k(5)).store,
+        sliding_counter::refund(counts, START, q, k(5)).write,
         Some(Change::Delete)
     );
 }

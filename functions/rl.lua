@@ -1564,7 +1564,7 @@ end
 -- A function without options (rl_acquire, rl_release) given more arguments than
 -- it takes: an option among them is named (as the module's command does), else the
 -- arity error.
-local OPTION_WORDS = { COST = true, REFUND = true, DELAY = true }
+local OPTION_WORDS = { COST = true, REFUND = true, DELAY = true, DEBIT = true }
 local function no_options(name, command, args, n)
   if #args > n and OPTION_WORDS[args[n + 1]:upper()] then
     fail("ERR syntax error: " .. command .. " takes no " .. args[n + 1]:upper())

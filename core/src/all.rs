@@ -229,10 +229,12 @@ fn count_error(rest: &[&[u8]], keys: usize, parsed: usize, next: Option<&&[u8]>)
     let is = |w: &[u8], word: &str| w.eq_ignore_ascii_case(word.as_bytes());
     match next {
         Some(w) if parsed > 0 && is(w, "DELAY") => Error::DelayWithoutGcra,
-        Some(w) if parsed < keys && !is(w, "COST") && !is(w, "REFUND") => Error::UnknownPolicy {
-            word: args::printable(w),
-            expected: table::policy_words(),
-        },
+        Some(w) if parsed < keys && !["COST", "REFUND", "DEBIT"].iter().any(|o| is(w, o)) => {
+            Error::UnknownPolicy {
+                word: args::printable(w),
+                expected: table::policy_words(),
+            }
+        }
         _ => Error::PolicyCount {
             keys,
             policies: parsed,

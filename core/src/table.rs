@@ -186,7 +186,8 @@ impl Command {
 
     /// The error naming an option given to a command that takes none (RL.ACQUIRE,
     /// RL.RELEASE), when `extra`, the first argument past its last one, is an
-    /// option; None for any other call with the wrong argument count.
+    /// option; None for any other call with the wrong argument count (CL.THROTTLE
+    /// keeps redis-cell's arity error).
     pub fn refused_option(&self, extra: Option<&[u8]>) -> Option<Error> {
         if !matches!(self.cost, CostArg::None) {
             return None;

@@ -145,18 +145,7 @@ fn amount_one() -> Amount {
 
 /// RL's five integers.
 fn reply(d: &Decision) -> Value {
-    Value::Array(
-        [
-            i64::from(d.allowed),
-            d.limit as i64,
-            d.remaining as i64,
-            d.retry_after_ms(),
-            d.reset_after_ms as i64,
-        ]
-        .into_iter()
-        .map(Value::Int)
-        .collect(),
-    )
+    Value::Array(d.fields().into_iter().map(Value::Int).collect())
 }
 
 /// CL.THROTTLE's five integers: limited, limit, remaining, retry and reset in

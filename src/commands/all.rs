@@ -20,7 +20,7 @@
 use super::acquire::Acquire;
 use super::bucket::Bucket;
 use super::fixed::Fixed;
-use super::framework::{fields, Handler, Inline, Limiter};
+use super::framework::{Handler, Inline, Limiter};
 use super::gcra::Gcra;
 use super::penalty::Penalty;
 use super::sliding::Sliding;
@@ -130,7 +130,7 @@ impl Handler for All {
     fn reply(ctx: Context, decided: &Vec<Decision>) {
         ctx.reply_array(decided.len());
         for d in decided {
-            ctx.reply_integers(fields(d));
+            ctx.reply_integers(d.fields());
         }
     }
 }

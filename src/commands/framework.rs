@@ -57,7 +57,7 @@ pub trait Limiter {
     /// Replies with the decision: RL's five integers unless the command says
     /// otherwise (CL.THROTTLE).
     fn reply(ctx: Context, d: &Decision) {
-        ctx.reply_integers(fields(d));
+        ctx.reply_integers(d.fields());
     }
 
     /// This command's INFO counters.
@@ -114,17 +114,6 @@ impl<C: Stored> Limiter for C {
     fn store(key: &Key, write: Self::Write) -> Result<()> {
         C::Storage::store(key, write)
     }
-}
-
-/// A decision as RL's five reply integers.
-pub(super) fn fields(d: &Decision) -> [i64; 5] {
-    [
-        i64::from(d.allowed),
-        d.limit as i64,
-        d.remaining as i64,
-        d.retry_after_ms(),
-        d.reset_after_ms as i64,
-    ]
 }
 
 /// Decides on one key and stores what an allowed call writes.

@@ -177,6 +177,19 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The reply's five integers: allowed, limit, remaining, retry_after_ms,
+    /// reset_after_ms.
+    pub fn fields(&self) -> [i64; 5] {
+        [
+            i64::from(self.allowed),
+            // Counts and durations are at most 2^53 − 1: they fit an i64.
+            self.limit as i64,
+            self.remaining as i64,
+            self.retry_after_ms(),
+            self.reset_after_ms as i64,
+        ]
+    }
+
     /// `retry_after` as the reply's integer: 0 allowed now, the wait of a
     /// scheduled call, -1 never.
     pub fn retry_after_ms(&self) -> i64 {
@@ -208,4 +221,30 @@ pub(crate) fn ms_until(until: Millis, now: Millis) -> u64 {
 /// `at + ms` as an absolute time, saturating instead of overflowing.
 pub(crate) fn at_plus(at: Millis, ms: u64) -> Millis {
     at.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// The invariants every reply of RL's five integers keeps, whatever the call:
+/// allowed 0 or 1; remaining within 0 ..= limit; when allowed, retry_after 0 or the
+/// wait of a scheduled call; when rejected, a wait of at least 1 ms or −1 (never);
+/// every duration at most 2^53 − 1 ms. The property tests and the fuzzer check
+/// every reply with it; the reason when one is broken.
+pub fn check_fields(f: &[i64]) -> Result<(), String> {
+    let max = MAX_COUNT as i64;
+    let [allowed, limit, remaining, retry, reset] = f else {
+        return Err(format!("not five fields: {f:?}"));
+    };
+    let ok = (*allowed == 0 || *allowed == 1)
+        && (0..=max).contains(limit)
+        && (0..=*limit).contains(remaining)
+        && (0..=max).contains(reset)
+        && if *allowed == 1 {
+            (0..=max).contains(retry)
+        } else {
+            *retry == -1 || (1..=max).contains(retry)
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("a reply breaks the invariants: {f:?}"))
+    }
 }

@@ -96,8 +96,7 @@ impl Policy {
 fn policy_delay(policy: Policy, rest: &[&[u8]]) -> Result<(Policy, usize)> {
     match rest {
         [word, rest @ ..] if policy.takes_delay() && word.eq_ignore_ascii_case(b"DELAY") => {
-            let value = rest.first().ok_or(Error::MissingValue("DELAY"))?;
-            let max_ms = args::delay("DELAY", value)?;
+            let max_ms = args::delay_option(rest.first().copied())?;
             if rest
                 .get(1)
                 .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))

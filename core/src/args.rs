@@ -41,6 +41,12 @@ pub fn delay(name: &'static str, bytes: &[u8]) -> Result<u64> {
     duration_ms(bytes).ok_or(Error::BadDuration { name, min: "0" })
 }
 
+/// The value after a `DELAY` (RL.GCRA's option, an RL.ALL GCRA policy's): the
+/// one place DELAY's value is read.
+pub fn delay_option(value: Option<&[u8]>) -> Result<u64> {
+    delay("DELAY", value.ok_or(Error::MissingValue("DELAY"))?)
+}
+
 /// A duration's ms, 0 ..= 10 years; None if it is not one.
 fn duration_ms(bytes: &[u8]) -> Option<u64> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -118,11 +124,11 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
         if takes.delay && name.eq_ignore_ascii_case(b"DELAY") {
-            let value = it.next().ok_or(Error::MissingValue("DELAY"))?;
-            if delay.is_some() {
+            let value = it.next();
+            if delay.is_some() && value.is_some() {
                 return Err(Error::DuplicateOption("DELAY"));
             }
-            delay = Some(self::delay("DELAY", value)?);
+            delay = Some(delay_option(value)?);
             continue;
         }
         type Make = fn(&[u8]) -> Result<Amount>;

@@ -350,7 +350,7 @@ fn log_is_a_sorted_set_with_one_member_per_unit_at_server_ms() {
 
 /// On the server's clock: an allowed call made once the oldest units left the
 /// window removes them from the set (the exact times are a unit test in
-/// src/algorithms/sliding.rs). [`Sliding::call`] checks every step against the
+/// core/src/algorithms/sliding.rs). [`Sliding::call`] checks every step against the
 /// reference at the time the call really ran, so a slow machine changes what is
 /// expected, never whether it is checked. The window is long enough for the usual
 /// case (the second call inside the first one's window, the trim by the third);

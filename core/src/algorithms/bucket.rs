@@ -15,8 +15,8 @@
 
 pub use super::Rate;
 use super::{
-    at_plus, cap, ms_until, refunded, Algorithm, Change, Cost, Count, Decision, Millis, Outcome,
-    RetryAfter, MAX_COUNT,
+    at_plus, cap, ms_until, one_value_algorithm, refunded, Change, Cost, Count, Decision, Millis,
+    Outcome, RetryAfter, MAX_COUNT,
 };
 
 /// Millionths of a token: the stored level's resolution.
@@ -131,26 +131,12 @@ pub fn debit(stored: Option<State>, now: Millis, rate: Rate, n: Count) -> Outcom
     }
 }
 
-/// The token bucket (RL.BUCKET).
-pub struct TokenBucket;
-
-impl Algorithm for TokenBucket {
-    type State = Option<State>;
-    type Params = Rate;
-    type Write = Change<Stored>;
-
-    fn take(state: Option<State>, now: Millis, params: Rate, cost: Cost) -> Outcome<Self::Write> {
-        decide(state, now, params, cost).into_change()
-    }
-
-    fn refund(state: Option<State>, now: Millis, params: Rate, n: Cost) -> Outcome<Self::Write> {
-        refund(state, now, params, n)
-    }
-
-    fn debit(state: Option<State>, now: Millis, params: Rate, n: Count) -> Outcome<Self::Write> {
-        debit(state, now, params, n).into_change()
-    }
-}
+one_value_algorithm!(
+    /// The token bucket (RL.BUCKET).
+    TokenBucket,
+    State,
+    Rate
+);
 
 /// When the call is decided and the exact level then. Time never runs backwards
 /// for a bucket: a call made while the clock is behind the last write is decided

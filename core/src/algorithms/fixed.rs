@@ -5,8 +5,8 @@
 //! expires, which is the window's end.
 
 use super::{
-    after, debited, ms_until, refunded, Algorithm, Change, Cost, Count, Decision, Interval, Millis,
-    Outcome, Quota, RetryAfter,
+    after, debited, ms_until, one_value_algorithm, refunded, Change, Cost, Count, Decision,
+    Interval, Millis, Outcome, Quota, RetryAfter,
 };
 
 /// What the key holds: the units used and the absolute expiry (window end).
@@ -107,31 +107,12 @@ pub fn debit(stored: Option<Counter>, now: Millis, quota: Quota, n: Count) -> Ou
     )
 }
 
-/// The fixed window counter (RL.FIXED).
-pub struct FixedWindow;
-
-impl Algorithm for FixedWindow {
-    type State = Option<Counter>;
-    type Params = Quota;
-    type Write = Change<Stored>;
-
-    fn take(
-        state: Option<Counter>,
-        now: Millis,
-        params: Quota,
-        cost: Cost,
-    ) -> Outcome<Self::Write> {
-        decide(state, now, params, cost).into_change()
-    }
-
-    fn refund(state: Option<Counter>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
-        refund(state, now, params, n)
-    }
-
-    fn debit(state: Option<Counter>, now: Millis, params: Quota, n: Count) -> Outcome<Self::Write> {
-        debit(state, now, params, n).into_change()
-    }
-}
+one_value_algorithm!(
+    /// The fixed window counter (RL.FIXED).
+    FixedWindow,
+    Counter,
+    Quota
+);
 
 #[cfg(test)]
 mod tests {

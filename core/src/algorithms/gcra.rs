@@ -18,8 +18,8 @@
 //! The TAT is the schedule: each admitted call queues behind the earlier ones.
 
 use super::{
-    after, cap, debited, refunded, Algorithm, Change, Cost, Count, Decision, Millis, Outcome, Rate,
-    RetryAfter,
+    after, cap, debited, one_value_algorithm, refunded, Change, Cost, Count, Decision, Millis,
+    Outcome, Rate, RetryAfter,
 };
 
 /// Nanoseconds per millisecond.
@@ -173,26 +173,12 @@ pub fn debit(stored: Option<Tat>, now: Millis, rate: Emission, n: Count) -> Outc
     )
 }
 
-/// The generic cell rate algorithm (RL.GCRA, CL.THROTTLE).
-pub struct Gcra;
-
-impl Algorithm for Gcra {
-    type State = Option<Tat>;
-    type Params = Emission;
-    type Write = Change<Stored>;
-
-    fn take(state: Option<Tat>, now: Millis, params: Emission, cost: Cost) -> Outcome<Self::Write> {
-        decide(state, now, params, cost).into_change()
-    }
-
-    fn refund(state: Option<Tat>, now: Millis, params: Emission, n: Cost) -> Outcome<Self::Write> {
-        refund(state, now, params, n)
-    }
-
-    fn debit(state: Option<Tat>, now: Millis, params: Emission, n: Count) -> Outcome<Self::Write> {
-        debit(state, now, params, n).into_change()
-    }
-}
+one_value_algorithm!(
+    /// The generic cell rate algorithm (RL.GCRA, CL.THROTTLE).
+    Gcra,
+    Tat,
+    Emission
+);
 
 /// `now + ceil(debt / 10^6)` ms, the key's absolute expiry: ceil(TAT / 10^6) when
 /// `now` is a whole ms (it always is), capped like every reply duration.

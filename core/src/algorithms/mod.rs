@@ -164,6 +164,35 @@ pub trait Algorithm {
     }
 }
 
+/// The [`Algorithm`] of a limiter whose state is one value (None for an absent key),
+/// written as `Change<Stored>`, from its module's `decide`, `refund` and `debit`
+/// functions: RL.FIXED, RL.BUCKET, RL.GCRA and RL.SLIDINGCOUNTER.
+macro_rules! one_value_algorithm {
+    ($(#[$doc:meta])* $name:ident, $state:ty, $params:ty) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl $crate::algorithms::Algorithm for $name {
+            type State = Option<$state>;
+            type Params = $params;
+            type Write = $crate::algorithms::Change<Stored>;
+
+            fn take(state: Option<$state>, now: Millis, params: $params, cost: Cost) -> Outcome<Self::Write> {
+                decide(state, now, params, cost).into_change()
+            }
+
+            fn refund(state: Option<$state>, now: Millis, params: $params, n: Cost) -> Outcome<Self::Write> {
+                refund(state, now, params, n)
+            }
+
+            fn debit(state: Option<$state>, now: Millis, params: $params, n: Count) -> Outcome<Self::Write> {
+                debit(state, now, params, n).into_change()
+            }
+        }
+    };
+}
+pub(crate) use one_value_algorithm;
+
 /// What a call decided: the five fields of the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {

@@ -8,8 +8,8 @@
 //! limit·W`, so nothing is floored into an extra unit.
 
 use super::{
-    after, at_plus, cap, debited, refunded, Algorithm, Change, Cost, Count, Decision, Millis,
-    Outcome, Quota, RetryAfter,
+    after, at_plus, cap, debited, one_value_algorithm, refunded, Change, Cost, Count, Decision,
+    Millis, Outcome, Quota, RetryAfter,
 };
 
 /// What the key holds: `"<start> <current> <previous>"`.
@@ -129,26 +129,12 @@ pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Out
     debited(s, decide(Some(s.counts), now, quota, Cost::ZERO).decision)
 }
 
-/// The sliding window counter (RL.SLIDINGCOUNTER).
-pub struct SlidingWindowCounter;
-
-impl Algorithm for SlidingWindowCounter {
-    type State = Option<Counts>;
-    type Params = Quota;
-    type Write = Change<Stored>;
-
-    fn take(state: Option<Counts>, now: Millis, params: Quota, cost: Cost) -> Outcome<Self::Write> {
-        decide(state, now, params, cost).into_change()
-    }
-
-    fn refund(state: Option<Counts>, now: Millis, params: Quota, n: Cost) -> Outcome<Self::Write> {
-        refund(state, now, params, n)
-    }
-
-    fn debit(state: Option<Counts>, now: Millis, params: Quota, n: Count) -> Outcome<Self::Write> {
-        debit(state, now, params, n).into_change()
-    }
-}
+one_value_algorithm!(
+    /// The sliding window counter (RL.SLIDINGCOUNTER).
+    SlidingWindowCounter,
+    Counts,
+    Quota
+);
 
 /// Decides one call against the stored counts (None when the key is absent).
 pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Stored> {

@@ -89,7 +89,7 @@ pub struct Options {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Takes {
     /// The command (`RL.SLIDING`) or RL.ALL policy (`SLIDING`).
-    pub name: &'static str,
+    pub name: &'static std::ffi::CStr,
     /// `DELAY max` (RL.GCRA).
     pub delay: bool,
     /// `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
@@ -140,7 +140,8 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             if !takes.debit {
                 return Err(Error::NotApplicable {
                     option: "DEBIT",
-                    to: takes.name,
+                    // Read as text only here, when the error is made.
+                    to: takes.name.to_str().unwrap_or("RL"),
                 });
             }
             ("DEBIT", |v| Ok(Amount::Debit(count("DEBIT", v)?)))
@@ -192,17 +193,17 @@ mod tests {
 
     /// RL.SLIDING's options (COST, REFUND), RL.FIXED's (and DEBIT), RL.GCRA's (and DELAY).
     const SLIDING: Takes = Takes {
-        name: "RL.SLIDING",
+        name: c"RL.SLIDING",
         delay: false,
         debit: false,
     };
     const FIXED: Takes = Takes {
-        name: "RL.FIXED",
+        name: c"RL.FIXED",
         debit: true,
         ..SLIDING
     };
     const GCRA: Takes = Takes {
-        name: "RL.GCRA",
+        name: c"RL.GCRA",
         delay: true,
         debit: true,
     };

@@ -27,8 +27,10 @@ pub trait StringState {
     /// Reads a value and the key's expiry (None: the key has none); None when the
     /// value is not a state this limiter writes.
     fn decode(value: &[u8], expires_at: Option<Millis>) -> Option<Self::Value>;
-    /// The bytes to store and the absolute expiry to set.
-    fn encode<'b>(stored: &Self::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis);
+    /// Hands `write` the bytes to store and the absolute expiry to set. A callback
+    /// rather than a returned slice: each format stays in its own stack buffer, with
+    /// no copy on the hot path.
+    fn encode<R>(stored: &Self::Stored, write: impl FnOnce(&[u8], Millis) -> R) -> R;
 }
 
 /// Writes a canonical decimal into `buf` at `at`, returning the end.
@@ -78,9 +80,8 @@ impl StringState for FixedWindow {
         })
     }
 
-    fn encode<'b>(c: &Counter, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
-        let len = put(buf, 0, c.used);
-        (&buf[..len], c.expires_at)
+    fn encode<R>(c: &Counter, write: impl FnOnce(&[u8], Millis) -> R) -> R {
+        write(itoa::Buffer::new().format(c.used).as_bytes(), c.expires_at)
     }
 }
 
@@ -96,9 +97,8 @@ impl StringState for Gcra {
         decimal::canonical(value).map(Tat)
     }
 
-    fn encode<'b>(s: &gcra::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
-        let len = put(buf, 0, s.tat.0);
-        (&buf[..len], s.expires_at)
+    fn encode<R>(s: &gcra::Stored, write: impl FnOnce(&[u8], Millis) -> R) -> R {
+        write(itoa::Buffer::new().format(s.tat.0).as_bytes(), s.expires_at)
     }
 }
 
@@ -121,10 +121,11 @@ impl StringState for SlidingWindowCounter {
         })
     }
 
-    fn encode<'b>(s: &sliding_counter::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
+    fn encode<R>(s: &sliding_counter::Stored, write: impl FnOnce(&[u8], Millis) -> R) -> R {
         let c = s.counts;
-        let len = put_fields(buf, &[c.start.max(0) as u64, c.current, c.previous]);
-        (&buf[..len], s.expires_at)
+        let mut buf: StateBuf = [0; 96];
+        let len = put_fields(&mut buf, &[c.start.max(0) as u64, c.current, c.previous]);
+        write(&buf[..len], s.expires_at)
     }
 }
 
@@ -140,8 +141,9 @@ impl StringState for EscalatingBlocks {
         penalty::State::parse(value)
     }
 
-    fn encode<'b>(s: &penalty::Stored, buf: &'b mut StateBuf) -> (&'b [u8], Millis) {
-        (s.state.format(buf), s.expires_at)
+    fn encode<R>(s: &penalty::Stored, write: impl FnOnce(&[u8], Millis) -> R) -> R {
+        let mut buf: StateBuf = [0; 96];
+        write(s.state.format(&mut buf), s.expires_at)
     }
 }
 
@@ -272,13 +274,12 @@ mod tests {
             current: 3,
             previous: 8,
         };
-        let mut buf: StateBuf = [0; 96];
         let store = |counts| sliding_counter::Stored {
             counts,
             expires_at: 7,
         };
         assert_eq!(
-            SlidingWindowCounter::encode(&store(c), &mut buf).0,
+            SlidingWindowCounter::encode(&store(c), |b, _| b.to_vec()),
             b"1700000040000 3 8"
         );
         assert_eq!(
@@ -290,8 +291,8 @@ mod tests {
             current: u64::MAX,
             previous: u64::MAX,
         };
-        let (bytes, _) = SlidingWindowCounter::encode(&store(max), &mut buf);
-        assert_eq!(SlidingWindowCounter::decode(bytes, None), Some(max));
+        let bytes = SlidingWindowCounter::encode(&store(max), |b, _| b.to_vec());
+        assert_eq!(SlidingWindowCounter::decode(&bytes, None), Some(max));
         for bad in [
             "",
             "1 2",

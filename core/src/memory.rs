@@ -19,7 +19,7 @@ use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, RetryAfter, MAX_COUNT};
 use crate::all::Policy;
-use crate::codec::{self, StateBuf, StringState};
+use crate::codec::{self, StringState};
 use crate::decimal;
 use crate::error::{Error, Result};
 use crate::keyspace::{Keyspace, Kind, Value, WrongType};
@@ -196,9 +196,9 @@ where
     let out = A::call(state, now, params, amount);
     match out.write {
         Some(Change::Set(stored)) => {
-            let mut buf: StateBuf = [0; 96];
-            let (value, expires_at) = A::encode(&stored, &mut buf);
-            ks.set_string(key, value, Some(expires_at));
+            A::encode(&stored, |value, expires_at| {
+                ks.set_string(key, value, Some(expires_at))
+            });
         }
         Some(Change::Delete) => {
             ks.delete(key, now);

@@ -123,9 +123,9 @@ impl Command {
 
     /// The options it takes besides COST and REFUND, for the parser; `name` is what
     /// an error calls it (the command, or its RL.ALL policy word).
-    pub fn takes(&self) -> Takes {
+    pub const fn takes(&self) -> Takes {
         Takes {
-            name: self.name_str(),
+            name: self.name,
             delay: self.delay,
             debit: self.debit,
         }

@@ -31,7 +31,7 @@ use std::marker::PhantomData;
 
 use super::{effects, injected, Key, Kind, Storage};
 use rl_core::algorithms::{Algorithm, Change, Millis};
-use rl_core::codec::{StateBuf, StringState};
+use rl_core::codec::StringState;
 use rl_core::error::{Error, Result};
 
 /// Writes `digits` in place, sets the absolute expiry, and only then propagates
@@ -115,9 +115,7 @@ where
 
     fn store(key: &Key, write: Change<A::Stored>) -> Result<()> {
         super::change(key, write, |key, stored| {
-            let mut buf: StateBuf = [0; 96];
-            let (value, expires_at) = A::encode(&stored, &mut buf);
-            store(key, value, expires_at)
+            A::encode(&stored, |value, expires_at| store(key, value, expires_at))
         })
     }
 }

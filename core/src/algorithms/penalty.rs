@@ -113,22 +113,16 @@ impl State {
             time(self.blocked_until),
         ];
         let mut len = 0;
-        for (i, mut v) in values.into_iter().enumerate() {
+        let mut digits = itoa::Buffer::new();
+        for (i, v) in values.into_iter().enumerate() {
             if i > 0 {
                 buf[len] = b' ';
                 len += 1;
             }
-            // Digits of v, least significant first, then reversed in place.
-            let start = len;
-            loop {
-                buf[len] = b'0' + (v % 10) as u8;
-                len += 1;
-                v /= 10;
-                if v == 0 {
-                    break;
-                }
-            }
-            buf[start..len].reverse();
+            // Each value is at most 2^53 − 1 (16 digits): four fit the buffer.
+            let d = digits.format(v).as_bytes();
+            buf[len..len + d.len()].copy_from_slice(d);
+            len += d.len();
         }
         &buf[..len]
     }

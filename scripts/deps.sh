@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing RL needs, only when it is missing:
-# redis-server and redis-cli (Debian's redis-server / redis-tools), and the libclang
+# redis-server and redis-cli (Debian's redis-server / redis-tools), python3, and the libclang
 # packages redis-module's bindgen build step needs. Idempotent; quiet when all is there.
 #
 #   scripts/deps.sh            what the build and the tests need (make deps)
@@ -26,6 +26,8 @@ fi
 [ "$mode" = examples ] || command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 if [ "$mode" != examples ]; then
   command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+  # The docs' vector tables (make lint), the bench and the example checks are Python.
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
   # bindgen loads libclang at build time and needs clang's builtin headers (stddef.h).
   # (libclang-cpp, present on many images, is not the C API bindgen loads.)
   if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1; then

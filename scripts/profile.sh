@@ -87,4 +87,32 @@ for w in "${workloads[@]}"; do
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 wait
-for j in $(seq 1 "$i"); do [ ! -f "$out/$j.txt" ] || cat "$out/$j.txt"; done
+for j in $(seq 1 "$i"); do [ ! -f "$out/$j.txt" ] || cat "$out/$j.txt"; done >"$out/all.txt"
+cat "$out/all.txt"
+
+# A full run (no PROFILE_ONLY) writes its table into docs/performance.md between the
+# profile markers (PROFILE_DOCS=path elsewhere, PROFILE_DOCS= to write nothing).
+docs="${PROFILE_DOCS-$([ -z "$only" ] && echo docs/performance.md)}"
+if [ -n "$docs" ]; then
+  python3 - "$out/all.txt" "$docs" "$calls" <<'PY'
+import re, sys
+sys.path.insert(0, "scripts")
+import docmarkers
+
+text, page, calls = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3]
+rows = ["| | per request | command | module API | module's own code | largest API calls |",
+        "|---|---:|---:|---:|---:|---|"]
+for block in re.split(r"^== ", text, flags=re.M)[1:]:
+    head, *api = block.strip().splitlines()
+    m = re.match(r"(.+?): (\d+) instructions per request, (\d+) in the command"
+                 r"(?:, (\d+) of them in the module API, (-?\d+) outside it)?", head)
+    if not m:
+        continue
+    name, request, command, inapi, own = m.groups()
+    calls_ = ", ".join(f"{c.split()[1][3:]} {int(c.split()[0]):,}" for c in api[:2])
+    fmt = lambda v: f"{int(v):,}" if v else ""
+    rows.append(f"| {name} | {fmt(request)} | {fmt(command)} | {fmt(inapi)} | {fmt(own)} | {calls_} |")
+docmarkers.replace(page, "profile", f"Per request, {int(calls):,} pipelined calls each:\n\n" + "\n".join(rows))
+print(f"profile: table written to {page}")
+PY
+fi

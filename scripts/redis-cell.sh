@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds redis-cell 0.5.0 (brandur/redis-cell, the module RL's CL.THROTTLE replaces)
-# for the differential tests (tests/redis_cell.rs) and prints the path of its
+# for the differential tests (tests/it/redis_cell.rs) and prints the path of its
 # libredis_cell.so on stdout; progress goes to stderr.
 #
 # Source: ${RL_VENDOR:-<repo>/../shared/vendor}/redis-cell-0.5.0.tar.gz.

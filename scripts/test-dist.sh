@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test-dist`: each artefact of dist/ (make dist) loaded into a real server of
-# its own platform, and the smoke suite tests/dist.rs run against it (every
+# its own platform, and the smoke suite tests/it/dist.rs run against it (every
 # command's vectors, an error that changes nothing, a replica byte-identical, MODULE
 # UNLOAD + MODULE LOAD with live keys, the versions):
 #   x86_64-gnu    every server of `make compat` (RL_COMPAT_BUILD_ONLY=1 scripts/compat.sh
@@ -68,12 +68,12 @@ apt_install() {
   return 1
 }
 
-say "building the smoke suite (tests/dist.rs) and the test-hook builds (scripts/dist.sh --testing)"
-"$cargo" test --release --test dist --test common_rules --no-run --quiet
+say "building the smoke suite (tests/it/dist.rs) and the test-hook builds (scripts/dist.sh --testing)"
+"$cargo" test --release --test it --no-run --quiet
 scripts/dist.sh --testing
 
-# smoke <label> <artefact> <server> <target triple> [wrapper]: tests/dist.rs against
-# that server with that artefact, then the panic test of tests/common_rules.rs with
+# smoke <label> <artefact> <server> <target triple> [wrapper]: tests/it/dist.rs against
+# that server with that artefact, then the panic test of tests/it/common_rules.rs with
 # the same platform's test-hook build (a panic is an error reply, the server lives:
 # it proves the unwinder the artefact links); the log in the cache.
 smoke() {
@@ -83,9 +83,9 @@ smoke() {
     RL_DIST_LIBRARY=$library RL_DIST_TARGET=$target RL_BACKEND=module \
     RL_TESTING_MODULE=$root/target/$target/testing/librl.so
   {
-    timeout 900 "$cargo" test --release --test dist --quiet &&
-      timeout 900 "$cargo" test --release --test common_rules --quiet -- --exact \
-        a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on
+    timeout 900 "$cargo" test --release --test it --quiet -- dist:: &&
+      timeout 900 "$cargo" test --release --test it --quiet -- --exact \
+        common_rules::a_panic_inside_a_command_is_an_error_reply_and_the_server_lives_on
   } >"$log" 2>&1 || rc=$?
   unset RL_DIST_MODULE RL_MODULE RL_REDIS_SERVER RL_SERVER_WRAPPER RL_DIST_LIBRARY \
     RL_DIST_TARGET RL_BACKEND RL_TESTING_MODULE

@@ -7,7 +7,7 @@
 # with a line saying what and how to enable it, and the skips are listed again at
 # the end. Today that is redis-cell (the module CL.THROTTLE replaces), built by
 # scripts/redis-cell.sh from RL_VENDOR (a directory holding redis-cell-0.5.0.tar.gz;
-# default ../shared/vendor beside the repository) for tests/redis_cell.rs.
+# default ../shared/vendor beside the repository) for tests/it/redis_cell.rs.
 #
 # Env: CARGO (default cargo); RL_MODULE / RL_TESTING_MODULE as set by the Makefile.
 set -euo pipefail
@@ -34,7 +34,7 @@ if cell=$(CARGO="$cargo" scripts/redis-cell.sh 2>"$err"); then
 else
   why=$(grep -v '^ *|' "$err" | tail -n 1)
   echo "$why"
-  skipped+=("tests/redis_cell.rs (RL vs redis-cell): ${why#redis-cell: error: }")
+  skipped+=("tests/it/redis_cell.rs (RL vs redis-cell): ${why#redis-cell: error: }")
   unset RL_REDIS_CELL
 fi
 

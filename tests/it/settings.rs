@@ -1,0 +1,310 @@
+//! Module settings are validated the same way in every form: module arguments
+//! (`--loadmodule librl.so NAME VALUE`, `MODULE LOADEX … ARGS`), `rl.NAME` in
+//! redis.conf, `MODULE LOADEX … CONFIG` and `CONFIG SET`. A bad one fails the load
+//! with a line naming the setting and the accepted range; nothing half-loads.
+
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const RANGE: &str = "rl.sliding-max-limit must be an integer from 1 to 10000000";
+
+/// Starts redis-server with `args` (logging to stdout) and expects it to refuse to
+/// start; returns what it logged.
+fn refused_start(args: &[String]) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "rl-settings-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log_path = dir.join("start.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(server_binary())
+        .current_dir(&dir)
+        .args(args)
+        .args(["--port", &free_port().to_string(), "--save", "", "--dir"])
+        .arg(&dir)
+        .stdout(log_file)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run redis-server");
+    // A server that accepted the setting keeps running: stop it and fail.
+    let exited = wait_for_exit(&mut child, Duration::from_secs(10));
+    if exited.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        exited.is_some_and(|status| !status.success()),
+        "the server started with {args:?}:\n{log}"
+    );
+    log
+}
+
+/// The child's exit status, or None if it is still running after `limit`.
+fn wait_for_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+fn load_args(module_args: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--loadmodule".to_string(),
+        module_path().display().to_string(),
+    ];
+    args.extend(module_args.iter().map(|a| a.to_string()));
+    args
+}
+
+#[test]
+fn bad_module_arguments_stop_the_load_with_a_line_naming_the_setting() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    for (module_args, expected) in [
+        (&["sliding-max-limit", "0"][..], RANGE),
+        (&["sliding-max-limit", "-5"], RANGE),
+        (&["sliding-max-limit", "10000001"], RANGE),
+        (&["sliding-max-limit", "abc"], RANGE),
+        (
+            &["foo", "bar"],
+            "unknown module argument 'foo'; known names: sliding-max-limit",
+        ),
+        (
+            &["sliding-max-limt", "5"],
+            "unknown module argument 'sliding-max-limt'",
+        ),
+        (
+            &["sliding-max-limit", "5", "sliding-max-limit", "6"],
+            "module argument sliding-max-limit given more than once",
+        ),
+        (&["sliding-max-limit"], "module arguments come in pairs"),
+    ] {
+        let log = refused_start(&load_args(module_args));
+        assert!(
+            log.contains(&format!("rl: not loaded: {expected}")),
+            "{module_args:?}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn an_out_of_range_setting_in_redis_conf_stops_the_start_naming_it() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rl-conf-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("redis.conf");
+    // RL's own line names the setting, the value (when it is an integer: the server
+    // refuses other text before the module sees it) and the range.
+    let range = "rl.sliding-max-limit must be an integer from 1 to 10000000";
+    for (line, expected) in [
+        (
+            "rl.sliding-max-limit 0",
+            format!("rl: not loaded: rl.sliding-max-limit 0, given in redis.conf or MODULE LOADEX, is out of range: {range}"),
+        ),
+        (
+            "rl.sliding-max-limit 10000001",
+            format!("rl: not loaded: rl.sliding-max-limit 10000001, given in redis.conf or MODULE LOADEX, is out of range: {range}"),
+        ),
+        (
+            "rl.sliding-max-limit abc",
+            format!("rl: not loaded: a setting given in redis.conf or MODULE LOADEX is not an integer: {range}"),
+        ),
+        // The server itself refuses unknown `rl.*` names (its log line, which the
+        // module cannot word, says a module configuration was not applied).
+        ("rl.no-such-setting 5", String::new()),
+    ] {
+        std::fs::write(
+            &conf,
+            format!("loadmodule {}\n{line}\n", module_path().display()),
+        )
+        .unwrap();
+        let log = refused_start(&[conf.display().to_string()]);
+        assert!(log.contains(&expected), "{line}: no {expected:?} in\n{log}");
+    }
+    // A valid one is applied (here given on the command line, which the server
+    // reads as more redis.conf lines).
+    let s = Server::with(Options {
+        without_module: true,
+        args: vec![
+            "--loadmodule".into(),
+            module_path().display().to_string(),
+            "--rl.sliding-max-limit".into(),
+            "42".into(),
+        ],
+        ..Options::default()
+    });
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut s.conn())
+        .unwrap();
+    assert_eq!(got[1], "42");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn loadex(c: &mut Connection, args: &[&str]) -> redis::RedisResult<String> {
+    let mut command = cmd("MODULE");
+    command
+        .arg("LOADEX")
+        .arg(module_path().display().to_string());
+    for a in args {
+        command.arg(*a);
+    }
+    command.query(c)
+}
+
+/// Whether the module is loaded: its config exists only then.
+fn module_loaded(c: &mut Connection) -> bool {
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(c)
+        .unwrap();
+    !got.is_empty()
+}
+
+#[test]
+fn module_loadex_validates_configs_and_arguments_alike() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    let s = Server::with(Options {
+        without_module: true,
+        args: vec!["--enable-module-command".into(), "local".into()],
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    // Each refusal's own line: the setting, the value where the module saw it, the
+    // range.
+    for (bad, line) in [
+        (
+            &["CONFIG", "rl.sliding-max-limit", "0"][..],
+            format!("rl: not loaded: rl.sliding-max-limit 0, given in redis.conf or MODULE LOADEX, is out of range: {RANGE}"),
+        ),
+        (
+            &["CONFIG", "rl.sliding-max-limit", "-3"],
+            format!("rl: not loaded: rl.sliding-max-limit -3, given in redis.conf or MODULE LOADEX, is out of range: {RANGE}"),
+        ),
+        (
+            &["CONFIG", "rl.sliding-max-limit", "abc"],
+            format!("rl: not loaded: a setting given in redis.conf or MODULE LOADEX is not an integer: {RANGE}"),
+        ),
+        (&["CONFIG", "rl.no-such-setting", "5"], String::new()),
+        (&["ARGS", "sliding-max-limit", "0"], format!("rl: not loaded: {RANGE}")),
+        (
+            &["ARGS", "sliding-max-limit", "5", "sliding-max-limit", "6"],
+            "rl: not loaded: module argument sliding-max-limit given more than once".to_string(),
+        ),
+        (&["ARGS", "foo", "bar"], "rl: not loaded: unknown module argument 'foo'".to_string()),
+    ] {
+        assert!(loadex(&mut c, bad).is_err(), "{bad:?} loaded");
+        assert!(!module_loaded(&mut c), "{bad:?} left the module loaded");
+        assert!(s.log().contains(&line), "{bad:?}: no {line:?} in\n{}", s.log());
+    }
+
+    loadex(&mut c, &["CONFIG", "rl.sliding-max-limit", "7"]).unwrap();
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "7");
+    let _: String = cmd("MODULE").arg("UNLOAD").arg("rl").query(&mut c).unwrap();
+    loadex(&mut c, &["ARGS", "sliding-max-limit", "9"]).unwrap();
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "9");
+}
+
+#[test]
+fn config_set_out_of_range_is_an_error_that_keeps_the_value() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    let s = Server::start();
+    let mut c = s.conn();
+    config_set(&mut c, "rl.sliding-max-limit", 12);
+    for bad in ["0", "-5", "10000001", "abc", ""] {
+        let e = error_of(
+            &mut c,
+            &[b"CONFIG", b"SET", b"rl.sliding-max-limit", bad.as_bytes()],
+        );
+        assert!(
+            e.starts_with("ERR") && e.contains("rl.sliding-max-limit"),
+            "{bad}: {e}"
+        );
+    }
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.sliding-max-limit")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got[1], "12");
+}
+
+#[test]
+fn the_ratelimit_acl_category_survives_module_unload_and_load() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    let s = Server::with(Options {
+        args: vec!["--enable-module-command".into(), "local".into()],
+        ..Options::default()
+    });
+    let mut c = s.conn();
+    let categories: Vec<String> = cmd("ACL").arg("CAT").query(&mut c).unwrap();
+    if !categories.iter().any(|x| x == "ratelimit") {
+        // Before 7.4 modules cannot add categories; acl.rs covers that case.
+        return;
+    }
+    let _: String = cmd("MODULE").arg("UNLOAD").arg("rl").query(&mut c).unwrap();
+    let _: String = cmd("MODULE")
+        .arg("LOAD")
+        .arg(module_path().display().to_string())
+        .query(&mut c)
+        .unwrap();
+    assert!(
+        !s.log().contains("cannot create the ACL category"),
+        "{}",
+        s.log()
+    );
+    let _: String = cmd("ACL")
+        .arg("SETUSER")
+        .arg("limiter")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@ratelimit")
+        .query(&mut c)
+        .unwrap();
+    let mut user = s.conn();
+    let _: String = cmd("AUTH")
+        .arg("limiter")
+        .arg("pw")
+        .query(&mut user)
+        .unwrap();
+    for args in [
+        &["RL.FIXED", "f", "5", "1m"][..],
+        &["RL.SLIDING", "s", "5", "1m"],
+        &["RL.BUCKET", "b", "5", "1", "1s"],
+    ] {
+        let reply = try_rl(&mut user, args);
+        assert!(reply.is_ok(), "{args:?}: {reply:?}");
+    }
+}

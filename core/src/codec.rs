@@ -20,6 +20,10 @@ pub type StateBuf = [u8; 96];
 pub trait StringState {
     /// What the "does not hold" error says the key should hold.
     const WHAT: &'static str;
+    /// Whether `decode` reads the key's expiry (RL.FIXED's count is of the window
+    /// that ends then); the others' values carry their whole state, and a reader
+    /// skips asking the server for it.
+    const READS_EXPIRY: bool = false;
     /// A state read from a key.
     type Value;
     /// A state a call writes, with its absolute expiry.
@@ -70,6 +74,7 @@ pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
 /// is not a state RL wrote.
 impl StringState for FixedWindow {
     const WHAT: &'static str = "an RL.FIXED counter (a non-negative integer with an expiry)";
+    const READS_EXPIRY: bool = true;
     type Value = Counter;
     type Stored = Counter;
 

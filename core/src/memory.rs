@@ -17,7 +17,7 @@ use crate::algorithms::gcra::Gcra;
 use crate::algorithms::penalty::EscalatingBlocks;
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
-use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, RetryAfter, MAX_COUNT};
+use crate::algorithms::{Algorithm, Amount, Change, Cost, Decision, Millis, MAX_COUNT};
 use crate::all::Policy;
 use crate::codec::{self, StringState};
 use crate::decimal;
@@ -148,26 +148,9 @@ fn reply(d: &Decision) -> Value {
     Value::Array(d.fields().into_iter().map(Value::Int).collect())
 }
 
-/// CL.THROTTLE's five integers: limited, limit, remaining, retry and reset in
-/// seconds rounded up (retry −1 when allowed or never).
+/// CL.THROTTLE's five integers, as redis-cell answers.
 fn throttle_reply(d: &Decision) -> Value {
-    let seconds = |ms: u64| i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX);
-    let retry = match d.retry_after {
-        RetryAfter::Ms(ms) => seconds(ms),
-        RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
-    };
-    Value::Array(
-        [
-            i64::from(!d.allowed),
-            d.limit as i64,
-            d.remaining as i64,
-            retry,
-            seconds(d.reset_after_ms),
-        ]
-        .into_iter()
-        .map(Value::Int)
-        .collect(),
-    )
+    Value::Array(d.throttle_fields().into_iter().map(Value::Int).collect())
 }
 
 fn wrong(_: WrongType) -> Error {
@@ -189,7 +172,12 @@ where
         Kind::Empty => None,
         Kind::String => {
             let value = ks.string(key, now).unwrap_or_default();
-            Some(A::decode(value, ks.expires_at(key, now)).ok_or(Error::NotALimiter(A::WHAT))?)
+            let expires_at = if A::READS_EXPIRY {
+                ks.expires_at(key, now)
+            } else {
+                None
+            };
+            Some(A::decode(value, expires_at).ok_or(Error::NotALimiter(A::WHAT))?)
         }
         _ => return Err(Error::WrongType),
     };

@@ -11,7 +11,7 @@ use crate::server::Context;
 use crate::stats::Counters;
 use crate::storage::{Key, Storage};
 use rl_core::algorithms::gcra::{Emission, Gcra};
-use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome, RetryAfter};
+use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome};
 use rl_core::error::Result;
 use rl_core::params;
 use rl_core::table::{self, Command};
@@ -19,11 +19,6 @@ use rl_core::table::{self, Command};
 pub struct Throttle;
 
 static COUNTERS: Counters = Counters::new();
-
-/// Seconds as redis-cell reports them: every fraction rounds up.
-fn seconds(ms: u64) -> i64 {
-    i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX)
-}
 
 impl Limiter for Throttle {
     const COMMAND: &'static Command = &table::THROTTLE;
@@ -54,17 +49,6 @@ impl Limiter for Throttle {
     }
 
     fn reply(ctx: Context, d: &Decision) {
-        let retry = match d.retry_after {
-            RetryAfter::Ms(ms) => seconds(ms),
-            // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
-            RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
-        };
-        ctx.reply_integers([
-            i64::from(!d.allowed),
-            d.limit as i64,
-            d.remaining as i64,
-            retry,
-            seconds(d.reset_after_ms),
-        ]);
+        ctx.reply_integers(d.throttle_fields());
     }
 }

@@ -104,7 +104,11 @@ where
         match key.kind() {
             Kind::Empty => Ok(None),
             Kind::String => {
-                let expires_at = key.expires_at();
+                let expires_at = if A::READS_EXPIRY {
+                    key.expires_at()
+                } else {
+                    None
+                };
                 key.read_string(|value| A::decode(value, expires_at))
                     .map(Some)
                     .ok_or(Error::NotALimiter(A::WHAT))

@@ -219,6 +219,25 @@ impl Decision {
         ]
     }
 
+    /// CL.THROTTLE's five integers, as redis-cell answers: limited (0 allowed, 1
+    /// limited), limit, remaining, retry_after and reset_after in seconds rounded up
+    /// (retry_after −1 when allowed, and when it never can be).
+    pub fn throttle_fields(&self) -> [i64; 5] {
+        let seconds = |ms: u64| i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX);
+        let retry = match self.retry_after {
+            RetryAfter::Ms(ms) => seconds(ms),
+            // Allowed (CL.THROTTLE takes no DELAY: never Delayed), or never.
+            RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => -1,
+        };
+        [
+            i64::from(!self.allowed),
+            self.limit as i64,
+            self.remaining as i64,
+            retry,
+            seconds(self.reset_after_ms),
+        ]
+    }
+
     /// `retry_after` as the reply's integer: 0 allowed now, the wait of a
     /// scheduled call, -1 never.
     pub fn retry_after_ms(&self) -> i64 {

@@ -589,12 +589,15 @@ fn a_block_started_inside_multi_holds_for_the_rest_of_it() {
         tx.add_command(command_of(&login(extra)));
     }
     let replies: Vec<Vec<i64>> = tx.query(&mut c).expect("MULTI/EXEC");
-    let heads: Vec<[i64; 3]> = replies.iter().map(|r| [r[0], r[2], r[3]]).collect();
-    assert_eq!(
-        heads,
-        [[1, 2, 0], [0, 0, MINUTE], [0, 0, MINUTE], [0, 0, MINUTE]],
-        "{replies:?}"
-    );
+    let heads: Vec<[i64; 2]> = replies.iter().map(|r| [r[0], r[2]]).collect();
+    assert_eq!(heads, [[1, 2], [0, 0], [0, 0], [0, 0]], "{replies:?}");
+    // The block starts at the second call and lasts a minute. Redis 7.0 has no frozen
+    // instant inside MULTI, so a later call may see a ms or two of it gone.
+    assert_eq!(replies[0][3], 0, "{replies:?}");
+    assert_eq!(replies[1][3], MINUTE, "{replies:?}");
+    for r in &replies[2..] {
+        assert!((MINUTE - 1000..=MINUTE).contains(&r[3]), "{replies:?}");
+    }
 }
 
 #[test]

@@ -15,7 +15,8 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
   FCALL rl_penalty        1 key strikes window block max [COST n]
-    (in rl_all, PENALTY strikes window block max needs COST 0: it only looks)
+    (in rl_all, PENALTY strikes window block max is only looked at: a blocked
+     offender rejects the call; strikes are recorded with rl_penalty)
   FCALL rl_version        0                              the library's version
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
@@ -1637,7 +1638,7 @@ local POLICIES = {
   { word = "GCRA", limiter = GCRA, n = 3, names = "capacity tokens period" },
   { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, names = "limit window" },
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, names = "limit ttl id" },
-  { word = "PENALTY", limiter = PENALTY, n = 4, names = "strikes window block max" },
+  { word = "PENALTY", limiter = PENALTY, n = 4, names = "strikes window block max", watches = true },
 }
 
 local function policy_of(word)
@@ -1650,18 +1651,25 @@ local function policy_of(word)
   return nil
 end
 
+-- allowed: whether the call writes. limit, remaining (the smallest) and reset (the
+-- longest) come from the limits, not from watched policies (PENALTY), unless all are.
 -- Allowed: the longest wait of a scheduled key (GCRA with DELAY), else 0.
 -- Rejected: -1 if a key never allows, else the longest wait of a rejecting key.
-local function combine(per_key)
-  local allowed, reset = true, 0
+local function combine(per_key, policies, allowed)
+  local limits = false
+  for _, p in ipairs(policies) do
+    limits = limits or not p.watches
+  end
+  local reset = 0
   local tightest
-  for _, d in ipairs(per_key) do
-    allowed = allowed and d.allowed
-    if tightest == nil or d.remaining < tightest.remaining then
-      tightest = d
-    end
-    if d.reset > reset then
-      reset = d.reset
+  for k, d in ipairs(per_key) do
+    if not (limits and policies[k].watches) then
+      if tightest == nil or d.remaining < tightest.remaining then
+        tightest = d
+      end
+      if d.reset > reset then
+        reset = d.reset
+      end
     end
   end
   local never, longest = false, 0
@@ -1744,7 +1752,16 @@ local function rl_all(keys, args)
       if #args < i + p.n then
         fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
       end
-      local params = p.limiter.params(args, i + 1)
+      local ok, params = pcall(p.limiter.params, args, i + 1)
+      if not ok then
+        -- A parameter missing: an option or the next policy was read in its place.
+        for j = i + 1, i + p.n do
+          if OPTION_WORDS[args[j]:upper()] or policy_of(args[j]) then
+            fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
+          end
+        end
+        error(params, 0)
+      end
       i, last_delayed = i + 1 + p.n, false
       -- A GCRA policy's DELAY max follows its parameters.
       if p.limiter.delayed and args[i] ~= nil and args[i]:upper() == "DELAY" then
@@ -1757,7 +1774,7 @@ local function rl_all(keys, args)
         end
         i, delayed, last_delayed = i + 2, true, true
       end
-      policies[#policies + 1] = { limiter = p.limiter, params = params }
+      policies[#policies + 1] = { limiter = p.limiter, params = params, watches = p.watches }
     end
     if #policies ~= #keys then
       local fits = fitting_numkeys(keys, args)
@@ -1798,26 +1815,23 @@ local function rl_all(keys, args)
       fail("ERR syntax error: DELAY and DEBIT exclude each other")
     elseif amount.debit then
       for _, p in ipairs(policies) do
-        if not p.limiter.debit then
+        if not p.watches and not p.limiter.debit then
           fail("ERR syntax error: DEBIT does not apply to " .. p.limiter.name)
         end
       end
     end
-    -- A PENALTY policy only looks: strikes are recorded by rl_penalty itself.
-    for _, p in ipairs(policies) do
-      if p.limiter == PENALTY and (amount.refund or amount.n ~= 0) then
-        fail(
-          "ERR a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: "
-            .. "record strikes with RL.PENALTY"
-        )
-      end
-    end
+    -- A watched policy (PENALTY) is only looked at, as COST 0: strikes are recorded by
+    -- rl_penalty itself. It rejects a charge while blocked; REFUND and DEBIT settle
+    -- what was already taken, so they ignore it.
+    local look = { refund = false, n = 0 }
+    local charging = not amount.refund and not amount.debit
     local now = now_ms()
     local decisions, writes, all = {}, {}, true
     for k, key in ipairs(keys) do
-      local d, write = policies[k].limiter.decide(key, policies[k].params, now, amount)
+      local p = policies[k]
+      local d, write = p.limiter.decide(key, p.params, now, p.watches and look or amount)
       decisions[k], writes[k] = d, write
-      all = all and d.allowed
+      all = all and (d.allowed or (p.watches == true and not charging))
     end
     if all then
       for k = 1, #keys do
@@ -1831,7 +1845,7 @@ local function rl_all(keys, args)
         decisions[k].remaining, decisions[k].reset = state.remaining, state.reset
       end
     end
-    local reply = { fields(combine(decisions)) }
+    local reply = { fields(combine(decisions, policies, all)) }
     for k = 1, #keys do
       reply[k + 1] = fields(decisions[k])
     end

@@ -60,6 +60,15 @@ impl Policy {
             return Some(Err(policy_args(command)));
         };
         let parsed = Policy::parse(command, p, sliding_max)
+            .map_err(|e| {
+                // `PENALTY 5 15m 1m COST 0`: a parameter is missing, and the option
+                // (or the next policy) was read in its place.
+                if p.iter().any(|w| is_option(w) || is_policy(w)) {
+                    policy_args(command)
+                } else {
+                    e
+                }
+            })
             .and_then(|policy| policy_delay(policy, &args[1 + n..]));
         Some(parsed.map(|(policy, used)| (policy, 1 + n + used, used > 0)))
     }
@@ -74,6 +83,22 @@ impl Policy {
             Policy::SlidingCounter(_) => &table::SLIDINGCOUNTER,
             Policy::Acquire(_) => &table::ACQUIRE,
             Policy::Penalty(_) => &table::PENALTY,
+        }
+    }
+
+    /// Whether the policy is only looked at, never charged (PENALTY: "is this
+    /// offender blocked?"): it is decided with COST 0 whatever the call's amount,
+    /// and its key is never written by RL.ALL (strikes are RL.PENALTY's).
+    pub fn watches(&self) -> bool {
+        matches!(self, Policy::Penalty(_))
+    }
+
+    /// What this policy's key is decided with, in a call for `amount`.
+    pub fn amount(&self, amount: Amount) -> Amount {
+        if self.watches() {
+            Amount::Take(Cost::ZERO)
+        } else {
+            amount
         }
     }
 
@@ -107,6 +132,18 @@ fn policy_delay(policy: Policy, rest: &[&[u8]]) -> Result<(Policy, usize)> {
         }
         _ => Ok((policy, 0)),
     }
+}
+
+/// Whether `word` names an option RL.ALL takes after its policies.
+fn is_option(word: &[u8]) -> bool {
+    ["COST", "REFUND", "DEBIT", "DELAY"]
+        .iter()
+        .any(|o| word.eq_ignore_ascii_case(o.as_bytes()))
+}
+
+/// Whether `word` names a policy.
+fn is_policy(word: &[u8]) -> bool {
+    table::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
 }
 
 /// "policy FIXED takes limit window".
@@ -192,9 +229,10 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
     match options.amount {
         Amount::Refund(_) if delayed => return Err(Error::Exclusive("DELAY", "REFUND")),
         Amount::Debit(_) if delayed => return Err(Error::Exclusive("DELAY", "DEBIT")),
-        // DEBIT applies to every key: each policy's command must take it.
+        // DEBIT applies to every key but a watched one: each policy's command must
+        // take it.
         Amount::Debit(_) => {
-            if let Some(p) = policies.iter().find(|p| !p.command().debit) {
+            if let Some(p) = policies.iter().find(|p| !p.watches() && !p.command().debit) {
                 return Err(Error::NotApplicable {
                     option: "DEBIT",
                     to: p.command().policy_word(),
@@ -202,11 +240,6 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
             }
         }
         Amount::Take(_) | Amount::Refund(_) => {}
-    }
-    // A PENALTY policy only looks: strikes are recorded by RL.PENALTY itself.
-    let penalty = policies.iter().any(|p| matches!(p, Policy::Penalty(_)));
-    if penalty && options.amount != Amount::Take(Cost::ZERO) {
-        return Err(Error::PenaltyPolicyCost);
     }
     Ok(Call {
         policies,
@@ -281,41 +314,65 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
     tail.get(i).is_none_or(option).then_some(count)
 }
 
-/// The combined decision over every key's reply: allowed if all are; the
-/// smallest remaining (the first such key's, with its limit); retry_after when
-/// allowed the longest wait of a scheduled key (a GCRA policy with DELAY: act when
-/// every key's turn has come), else 0; when rejected -1 if some key never allows,
-/// else the longest wait among the keys that reject; the longest reset_after.
-pub fn combine(per_key: &[Decision]) -> Decision {
-    let allowed = per_key.iter().all(|d| d.allowed);
-    let tightest = per_key.iter().min_by_key(|d| d.remaining);
-    let retry_after = if allowed {
-        let longest = per_key
+impl Call {
+    /// Whether the keys' decisions let the call write: every key allows. A watched
+    /// key (PENALTY) counts only for COST: REFUND and DEBIT settle what was already
+    /// taken, whether or not the offender is blocked now.
+    pub fn allows(&self, per_key: &[Decision]) -> bool {
+        let charging = matches!(self.amount, Amount::Take(_));
+        self.policies
             .iter()
-            .filter_map(|d| match d.retry_after {
-                RetryAfter::Delayed(ms) => Some(ms),
-                RetryAfter::Now | RetryAfter::Ms(_) | RetryAfter::Never => None,
-            })
-            .max();
-        longest.map_or(RetryAfter::Now, RetryAfter::Delayed)
-    } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
-        RetryAfter::Never
-    } else {
-        let longest = per_key
-            .iter()
-            .filter_map(|d| match d.retry_after {
-                RetryAfter::Ms(ms) => Some(ms),
-                RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => None,
-            })
-            .max();
-        RetryAfter::Ms(longest.unwrap_or(0))
-    };
-    Decision {
-        allowed,
-        limit: tightest.map_or(0, |d| d.limit),
-        remaining: tightest.map_or(0, |d| d.remaining),
-        retry_after,
-        reset_after_ms: per_key.iter().map(|d| d.reset_after_ms).max().unwrap_or(0),
+            .zip(per_key)
+            .all(|(p, d)| d.allowed || (p.watches() && !charging))
+    }
+
+    /// The combined decision over every key's reply: allowed as [`Call::allows`]
+    /// says; limit, remaining (the smallest: the first such key's, with its limit)
+    /// and reset_after (the longest) from the limits alone, not from the watched
+    /// keys (strikes are no rate limit, and RateLimit headers are built from these),
+    /// unless every policy is watched; retry_after when allowed the longest wait of
+    /// a scheduled key (a GCRA policy with DELAY: act when every key's turn has
+    /// come), else 0; when rejected -1 if some key never allows, else the longest
+    /// wait among the keys that reject (a block's end included).
+    pub fn combine(&self, per_key: &[Decision]) -> Decision {
+        let allowed = self.allows(per_key);
+        let limits = self.policies.iter().any(|p| !p.watches());
+        let counted = || {
+            self.policies
+                .iter()
+                .zip(per_key)
+                .filter(move |(p, _)| !limits || !p.watches())
+                .map(|(_, d)| d)
+        };
+        let tightest = counted().min_by_key(|d| d.remaining);
+        let retry_after = if allowed {
+            let longest = per_key
+                .iter()
+                .filter_map(|d| match d.retry_after {
+                    RetryAfter::Delayed(ms) => Some(ms),
+                    RetryAfter::Now | RetryAfter::Ms(_) | RetryAfter::Never => None,
+                })
+                .max();
+            longest.map_or(RetryAfter::Now, RetryAfter::Delayed)
+        } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
+            RetryAfter::Never
+        } else {
+            let longest = per_key
+                .iter()
+                .filter_map(|d| match d.retry_after {
+                    RetryAfter::Ms(ms) => Some(ms),
+                    RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => None,
+                })
+                .max();
+            RetryAfter::Ms(longest.unwrap_or(0))
+        };
+        Decision {
+            allowed,
+            limit: tightest.map_or(0, |d| d.limit),
+            remaining: tightest.map_or(0, |d| d.remaining),
+            retry_after,
+            reset_after_ms: counted().map(|d| d.reset_after_ms).max().unwrap_or(0),
+        }
     }
 }
 
@@ -413,6 +470,15 @@ mod tests {
             [Policy::Penalty(_), Policy::Fixed(_)]
         ));
         assert_eq!(call.amount, Amount::Take(Cost::ZERO));
+        // A PENALTY policy is only looked at: any amount goes to the other keys.
+        for line in [
+            "2 a b PENALTY 5 15m 1m 1h FIXED 10 1s",
+            "2 a b PENALTY 5 15m 1m 1h FIXED 10 1s REFUND 2",
+            "2 a b PENALTY 5 15m 1m 1h FIXED 10 1s DEBIT 2",
+            "1 a PENALTY 5 15m 1m 1h DEBIT 1",
+        ] {
+            assert!(parse_line(line).is_ok(), "{line}");
+        }
         let call = parse_line("2 a b FIXED 5 1m GCRA 5 1 1s COST 0 DELAY 3s").unwrap();
         assert!(matches!(
             call.policies[..],
@@ -448,14 +514,16 @@ mod tests {
             ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n, or DELAY max"),
             ("2 a b FIXED 5 1s SLIDING 5 1s DEBIT 1", "syntax error: DEBIT does not apply to SLIDING"),
             ("2 a b ACQUIRE 5 1s id GCRA 5 1 1s debit 1", "syntax error: DEBIT does not apply to ACQUIRE"),
-            ("1 a PENALTY 5 15m 1m 1h DEBIT 1", "syntax error: DEBIT does not apply to PENALTY"),
             ("1 a GCRA 5 1 1s DELAY 1s DEBIT 1", "syntax error: DELAY and DEBIT exclude each other"),
             ("1 a FIXED 5 1s COST 1 DEBIT 1", "syntax error: COST and DEBIT exclude each other"),
             ("1 a PENALTY 5 15m 1m", "syntax error: policy PENALTY takes strikes window block max"),
             ("1 a PENALTY 5 15m 2h 1h COST 0", "block must be at most max"),
-            ("2 a b FIXED 5 1s PENALTY 5 15m 1m 1h", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
-            ("1 a PENALTY 5 15m 1m 1h COST 1", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
-            ("1 a PENALTY 5 15m 1m 1h REFUND 0", "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key is blocked: record strikes with RL.PENALTY"),
+            // A parameter missing: the option or the next policy is not read as it.
+            ("1 a PENALTY 5 15m 1m COST 0", "syntax error: policy PENALTY takes strikes window block max"),
+            ("2 a b PENALTY 5 15m 1m FIXED 5 1s", "syntax error: policy PENALTY takes strikes window block max"),
+            ("1 a GCRA 5 1 COST 2", "syntax error: policy GCRA takes capacity tokens period"),
+            ("1 a FIXED 5 REFUND 1", "syntax error: policy FIXED takes limit window"),
+            ("2 a b SLIDINGCOUNTER 5 GCRA 5 1 1s", "syntax error: policy SLIDINGCOUNTER takes limit window"),
             // numkeys off by one or more: the keys and policies fit another numkeys.
             ("3 {a}x {a}y FIXED 5 1h FIXED 5 1h", "numkeys is 3, but the keys and policies given match numkeys 2"),
             ("1 a b FIXED 5 1h GCRA 5 1 1s DELAY 1s COST 2", "numkeys is 1, but the keys and policies given match numkeys 2"),
@@ -472,6 +540,54 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// `combine` over limits only (FIXED policies), charging COST 1.
+    fn combine(per_key: &[Decision]) -> Decision {
+        let quota = params::quota(&[b"1", b"1s"]).unwrap();
+        let call = Call {
+            policies: vec![Policy::Fixed(quota); per_key.len()],
+            amount: Amount::Take(Cost::ONE),
+        };
+        call.combine(per_key)
+    }
+
+    #[test]
+    fn a_watched_penalty_rejects_a_charge_but_never_sets_the_limit() {
+        let call = parse_line("2 pen rate PENALTY 5 15m 1m 1h GCRA 10 1 1s").unwrap();
+        assert_eq!(call.amount, Amount::Take(Cost::ONE));
+        assert_eq!(
+            call.policies[0].amount(call.amount),
+            Amount::Take(Cost::ZERO)
+        );
+        assert_eq!(
+            call.policies[1].amount(call.amount),
+            Amount::Take(Cost::ONE)
+        );
+        let blocked = decision(false, 5, 0, RetryAfter::Ms(60_000), 3_660_000);
+        let rate = decision(true, 10, 9, RetryAfter::Now, 100);
+        // Blocked: rejected for the block's rest; the limit, remaining and reset
+        // are the rate limit's.
+        assert_eq!(
+            call.combine(&[blocked, rate]),
+            decision(false, 10, 9, RetryAfter::Ms(60_000), 100)
+        );
+        assert!(!call.allows(&[blocked, rate]));
+        // Not blocked: the rate limit alone decides and describes.
+        let open = decision(true, 5, 3, RetryAfter::Now, 50_000);
+        assert_eq!(call.combine(&[open, rate]), rate);
+        // REFUND and DEBIT settle whatever the block.
+        for line in [
+            "2 pen rate PENALTY 5 15m 1m 1h GCRA 10 1 1s REFUND 1",
+            "2 pen rate PENALTY 5 15m 1m 1h GCRA 10 1 1s DEBIT 1",
+        ] {
+            let call = parse_line(line).unwrap();
+            assert!(call.allows(&[blocked, rate]), "{line}");
+            assert_eq!(call.combine(&[blocked, rate]), rate, "{line}");
+        }
+        // Penalties only: they describe the call.
+        let call = parse_line("1 pen PENALTY 5 15m 1m 1h").unwrap();
+        assert_eq!(call.combine(&[blocked]), blocked);
     }
 
     #[test]

@@ -72,12 +72,6 @@ pub enum Error {
     #[error("syntax error: {0} does not apply to RL.PENALTY, which takes only COST n")]
     PenaltyOption(&'static str),
 
-    #[error(
-        "a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether the key \
-         is blocked: record strikes with RL.PENALTY"
-    )]
-    PenaltyPolicyCost,
-
     /// `expected` lists the command's options (RL.GCRA's include DELAY).
     #[error("syntax error: unknown option '{option}', expected {expected}")]
     UnknownOption {

@@ -106,9 +106,15 @@ fn all(ks: &mut Keyspace, now: Millis, args: &[&[u8]]) -> Result<Value> {
     let mut trial = ks.clone();
     let mut decisions = Vec::with_capacity(call.keys() + 1);
     for (key, policy) in keys.iter().zip(&call.policies) {
-        decisions.push(policy_call(&mut trial, key, now, policy, call.amount)?);
+        decisions.push(policy_call(
+            &mut trial,
+            key,
+            now,
+            policy,
+            policy.amount(call.amount),
+        )?);
     }
-    if decisions.iter().all(|d| d.allowed) {
+    if call.allows(&decisions) {
         *ks = trial;
     } else {
         for ((key, policy), d) in keys.iter().zip(&call.policies).zip(decisions.iter_mut()) {
@@ -116,7 +122,7 @@ fn all(ks: &mut Keyspace, now: Millis, args: &[&[u8]]) -> Result<Value> {
             *d = crate::all::unchanged(*d, state);
         }
     }
-    decisions.insert(0, crate::all::combine(&decisions));
+    decisions.insert(0, call.combine(&decisions));
     Ok(Value::Array(decisions.iter().map(reply).collect()))
 }
 

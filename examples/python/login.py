@@ -3,12 +3,16 @@
 Each failed password is a strike for that account from that address. Five strikes
 within 15 minutes block further attempts for a minute; each further block while the
 offender is remembered lasts twice as long (2, 4, 8 ... minutes, at most an hour),
-and an hour of quiet after a block forgives the past. While blocked, the route
-answers 429 with Retry-After *before* looking at the password, so a blocked
-attacker learns nothing, not even when they guessed right.
+and an hour of quiet after a block forgives the past. Attempts are also rate
+limited (10 at once, then one every 6 s). Every request makes one atomic call that
+asks "is this offender blocked?" and, if not, takes the attempt from the rate
+limit; while blocked (or over the rate) the route answers 429 with Retry-After
+*before* looking at the password, so a blocked attacker learns nothing, not even
+when they guessed right.
 
-    RL.PENALTY rl:login:<account>:<ip> 5 15m 1m 1h COST 0    is it blocked?
-    RL.PENALTY rl:login:<account>:<ip> 5 15m 1m 1h           a failed password
+    RL.ALL 2 rl:login:{<account>:<ip>}:strikes rl:login:{<account>:<ip>}:attempts
+           PENALTY 5 15m 1m 1h GCRA 10 1 6s              blocked? else take one attempt
+    RL.PENALTY rl:login:{<account>:<ip>}:strikes 5 15m 1m 1h   a failed password
 
 Keying on account and address together keeps one attacker from locking the real
 user out from elsewhere. A successful login does not clear earlier strikes: they
@@ -39,18 +43,30 @@ log = logging.getLogger(__name__)
 USERS = {"alice": "wonderland", "bob": "builder"}
 
 
-def detect_penalty(client):
-    """("module", call) if the server has RL.PENALTY, else ("library", call) for
-    FCALL rl_penalty: same arguments after the key, same reply."""
+# Ten attempts at once, then one every six seconds, per account and address.
+ATTEMPTS = ("GCRA", 10, 1, "6s")
+
+
+def detect(client):
+    """("module", penalty, all) if the server has RL.PENALTY, else ("library", ...)
+    for FCALL rl_penalty / rl_all: same arguments after the keys, same replies."""
     probe = ("rl:probe", 1, "1s", "1s", "1s", "COST", 0)  # COST 0 writes nothing
     try:
         client.execute_command("RL.PENALTY", *probe)
-        return "module", lambda key, *args: client.execute_command("RL.PENALTY", key, *args)
+        return (
+            "module",
+            lambda key, *args: client.execute_command("RL.PENALTY", key, *args),
+            lambda keys, *args: client.execute_command("RL.ALL", len(keys), *keys, *args),
+        )
     except redis.ResponseError as err:
         if "unknown command" not in str(err).lower():
             raise
     client.execute_command("FCALL", "rl_penalty", 1, *probe)
-    return "library", lambda key, *args: client.execute_command("FCALL", "rl_penalty", 1, key, *args)
+    return (
+        "library",
+        lambda key, *args: client.execute_command("FCALL", "rl_penalty", 1, key, *args),
+        lambda keys, *args: client.execute_command("FCALL", "rl_all", len(keys), *keys, *args),
+    )
 
 
 def ceil_seconds(ms):
@@ -61,8 +77,9 @@ def ceil_seconds(ms):
 class Login:
     """The WSGI app: POST /login with form fields account and password."""
 
-    def __init__(self, penalty, policy):
-        self.penalty = penalty  # RL.PENALTY or FCALL rl_penalty: detect_penalty()
+    def __init__(self, penalty, check, policy):
+        self.penalty = penalty  # RL.PENALTY or FCALL rl_penalty: detect()
+        self.check = check  # RL.ALL or FCALL rl_all
         self.policy = policy  # strikes, window, block, max
 
     def __call__(self, environ, start_response):
@@ -72,15 +89,21 @@ class Login:
         form = parse_qs(read_body(environ).decode("utf-8", "replace"))
         account = form.get("account", [""])[0]
         password = form.get("password", [""])[0]
-        key = f"rl:login:{account}:{environ.get('REMOTE_ADDR', 'unknown')}"
+        # One hash tag: both keys live on one cluster node, as RL.ALL needs.
+        who = f"{{{account}:{environ.get('REMOTE_ADDR', 'unknown')}}}"
+        strikes, attempts = f"rl:login:{who}:strikes", f"rl:login:{who}:attempts"
         failed = False
         try:
-            # Blocked? COST 0 only looks: it counts nothing and writes nothing.
-            reply = self.penalty(key, *self.policy, "COST", 0)
+            # One call: blocked? If not, take this attempt from the rate limit. The
+            # PENALTY policy is only looked at (RL.ALL never strikes); the combined
+            # reply's limit and remaining are the attempts', its Retry-After the
+            # block's rest when blocked.
+            reply = self.check((strikes, attempts), "PENALTY", *self.policy, *ATTEMPTS)[0]
             if reply[0] and not password_ok(account, password):
-                # One strike. The strike that reaches the limit starts the block
-                # and is answered like any attempt while blocked.
-                reply = self.penalty(key, *self.policy)
+                # One strike, answered with the strikes left. The strike that reaches
+                # the limit starts the block and is answered like any attempt while
+                # blocked.
+                reply = self.penalty(strikes, *self.policy)
                 failed = True
         except redis.RedisError as err:
             # Fail closed: without the limiter, passwords could be guessed freely.
@@ -110,8 +133,9 @@ def password_ok(account, password):
 
 
 def answer(start_response, status, reply, body):
-    """The status, with the reply as RateLimit fields (strikes left before a
-    block) and, when blocked, Retry-After."""
+    """The status, with the reply as RateLimit fields (the attempts left, or after
+    a wrong password the strikes left before a block) and, when rejected,
+    Retry-After."""
     allowed, limit, remaining, retry_ms, reset_ms = reply
     headers = [
         ("Content-Type", "text/plain"),
@@ -135,11 +159,11 @@ def main():
     logging.basicConfig(level=logging.INFO)
     # from_url gives a thread-safe connection pool shared by all requests.
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    backend, penalty = detect_penalty(client)
+    backend, penalty, check = detect(client)
     if backend == "module":
-        log.info("login limiter: the RL module (RL.PENALTY)")
+        log.info("login limiter: the RL module (RL.ALL, RL.PENALTY)")
     else:
-        log.info("login limiter: RL's Functions library (FCALL rl_penalty), no module")
+        log.info("login limiter: RL's Functions library (FCALL rl_all, rl_penalty), no module")
     policy = (
         int(os.environ.get("RL_STRIKES", "5")),
         os.environ.get("RL_WINDOW", "15m"),  # RL durations: 1500ms, 60, 1m, ...
@@ -147,7 +171,7 @@ def main():
         os.environ.get("RL_MAX", "1h"),
     )
     port = int(os.environ.get("PORT", "8000"))
-    app = Login(penalty, policy)
+    app = Login(penalty, check, policy)
     with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
         log.info("listening on http://127.0.0.1:%d", port)
         server.serve_forever()

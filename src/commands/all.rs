@@ -8,9 +8,9 @@
 //! `ACQUIRE limit ttl id`, `PENALTY strikes window block max`, one per key in key
 //! order; COST (or REFUND, or DEBIT) applies to every key but an ACQUIRE (one
 //! lease; REFUND is an error there). DEBIT always allows, so it writes every key; a
-//! SLIDING, ACQUIRE or PENALTY policy takes none (an error naming the policy). A
-//! PENALTY policy only checks whether its key is blocked: the call must say
-//! `COST 0`. A GCRA policy
+//! SLIDING or ACQUIRE policy takes none (an error naming the policy). A PENALTY
+//! policy is only looked at, never struck: a blocked offender rejects a COST call
+//! (REFUND and DEBIT ignore the block), and its key is never written. A GCRA policy
 //! with DELAY schedules its key as RL.GCRA does: an allowed call's combined
 //! retry_after is the longest wait, when every key's turn has come.
 //!
@@ -101,10 +101,11 @@ impl Handler for All {
             .collect();
         let mut outcomes = Vec::with_capacity(call.keys());
         for (key, policy) in keys.iter().zip(&call.policies) {
-            outcomes.push(decide(policy, key, now, call.amount)?);
+            outcomes.push(decide(policy, key, now, policy.amount(call.amount))?);
         }
         let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
-        if outcomes.iter().all(|o| o.decision.allowed) {
+        let verdicts: Vec<Decision> = outcomes.iter().map(|o| o.decision).collect();
+        if call.allows(&verdicts) {
             for (key, outcome) in keys.iter().zip(outcomes) {
                 if let Some(write) = outcome.write {
                     write.store(key)?;
@@ -119,7 +120,7 @@ impl Handler for All {
                 decisions.push(all::unchanged(outcome.decision, state));
             }
         }
-        decisions.insert(0, all::combine(&decisions));
+        decisions.insert(0, call.combine(&decisions));
         Ok(decisions)
     }
 

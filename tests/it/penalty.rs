@@ -601,54 +601,100 @@ fn a_block_started_inside_multi_holds_for_the_rest_of_it() {
 }
 
 #[test]
-fn rl_all_checks_the_block_and_the_rate_limit_with_cost_0_only() {
+fn rl_all_looks_at_the_block_and_takes_from_the_rate_limit_in_one_call() {
     let s = Server::start();
     let mut c = s.conn();
-    let all = |cost: &'static str| -> Vec<&'static str> {
+    let all = |option: &'static str, n: &'static str| -> Vec<&'static str> {
         vec![
-            "RL.ALL", "2", "{u}:pen", "{u}:rate", "PENALTY", "3", "1m", "1m", "1h", "FIXED", "10",
-            "1m", "COST", cost,
+            "RL.ALL", "2", "{u}:pen", "{u}:rate", "PENALTY", "3", "1m", "1m", "1h", "GCRA", "10",
+            "1", "1s", option, n,
         ]
     };
-    let look = all("0");
-    // Blocked: the combined answer waits for the block; the rate limit is untouched.
+    let take = all("COST", "1");
+    // Blocked: rejected for the rest of the block, and nothing is written; the
+    // combined limit, remaining and reset are the rate limit's, never the strikes.
     let i = at_one_instant(
         &mut c,
         "{u}:pen",
         &holding("0 0 1 {+30000}", "{+3630000}"),
-        &[&look],
+        &[&take],
     );
     let r = i.all_reply(0);
     assert_eq!(r[1], [0, 3, 0, 30_000, 3_630_000], "the penalty key");
-    assert_eq!(r[2][..4], [1, 10, 10, 0], "the rate limit");
-    assert_eq!(r[0], [0, 3, 0, 30_000, 3_630_000], "combined");
-    assert_eq!(i.get, i.at("0 0 1 {+30000}"), "nothing written");
-    // Strikes counted but no block: allowed, the fewest remaining is the penalty's.
+    assert_eq!(r[2], [1, 10, 10, 0, 0], "the rate limit, nothing taken");
+    assert_eq!(r[0], [0, 10, 10, 30_000, 0], "combined");
+    assert_eq!(
+        i.get,
+        i.at("0 0 1 {+30000}"),
+        "the penalty key is unchanged"
+    );
+    assert!(
+        !exists(&mut c, "{u}:rate"),
+        "a rejected call writes nothing"
+    );
+    // Strikes counted but no block: the request is taken from the rate limit, and
+    // the combined answer is the rate limit's; the strikes are not touched. (A try
+    // that missed the millisecond is run again: each starts from no rate key.)
+    let fresh_rate: &[&str] = &["DEL", "{u}:rate"];
     let i = at_one_instant(
         &mut c,
         "{u}:pen",
         &holding("2 {+30000} 0 0", "{+30000}"),
-        &[&look],
+        &[fresh_rate, &take, &take],
     );
-    let r = i.all_reply(0);
-    assert_eq!(r[0], [1, 3, 1, 0, 30_000]);
-    assert_eq!(i.get, i.at("2 {+30000} 0 0"));
-    assert!(!exists(&mut c, "{u}:rate"), "COST 0 writes no key");
-    // Any other amount is an error that names the rule, and changes nothing.
-    let rule = "ERR a PENALTY policy needs COST 0 in RL.ALL, where it only checks whether \
-                the key is blocked: record strikes with RL.PENALTY";
+    assert_eq!(i.all_reply(1)[1], [1, 3, 1, 0, 30_000], "the penalty key");
+    assert_eq!(i.all_reply(1)[2], [1, 10, 9, 0, 1000], "the rate limit");
+    assert_eq!(i.all_reply(1)[0], [1, 10, 9, 0, 1000], "combined");
+    assert_eq!(
+        i.all_reply(2)[0],
+        [1, 10, 8, 0, 2000],
+        "combined, second call"
+    );
+    assert_eq!(i.get, i.at("2 {+30000} 0 0"), "RL.ALL never strikes");
+    // REFUND and DEBIT settle what was taken, blocked or not.
+    let i = at_one_instant(
+        &mut c,
+        "{u}:pen",
+        &holding("0 0 1 {+30000}", "{+3630000}"),
+        &[
+            fresh_rate,
+            &all("REFUND", "1"),
+            &all("DEBIT", "3"),
+            &all("COST", "0"),
+        ],
+    );
+    assert_eq!(i.all_reply(1)[0], [1, 10, 10, 0, 0], "nothing to refund");
+    assert_eq!(i.all_reply(2)[0], [1, 10, 7, 0, 3000], "debited three");
+    assert_eq!(
+        i.all_reply(2)[1],
+        [0, 3, 0, 30_000, 3_630_000],
+        "still blocked"
+    );
+    // COST 0 only looks: blocked, so not allowed, with the rate limit's figures.
+    assert_eq!(i.all_reply(3)[0], [0, 10, 7, 30_000, 3000], "COST 0");
+    assert_eq!(i.get, i.at("0 0 1 {+30000}"));
+    // A policy missing an argument is named, whatever was read in its place.
     let before = snapshot(&mut c, b"{u}:pen");
-    for line in [all("1"), all("0")[..12].to_vec(), {
-        let mut refund = all("0");
-        refund[12] = "REFUND";
-        refund
-    }] {
+    for (line, want) in [
+        (
+            vec![
+                "RL.ALL", "1", "{u}:pen", "PENALTY", "5", "15m", "1m", "COST", "0",
+            ],
+            "ERR syntax error: policy PENALTY takes strikes window block max",
+        ),
+        (
+            vec![
+                "RL.ALL", "2", "{u}:pen", "{u}:rate", "PENALTY", "5", "15m", "1m", "GCRA", "10",
+                "1", "1s",
+            ],
+            "ERR syntax error: policy PENALTY takes strikes window block max",
+        ),
+    ] {
         let bytes: Vec<&[u8]> = line.iter().map(|a| a.as_bytes()).collect();
-        assert_eq!(error_of(&mut c, &bytes), rule, "{line:?}");
+        assert_eq!(error_of(&mut c, &bytes), want, "{line:?}");
     }
     assert_eq!(snapshot(&mut c, b"{u}:pen"), before);
-    assert!(!exists(&mut c, "{u}:rate"));
-    let mut bad = all("0");
+    let mut bad = all("COST", "1");
     bad[7] = "2h";
     let bytes: Vec<&[u8]> = bad.iter().map(|a| a.as_bytes()).collect();
     assert_eq!(error_of(&mut c, &bytes), "ERR block must be at most max");

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rl_core::keyspace::Keyspace;
 use rl_core::memory;
-use rl_core::table;
+use rl_core::table::{self, ArgKind, Command, CostArg, Keys};
 
 /// Keys the calls share, so limiters meet each other's states.
 const KEYS: &[&str] = &["{k}a", "{k}b", "{k}c"];
@@ -84,63 +84,94 @@ fn options(delay: bool) -> impl Strategy<Value = Vec<String>> {
         })
 }
 
-/// A policy's parameters (and, for GCRA, maybe its DELAY).
-fn policy() -> impl Strategy<Value = Vec<String>> {
-    prop_oneof![
-        (count(), duration()).prop_map(|(l, w)| vec!["FIXED".into(), l, w]),
-        (count(), duration()).prop_map(|(l, w)| vec!["SLIDING".into(), l, w]),
-        (count(), duration()).prop_map(|(l, w)| vec!["SLIDINGCOUNTER".into(), l, w]),
-        (count(), count(), duration()).prop_map(|(c, t, p)| vec!["BUCKET".into(), c, t, p]),
-        (count(), count(), duration()).prop_map(|(c, t, p)| vec!["GCRA".into(), c, t, p]),
-        (count(), count(), duration(), duration()).prop_map(|(c, t, p, d)| vec![
-            "GCRA".into(),
-            c,
-            t,
-            p,
-            "DELAY".into(),
-            d
-        ]),
-        (count(), duration(), prop::sample::select(vec!["a", "b"])).prop_map(|(l, t, id)| vec![
-            "ACQUIRE".into(),
-            l,
-            t,
-            id.into()
-        ]),
-    ]
+/// A value for one positional argument, by its kind in the command table.
+fn arg(kind: ArgKind) -> BoxedStrategy<String> {
+    match kind {
+        ArgKind::Integer => count().boxed(),
+        ArgKind::Duration => duration().boxed(),
+        ArgKind::Text => prop::sample::select(vec!["a", "b", "c", ""])
+            .prop_map(str::to_string)
+            .boxed(),
+        ArgKind::Key | ArgKind::Keys | ArgKind::Policies => key().boxed(),
+    }
 }
 
-/// One RL command line (or a native write that plants a foreign state).
+/// A command's parameters after its key, each by its kind.
+fn params(command: &'static Command) -> Vec<BoxedStrategy<String>> {
+    command.params().iter().map(|a| arg(a.kind)).collect()
+}
+
+/// An RL.ALL policy: every policy the table offers, with its parameters (and, for
+/// GCRA, maybe its DELAY).
+fn policy() -> impl Strategy<Value = Vec<String>> {
+    let words: Vec<_> = table::policies()
+        .map(|c| {
+            (
+                params(c),
+                prop::bool::weighted(if c.delay { 0.3 } else { 0.0 }),
+                duration(),
+            )
+                .prop_map(move |(p, delay, d)| {
+                    let mut v = vec![c.policy_word().to_string()];
+                    v.extend(p);
+                    if delay {
+                        v.extend(["DELAY".to_string(), d]);
+                    }
+                    v
+                })
+                .boxed()
+        })
+        .collect();
+    prop::strategy::Union::new(words)
+}
+
+/// The options a single-key command's line ends with, as its row takes them (and
+/// now and then one it does not take, for the error).
+fn options_of(command: &'static Command) -> BoxedStrategy<Vec<String>> {
+    match command.cost {
+        CostArg::Option | CostArg::Cost => options(command.delay).boxed(),
+        CostArg::Positional(_) => prop::option::weighted(0.5, amount())
+            .prop_map(|q| q.into_iter().collect())
+            .boxed(),
+        CostArg::None => prop_oneof![
+            9 => Just(vec![]),
+            1 => amount().prop_map(|n| vec!["COST".to_string(), n]),
+        ]
+        .boxed(),
+    }
+}
+
+/// One RL command line (or a native write that plants a foreign state): every
+/// command of the table, its arguments drawn by their kinds.
 fn command() -> impl Strategy<Value = Vec<String>> {
-    let line = |name: &str, k: String, params: Vec<String>, opts: Vec<String>| {
-        let mut v = vec![name.to_string(), k];
-        v.extend(params);
-        v.extend(opts);
+    let mut lines: Vec<(u32, BoxedStrategy<Vec<String>>)> = table::COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.keys, Keys::First))
+        .map(|c| {
+            let line = (key(), params(c), options_of(c)).prop_map(move |(k, p, o)| {
+                let mut v = vec![c.name_str().to_string(), k];
+                v.extend(p);
+                v.extend(o);
+                v
+            });
+            (3, line.boxed())
+        })
+        .collect();
+    let all = (prop::collection::vec(policy(), 1..=3), options(false)).prop_map(|(policies, o)| {
+        let mut v = vec!["RL.ALL".to_string(), policies.len().to_string()];
+        v.extend(KEYS[..policies.len()].iter().map(|k| k.to_string()));
+        v.extend(policies.into_iter().flatten());
+        v.extend(o);
         v
-    };
-    prop_oneof![
-        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.FIXED", k, vec![l, w], o)),
-        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.SLIDING", k, vec![l, w], o)),
-        3 => (key(), count(), duration(), options(false)).prop_map(move |(k, l, w, o)| line("RL.SLIDINGCOUNTER", k, vec![l, w], o)),
-        3 => (key(), count(), count(), duration(), options(false)).prop_map(move |(k, c, t, p, o)| line("RL.BUCKET", k, vec![c, t, p], o)),
-        3 => (key(), count(), count(), duration(), options(true)).prop_map(move |(k, c, t, p, o)| line("RL.GCRA", k, vec![c, t, p], o)),
-        2 => (key(), count(), duration(), prop::sample::select(vec!["a", "b", "c"]))
-            .prop_map(move |(k, l, t, id)| line("RL.ACQUIRE", k, vec![l, t, id.into()], vec![])),
-        3 => (key(), count(), duration(), duration(), duration(), options(false))
-            .prop_map(move |(k, s, w, b, m, o)| line("RL.PENALTY", k, vec![s, w, b, m], o)),
-        1 => (key(), prop::sample::select(vec!["a", "b", ""]))
-            .prop_map(move |(k, id)| line("RL.RELEASE", k, vec![id.into()], vec![])),
-        2 => (prop::collection::vec(policy(), 1..=3), options(false)).prop_map(|(policies, o)| {
-            let mut v = vec!["RL.ALL".to_string(), policies.len().to_string()];
-            v.extend(KEYS[..policies.len()].iter().map(|k| k.to_string()));
-            v.extend(policies.into_iter().flatten());
-            v.extend(o);
-            v
-        }),
-        1 => (key(), foreign()).prop_map(|(k, mut f)| {
-            f.insert(1, k);
-            f
-        }),
-    ]
+    });
+    lines.push((3, all.boxed()));
+    let foreign = (key(), foreign()).prop_map(|(k, mut f)| {
+        f.insert(1, k);
+        f
+    });
+    lines.push((1, foreign.boxed()));
+    prop::strategy::Union::new_weighted(lines)
 }
 
 /// A native write: a value RL did not write, or a key of another type.

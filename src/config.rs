@@ -20,7 +20,7 @@ pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
 
 /// `rl.sliding-max-limit`: the highest RL.SLIDING limit. One sorted-set entry per
 /// unit, so it bounds the memory and the work of one key.
-pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(100_000);
+pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(rl_core::table::SLIDING_MAX_LIMIT as i64);
 
 pub fn sliding_max_limit() -> u64 {
     u64::try_from(SLIDING_MAX_LIMIT.load(Ordering::Relaxed)).unwrap_or(0)
@@ -39,7 +39,7 @@ pub struct Setting {
 /// Every setting the module has.
 pub static SETTINGS: [Setting; 1] = [Setting {
     name: c"sliding-max-limit",
-    default: 100_000,
+    default: rl_core::table::SLIDING_MAX_LIMIT as i64,
     min: 1,
     max: SLIDING_MAX_LIMIT_CEILING,
     value: &SLIDING_MAX_LIMIT,

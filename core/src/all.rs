@@ -12,8 +12,7 @@ use crate::error::{Error, Result};
 use crate::params::{self, Lease};
 use crate::table::{self, Command};
 
-/// At most this many keys in one RL.ALL call.
-pub const MAX_KEYS: u64 = 16;
+pub use crate::table::MAX_KEYS;
 
 /// One key's limit: a command's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +89,7 @@ impl Policy {
     /// offender blocked?"): it is decided with COST 0 whatever the call's amount,
     /// and its key is never written by RL.ALL (strikes are RL.PENALTY's).
     pub fn watches(&self) -> bool {
-        matches!(self, Policy::Penalty(_))
+        self.command().looked_at
     }
 
     /// What this policy's key is decided with, in a call for `amount`.

@@ -26,9 +26,7 @@ use crate::keyspace::{Keyspace, Kind, Value, WrongType};
 use crate::params;
 use crate::table::{self, Command, CostArg};
 
-/// `rl.sliding-max-limit`'s default: the largest RL.SLIDING limit and RL.ACQUIRE
-/// lease count (the library has no settings and always uses it).
-pub const SLIDING_MAX_LIMIT: u64 = 100_000;
+pub use crate::table::SLIDING_MAX_LIMIT;
 
 /// Runs one command line at server time `now`: an RL command as the module runs
 /// it, anything else as the keyspace's model of Redis runs it. `Err` is the whole

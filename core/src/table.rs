@@ -6,6 +6,8 @@
 
 use std::ffi::CStr;
 
+use crate::algorithms::acquire::MAX_ID_LEN;
+use crate::algorithms::MAX_COUNT;
 use crate::args::Takes;
 use crate::error::Error;
 
@@ -30,13 +32,110 @@ pub enum ArgKind {
     Key,
     /// One or more keys (RL.ALL's, counted by the argument before them).
     Keys,
-    Integer,
-    /// A duration such as `60`, `1500ms` or `1m`.
+    /// A decimal integer from `min` to `max`.
+    Integer {
+        min: u64,
+        max: Max,
+    },
+    /// A duration such as `60`, `1500ms` or `1m`, from 1 ms to
+    /// [`MAX_DURATION_MS`].
     Duration,
-    /// Any bytes (RL.ACQUIRE's lease id).
-    Text,
+    /// Any bytes, 1 ..= `max` of them (RL.ACQUIRE's lease id).
+    Text {
+        max: usize,
+    },
     /// One or more RL.ALL policies (`FIXED limit window | …`).
     Policies,
+}
+
+/// The largest value an integer argument takes.
+#[derive(Clone, Copy)]
+pub enum Max {
+    Value(u64),
+    /// A module setting's value (`rl.sliding-max-limit`), `default` unless
+    /// configured; the library always uses the default.
+    Setting {
+        name: &'static str,
+        default: u64,
+    },
+}
+
+impl Max {
+    /// The bound with every setting at its default.
+    pub const fn default_value(self) -> u64 {
+        match self {
+            Max::Value(v) | Max::Setting { default: v, .. } => v,
+        }
+    }
+}
+
+/// A count: 1 ..= 2^53 − 1.
+const COUNT: ArgKind = ArgKind::Integer {
+    min: 1,
+    max: Max::Value(MAX_COUNT),
+};
+
+/// RL.SLIDING's limit and RL.ACQUIRE's: one entry per unit or lease.
+const ENTRIES: ArgKind = ArgKind::Integer {
+    min: 1,
+    max: Max::Setting {
+        name: "rl.sliding-max-limit",
+        default: SLIDING_MAX_LIMIT,
+    },
+};
+
+/// `rl.sliding-max-limit`'s default: the largest RL.SLIDING limit and RL.ACQUIRE
+/// lease count (the library has no settings and always uses it).
+pub const SLIDING_MAX_LIMIT: u64 = 100_000;
+
+/// An option some commands take after their positional arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opt {
+    /// `COST n`: take n (0 ..= 2^53 − 1, default 1; 0 only looks).
+    Cost,
+    /// `REFUND n`: give back up to n (0 ..= 2^53 − 1).
+    Refund,
+    /// `DEBIT n`: take n whatever is left, into debt (1 ..= 2^53 − 1).
+    Debit,
+    /// `DELAY max`: schedule instead of reject (a duration from 0).
+    Delay,
+}
+
+impl Opt {
+    /// Every option, in the order errors and docs name them.
+    pub const ALL: [Opt; 4] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay];
+
+    pub const fn word(self) -> &'static str {
+        match self {
+            Opt::Cost => "COST",
+            Opt::Refund => "REFUND",
+            Opt::Debit => "DEBIT",
+            Opt::Delay => "DELAY",
+        }
+    }
+
+    /// The options it cannot be given with.
+    pub const fn excludes(self) -> &'static [Opt] {
+        match self {
+            Opt::Cost => &[Opt::Refund, Opt::Debit],
+            Opt::Refund => &[Opt::Cost, Opt::Debit, Opt::Delay],
+            Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
+            Opt::Delay => &[Opt::Refund, Opt::Debit],
+        }
+    }
+}
+
+/// What a command answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// RL's five integers: allowed, limit, remaining, retry_after_ms, reset_after_ms.
+    Decision,
+    /// redis-cell's five: limited, limit, remaining, retry_after_s, reset_after_s.
+    Throttle,
+    /// numkeys + 1 decisions: the combined one, then each key's.
+    All,
+    /// An integer: 1 if a lease was released, else 0.
+    Released,
 }
 
 /// Where a command's keys are.
@@ -72,6 +171,11 @@ pub struct Command {
     pub policy: Option<&'static CStr>,
     /// Its function in the Functions library (`rl_fixed`), if the library has it.
     pub function: Option<&'static str>,
+    /// What it answers.
+    pub reply: Reply,
+    /// As an RL.ALL policy, only looked at (as COST 0) and never written, whatever
+    /// the call's amount (PENALTY: "is this offender blocked?").
+    pub looked_at: bool,
 }
 
 /// How a command takes its cost.
@@ -110,7 +214,24 @@ impl Command {
             debit: false,
             policy: None,
             function: None,
+            reply: Reply::Decision,
+            looked_at: false,
         }
+    }
+
+    /// The options it takes, in [`Opt::ALL`]'s order.
+    pub fn options(&self) -> Vec<Opt> {
+        let (cost, refund) = match self.cost {
+            CostArg::Option => (true, true),
+            CostArg::Cost => (true, false),
+            CostArg::Positional(_) | CostArg::None => (false, false),
+        };
+        let takes = [cost, refund, self.debit, self.delay];
+        Opt::ALL
+            .into_iter()
+            .zip(takes)
+            .filter_map(|(o, t)| t.then_some(o))
+            .collect()
     }
 
     /// The same command, taking `DEBIT n` too.
@@ -136,6 +257,15 @@ impl Command {
         Command {
             policy: Some(word),
             ..self
+        }
+    }
+
+    /// The same command, offered as an RL.ALL policy under `word` that is only
+    /// looked at.
+    const fn looked_at_policy(self, word: &'static CStr) -> Command {
+        Command {
+            looked_at: true,
+            ..self.policy(word)
         }
     }
 
@@ -215,23 +345,23 @@ impl Command {
     }
 }
 
-/// `key limit window`: RL.FIXED's, RL.SLIDING's and RL.SLIDINGCOUNTER's arguments.
+/// `key limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's arguments.
 const QUOTA_ARGS: &[Arg] = &[
     Arg::new(c"key", ArgKind::Key),
-    Arg::new(c"limit", ArgKind::Integer),
+    Arg::new(c"limit", COUNT),
     Arg::new(c"window", ArgKind::Duration),
 ];
 
 /// `key capacity tokens period`: RL.BUCKET's and RL.GCRA's arguments.
 const RATE_ARGS: &[Arg] = &[
     Arg::new(c"key", ArgKind::Key),
-    Arg::new(c"capacity", ArgKind::Integer),
-    Arg::new(c"tokens", ArgKind::Integer),
+    Arg::new(c"capacity", COUNT),
+    Arg::new(c"tokens", COUNT),
     Arg::new(c"period", ArgKind::Duration),
 ];
 
 /// A lease's name: RL.ACQUIRE's and RL.RELEASE's last argument.
-const ID: Arg = Arg::new(c"id", ArgKind::Text);
+const ID: Arg = Arg::new(c"id", ArgKind::Text { max: MAX_ID_LEN });
 
 pub const FIXED: Command = Command::rl(
     c"RL.FIXED",
@@ -249,7 +379,11 @@ pub const SLIDING: Command = Command::rl(
     c"write deny-oom",
     c"Logs accepted units in a sorted set and admits at most limit in any window-long interval",
     c"O(log N + M) with N the units logged and M those that left the window or the cost",
-    QUOTA_ARGS,
+    &[
+        Arg::new(c"key", ArgKind::Key),
+        Arg::new(c"limit", ENTRIES),
+        Arg::new(c"window", ArgKind::Duration),
+    ],
 )
 .policy(c"SLIDING")
 .function("rl_sliding");
@@ -298,8 +432,14 @@ pub const THROTTLE: Command = Command {
     complexity: c"O(1)",
     args: &[
         Arg::new(c"key", ArgKind::Key),
-        Arg::new(c"max_burst", ArgKind::Integer),
-        Arg::new(c"count", ArgKind::Integer),
+        Arg::new(
+            c"max_burst",
+            ArgKind::Integer {
+                min: 0,
+                max: Max::Value(MAX_COUNT - 1),
+            },
+        ),
+        Arg::new(c"count", COUNT),
         Arg::new(c"period", ArgKind::Duration),
     ],
     keys: Keys::First,
@@ -311,6 +451,8 @@ pub const THROTTLE: Command = Command {
     debit: false,
     policy: None,
     function: None,
+    reply: Reply::Throttle,
+    looked_at: false,
 };
 
 pub const ALL: Command = Command {
@@ -320,7 +462,13 @@ pub const ALL: Command = Command {
     summary: c"Checks several limits at one instant and consumes from all of them or none",
     complexity: c"The sum of each key's command's complexity",
     args: &[
-        Arg::new(c"numkeys", ArgKind::Integer),
+        Arg::new(
+            c"numkeys",
+            ArgKind::Integer {
+                min: 1,
+                max: Max::Value(MAX_KEYS),
+            },
+        ),
         Arg::new(c"key", ArgKind::Keys),
         Arg::new(c"policy", ArgKind::Policies),
     ],
@@ -334,7 +482,12 @@ pub const ALL: Command = Command {
     debit: true,
     policy: None,
     function: Some("rl_all"),
+    reply: Reply::All,
+    looked_at: false,
 };
+
+/// At most this many keys in one RL.ALL call.
+pub const MAX_KEYS: u64 = 16;
 
 pub const ACQUIRE: Command = Command {
     // Exactly key limit ttl id: no COST, no REFUND.
@@ -346,7 +499,7 @@ pub const ACQUIRE: Command = Command {
         c"O(log N + M) with N the leases held and M those that expired",
         &[
             Arg::new(c"key", ArgKind::Key),
-            Arg::new(c"limit", ArgKind::Integer),
+            Arg::new(c"limit", ENTRIES),
             Arg::new(c"ttl", ArgKind::Duration),
             ID,
         ],
@@ -357,6 +510,7 @@ pub const ACQUIRE: Command = Command {
 
 pub const RELEASE: Command = Command {
     cost: CostArg::None,
+    reply: Reply::Released,
     ..Command::rl(
         // Not deny-oom: like DEL, it must free a slot on a server at maxmemory.
         c"RL.RELEASE",
@@ -378,13 +532,13 @@ pub const PENALTY: Command = Command {
         c"O(1)",
         &[
             Arg::new(c"key", ArgKind::Key),
-            Arg::new(c"strikes", ArgKind::Integer),
+            Arg::new(c"strikes", COUNT),
             Arg::new(c"window", ArgKind::Duration),
             Arg::new(c"block", ArgKind::Duration),
             Arg::new(c"max", ArgKind::Duration),
         ],
     )
-    .policy(c"PENALTY")
+    .looked_at_policy(c"PENALTY")
     .function("rl_penalty")
 };
 

@@ -105,8 +105,8 @@ fn delay_option() -> ArgDoc {
 fn positional(a: &Arg) -> ArgDoc {
     let kind = match a.kind {
         ArgKind::Key | ArgKind::Keys => ArgType::Key,
-        ArgKind::Integer => ArgType::Integer,
-        ArgKind::Duration | ArgKind::Text | ArgKind::Policies => ArgType::String,
+        ArgKind::Integer { .. } => ArgType::Integer,
+        ArgKind::Duration | ArgKind::Text { .. } | ArgKind::Policies => ArgType::String,
     };
     ArgDoc {
         multiple: matches!(a.kind, ArgKind::Keys),

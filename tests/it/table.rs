@@ -28,6 +28,44 @@ fn the_module_registers_exactly_the_table() {
         .collect();
     names.sort();
     assert_eq!(listed, names);
+    // commands.json, which clients read, says the same, with each command's arity.
+    let spec = commands_json();
+    let mut described: Vec<String> = spec.iter().map(|c| c.0.clone()).collect();
+    described.sort();
+    assert_eq!(listed, described, "commands.json against COMMAND LIST");
+    for (name, arity, _) in spec {
+        let info: Vec<redis::Value> = cmd("COMMAND").arg("INFO").arg(&name).query(&mut c).unwrap();
+        let entry = array(&info[0]);
+        assert_eq!(
+            entry[1],
+            redis::Value::Int(arity),
+            "{name}'s arity in commands.json"
+        );
+    }
+}
+
+/// commands.json's commands: name, arity and library function.
+fn commands_json() -> Vec<(String, i64, Option<String>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/commands.json");
+    let text = std::fs::read_to_string(path).expect("commands.json at the repository root");
+    let spec: serde_json::Value = serde_json::from_str(&text).expect("commands.json is JSON");
+    assert_eq!(
+        spec["version"],
+        env!("CARGO_PKG_VERSION"),
+        "commands.json's version"
+    );
+    spec["commands"]
+        .as_array()
+        .expect("a commands array")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().expect("a name").to_string(),
+                c["arity"].as_i64().expect("an arity"),
+                c["function"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -49,6 +87,13 @@ fn the_library_has_exactly_the_table_functions() {
         .collect();
     expected.sort();
     assert_eq!(functions, expected);
+    let mut described: Vec<String> = commands_json()
+        .into_iter()
+        .filter_map(|c| c.2)
+        .chain(["rl_version".to_string()])
+        .collect();
+    described.sort();
+    assert_eq!(functions, described, "commands.json against FUNCTION LIST");
 }
 
 /// The `name` of every function in a FUNCTION LIST reply: libraries as flat

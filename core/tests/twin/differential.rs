@@ -87,9 +87,9 @@ fn options(delay: bool) -> impl Strategy<Value = Vec<String>> {
 /// A value for one positional argument, by its kind in the command table.
 fn arg(kind: ArgKind) -> BoxedStrategy<String> {
     match kind {
-        ArgKind::Integer => count().boxed(),
+        ArgKind::Integer { .. } => count().boxed(),
         ArgKind::Duration => duration().boxed(),
-        ArgKind::Text => prop::sample::select(vec!["a", "b", "c", ""])
+        ArgKind::Text { .. } => prop::sample::select(vec!["a", "b", "c", ""])
             .prop_map(str::to_string)
             .boxed(),
         ArgKind::Key | ArgKind::Keys | ArgKind::Policies => key().boxed(),

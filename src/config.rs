@@ -22,6 +22,14 @@ pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
 /// unit, so it bounds the memory and the work of one key.
 pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(rl_core::table::SLIDING_MAX_LIMIT as i64);
 
+/// The settings a call is parsed under.
+#[inline]
+pub fn settings() -> rl_core::command::Settings {
+    rl_core::command::Settings {
+        sliding_max: sliding_max_limit(),
+    }
+}
+
 pub fn sliding_max_limit() -> u64 {
     u64::try_from(SLIDING_MAX_LIMIT.load(Ordering::Relaxed)).unwrap_or(0)
 }

@@ -4,61 +4,29 @@
 //! each policy with its command's handler; the in-memory executor with its
 //! algorithm.
 
-use crate::algorithms::gcra::Emission;
-use crate::algorithms::penalty::Penalty;
-use crate::algorithms::{Amount, Cost, Decision, Quota, Rate, RetryAfter};
+use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;
+use crate::command::Settings;
 use crate::error::{Error, Result};
-use crate::params::{self, Lease};
 use crate::table::{self, Command};
 
 pub use crate::table::MAX_KEYS;
 
-/// One key's limit: a command's parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Policy {
-    Fixed(Quota),
-    Sliding(Quota),
-    Bucket(Rate),
-    Gcra(Emission),
-    SlidingCounter(Quota),
-    Acquire(Lease),
-    Penalty(Penalty),
-}
+pub use crate::commands::Policy;
 
 impl Policy {
-    /// The policy `command` names, from its parameters.
-    fn parse(command: &Command, p: &[&[u8]], sliding_max: u64) -> Result<Policy> {
-        Ok(if command.name == table::FIXED.name {
-            Policy::Fixed(params::quota(p)?)
-        } else if command.name == table::SLIDING.name {
-            Policy::Sliding(params::sliding(p, sliding_max)?)
-        } else if command.name == table::BUCKET.name {
-            Policy::Bucket(params::rate(p)?)
-        } else if command.name == table::GCRA.name {
-            Policy::Gcra(params::emission(p)?)
-        } else if command.name == table::SLIDINGCOUNTER.name {
-            Policy::SlidingCounter(params::quota(p)?)
-        } else if command.name == table::ACQUIRE.name {
-            Policy::Acquire(params::lease(p, sliding_max)?)
-        } else if command.name == table::PENALTY.name {
-            Policy::Penalty(params::penalty(p)?)
-        } else {
-            return Err(Error::Internal("RL.ALL"));
-        })
-    }
-
     /// The policy at the start of `args`, how many arguments it takes and whether
     /// it carries a DELAY; None when `args` does not start with a policy name.
-    fn next(args: &[&[u8]], sliding_max: u64) -> Option<Result<(Policy, usize, bool)>> {
+    fn next(args: &[&[u8]], settings: Settings) -> Option<Result<(Policy, usize, bool)>> {
         let word = args.first()?;
-        let command =
-            table::policies().find(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))?;
+        let (command, parse) = crate::commands::POLICIES
+            .iter()
+            .find(|(c, _)| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))?;
         let n = command.params().len();
         let Some(p) = args.get(1..=n) else {
             return Some(Err(policy_args(command)));
         };
-        let parsed = Policy::parse(command, p, sliding_max)
+        let parsed = parse(p, settings)
             .map_err(|e| {
                 // `PENALTY 5 15m 1m COST 0`: a parameter is missing, and the option
                 // (or the next policy) was read in its place.
@@ -70,19 +38,6 @@ impl Policy {
             })
             .and_then(|policy| policy_delay(policy, &args[1 + n..]));
         Some(parsed.map(|(policy, used)| (policy, 1 + n + used, used > 0)))
-    }
-
-    /// The command this policy runs.
-    pub fn command(&self) -> &'static Command {
-        match self {
-            Policy::Fixed(_) => &table::FIXED,
-            Policy::Sliding(_) => &table::SLIDING,
-            Policy::Bucket(_) => &table::BUCKET,
-            Policy::Gcra(_) => &table::GCRA,
-            Policy::SlidingCounter(_) => &table::SLIDINGCOUNTER,
-            Policy::Acquire(_) => &table::ACQUIRE,
-            Policy::Penalty(_) => &table::PENALTY,
-        }
     }
 
     /// Whether the policy is only looked at, never charged (PENALTY: "is this
@@ -103,15 +58,7 @@ impl Policy {
 
     /// Whether the policy takes `DELAY max` (GCRA).
     pub fn takes_delay(&self) -> bool {
-        matches!(self, Policy::Gcra(_))
-    }
-
-    /// The policy with `DELAY max` (ms) applied; only GCRA's changes.
-    fn delayed(self, max_ms: u64) -> Policy {
-        match self {
-            Policy::Gcra(e) => Policy::Gcra(e.with_delay(max_ms)),
-            other => other,
-        }
+        self.command().delay
     }
 }
 
@@ -173,9 +120,9 @@ impl Call {
     }
 }
 
-/// Parses everything after the command name; `sliding_max` is the
-/// `rl.sliding-max-limit` setting (SLIDING and ACQUIRE policies).
-pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
+/// Parses everything after the command name, under `settings`
+/// (`rl.sliding-max-limit` bounds the SLIDING and ACQUIRE policies).
+pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     let (numkeys, rest) = args.split_first().ok_or(Error::TooFewKeys(0))?;
     let numkeys = args::integer("numkeys", numkeys, 1, MAX_KEYS)?;
     // numkeys <= 16: it fits a usize.
@@ -193,7 +140,7 @@ pub fn parse(args: &[&[u8]], sliding_max: u64) -> Result<Call> {
     let mut delayed = false;
     // Whether the last policy carries its own DELAY.
     let mut last_delayed = false;
-    while let Some(parsed) = Policy::next(tail, sliding_max) {
+    while let Some(parsed) = Policy::next(tail, settings) {
         let (policy, used, delay) = parsed?;
         policies.push(policy);
         delayed |= delay;
@@ -388,10 +335,11 @@ pub fn unchanged(own: Decision, state: Decision) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params;
 
     fn parse_line(line: &str) -> Result<Call> {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        parse(&args, 100_000)
+        parse(&args, Settings::DEFAULT)
     }
 
     fn decision(

@@ -10,7 +10,8 @@
 //! - [`micros`]: a plain decimal with a fraction (a bucket's token level), and
 //!   [`signed_micros`], the same with an optional leading `-` (a bucket in debt).
 
-use crate::algorithms::bucket::MICROS;
+/// Millionths: the resolution of [`micros`] (a bucket's token level).
+pub const MICROS: u128 = 1_000_000;
 
 /// The value of a run of ASCII digits, None for anything else or an overflow.
 fn fold(bytes: &[u8]) -> Option<u128> {

@@ -11,18 +11,28 @@
 //!   commands run over it, as the module runs them over Redis keys (for tests,
 //!   the Functions library's in-process check and the fuzzer);
 //! - `all`: RL.ALL's line (its policies) and its combined reply;
-//! - `table`: every command, written once.
+//! - `table`: every command, written once; `command`: a command as a type
+//!   ([`command::Spec`]) and what a key backend provides to run it
+//!   ([`command::Runs`]); `commands`: every command's type and the one list of
+//!   them, from which RL.ALL's policies and the dispatch by name follow; `exec`:
+//!   RL.ALL, written once over any backend.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
 //! the other way round, so the layering is the compiler's to enforce. It builds and
 //! tests without bindgen or libclang.
 
+#![forbid(unsafe_code)]
+
 pub mod algorithms;
 pub mod all;
 pub mod args;
 pub mod codec;
+pub mod command;
+#[macro_use]
+pub mod commands;
 pub mod decimal;
 pub mod error;
+pub mod exec;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keyspace;

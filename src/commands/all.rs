@@ -17,74 +17,19 @@
 //! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
 //! then each key's.
 
-use super::acquire::Acquire;
-use super::bucket::Bucket;
-use super::fixed::Fixed;
-use super::framework::{Handler, Inline, Limiter};
-use super::gcra::Gcra;
-use super::penalty::Penalty;
-use super::sliding::Sliding;
-use super::sliding_counter::SlidingCounter;
+use super::framework::{Handler, Inline};
 use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
-use crate::storage::Key;
-use rl_core::algorithms::{Amount, Cost, Decision, Millis, Outcome};
-use rl_core::all::{self, Policy};
+use crate::storage::{Key, Server};
+use rl_core::algorithms::Decision;
 use rl_core::error::Result;
 use rl_core::table::{self, Command};
+use rl_core::{all, exec};
 
 pub struct All;
 
 static COUNTERS: Counters = Counters::new();
-
-/// Runs each policy of rl_core::all with its command's handler: decided and
-/// written by that command.
-macro_rules! policies {
-    ($($variant:ident),* $(,)?) => {
-        /// The commands handled as policies, for the test that holds them to the table.
-        #[cfg(test)]
-        const HANDLED: &[&Command] = &[$(<$variant as Limiter>::COMMAND),*];
-
-        /// What one key's command writes when the call is allowed.
-        enum Write {
-            $($variant(<$variant as Limiter>::Write)),*
-        }
-
-        /// Decides on `key` as the policy's command would; writes nothing.
-        fn decide(policy: &Policy, key: &Key, now: Millis, amount: Amount) -> Result<Outcome<Write>> {
-            match policy {
-                $(Policy::$variant(params) => {
-                    let out = <$variant as Limiter>::decide(key, params, now, amount)?;
-                    Ok(Outcome {
-                        decision: out.decision,
-                        write: out.write.map(Write::$variant),
-                    })
-                })*
-            }
-        }
-
-        impl Write {
-            fn store(self, key: &Key) -> Result<()> {
-                match self {
-                    $(Write::$variant(w) => <$variant as Limiter>::store(key, w)),*
-                }
-            }
-        }
-    };
-}
-
-// The handler of each command the table offers as a policy (a test checks the two
-// lists agree).
-policies! {
-    Fixed,
-    Sliding,
-    Bucket,
-    Gcra,
-    SlidingCounter,
-    Acquire,
-    Penalty,
-}
 
 impl Handler for All {
     const COMMAND: &'static Command = &table::ALL;
@@ -92,36 +37,16 @@ impl Handler for All {
     /// The combined decision, then each key's.
     type Decided = Vec<Decision>;
 
+    /// The line parsed by the core, the keys opened here, the rest the core's one
+    /// RL.ALL ([`exec::all`]) over the server's keys.
     fn run(ctx: Context, argv: &Argv) -> Result<Vec<Decision>> {
         let mut inline = Inline::default();
-        let call = all::parse(inline.args_from(argv, 1), config::sliding_max_limit())?;
+        let call = all::parse(inline.args_from(argv, 1), config::settings())?;
         let now = server::now_ms();
         let keys: Vec<Key> = (0..call.keys())
             .map(|i| ctx.open_key(argv, 2 + i))
             .collect();
-        let mut outcomes = Vec::with_capacity(call.keys());
-        for (key, policy) in keys.iter().zip(&call.policies) {
-            outcomes.push(decide(policy, key, now, policy.amount(call.amount))?);
-        }
-        let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
-        let verdicts: Vec<Decision> = outcomes.iter().map(|o| o.decision).collect();
-        if call.allows(&verdicts) {
-            for (key, outcome) in keys.iter().zip(outcomes) {
-                if let Some(write) = outcome.write {
-                    write.store(key)?;
-                }
-                decisions.push(outcome.decision);
-            }
-        } else {
-            // Nothing is written. Each key answers its real state, as COST 0 reads
-            // it, and its own verdict on this cost.
-            for ((key, policy), outcome) in keys.iter().zip(&call.policies).zip(outcomes) {
-                let state = decide(policy, key, now, Amount::Take(Cost::ZERO))?.decision;
-                decisions.push(all::unchanged(outcome.decision, state));
-            }
-        }
-        decisions.insert(0, call.combine(&decisions));
-        Ok(decisions)
+        exec::all(&mut Server, &keys, &call, now)
     }
 
     fn allowed(decided: &Vec<Decision>) -> bool {
@@ -133,17 +58,5 @@ impl Handler for All {
         for d in decided {
             ctx.reply_integers(d.fields());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_policy_of_the_table_has_its_handler_in_order() {
-        let handled: Vec<_> = HANDLED.iter().map(|c| c.name).collect();
-        let table: Vec<_> = table::policies().map(|c| c.name).collect();
-        assert_eq!(handled, table);
     }
 }

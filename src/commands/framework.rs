@@ -1,137 +1,24 @@
 //! The steps every command runs, in [`dispatch`]: check the argument count,
 //! parse, read the server clock once, open the key, load → decide → store and
-//! propagate, reply. Each command supplies only its parsing and its storage pair
-//! (a [`Limiter`]), or the whole run (a [`Handler`], RL.ALL).
+//! propagate, reply. A single-key command is the core's type run as a [`Single`]
+//! (its parsing and algorithm are the core's, its storage `crate::storage`'s); a
+//! command with a flow of its own (RL.ALL, RL.RELEASE) is a [`Handler`].
 
+use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::server::{self, Argv, Context, Key};
+use crate::config;
+use crate::server::{self, Argv, Context};
 use crate::stats::{Counters, Verdict};
-use crate::storage::Storage;
-use rl_core::algorithms::{Algorithm, Amount, Decision, Millis, Outcome};
+use crate::storage::Server;
+use rl_core::algorithms::Decision;
+use rl_core::args;
+use rl_core::command::{self, Runs, Spec};
 use rl_core::error::{Error, Result};
 use rl_core::table::{Command, Keys};
-use rl_core::{args, params};
-
-/// One RL command: how it parses its parameters, decides on a key's state and
-/// writes what it decided.
-pub trait Limiter {
-    const COMMAND: &'static Command;
-    type Params;
-    /// What an allowed call (or a refund) writes to the key.
-    type Write;
-
-    /// Parses the positional arguments after the key (not the cost).
-    fn parse_params(args: &[&[u8]]) -> Result<Self::Params>;
-
-    /// Parses every argument after the key: the positional ones, then the options
-    /// (`[COST n | REFUND n]`, and `[DELAY max]` if its definition takes it). CL.THROTTLE
-    /// replaces it (a positional quantity, no options).
-    fn parse(args: &[&[u8]]) -> Result<(Self::Params, Amount)> {
-        let (params, options) = params::with_options(Self::COMMAND, args, Self::parse_params)?;
-        let params = match options.delay {
-            Some(max_ms) => Self::delayed(params, max_ms),
-            None => params,
-        };
-        Ok((params, options.amount))
-    }
-
-    /// The parameters with `DELAY max` (ms) applied. Only called for a command
-    /// whose definition takes DELAY, which must replace this.
-    fn delayed(params: Self::Params, _max_ms: u64) -> Self::Params {
-        params
-    }
-
-    /// Loads the key's state and decides; writes nothing. RL.ALL decides every key
-    /// this way before it writes any.
-    fn decide(
-        key: &Key,
-        params: &Self::Params,
-        now: Millis,
-        amount: Amount,
-    ) -> Result<Outcome<Self::Write>>;
-
-    /// Writes what [`Limiter::decide`] returned, and propagates it.
-    fn store(key: &Key, write: Self::Write) -> Result<()>;
-
-    /// Replies with the decision: RL's five integers unless the command says
-    /// otherwise (CL.THROTTLE).
-    fn reply(ctx: Context, d: &Decision) {
-        ctx.reply_integers(d.fields());
-    }
-
-    /// This command's INFO counters.
-    const STATS: &'static Counters;
-}
-
-/// A command on one key whose state a [`Storage`] loads and stores: its definition
-/// and its parser are the whole command. Deciding (the algorithm's `call` on the
-/// loaded state), storing and replying follow; a command that needs more (RL.SLIDING's
-/// log, CL.THROTTLE's reply) implements [`Limiter`] itself.
-pub trait Stored {
-    const COMMAND: &'static Command;
-    const STATS: &'static Counters;
-    type Storage: Storage;
-
-    /// Parses the positional arguments after the key.
-    fn parse_params(args: &[&[u8]]) -> Result<ParamsOf<Self>>;
-
-    /// The parameters with `DELAY max` (ms) applied: see [`Limiter::delayed`].
-    fn delayed(params: ParamsOf<Self>, _max_ms: u64) -> ParamsOf<Self> {
-        params
-    }
-}
-
-/// The algorithm of a [`Stored`] command.
-type AlgorithmOf<C> = <<C as Stored>::Storage as Storage>::Algorithm;
-/// Its parameters.
-pub type ParamsOf<C> = <AlgorithmOf<C> as Algorithm>::Params;
-
-impl<C: Stored> Limiter for C {
-    const COMMAND: &'static Command = C::COMMAND;
-    const STATS: &'static Counters = C::STATS;
-    type Params = ParamsOf<C>;
-    type Write = <AlgorithmOf<C> as Algorithm>::Write;
-
-    fn parse_params(args: &[&[u8]]) -> Result<Self::Params> {
-        C::parse_params(args)
-    }
-
-    fn delayed(params: Self::Params, max_ms: u64) -> Self::Params {
-        C::delayed(params, max_ms)
-    }
-
-    fn decide(
-        key: &Key,
-        params: &Self::Params,
-        now: Millis,
-        amount: Amount,
-    ) -> Result<Outcome<Self::Write>> {
-        let state = C::Storage::load(key)?;
-        Ok(AlgorithmOf::<C>::call(state, now, *params, amount))
-    }
-
-    fn store(key: &Key, write: Self::Write) -> Result<()> {
-        C::Storage::store(key, write)
-    }
-}
-
-/// Decides on one key and stores what an allowed call writes.
-fn apply<L: Limiter>(
-    key: &Key,
-    params: &L::Params,
-    now: Millis,
-    amount: Amount,
-) -> Result<Decision> {
-    let outcome = L::decide(key, params, now, amount)?;
-    if let Some(write) = outcome.write {
-        L::store(key, write)?;
-    }
-    Ok(outcome.decision)
-}
 
 /// What [`dispatch`] runs: a command that parses its arguments, decides and
-/// writes, and replies. Every [`Limiter`] is one (on one key); RL.ALL is one on
+/// writes, and replies. Every [`Single`] is one (on one key); RL.ALL is one on
 /// several.
 pub trait Handler {
     const COMMAND: &'static Command;
@@ -148,21 +35,33 @@ pub trait Handler {
     fn reply(ctx: Context, decided: &Self::Decided);
 }
 
-impl<L: Limiter> Handler for L {
-    const COMMAND: &'static Command = L::COMMAND;
-    const STATS: &'static Counters = L::STATS;
+/// A single-key command of the core's list ([`rl_core::each_command!`]), run on the
+/// server's keys: parse, read the clock once, open the key, decide, store, reply.
+pub struct Single<C>(PhantomData<C>);
+
+/// A command's INFO counters.
+pub trait Counted {
+    const STATS: &'static Counters;
+}
+
+impl<C: Spec + Counted> Handler for Single<C>
+where
+    Server: Runs<C>,
+{
+    const COMMAND: &'static Command = C::ROW;
+    const STATS: &'static Counters = C::STATS;
     type Decided = Decision;
 
     fn run(ctx: Context, argv: &Argv) -> Result<Decision> {
         let mut inline = Inline::default();
-        let (params, amount) = L::parse(inline.args_from(argv, 2))?;
+        let (params, amount) = C::parse(inline.args_from(argv, 2), config::settings())?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
         let key = ctx.open_key(argv, 1);
-        apply::<L>(&key, &params, now, amount)
+        command::apply::<C, Server>(&mut Server, &key, &params, now, amount)
     }
 
     fn allowed(d: &Decision) -> bool {
@@ -170,7 +69,7 @@ impl<L: Limiter> Handler for L {
     }
 
     fn reply(ctx: Context, d: &Decision) {
-        <L as Limiter>::reply(ctx, d)
+        ctx.reply_integers(C::fields(d));
     }
 }
 

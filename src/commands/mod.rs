@@ -1,24 +1,19 @@
-//! The RL.* commands: the glue between Redis and the algorithms.
+//! The RL.* commands on the server: the glue between Redis and the core.
 //!
-//! - `framework`: the steps every command runs ([`framework::dispatch`]), and the
-//!   [`Limiter`] and [`Handler`] traits a command implements;
-//! - one file per command (`fixed`, `sliding`, `bucket`, `gcra`, `sliding_counter`,
-//!   `throttle`, `all`, `acquire`, `penalty`), which supplies only its parsing and its storage pair;
-//! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's spec;
-//! - `registry`: the list of every command ([`registry::COMMANDS`]), registration
-//!   and the INFO rows.
+//! - `framework`: the steps every command runs ([`framework::dispatch`]), the
+//!   [`framework::Handler`] trait, and [`framework::Single`], which runs any
+//!   single-key command of the core's list on the server's keys
+//!   (`crate::storage::Server`);
+//! - `all` (RL.ALL: the core's one RL.ALL over the server's keys) and `release`
+//!   (RL.RELEASE), the commands with a flow of their own;
+//! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's row;
+//! - `registry`: the handler of every command, from the core's list
+//!   (`rl_core::each_command!`), registration and the INFO rows.
 
-mod acquire;
 mod all;
-mod bucket;
 mod docs;
-mod fixed;
 mod framework;
-mod gcra;
-mod penalty;
 mod registry;
-mod sliding;
-mod sliding_counter;
-mod throttle;
+mod release;
 
 pub use registry::{register_all, Info};

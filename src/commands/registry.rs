@@ -2,20 +2,14 @@
 //! command itself, its documentation, its ACL categories. INFO's rows come from
 //! the same list.
 
-use super::acquire::{Acquire, Release};
 use super::all::All;
-use super::bucket::Bucket;
 use super::docs;
-use super::fixed::Fixed;
-use super::framework::Handler;
-use super::gcra::Gcra;
-use super::penalty::Penalty;
-use super::sliding::Sliding;
-use super::sliding_counter::SlidingCounter;
-use super::throttle::Throttle;
+use super::framework::{Counted, Handler, Single};
+use super::release::Release;
 use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
+use rl_core::commands;
 use rl_core::table::{Command as Row, Keys};
 
 /// One row of [`COMMANDS`].
@@ -35,20 +29,38 @@ impl Command {
     }
 }
 
-/// The handler of every command of the table (`rl_core::table::COMMANDS`), in its
-/// order: registration and INFO iterate this list. A test holds it to the table.
-pub static COMMANDS: &[Command] = &[
-    Command::of::<Fixed>(),
-    Command::of::<Sliding>(),
-    Command::of::<Bucket>(),
-    Command::of::<Gcra>(),
-    Command::of::<SlidingCounter>(),
-    Command::of::<Throttle>(),
-    Command::of::<All>(),
-    Command::of::<Acquire>(),
-    Command::of::<Release>(),
-    Command::of::<Penalty>(),
-];
+/// The registry from the core's list: each single-key command's counters and
+/// handler ([`Single`]), then RL.ALL's and RL.RELEASE's own handlers.
+macro_rules! registry {
+    (
+        policies: [$($policy:ident),*],
+        singles: [$($single:ident),*],
+        others: [$($other:ident($row:ident) => $method:ident),*],
+    ) => {
+        $(impl Counted for commands::$policy {
+            const STATS: &'static Counters = {
+                static COUNTERS: Counters = Counters::new();
+                &COUNTERS
+            };
+        })*
+        $(impl Counted for commands::$single {
+            const STATS: &'static Counters = {
+                static COUNTERS: Counters = Counters::new();
+                &COUNTERS
+            };
+        })*
+
+        /// The handler of every command of the core's list: registration and INFO
+        /// iterate this list.
+        pub static COMMANDS: &[Command] = &[
+            $(Command::of::<Single<commands::$policy>>(),)*
+            $(Command::of::<Single<commands::$single>>(),)*
+            $(Command::of::<$other>(),)*
+        ];
+    };
+}
+
+rl_core::each_command!(registry);
 
 /// Registers every command in [`COMMANDS`].
 pub fn register_all(ctx: Context, ratelimit: bool) -> Result<(), String> {
@@ -89,10 +101,14 @@ pub struct Info;
 
 impl Section for Info {
     fn write(ctx: InfoContext) {
-        stats::section(
-            ctx,
-            COMMANDS.iter().map(|c| (c.command.name_str(), c.stats)),
-        );
+        // In the table's order.
+        let rows = rl_core::table::COMMANDS.iter().filter_map(|row| {
+            COMMANDS
+                .iter()
+                .find(|c| c.command.name == row.name)
+                .map(|c| (c.command.name_str(), c.stats))
+        });
+        stats::section(ctx, rows);
     }
 }
 
@@ -101,9 +117,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_command_of_the_table_has_its_handler_in_order() {
-        let handled: Vec<_> = COMMANDS.iter().map(|c| c.command.name).collect();
-        let table: Vec<_> = rl_core::table::COMMANDS.iter().map(|c| c.name).collect();
+    fn every_command_of_the_table_has_one_handler() {
+        let mut handled: Vec<_> = COMMANDS.iter().map(|c| c.command.name).collect();
+        let mut table: Vec<_> = rl_core::table::COMMANDS.iter().map(|c| c.name).collect();
+        handled.sort();
+        table.sort();
         assert_eq!(handled, table);
     }
 }

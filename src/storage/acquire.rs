@@ -2,11 +2,14 @@
 //! score = its end in server ms. The key expires at its latest lease's end.
 
 use super::zset::{self, members_through, IfPresent, Range, Written};
-use super::{effects, injected, Key, Kind};
+use super::{effects, injected, Key, Kind, Server};
 use crate::server::{ServerString, StrRef};
-use rl_core::algorithms::acquire::{Grant, LeaseSet, Release};
-use rl_core::algorithms::Millis;
+use rl_core::algorithms::acquire::{self, Grant, LeaseId, LeaseSet, Release};
+use rl_core::algorithms::{Amount, Millis, Outcome};
+use rl_core::command::Runs;
+use rl_core::commands;
 use rl_core::error::{Error, Result};
+use rl_core::params::Lease;
 
 const WHAT: &str = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)";
 
@@ -160,5 +163,29 @@ pub fn release(key: &Key, id: &[u8], release: Release) -> Result<()> {
         Ok(())
     } else {
         Err(Error::WriteFailed("setting the expiry"))
+    }
+}
+
+/// RL.ACQUIRE on the server's keys: the leases read in place, the grant applied
+/// by [`store`].
+impl Runs<commands::Acquire> for Server {
+    fn decide(
+        &mut self,
+        key: &Key,
+        p: &Lease,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<(LeaseId, Grant)>> {
+        let cost = commands::lease_cost(amount)?;
+        let set = load(key)?;
+        let out = acquire::acquire(&set, now, p.leases, p.id.as_bytes(), cost);
+        Ok(Outcome {
+            decision: out.decision,
+            write: out.write.map(|g| (p.id.clone(), g)),
+        })
+    }
+
+    fn store(&mut self, key: &Key, (id, grant): (LeaseId, Grant)) -> Result<()> {
+        store(key, id.as_bytes(), grant)
     }
 }

@@ -18,8 +18,59 @@ mod zset;
 
 pub use crate::server::{Key, Kind};
 
-use rl_core::algorithms::{Algorithm, Change};
+use bucket::Hash;
+use record::Record;
+use rl_core::algorithms::fixed::FixedWindow;
+use rl_core::algorithms::gcra::Gcra;
+use rl_core::algorithms::penalty::EscalatingBlocks;
+use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
+use rl_core::algorithms::{Algorithm, Amount, Change, Millis, Outcome};
+use rl_core::command::{Backend, Runs, Spec};
+use rl_core::commands;
 use rl_core::error::{Error, Result};
+
+/// The server's keys, as the core's executor sees them: every command of the
+/// core's list runs on them ([`Runs`]).
+pub struct Server;
+
+impl Backend for Server {
+    type Key = Key;
+}
+
+/// The commands whose state an algorithm reads from one [`Storage`] and writes
+/// back: a string ([`Record`]) or RL.BUCKET's hash ([`Hash`]). RL.SLIDING's log and
+/// RL.ACQUIRE's leases are read in place (`sliding`, `acquire`).
+macro_rules! stored {
+    ($($command:ident => $storage:ty),* $(,)?) => {$(
+        impl Runs<commands::$command> for Server {
+            #[inline]
+            fn decide(
+                &mut self,
+                key: &Key,
+                params: &<commands::$command as Spec>::Params,
+                now: Millis,
+                amount: Amount,
+            ) -> Result<Outcome<<commands::$command as Spec>::Write>> {
+                let state = <$storage>::load(key)?;
+                Ok(<<$storage as Storage>::Algorithm>::call(state, now, *params, amount))
+            }
+
+            #[inline]
+            fn store(&mut self, key: &Key, write: <commands::$command as Spec>::Write) -> Result<()> {
+                <$storage>::store(key, write)
+            }
+        }
+    )*};
+}
+
+stored! {
+    Fixed => Record<FixedWindow>,
+    Gcra => Record<Gcra>,
+    Throttle => Record<Gcra>,
+    SlidingCounter => Record<SlidingWindowCounter>,
+    Penalty => Record<EscalatingBlocks>,
+    Bucket => Hash,
+}
 
 /// Where an algorithm's state lives in a native key: loaded before a call decides,
 /// written (and propagated) after it allows. A limiter whose state is a string is a

@@ -4,10 +4,12 @@
 //! in one millisecond, and a few bytes each.
 
 use super::zset::{self, members_through, IfPresent, Range, Written, Zadd};
-use super::{effects, injected, Key, Kind};
+use super::{effects, injected, Key, Kind, Server};
 use crate::server::{ServerString, StrRef};
-use rl_core::algorithms::sliding::{Append, Log, Removal};
-use rl_core::algorithms::Millis;
+use rl_core::algorithms::sliding::{Append, Log, Removal, SlidingLog, Write};
+use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, Quota};
+use rl_core::command::Runs;
+use rl_core::commands;
 use rl_core::decimal;
 use rl_core::error::{Error, Result};
 
@@ -268,4 +270,30 @@ fn next_sequence(key: &Key, newest: Option<Millis>) -> u64 {
         }
     }
     next
+}
+
+/// RL.SLIDING on the server's keys: the log read in place, the write applied by
+/// [`store`] or [`remove`].
+impl Runs<commands::Sliding> for Server {
+    fn decide(
+        &mut self,
+        key: &Key,
+        q: &Quota,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<(Option<Millis>, Write)>> {
+        let log = load(key)?;
+        let out = SlidingLog::call(&log, now, *q, amount);
+        Ok(Outcome {
+            decision: out.decision,
+            write: out.write.map(|w| (log.newest(), w)),
+        })
+    }
+
+    fn store(&mut self, key: &Key, (newest, write): (Option<Millis>, Write)) -> Result<()> {
+        match write {
+            Write::Append(append) => store(key, newest, append),
+            Write::Remove(removal) => remove(key, removal),
+        }
+    }
 }

@@ -19,8 +19,8 @@ use super::{
     Outcome, RetryAfter, MAX_COUNT,
 };
 
-/// Millionths of a token: the stored level's resolution.
-pub const MICROS: u128 = 1_000_000;
+/// Millionths of a token: the stored level's resolution (the decimal reader's).
+pub use crate::decimal::MICROS;
 
 /// The lowest level a bucket holds, in millionths: −(2^53 − 1) tokens of debt.
 pub const LOWEST_MICROS: i128 = -(MAX_COUNT as i128) * MICROS as i128;

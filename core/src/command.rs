@@ -1,0 +1,102 @@
+//! A command is a type: [`Spec`] brings a command's table row, its parameters and
+//! how they parse, and what an allowed call writes. A key backend (the server's
+//! keys in the module, the in-memory model here) says how each command decides on
+//! and writes one of its keys by implementing [`Runs`]; everything else — the
+//! single-key flow ([`apply`]), RL.ALL ([`crate::exec::all`]), the policies, the
+//! dispatch by name — is written once, over any backend, from the one list in
+//! [`crate::commands`].
+
+use crate::algorithms::{Amount, Decision, Millis, Outcome};
+use crate::error::Result;
+use crate::params;
+use crate::table::{Command, SLIDING_MAX_LIMIT};
+
+/// The settings a call is parsed under: the module's (`rl.sliding-max-limit`,
+/// configurable), or their defaults (the library, the in-memory executor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The largest RL.SLIDING limit and RL.ACQUIRE lease count.
+    pub sliding_max: u64,
+}
+
+impl Settings {
+    pub const DEFAULT: Settings = Settings {
+        sliding_max: SLIDING_MAX_LIMIT,
+    };
+}
+
+/// One RL command on one key.
+pub trait Spec {
+    /// Its row of the command table.
+    const ROW: &'static Command;
+    /// Its parameters after the key, valid by construction.
+    type Params;
+    /// What an allowed call (or a refund, or a debit) writes to its key.
+    type Write;
+
+    /// Parses the positional arguments after the key (not the options).
+    fn params(args: &[&[u8]], settings: Settings) -> Result<Self::Params>;
+
+    /// The parameters with `DELAY max` (ms) applied: only called for a row that
+    /// takes DELAY, which must replace this.
+    fn delayed(params: Self::Params, _max_ms: u64) -> Self::Params {
+        params
+    }
+
+    /// Parses everything after the key: the parameters, then the options the row
+    /// takes. CL.THROTTLE replaces it (a positional quantity, no options), and so
+    /// do the commands that take no options.
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Self::Params, Amount)> {
+        let (p, options) = params::with_options(Self::ROW, args, |a| Self::params(a, settings))?;
+        let p = match options.delay {
+            Some(max_ms) => Self::delayed(p, max_ms),
+            None => p,
+        };
+        Ok((p, options.amount))
+    }
+
+    /// Its reply's integers: RL's five unless the command answers otherwise
+    /// (CL.THROTTLE, redis-cell's).
+    #[inline]
+    fn fields(d: &Decision) -> [i64; 5] {
+        d.fields()
+    }
+}
+
+/// Where keys live: the server, or the in-memory model.
+pub trait Backend {
+    /// An open key.
+    type Key;
+}
+
+/// How command `C` decides on, and writes, a key of this backend. Deciding never
+/// writes, so RL.ALL needs no undo.
+pub trait Runs<C: Spec>: Backend {
+    /// Reads the key's state and decides; writes nothing.
+    fn decide(
+        &mut self,
+        key: &Self::Key,
+        params: &C::Params,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<C::Write>>;
+
+    /// Writes what [`Runs::decide`] returned (and, on the server, propagates it).
+    fn store(&mut self, key: &Self::Key, write: C::Write) -> Result<()>;
+}
+
+/// One call of `C` on one key: decide, then store what an allowed call writes.
+#[inline]
+pub fn apply<C: Spec, B: Runs<C>>(
+    backend: &mut B,
+    key: &B::Key,
+    params: &C::Params,
+    now: Millis,
+    amount: Amount,
+) -> Result<Decision> {
+    let outcome = backend.decide(key, params, now, amount)?;
+    if let Some(write) = outcome.write {
+        backend.store(key, write)?;
+    }
+    Ok(outcome.decision)
+}

@@ -1,0 +1,307 @@
+//! Every command as a type, and the one list of them ([`each_command!`]) from which
+//! the rest follows: RL.ALL's [`Policy`] (its variants, parsing, deciding and
+//! writing, over any backend), the dispatch by name ([`visit`]) the in-memory
+//! executor and the fuzzer use, and the module's registration (the module expands
+//! the same list). A command missing from the list is a compile error wherever it
+//! is used, never a name that fails at run time.
+
+use crate::algorithms::acquire::{Grant, LeaseId};
+use crate::algorithms::bucket::TokenBucket;
+use crate::algorithms::fixed::FixedWindow;
+use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
+use crate::algorithms::penalty::{self, EscalatingBlocks};
+use crate::algorithms::sliding;
+use crate::algorithms::sliding_counter::SlidingWindowCounter;
+use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Quota, Rate};
+use crate::command::{Backend, Runs, Settings, Spec};
+use crate::error::{Error, Result};
+use crate::params::{self, Lease};
+use crate::table::{self, Command};
+
+/// The list of RL's commands, handed to `$callback`: the single-key commands that
+/// are RL.ALL policies, the other single-key commands, and the commands with a flow
+/// of their own (each with its row in the table and the method of [`Visit`] that
+/// runs it; the module names its handlers for them `All` and `Release`). Every row of the
+/// table is here once (checked at compile time and by a test).
+#[macro_export]
+macro_rules! each_command {
+    ($callback:ident) => {
+        $callback! {
+            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty],
+            singles: [Throttle],
+            others: [All(ALL) => all, Release(RELEASE) => release],
+        }
+    };
+}
+
+/// A single-key command whose state and write are its algorithm's own.
+macro_rules! plain {
+    ($(#[$doc:meta])* $name:ident, $row:expr, $algorithm:ty, $params:ty, $parse:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl Spec for $name {
+            const ROW: &'static Command = &$row;
+            type Params = $params;
+            type Write = <$algorithm as Algorithm>::Write;
+
+            #[inline]
+            fn params(args: &[&[u8]], _: Settings) -> Result<$params> {
+                $parse(args)
+            }
+        }
+    };
+}
+
+plain!(
+    /// `RL.FIXED key limit window`.
+    Fixed, table::FIXED, FixedWindow, Quota, params::quota
+);
+plain!(
+    /// `RL.BUCKET key capacity tokens period`.
+    Bucket, table::BUCKET, TokenBucket, Rate, params::rate
+);
+plain!(
+    /// `RL.SLIDINGCOUNTER key limit window`.
+    SlidingCounter, table::SLIDINGCOUNTER, SlidingWindowCounter, Quota, params::quota
+);
+plain!(
+    /// `RL.PENALTY key strikes window block max`.
+    Penalty, table::PENALTY, EscalatingBlocks, penalty::Penalty, params::penalty
+);
+
+/// `RL.GCRA key capacity tokens period [DELAY max]`.
+pub struct Gcra;
+
+impl Spec for Gcra {
+    const ROW: &'static Command = &table::GCRA;
+    type Params = Emission;
+    type Write = <gcra_algorithm::Gcra as Algorithm>::Write;
+
+    #[inline]
+    fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
+        params::emission(args)
+    }
+
+    fn delayed(e: Emission, max_ms: u64) -> Emission {
+        e.with_delay(max_ms)
+    }
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity]`: RL.GCRA's limiter on the
+/// same keys, with redis-cell's arguments and reply.
+pub struct Throttle;
+
+impl Spec for Throttle {
+    const ROW: &'static Command = &table::THROTTLE;
+    type Params = Emission;
+    type Write = <gcra_algorithm::Gcra as Algorithm>::Write;
+
+    fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
+        Ok(params::throttle(args)?.0)
+    }
+
+    /// The three parameters, then an optional quantity (no options).
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Amount)> {
+        params::throttle(args)
+    }
+
+    fn fields(d: &Decision) -> [i64; 5] {
+        d.throttle_fields()
+    }
+}
+
+/// `RL.SLIDING key limit window`: one sorted-set member per unit.
+pub struct Sliding;
+
+impl Spec for Sliding {
+    const ROW: &'static Command = &table::SLIDING;
+    type Params = Quota;
+    /// The write, and the newest unit logged before it (where new units' sequence
+    /// numbers continue from).
+    type Write = (Option<Millis>, sliding::Write);
+
+    fn params(args: &[&[u8]], settings: Settings) -> Result<Quota> {
+        params::sliding(args, settings.sliding_max)
+    }
+}
+
+/// `RL.ACQUIRE key limit ttl id`: a named lease.
+pub struct Acquire;
+
+impl Spec for Acquire {
+    const ROW: &'static Command = &table::ACQUIRE;
+    type Params = Lease;
+    /// The lease's id and what the call writes.
+    type Write = (LeaseId, Grant);
+
+    fn params(args: &[&[u8]], settings: Settings) -> Result<Lease> {
+        params::lease(args, settings.sliding_max)
+    }
+
+    /// Exactly the three parameters (the arity is checked before): one lease.
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Amount)> {
+        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    }
+}
+
+/// What an RL.ACQUIRE key takes for `amount`: COST 0 inspects, any other cost
+/// counts one lease; REFUND and DEBIT do not apply to a lease.
+pub fn lease_cost(amount: Amount) -> Result<Cost> {
+    match amount {
+        Amount::Take(cost) => Ok(cost),
+        Amount::Refund(_) => Err(Error::LeaseRefund),
+        // RL.ALL refuses DEBIT with an ACQUIRE policy before deciding any key.
+        Amount::Debit(_) => Err(Error::NotApplicable {
+            option: "DEBIT",
+            to: "ACQUIRE",
+        }),
+    }
+}
+
+/// What runs a command found by name ([`visit`]) on backend `B`.
+pub trait Visit<B> {
+    type Output;
+    /// A single-key command.
+    fn single<C: Spec>(self) -> Self::Output
+    where
+        B: Runs<C>;
+    /// RL.ALL.
+    fn all(self) -> Self::Output;
+    /// RL.RELEASE.
+    fn release(self) -> Self::Output;
+}
+
+macro_rules! generate {
+    (
+        policies: [$($policy:ident),*],
+        singles: [$($single:ident),*],
+        others: [$($other:ident($row:ident) => $method:ident),*],
+    ) => {
+        // The list and the table agree: a policy has a policy word, a single-key
+        // command has none.
+        const _: () = {
+            $(assert!($policy::ROW.policy.is_some());)*
+            $(assert!($single::ROW.policy.is_none());)*
+        };
+
+        /// One RL.ALL key's limit: its command's parameters.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Policy {
+            $($policy(<$policy as Spec>::Params)),*
+        }
+
+        /// What one RL.ALL key's command writes when the call is allowed.
+        pub enum PolicyWrite {
+            $($policy(<$policy as Spec>::Write)),*
+        }
+
+        /// A backend that runs every policy's command.
+        pub trait RunsAll: Backend $(+ Runs<$policy>)* {}
+        impl<B: Backend $(+ Runs<$policy>)*> RunsAll for B {}
+
+        /// A backend that runs every single-key command.
+        pub trait RunsEvery: RunsAll $(+ Runs<$single>)* {}
+        impl<B: RunsAll $(+ Runs<$single>)*> RunsEvery for B {}
+
+        /// Each policy's row and parser, in the list's order.
+        pub static POLICIES: &[(&Command, fn(&[&[u8]], Settings) -> Result<Policy>)] = &[
+            $(($policy::ROW, |args, settings| Ok(Policy::$policy($policy::params(args, settings)?)))),*
+        ];
+
+        impl Policy {
+            /// The command this policy runs.
+            pub fn command(&self) -> &'static Command {
+                match self {
+                    $(Policy::$policy(_) => $policy::ROW),*
+                }
+            }
+
+            /// The policy with `DELAY max` (ms) applied (its row takes DELAY).
+            pub fn delayed(self, max_ms: u64) -> Policy {
+                match self {
+                    $(Policy::$policy(p) => Policy::$policy($policy::delayed(p, max_ms))),*
+                }
+            }
+
+            /// Decides on `key` as the policy's command would; writes nothing.
+            pub fn decide<B: RunsAll>(
+                &self,
+                backend: &mut B,
+                key: &B::Key,
+                now: Millis,
+                amount: Amount,
+            ) -> Result<Outcome<PolicyWrite>> {
+                match self {
+                    $(Policy::$policy(p) => {
+                        let out = Runs::<$policy>::decide(backend, key, p, now, amount)?;
+                        Ok(Outcome {
+                            decision: out.decision,
+                            write: out.write.map(PolicyWrite::$policy),
+                        })
+                    })*
+                }
+            }
+        }
+
+        impl PolicyWrite {
+            /// Writes it as its command writes.
+            pub fn store<B: RunsAll>(self, backend: &mut B, key: &B::Key) -> Result<()> {
+                match self {
+                    $(PolicyWrite::$policy(w) => Runs::<$policy>::store(backend, key, w)),*
+                }
+            }
+        }
+
+        /// Runs `visitor` for the command `row` is the row of.
+        pub fn visit<B: RunsEvery, V: Visit<B>>(row: &Command, visitor: V) -> V::Output {
+            let name = row.name.to_bytes();
+            $(if name == $policy::ROW.name.to_bytes() {
+                return visitor.single::<$policy>();
+            })*
+            $(if name == $single::ROW.name.to_bytes() {
+                return visitor.single::<$single>();
+            })*
+            $(if name == table::$row.name.to_bytes() {
+                return visitor.$method();
+            })*
+            unreachable_row(row, visitor)
+        }
+
+        /// Every command of the list, by its row, in the list's order.
+        pub static LISTED: &[&Command] = &[
+            $($policy::ROW,)* $($single::ROW,)* $(&table::$row,)*
+        ];
+    };
+}
+
+each_command!(generate);
+
+/// A row the list does not have: impossible, since the table and the list are held
+/// to each other (the test below); runs RL.RELEASE's visitor on no key rather than
+/// panic.
+#[cold]
+fn unreachable_row<B, V: Visit<B>>(_row: &Command, visitor: V) -> V::Output {
+    visitor.release()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_has_every_row_of_the_table_once() {
+        let mut listed: Vec<_> = LISTED.iter().map(|c| c.name).collect();
+        let mut rows: Vec<_> = table::COMMANDS.iter().map(|c| c.name).collect();
+        listed.sort();
+        rows.sort();
+        assert_eq!(listed, rows);
+    }
+
+    #[test]
+    fn the_policies_are_the_tables() {
+        let listed: Vec<_> = POLICIES.iter().map(|(c, _)| c.name).collect();
+        let table: Vec<_> = table::policies().map(|c| c.name).collect();
+        assert_eq!(listed, table);
+    }
+}

@@ -1,0 +1,46 @@
+//! What runs a command, written once over any key backend ([`crate::command`]): the
+//! module runs it over the server's keys, the in-memory executor over its model.
+
+use crate::algorithms::{Amount, Cost, Decision, Millis};
+use crate::all::Call;
+use crate::commands::RunsAll;
+use crate::error::Result;
+
+/// RL.ALL: every key decided at one instant as its own command would decide it
+/// (a PENALTY policy only looked at); if the call allows, each key written exactly
+/// as its own command writes it, else none. Deciding never writes, so nothing needs
+/// undoing. Returns the combined decision, then each key's.
+///
+/// Should a write fail midway (not on a healthy server), the keys written before
+/// stay written and the error is returned.
+pub fn all<B: RunsAll>(
+    backend: &mut B,
+    keys: &[B::Key],
+    call: &Call,
+    now: Millis,
+) -> Result<Vec<Decision>> {
+    let mut outcomes = Vec::with_capacity(call.keys());
+    for (key, policy) in keys.iter().zip(&call.policies) {
+        outcomes.push(policy.decide(backend, key, now, policy.amount(call.amount))?);
+    }
+    let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
+    decisions.extend(outcomes.iter().map(|o| o.decision));
+    if call.allows(&decisions) {
+        for (key, outcome) in keys.iter().zip(outcomes) {
+            if let Some(write) = outcome.write {
+                write.store(backend, key)?;
+            }
+        }
+    } else {
+        // Nothing is written. Each key answers its real state, as COST 0 reads it,
+        // and its own verdict on this cost.
+        for ((key, policy), d) in keys.iter().zip(&call.policies).zip(decisions.iter_mut()) {
+            let state = policy
+                .decide(backend, key, now, Amount::Take(Cost::ZERO))?
+                .decision;
+            *d = crate::all::unchanged(*d, state);
+        }
+    }
+    decisions.insert(0, call.combine(&decisions));
+    Ok(decisions)
+}

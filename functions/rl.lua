@@ -462,7 +462,7 @@ local function duration_ms(name, s, min)
         .. name
         .. " must be a duration from "
         .. (min == 0 and "0" or "1ms")
-        .. " to 10 years: an integer with an optional unit "
+        .. " to 3650d: an integer with an optional unit "
         .. "ms, s, m, h or d (a bare integer means seconds)"
     )
   end

@@ -16,7 +16,10 @@
 # examples/python/llm_proxy.py
 # (RL.GCRA … COST max_tokens, then REFUND or DEBIT the difference) is checked
 # against a stub model that uses more or fewer tokens than reserved: under load,
-# the model's real tokens per second stay within 5% of the limit. Prints PASS/FAIL/SKIP per
+# the model's real tokens per second stay within 5% of the limit; bad input (a max_tokens
+# RL cannot count, not a positive integer, above the burst; a body that is not a JSON
+# object) is a 400 naming it that reaches no model, and Redis only above the burst; in
+# process, RL's COST error is a 400 and a lost connection a 503. Prints PASS/FAIL/SKIP per
 # example; exits 1 on any failure. Everything it starts is stopped on exit, also on
 # failure or Ctrl-C.
 #
@@ -463,7 +466,105 @@ print(f"{achieved:.0f} real tokens per second over {span:.1f} s (limit {rate}): 
 PY
 }
 
-# run_llm <label>: the stub model, the proxy in front of it, then the check; sets reason.
+# check_llm_input <proxy url> <model url>: a client's bad input is a 400 naming the
+# problem, never a 503 (an outage) and never a model call: max_tokens beyond what RL
+# counts (2^53, 1e30), not a positive integer, not JSON, or above the burst (which
+# RL answers with retry_after -1). Prints how many of them reached Redis (the
+# caller checks it is only the one above the burst).
+check_llm_input() {
+  python3 - "$1" "$2" "$llm_burst" <<'PY'
+import json, sys, urllib.error, urllib.request
+
+proxy, model, burst = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bad_number = "max_tokens must be an integer from 1 to 9007199254740991"
+cases = [
+    ('{"max_tokens": 9007199254740992}', bad_number),
+    ('{"max_tokens": 1e30}', bad_number),
+    ('{"max_tokens": 0}', bad_number),
+    ('{"max_tokens": -5}', bad_number),
+    ('{"max_tokens": 1.5}', bad_number),
+    ('{"max_tokens": "100"}', bad_number),
+    ('{"max_tokens": true}', bad_number),
+    ('[100]', "the body must be a JSON object"),
+    ('{"max_tokens": ', "the body must be JSON"),
+    (json.dumps({"max_tokens": burst + 1}), "max_tokens is above the token limit"),
+]
+
+def model_calls():
+    with urllib.request.urlopen(model + "/stats", timeout=10) as r:
+        return len(json.load(r))
+
+before = model_calls()
+for body, want in cases:
+    req = urllib.request.Request(proxy + "/v1/completions", data=body.encode(),
+                                 headers={"X-User": "llm-bad-input"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            status, text = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read()
+    try:
+        error = json.loads(text).get("error")
+    except ValueError:
+        error = text
+    if status != 400 or error != want:
+        sys.exit(f"{body}: want 400 {want!r}, got {status} {error!r}")
+if model_calls() != before:
+    sys.exit(f"bad input reached the model ({model_calls() - before} calls)")
+print(f"{len(cases)} bad inputs: 400 each, naming the problem")
+PY
+}
+
+# check_llm_errors <python…>: the proxy's answer when Redis fails, in process, with a
+# budget that raises what redis-py raises: RL refusing the request's COST (an ERR
+# reply) is a 400 with RL's text; a lost connection, a timeout or a WRONGTYPE key is
+# a 503 (fail closed), never a model call.
+check_llm_errors() {
+  "$@" - "$root/examples/python" <<'PY'
+import io, json, logging, sys
+
+sys.path.insert(0, sys.argv[1])
+import redis
+import llm_proxy
+
+logging.disable(logging.WARNING)  # the proxy's warnings: expected here
+
+class Budget:
+    def __init__(self, err):
+        self.err = err
+    def reserve(self, user, tokens):
+        raise self.err
+
+cases = [
+    (redis.ResponseError("COST must be an integer from 0 to 9007199254740991"), "400",
+     "max_tokens: COST must be an integer from 0 to 9007199254740991"),
+    (redis.ConnectionError("Connection refused"), "503", "try again shortly"),
+    (redis.TimeoutError("Timeout reading from socket"), "503", "try again shortly"),
+    (redis.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"),
+     "503", "try again shortly"),
+    (redis.ResponseError("unknown command 'RL.GCRA'"), "503", "try again shortly"),
+]
+for err, want_status, want_error in cases:
+    proxy = llm_proxy.Proxy(Budget(err), "http://127.0.0.1:9/never-called")
+    body = b'{"max_tokens": 100}'
+    environ = {"PATH_INFO": "/v1/completions", "REQUEST_METHOD": "POST",
+               "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
+    seen = []
+    out = proxy(environ, lambda status, headers: seen.append(status))
+    status, error = seen[0].split()[0], json.loads(b"".join(out))["error"]
+    if (status, error) != (want_status, want_error):
+        sys.exit(f"{type(err).__name__}({err}): want {want_status} {want_error!r}, got {status} {error!r}")
+print(f"Redis failures: RL's COST error 400, {len(cases) - 1} others 503")
+PY
+}
+
+# rl_calls: how many RL.GCRA and FCALL calls the server has run (INFO commandstats).
+rl_calls() {
+  redis-cli -p "$redis_port" INFO commandstats |
+    awk -F'[=,:]' 'tolower($1) ~ /^cmdstat_(rl\.gcra|fcall)$/ { n += $3 } END { print n + 0 }'
+}
+
+# run_llm <label>: the stub model, the proxy in front of it, then the checks; sets reason.
 run_llm() {
   local label=$1 model_port model_pid port pid
   model_port=$(free_port)
@@ -483,10 +584,23 @@ run_llm() {
     reason="the proxy did not listen on port $port within 20 s"
   elif ! grep -q "$said" "$log"; then
     reason="it did not say at start that it uses $said"
-  elif reason=$(check_llm "http://127.0.0.1:$port" "http://127.0.0.1:$model_port" 2>&1); then
-    stop "$pid"
-    stop "$model_pid"
-    return 0
+  elif ! reason=$(check_llm "http://127.0.0.1:$port" "http://127.0.0.1:$model_port" 2>&1); then
+    :
+  else
+    local load=$reason calls input errors
+    calls=$(rl_calls)
+    if ! input=$(check_llm_input "http://127.0.0.1:$port" "http://127.0.0.1:$model_port" 2>&1); then
+      reason="bad input: $input"
+    elif (($(rl_calls) - calls != 1)); then
+      reason="bad input: $(($(rl_calls) - calls)) calls reached Redis, want 1 (max_tokens above the burst)"
+    elif ! errors=$(check_llm_errors "${cmd[@]:0:${#cmd[@]}-1}" 2>&1); then
+      reason="Redis failures: $errors"
+    else
+      reason="$load; $input; $errors"
+      stop "$pid"
+      stop "$model_pid"
+      return 0
+    fi
   fi
   stop "$pid"
   stop "$model_pid"

@@ -54,12 +54,14 @@ if [ -n "$with_library" ]; then
     redis-cli -p $port FCALL rl_bucket         1 try:bucket 10 1 1s      # bucket of 10, refills 1 per second
     redis-cli -p $port FCALL rl_gcra           1 try:gcra 10 1 1s        # the same limiter in one integer
     redis-cli -p $port FCALL rl_gcra           1 try:queue 2 1 1s DELAY 5s   # wait your turn (reply field 4)
+    redis-cli -p $port FCALL rl_gcra           1 try:tokens 1000 100 1s DEBIT 300   # charge a cost known only after the work
+    redis-cli -p $port FCALL rl_penalty        1 try:login 5 15m 1m 1h   # 5 strikes in 15 min block 1 min, then 2, 4 … up to 1 h
     redis-cli -p $port FCALL rl_acquire        1 try:jobs 3 30s job-1    # at most 3 at once, leases of 30 s
     redis-cli -p $port FCALL rl_release        1 try:jobs job-1
     redis-cli -p $port FCALL rl_all 2 try:second try:day FIXED 10 1s FIXED 1000 1d
 
-  Each reply is: allowed, limit, remaining, retry_after_ms (with DELAY: the wait),
-  reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
+  Each reply is: allowed, limit, remaining (RL.PENALTY: strikes left), retry_after_ms
+  (with DELAY: the wait), reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
 
 MSG
   wait "$server"
@@ -76,13 +78,15 @@ cat <<MSG
     redis-cli -p $port RL.BUCKET         try:bucket 10 1 1s      # bucket of 10, refills 1 per second
     redis-cli -p $port RL.GCRA           try:gcra 10 1 1s        # the same limiter in one integer
     redis-cli -p $port RL.GCRA           try:queue 2 1 1s DELAY 5s   # wait your turn (reply field 4)
+    redis-cli -p $port RL.GCRA           try:tokens 1000 100 1s DEBIT 300   # charge a cost known only after the work
+    redis-cli -p $port RL.PENALTY        try:login 5 15m 1m 1h   # 5 strikes in 15 min block 1 min, then 2, 4 … up to 1 h
     redis-cli -p $port CL.THROTTLE       try:cell 15 30 60       # redis-cell's command
     redis-cli -p $port RL.ACQUIRE        try:jobs 3 30s job-1    # at most 3 at once, leases of 30 s
     redis-cli -p $port RL.RELEASE        try:jobs job-1
     redis-cli -p $port RL.ALL 2 try:second try:day FIXED 10 1s FIXED 1000 1d
 
-  Each reply is: allowed, limit, remaining, retry_after_ms (with DELAY: the wait),
-  reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
+  Each reply is: allowed, limit, remaining (RL.PENALTY: strikes left), retry_after_ms
+  (with DELAY: the wait), reset_after_ms. More in README.md and docs/commands.md. Stop the server with Ctrl-C.
 
 MSG
 wait "$server"

@@ -448,7 +448,7 @@ mod tests {
             ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
             ("1 a GCRA 5 1 1s DELAY", "syntax error: DELAY needs a value"),
             ("1 a GCRA 5 1 1s DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
-            ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("1 a GCRA 5 1 1s DELAY -1", "DELAY must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
             ("1 a GCRA 5 1 1s DELAY 1s COST 1 DELAY 2s", "syntax error: DELAY given more than once"),
             ("1 a GCRA 5 1 1s COST 1 DELAY 1s DELAY 2s", "syntax error: DELAY given more than once"),
             ("1 a GCRA 5 1 1s REFUND 1 DELAY 1s", "syntax error: DELAY and REFUND exclude each other"),

@@ -27,7 +27,7 @@ pub enum Error {
 
     /// `min` is `1ms` for a window or period, `0` for a DELAY.
     #[error(
-        "{name} must be a duration from {min} to 10 years: an integer with an optional \
+        "{name} must be a duration from {min} to 3650d: an integer with an optional \
          unit ms, s, m, h or d (a bare integer means seconds)"
     )]
     BadDuration {

@@ -1,7 +1,7 @@
 //! An in-memory Redis keyspace, as much of one as RL uses: strings, hashes and
 //! sorted sets with absolute expiries in ms, and the commands `functions/rl.lua`
 //! sends ([`Keyspace::command`]). It lets the Functions library run in-process
-//! (tests/common/lua_twin.rs) and be compared, call by call and key by key, with
+//! (core/tests/twin/twin.rs) and be compared, call by call and key by key, with
 //! the Rust core, with no server.
 //!
 //! It follows Redis 7.0 (the oldest server RL supports, and the one its tests run

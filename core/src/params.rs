@@ -181,9 +181,9 @@ mod tests {
             ("5 15m 1m 1h COST REFUND", "COST must be an integer from 0 to 9007199254740991"),
             ("5 15m 1m 1h COST -1", "COST must be an integer from 0 to 9007199254740991"),
             ("0 15m 1m 1h", "strikes must be an integer from 1 to 9007199254740991"),
-            ("5 0 1m 1h", "window must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
-            ("5 15m x 1h", "block must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
-            ("5 15m 1m 3651d", "max must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("5 0 1m 1h", "window must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("5 15m x 1h", "block must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("5 15m 1m 3651d", "max must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
             ("5 15m 2h 1h", "block must be at most max"),
         ] {
             assert_eq!(error_of(line), want, "{line}");

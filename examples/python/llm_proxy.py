@@ -15,6 +15,11 @@ requests wait until time has repaid it. Over time a user gets exactly <rate>
 tokens per <period> (after a first burst of <burst>), whatever the estimates.
 A failed model call gives the whole reservation back.
 
+A client's bad input is a 400 that names the problem: a body that is not a JSON
+object, a max_tokens that is not an integer from 1 to 2^53 - 1 (the largest cost
+RL counts), or one above the burst (it could never fit). When Redis cannot be
+reached the proxy fails closed: 503, as tokens cost money.
+
 Works unchanged with the RL module (RL.GCRA) or RL's Functions library (FCALL
 rl_gcra): it finds out which one the server has at start, and says so.
 
@@ -39,6 +44,9 @@ import redis
 
 log = logging.getLogger("llm_proxy")
 
+# The largest COST, REFUND or DEBIT RL takes (2^53 - 1).
+MAX_COUNT = 2**53 - 1
+
 
 def detect_backend(client):
     """("module", call) if the server has RL.GCRA, else ("library", call) for FCALL
@@ -54,6 +62,24 @@ def detect_backend(client):
     return "library", lambda key, *args: client.execute_command("FCALL", "rl_gcra", 1, key, *args)
 
 
+def max_tokens_of(body):
+    """The request's max_tokens (256 when absent): a JSON integer from 1 to
+    MAX_COUNT, or None (a string, 1.5, 1e30, true, 0, or more than RL can count)."""
+    value = body.get("max_tokens", 256)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        return None
+    return value
+
+
+def refused_cost(err):
+    """RL's text when it refused the request's own number (an ERR reply naming COST,
+    the one argument a request sets, e.g. "COST must be an integer from 0 to ..."):
+    the client's error. None for any other error: an outage or the setup's fault.
+    (redis-py drops the ERR code word from the text; other codes, WRONGTYPE, stay.)"""
+    text = str(err)
+    return text if type(err) is redis.ResponseError and text.startswith("COST ") else None
+
+
 def ceil_seconds(ms):
     # Headers count whole seconds; round up so a client never retries too early.
     return str(-(-ms // 1000))
@@ -65,6 +91,11 @@ class TokenBudget:
     def __init__(self, gcra, burst, rate, period):
         self.gcra = gcra
         self.params = (burst, rate, period)
+
+    def check(self):
+        """Raises redis.ResponseError (RL's text) if RL refuses the burst, rate or
+        period: a wrong setting stops the proxy at start, not every request later."""
+        self.gcra("rl:probe", *self.params, "COST", 0)  # COST 0 writes nothing
 
     def reserve(self, user, tokens):
         return self.gcra(f"rl:tokens:{user}", *self.params, "COST", tokens)
@@ -122,19 +153,26 @@ class Proxy:
             return answer(start_response, "404 Not Found", {"error": "POST /v1/completions"})
         # X-User stands in for an authenticated user id or API key.
         user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+        # A client's bad input is a 400 and never reaches Redis.
         try:
             size = int(environ.get("CONTENT_LENGTH") or 0)
             body = json.loads(environ["wsgi.input"].read(size) or b"{}")
-            reserved = int(body.get("max_tokens", 256))
-            if reserved < 1:
-                raise ValueError
-        except (ValueError, TypeError, AttributeError):
-            return answer(start_response, "400 Bad Request", {"error": "max_tokens: a positive integer"})
+        except ValueError:
+            return answer(start_response, "400 Bad Request", {"error": "the body must be JSON"})
+        if not isinstance(body, dict):
+            return answer(start_response, "400 Bad Request", {"error": "the body must be a JSON object"})
+        reserved = max_tokens_of(body)
+        if reserved is None:
+            return answer(start_response, "400 Bad Request",
+                          {"error": f"max_tokens must be an integer from 1 to {MAX_COUNT}"})
 
         # 1. Reserve the worst case. One command: atomic across every proxy instance.
         try:
             reply = self.budget.reserve(user, reserved)
         except redis.RedisError as err:
+            refused = refused_cost(err)
+            if refused is not None:  # RL refused this request's number: still the client's
+                return answer(start_response, "400 Bad Request", {"error": f"max_tokens: {refused}"})
             # Fail closed: tokens cost money. (app.py fails open instead.)
             log.warning("rate limiter unavailable (%s); refusing the request", err)
             return answer(start_response, "503 Service Unavailable", {"error": "try again shortly"})
@@ -183,6 +221,10 @@ def main():
         rate=int(os.environ.get("RL_RATE", "1000")),
         period=os.environ.get("RL_PERIOD", "1s"),  # an RL duration: 1500ms, 60, 1m, ...
     )
+    try:
+        budget.check()
+    except redis.ResponseError as err:
+        raise SystemExit(f"llm_proxy: RL_BURST, RL_RATE or RL_PERIOD: {err}")
     app = Proxy(budget, os.environ.get("MODEL_URL", "http://127.0.0.1:9000/v1/completions"))
     port = int(os.environ.get("PORT", "8000"))
     with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:

@@ -2,9 +2,10 @@
 //!
 //! Everything here goes through the module key API (no `RedisModule_Call` on the
 //! hot path) and replicates effects with absolute times, never the RL command.
-//! Modules are named after the limiter whose state they hold (`fixed`, `sliding`,
-//! `bucket`, `acquire`); `record` is the integer-with-expiry string several limiters
-//! share, `zset` the sorted-set pieces the sliding log and the lease set share.
+//! Modules are named after the limiter whose state they hold (`sliding`, `bucket`,
+//! `acquire`); `record` is the string with an expiry that RL.FIXED, RL.GCRA,
+//! RL.SLIDINGCOUNTER and RL.PENALTY share, `effects` what a write propagates, `zset`
+//! the sorted-set pieces the sliding log and the lease set share.
 //!
 //! Every store returns `Err` when a write fails, and propagates (and notifies) only
 //! writes that happened, after they happened.

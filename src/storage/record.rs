@@ -25,7 +25,7 @@
 //! 10 % budget, for 8 B per key. So the key API stays. (A read through DMA of a key
 //! that *is* int-encoded — written by a native SET, or by a replica or an AOF
 //! replaying ours — converts it to raw, 72 → 80 B, even for a rejected call; its
-//! content, TTL and DUMP do not change.) `tests/memory.rs` pins these figures.
+//! content, TTL and DUMP do not change.) `tests/it/memory.rs` pins these figures.
 
 use std::marker::PhantomData;
 
@@ -89,7 +89,7 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
 }
 
 /// The storage of a limiter whose state is one string ([`StringState`]): RL.FIXED,
-/// RL.GCRA (and CL.THROTTLE), RL.SLIDINGCOUNTER. Its format and its "does not hold"
+/// RL.GCRA (and CL.THROTTLE), RL.SLIDINGCOUNTER, RL.PENALTY. Its format and its "does not hold"
 /// wording come from the core crate, so the module and the in-memory executor write
 /// the same bytes.
 pub struct Record<A>(PhantomData<A>);

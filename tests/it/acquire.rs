@@ -297,7 +297,7 @@ fn bad_inputs_are_clear_errors_that_change_nothing() {
     let changes = rdb_changes(&mut c);
     let long = "x".repeat(257);
     let limit = "ERR limit must be an integer from 1 to 100000 for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)";
-    let ttl = "ERR ttl must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)";
+    let ttl = "ERR ttl must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)";
     let id = "ERR id must be 1 to 256 bytes";
     let cases: &[(&[&str], &str)] = &[
         (&["RL.ACQUIRE", "k", "0", "1h", "b"], limit),

@@ -4,9 +4,10 @@
 //! A session is a fenced code block with lines `127.0.0.1:6379> CMD` (or
 //! `127.0.0.1:6379(TX)> CMD` inside MULTI), each followed by redis-cli's output.
 //! One fresh server per file (the module and the Functions library both loaded)
-//! runs the file's sessions in order, so pasting a page's examples one after the
-//! other must work (distinct keys: no WRONGTYPE). Replies are printed as redis-cli
-//! prints them in a terminal (RESP2).
+//! runs the file's sessions in order. No two sessions, on one page or on two, name
+//! the same key: a reader who pastes README's session, then a recipe's, gets the
+//! replies both pages show. Replies are printed as redis-cli prints them in a
+//! terminal (RESP2).
 //!
 //! Conventions (docs/testing.md#the-documentation-test):
 //! - `  # text` at the end of an output line is a comment, not compared;
@@ -457,6 +458,57 @@ fn every_redis_cli_session_in_the_docs_prints_what_the_page_shows() {
     }
     assert!(ran > 0, "no redis-cli session found in the docs");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The keys a command names, as the server finds them (`COMMAND GETKEYS`, which
+/// knows RL.ALL's and FCALL's `numkeys`); none for a command without keys (MULTI,
+/// CONFIG) or with the wrong number of arguments (an error that touches no key).
+fn keys_of(c: &mut Client, command: &[Vec<u8>]) -> Vec<String> {
+    let mut ask = args(&["COMMAND", "GETKEYS"]);
+    ask.extend(command.iter().cloned());
+    strings_of(c.call(&ask))
+}
+
+#[test]
+fn no_two_sessions_in_the_docs_share_a_key() {
+    if module_only("the keys of the module's commands come from the module's key specs") {
+        return;
+    }
+    // A reader pastes sessions in any order, from any page (README, then a recipe):
+    // a session that reused another's key would print other replies than its page.
+    let server = start();
+    let mut c = Client::new(&server);
+    let mut owner: std::collections::HashMap<String, String> = Default::default();
+    let mut shared = Vec::new();
+    let mut found = 0;
+    for path in pages() {
+        for s in sessions(&read(&path)) {
+            let Some(first) = s.steps.first() else {
+                continue;
+            };
+            let session = format!("{}:{}", path.display(), first.line);
+            for step in &s.steps {
+                let Ok(command) = split_args(&step.command) else {
+                    continue;
+                };
+                for key in keys_of(&mut c, &command) {
+                    found += 1;
+                    match owner.get(&key) {
+                        Some(other) if *other != session => shared.push(format!(
+                            "key {key:?}: the session at {session} (line {}) and the one at {other}",
+                            step.line
+                        )),
+                        Some(_) => {}
+                        None => {
+                            owner.insert(key, session.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(found > 20, "only {found} keys found in the docs' sessions");
+    assert!(shared.is_empty(), "{}", shared.join("\n"));
 }
 
 /// The tables (or fenced blocks, such as an ACL recipe) that follow a marker line

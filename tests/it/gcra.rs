@@ -582,7 +582,7 @@ fn errors_change_nothing_and_the_server_stays_up() {
 
     let max_burst = "ERR max_burst must be an integer from 0 to 9007199254740990";
     let count = "ERR count must be an integer from 1 to 9007199254740991";
-    let period = "ERR period must be a duration from 1ms to 10 years";
+    let period = "ERR period must be a duration from 1ms to 3650d";
     let quantity = "ERR quantity must be an integer from 0 to 9007199254740991";
     let rate = "ERR tokens per period is too high";
     let not_gcra = "ERR key does not hold a GCRA state";
@@ -1173,7 +1173,7 @@ fn delay_errors_change_nothing() {
         line.extend(extra);
         line
     };
-    let bad_delay = "ERR DELAY must be a duration from 0 to 10 years: an integer with an \
+    let bad_delay = "ERR DELAY must be a duration from 0 to 3650d: an integer with an \
                      optional unit ms, s, m, h or d (a bare integer means seconds)";
     let refund = "ERR syntax error: DELAY and REFUND exclude each other";
     let mut cases: Vec<(Vec<&str>, &str)> = vec![

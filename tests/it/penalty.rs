@@ -510,7 +510,7 @@ fn every_bad_argument_is_an_error_that_names_it_and_changes_nothing() {
     let mut c = s.conn();
     let duration = |name: &str| {
         format!(
-            "ERR {name} must be a duration from 1ms to 10 years: an integer with an optional \
+            "ERR {name} must be a duration from 1ms to 3650d: an integer with an optional \
              unit ms, s, m, h or d (a bare integer means seconds)"
         )
     };

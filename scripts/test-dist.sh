@@ -220,16 +220,11 @@ if want aarch64-musl; then
       # so the machine's own apt sources and architectures stay as they are.
       say "aarch64-musl: fetching Debian's musl:arm64 (apt-get download) into $sysroot"
       apt_dir=$cache/musl-aarch64/apt
-      mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+      mkdir -p "$apt_dir"
       suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-bookworm}")
-      echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian ${suite:-bookworm} main" >"$apt_dir/sources.list"
-      apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/none"
-        -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-        -o "APT::Architectures::=arm64" -o "Debug::NoLocking=1")
-      if (cd "$apt_dir" && apt-get "${apt_opts[@]}" -qq update && apt-get "${apt_opts[@]}" -qq download musl:arm64) \
-        >"$apt_dir.log" 2>&1; then
+      if deb=$(scripts/apt-download.sh "${suite:-bookworm}" arm64 musl:arm64 "$apt_dir" 2>"$apt_dir.log"); then
         rm -rf "$sysroot"
-        dpkg -x "$apt_dir"/musl_*_arm64.deb "$sysroot"
+        dpkg -x "$deb" "$sysroot"
         # The loader is libc.so itself (Debian's postinst makes this link).
         ln -sf aarch64-linux-musl/libc.so "$sysroot/lib/ld-musl-aarch64.so.1"
       fi

@@ -194,6 +194,7 @@ func nonEmpty(r any) bool {
 // Option is an option of a call: Cost, Refund, Debit, Delay.
 type Option struct {
 	name string
+	word any // name, boxed once
 	n    int64
 	d    time.Duration
 	dur  bool
@@ -201,19 +202,19 @@ type Option struct {
 
 // Cost n: how many units the call takes, all or nothing (default 1). Cost(0)
 // inspects: the current state, nothing written.
-func Cost(n int64) Option { return Option{name: "COST", n: n} }
+func Cost(n int64) Option { return Option{name: "COST", word: "COST", n: n} }
 
 // Refund n: give back up to n units taken earlier (the upstream call failed).
-func Refund(n int64) Option { return Option{name: "REFUND", n: n} }
+func Refund(n int64) Option { return Option{name: "REFUND", word: "REFUND", n: n} }
 
 // Debit n: charge n units after the fact, whatever is left, into debt if need
 // be (the real cost of work known only once it is done).
-func Debit(n int64) Option { return Option{name: "DEBIT", n: n} }
+func Debit(n int64) Option { return Option{name: "DEBIT", word: "DEBIT", n: n} }
 
 // Delay max (GCRA only, as a call option or inside the GCRA policy of All):
 // schedule instead of reject. An allowed call's RetryAfter is then how long
 // to wait before acting.
-func Delay(max time.Duration) Option { return Option{name: "DELAY", d: max, dur: true} }
+func Delay(max time.Duration) Option { return Option{name: "DELAY", word: "DELAY", d: max, dur: true} }
 
 // Name is the option's word as RL reads it: "COST", "REFUND", "DEBIT", "DELAY".
 func (o Option) Name() string { return o.name }
@@ -227,62 +228,173 @@ const (
 	replyReleased
 )
 
-// call is one command, built once and rendered for a backend. args starts
-// with three free slots: the module form uses the last one or two for the
-// command's name (and RL.ALL's numkeys), the library form all three for
-// FCALL, the function and numkeys.
-type call struct {
-	cmd     string
-	fn      string
-	numkeys int
-	args    []any
-	reply   replyKind
-	window  time.Duration
-	windows []time.Duration // RL.ALL's keys'
-	limit   int64           // for a fail-open or fail-closed decision
-	err     error           // an argument refused here
+// command is what a call needs to know about its command; the words are
+// boxed once here, not on every call.
+type command struct {
+	name   string // "RL.GCRA"
+	fn     string // "rl_gcra"; "" when the library has none
+	reply  replyKind
+	nameV  any
+	fnV    any
+	policy bool // RL.ALL: numkeys after the name
 }
 
-func newCall(cmd, fn string, reply replyKind, size int) *call {
-	return &call{cmd: cmd, fn: fn, numkeys: 1, reply: reply, args: make([]any, 3, 3+size)}
+func newCommand(name, fn string, reply replyKind) *command {
+	return &command{name: name, fn: fn, reply: reply, nameV: name, fnV: fn, policy: reply == replyAll}
 }
+
+var (
+	cmdFixed          = newCommand("RL.FIXED", "rl_fixed", replyDecision)
+	cmdSliding        = newCommand("RL.SLIDING", "rl_sliding", replyDecision)
+	cmdSlidingCounter = newCommand("RL.SLIDINGCOUNTER", "rl_slidingcounter", replyDecision)
+	cmdBucket         = newCommand("RL.BUCKET", "rl_bucket", replyDecision)
+	cmdGCRA           = newCommand("RL.GCRA", "rl_gcra", replyDecision)
+	cmdThrottle       = newCommand("CL.THROTTLE", "", replyThrottle)
+	cmdAll            = newCommand("RL.ALL", "rl_all", replyAll)
+	cmdAcquire        = newCommand("RL.ACQUIRE", "rl_acquire", replyDecision)
+	cmdRelease        = newCommand("RL.RELEASE", "rl_release", replyReleased)
+	cmdPenalty        = newCommand("RL.PENALTY", "rl_penalty", replyDecision)
+	cmdShare          = newCommand("RL.SHARE", "rl_share", replyDecision)
+
+	fcallV any = "FCALL"
+)
+
+// call is one command, built once and rendered for a backend. Its
+// arguments are appended to *dst (the call's own buffer, or a pipeline's
+// arena shared by all its calls) from start, after three free slots: the
+// module form uses the last one or two for the command's name (and RL.ALL's
+// numkeys), the library form all three for FCALL, the function and numkeys.
+type call struct {
+	cmd     *command
+	numkeys int
+	dst     *[]any
+	start   int
+	end     int // set by seal
+	window  time.Duration
+	limit   int64           // for a fail-open or fail-closed decision
+	windows []time.Duration // RL.ALL's keys'
+	err     error           // an argument refused here
+	box     *boxer          // a pipeline's, to box repeated values once
+}
+
+// oneCall is a call outside a pipeline, with room for its arguments: one
+// allocation.
+type oneCall struct {
+	call
+	own []any
+	buf [12]any
+}
+
+// one is a call of cmd outside a pipeline.
+func one(cmd *command) *call {
+	o := &oneCall{}
+	o.own = o.buf[:0]
+	o.init(cmd, &o.own, nil)
+	return &o.call
+}
+
+func (k *call) init(cmd *command, dst *[]any, box *boxer) {
+	k.cmd, k.dst, k.box, k.numkeys = cmd, dst, box, 1
+	k.start = len(*dst)
+	*dst = append(*dst, nil, nil, nil)
+}
+
+func (k *call) add(v ...any) { *k.dst = append(*k.dst, v...) }
+
+func (k *call) int(n int64) { *k.dst = append(*k.dst, k.box.int(n)) }
 
 func (k *call) dur(name string, d time.Duration) {
-	s, err := msArg(k.cmd, name, d)
+	v, err := k.box.dur(k.cmd.name, name, d)
 	if err != nil && k.err == nil {
 		k.err = err
 	}
-	k.args = append(k.args, s)
+	*k.dst = append(*k.dst, v)
 }
 
 func (k *call) options(opts []Option) {
 	for _, o := range opts {
-		k.args = append(k.args, o.name)
+		*k.dst = append(*k.dst, o.word)
 		if o.dur {
 			k.dur(o.name, o.d)
 		} else {
-			k.args = append(k.args, o.n)
+			k.int(o.n)
 		}
 	}
+}
+
+// seal ends the call's arguments.
+func (k *call) seal() *call {
+	k.end = len(*k.dst)
+	return k
 }
 
 func (k *call) render(b Backend) ([]any, error) {
 	if k.err != nil {
 		return nil, k.err
 	}
+	args := (*k.dst)[k.start:k.end:k.end]
 	if b == BackendLibrary {
-		if k.fn == "" {
+		if k.cmd.fn == "" {
 			return nil, ErrModuleOnly
 		}
-		k.args[0], k.args[1], k.args[2] = "FCALL", k.fn, int64(k.numkeys)
-		return k.args, nil
+		args[0], args[1], args[2] = fcallV, k.cmd.fnV, k.box.int(int64(k.numkeys))
+		return args, nil
 	}
-	if k.reply == replyAll {
-		k.args[1], k.args[2] = k.cmd, int64(k.numkeys)
-		return k.args[1:], nil
+	if k.cmd.policy {
+		args[1], args[2] = k.cmd.nameV, k.box.int(int64(k.numkeys))
+		return args[1:], nil
 	}
-	k.args[2] = k.cmd
-	return k.args[2:], nil
+	args[2] = k.cmd.nameV
+	return args[2:], nil
+}
+
+// boxer boxes the integers and durations a pipeline repeats (the same limit
+// and period on every call) once. A nil boxer boxes every time.
+type boxer struct {
+	ints [4]struct {
+		n int64
+		v any
+	}
+	durs [2]struct {
+		d time.Duration
+		v any
+	}
+	ni, nd int
+}
+
+func (b *boxer) int(n int64) any {
+	if b == nil || (n >= 0 && n < 256) { // small ones are never allocated
+		return n
+	}
+	for i := range b.ints {
+		if b.ints[i].v != nil && b.ints[i].n == n {
+			return b.ints[i].v
+		}
+	}
+	v := any(n)
+	b.ints[b.ni].n, b.ints[b.ni].v = n, v
+	b.ni = (b.ni + 1) % len(b.ints)
+	return v
+}
+
+func (b *boxer) dur(cmd, name string, d time.Duration) (any, error) {
+	if b != nil {
+		for i := range b.durs {
+			if b.durs[i].v != nil && b.durs[i].d == d {
+				return b.durs[i].v, nil
+			}
+		}
+	}
+	s, err := msArg(cmd, name, d)
+	if err != nil {
+		return s, err
+	}
+	v := any(s)
+	if b != nil {
+		b.durs[b.nd].d, b.durs[b.nd].v = d, v
+		b.nd = (b.nd + 1) % len(b.durs)
+	}
+	return v, nil
 }
 
 // send runs one call: the backend, then the command.
@@ -291,7 +403,7 @@ func (c *Client) send(ctx context.Context, k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := k.render(b)
+	args, err := k.seal().render(b)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +413,7 @@ func (c *Client) send(ctx context.Context, k *call) (any, error) {
 // failure types err for k; a connection error under a fail mode becomes a
 // decision (ok true).
 func (c *Client) failure(k *call, err error) (d Decision, ok bool, out error) {
-	err, transport := classify(k.cmd, err)
+	err, transport := classify(k.cmd.name, err)
 	var nl *NotLoadedError
 	if errors.As(err, &nl) && nl.Detail != "" {
 		c.forget() // the server lost RL (or another took its place): probe again
@@ -324,10 +436,10 @@ func (c *Client) finishDecision(k *call, r any, err error) (Decision, error) {
 		d, _, err := c.failure(k, err)
 		return d, err
 	}
-	if k.reply == replyThrottle {
-		return parseThrottle(k.cmd, r, k.window)
+	if k.cmd.reply == replyThrottle {
+		return parseThrottle(k.cmd.name, r, k.window)
 	}
-	return parseDecision(k.cmd, r, k.window)
+	return parseDecision(k.cmd.name, r, k.window)
 }
 
 func (c *Client) finishAll(k *call, r any, err error) (AllDecision, error) {
@@ -348,7 +460,7 @@ func (c *Client) finishAll(k *call, r any, err error) (AllDecision, error) {
 
 func (c *Client) finishReleased(k *call, r any, err error) (bool, error) {
 	if err != nil {
-		err, _ = classify(k.cmd, err)
+		err, _ = classify(k.cmd.name, err)
 		return false, err
 	}
 	return parseReleased(r)

@@ -5,45 +5,43 @@ import (
 	"time"
 )
 
-// The calls, built once for Client and Pipeline alike.
+// The calls, built for Client and Pipeline alike into a call the caller
+// allocated and k.init'ed.
 
-func fixedCall(cmd, fn, key string, limit int64, window time.Duration, opts []Option) *call {
-	k := newCall(cmd, fn, replyDecision, 3+2*len(opts))
+func (k *call) windowed(key string, limit int64, window time.Duration, opts []Option) *call {
 	k.window, k.limit = window, limit
-	k.args = append(k.args, key, limit)
+	k.add(key)
+	k.int(limit)
 	k.dur("window", window)
 	k.options(opts)
 	return k
 }
 
-func bucketCall(cmd, fn, key string, capacity, tokens int64, period time.Duration, opts []Option) *call {
-	k := newCall(cmd, fn, replyDecision, 4+2*len(opts))
+func (k *call) bucket(key string, capacity, tokens int64, period time.Duration, opts []Option) *call {
 	k.window, k.limit = period, capacity
-	k.args = append(k.args, key, capacity, tokens)
+	k.add(key)
+	k.int(capacity)
+	k.int(tokens)
 	k.dur("period", period)
 	k.options(opts)
 	return k
 }
 
-func throttleCall(key string, maxBurst, count int64, period time.Duration, quantity int64) *call {
-	k := newCall("CL.THROTTLE", "", replyThrottle, 5)
+func (k *call) throttle(key string, maxBurst, count int64, period time.Duration, quantity int64) *call {
 	k.window, k.limit = period, maxBurst+1
-	k.args = append(k.args, key, maxBurst, count)
+	k.add(key)
+	k.int(maxBurst)
+	k.int(count)
 	k.dur("period", period)
-	k.args = append(k.args, quantity)
+	k.int(quantity)
 	return k
 }
 
-func allCall(checks []KeyPolicy, opts []Option) *call {
-	size := len(checks) + 2*len(opts)
-	for _, c := range checks {
-		size += 1 + len(c.Policy.args)
-	}
-	k := newCall("RL.ALL", "rl_all", replyAll, size)
+func (k *call) all(checks []KeyPolicy, opts []Option) *call {
 	k.numkeys = len(checks)
 	k.windows = make([]time.Duration, len(checks))
 	for i, c := range checks {
-		k.args = append(k.args, c.Key)
+		k.add(c.Key)
 		k.windows[i] = c.Policy.window
 		if c.Policy.err != nil && k.err == nil {
 			k.err = c.Policy.err
@@ -53,32 +51,31 @@ func allCall(checks []KeyPolicy, opts []Option) *call {
 		k.window, k.limit = checks[0].Policy.window, checks[0].Policy.limit
 	}
 	for _, c := range checks {
-		k.args = append(k.args, c.Policy.word)
-		k.args = append(k.args, c.Policy.args...)
+		k.add(c.Policy.wordV)
+		k.add(c.Policy.args...)
 	}
 	k.options(opts)
 	return k
 }
 
-func acquireCall(key string, limit int64, ttl time.Duration, id string) *call {
-	k := newCall("RL.ACQUIRE", "rl_acquire", replyDecision, 4)
+func (k *call) acquire(key string, limit int64, ttl time.Duration, id string) *call {
 	k.window, k.limit = ttl, limit
-	k.args = append(k.args, key, limit)
+	k.add(key)
+	k.int(limit)
 	k.dur("ttl", ttl)
-	k.args = append(k.args, id)
+	k.add(id)
 	return k
 }
 
-func releaseCall(key, id string) *call {
-	k := newCall("RL.RELEASE", "rl_release", replyReleased, 2)
-	k.args = append(k.args, key, id)
+func (k *call) release(key, id string) *call {
+	k.add(key, id)
 	return k
 }
 
-func penaltyCall(key string, strikes int64, window, block, max time.Duration, opts []Option) *call {
-	k := newCall("RL.PENALTY", "rl_penalty", replyDecision, 5+2*len(opts))
+func (k *call) penalty(key string, strikes int64, window, block, max time.Duration, opts []Option) *call {
 	k.window, k.limit = window, strikes
-	k.args = append(k.args, key, strikes)
+	k.add(key)
+	k.int(strikes)
 	k.dur("window", window)
 	k.dur("block", block)
 	k.dur("max", max)
@@ -86,10 +83,12 @@ func penaltyCall(key string, strikes int64, window, block, max time.Duration, op
 	return k
 }
 
-func shareCall(key, tenant string, weight, capacity, tokens int64, period time.Duration, opts []Option) *call {
-	k := newCall("RL.SHARE", "rl_share", replyDecision, 6+2*len(opts))
+func (k *call) share(key, tenant string, weight, capacity, tokens int64, period time.Duration, opts []Option) *call {
 	k.window, k.limit = period, capacity
-	k.args = append(k.args, key, tenant, weight, capacity, tokens)
+	k.add(key, tenant)
+	k.int(weight)
+	k.int(capacity)
+	k.int(tokens)
 	k.dur("period", period)
 	k.options(opts)
 	return k
@@ -98,32 +97,32 @@ func shareCall(key, tenant string, weight, capacity, tokens int64, period time.D
 // Fixed is RL.FIXED key limit window: a fixed window counter, windows aligned
 // to the Unix epoch. Options: Cost, Refund, Debit.
 func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, fixedCall("RL.FIXED", "rl_fixed", key, limit, window, opts))
+	return c.decide(ctx, one(cmdFixed).windowed(key, limit, window, opts))
 }
 
 // Sliding is RL.SLIDING key limit window: an exact sliding log (one entry per
 // unit; limit at most rl.sliding-max-limit). Options: Cost, Refund.
 func (c *Client) Sliding(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, fixedCall("RL.SLIDING", "rl_sliding", key, limit, window, opts))
+	return c.decide(ctx, one(cmdSliding).windowed(key, limit, window, opts))
 }
 
 // SlidingCounter is RL.SLIDINGCOUNTER key limit window: a sliding window
 // estimated from two fixed windows, constant memory. Options: Cost, Refund,
 // Debit.
 func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, fixedCall("RL.SLIDINGCOUNTER", "rl_slidingcounter", key, limit, window, opts))
+	return c.decide(ctx, one(cmdSlidingCounter).windowed(key, limit, window, opts))
 }
 
 // Bucket is RL.BUCKET key capacity tokens period: a token bucket of capacity,
 // refilled by tokens every period. Options: Cost, Refund, Debit.
 func (c *Client) Bucket(ctx context.Context, key string, capacity, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, bucketCall("RL.BUCKET", "rl_bucket", key, capacity, tokens, period, opts))
+	return c.decide(ctx, one(cmdBucket).bucket(key, capacity, tokens, period, opts))
 }
 
 // GCRA is RL.GCRA key capacity tokens period: RL.BUCKET's decisions kept in
 // one integer. Options: Cost, Refund, Debit, Delay.
 func (c *Client) GCRA(ctx context.Context, key string, capacity, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, bucketCall("RL.GCRA", "rl_gcra", key, capacity, tokens, period, opts))
+	return c.decide(ctx, one(cmdGCRA).bucket(key, capacity, tokens, period, opts))
 }
 
 // Throttle is CL.THROTTLE key max_burst count period quantity, redis-cell's
@@ -132,7 +131,7 @@ func (c *Client) GCRA(ctx context.Context, key string, capacity, tokens int64, p
 // ResetAfter in whole seconds (0 retry when allowed, Never when quantity >
 // limit).
 func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count int64, period time.Duration, quantity int64) (Decision, error) {
-	return c.decide(ctx, throttleCall(key, maxBurst, count, period, quantity))
+	return c.decide(ctx, one(cmdThrottle).throttle(key, maxBurst, count, period, quantity))
 }
 
 // All is RL.ALL: every key checked and taken all or nothing, each under its
@@ -140,7 +139,7 @@ func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count int64
 // ACQUIRE one, which counts one lease). On a cluster the keys must share a
 // hash slot ("{user42}:burst", "{user42}:day").
 func (c *Client) All(ctx context.Context, checks []KeyPolicy, opts ...Option) (AllDecision, error) {
-	k := allCall(checks, opts)
+	k := one(cmdAll).all(checks, opts)
 	r, err := c.send(ctx, k)
 	return c.finishAll(k, r, err)
 }
@@ -154,7 +153,7 @@ func (c *Client) All(ctx context.Context, checks []KeyPolicy, opts ...Option) (A
 //	if !lease.Allowed { ... 503 ... }
 //	defer lease.Release(ctx)
 func (c *Client) Acquire(ctx context.Context, key string, limit int64, ttl time.Duration, id string) (*Lease, error) {
-	d, err := c.decide(ctx, acquireCall(key, limit, ttl, id))
+	d, err := c.decide(ctx, one(cmdAcquire).acquire(key, limit, ttl, id))
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +163,7 @@ func (c *Client) Acquire(ctx context.Context, key string, limit int64, ttl time.
 // Release is RL.RELEASE key id: true if the lease was held and is now given
 // back, false if it was not held (released already, expired, never taken).
 func (c *Client) Release(ctx context.Context, key, id string) (bool, error) {
-	k := releaseCall(key, id)
+	k := one(cmdRelease).release(key, id)
 	r, err := c.send(ctx, k)
 	return c.finishReleased(k, r, err)
 }
@@ -174,7 +173,7 @@ func (c *Client) Release(ctx context.Context, key, id string) (bool, error) {
 // doubling per repeat up to max. Allowed is false while blocked. Option:
 // Cost (Cost(0) asks whether the key is blocked).
 func (c *Client) Penalty(ctx context.Context, key string, strikes int64, window, block, max time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, penaltyCall(key, strikes, window, block, max, opts))
+	return c.decide(ctx, one(cmdPenalty).penalty(key, strikes, window, block, max, opts))
 }
 
 // Share is RL.SHARE key tenant weight capacity tokens period: one budget
@@ -183,5 +182,5 @@ func (c *Client) Penalty(ctx context.Context, key string, strikes int64, window,
 // Debit. On a server whose RL predates RL.SHARE the error matches
 // ErrUnsupported.
 func (c *Client) Share(ctx context.Context, key, tenant string, weight, capacity, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	return c.decide(ctx, shareCall(key, tenant, weight, capacity, tokens, period, opts))
+	return c.decide(ctx, one(cmdShare).share(key, tenant, weight, capacity, tokens, period, opts))
 }

@@ -10,6 +10,7 @@ import (
 // SlidingCounter, Bucket, GCRA, Acquire, Penalty, Share.
 type Policy struct {
 	word   string
+	wordV  any // word, boxed once
 	args   []any
 	window time.Duration
 	limit  int64
@@ -28,7 +29,7 @@ func (p *Policy) dur(name string, d time.Duration) {
 }
 
 func windowPolicy(word string, limit int64, window time.Duration) Policy {
-	p := Policy{word: word, window: window, limit: limit, args: make([]any, 0, 2)}
+	p := Policy{word: word, wordV: word, window: window, limit: limit, args: make([]any, 0, 2)}
 	p.args = append(p.args, limit)
 	p.dur("window", window)
 	return p
@@ -50,7 +51,7 @@ func SlidingCounter(limit int64, window time.Duration) Policy {
 
 // Bucket is the policy BUCKET capacity tokens period (as Client.Bucket).
 func Bucket(capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "BUCKET", window: period, limit: capacity, args: make([]any, 0, 3)}
+	p := Policy{word: "BUCKET", wordV: "BUCKET", window: period, limit: capacity, args: make([]any, 0, 3)}
 	p.args = append(p.args, capacity, tokens)
 	p.dur("period", period)
 	return p
@@ -59,11 +60,11 @@ func Bucket(capacity, tokens int64, period time.Duration) Policy {
 // GCRA is the policy GCRA capacity tokens period [DELAY max] (as
 // Client.GCRA); the only option it takes is Delay.
 func GCRA(capacity, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := Policy{word: "GCRA", window: period, limit: capacity, args: make([]any, 0, 3+2*len(opts))}
+	p := Policy{word: "GCRA", wordV: "GCRA", window: period, limit: capacity, args: make([]any, 0, 3+2*len(opts))}
 	p.args = append(p.args, capacity, tokens)
 	p.dur("period", period)
 	for _, o := range opts {
-		p.args = append(p.args, o.name)
+		p.args = append(p.args, o.word)
 		if o.dur {
 			p.dur(o.name, o.d)
 		} else {
@@ -76,7 +77,7 @@ func GCRA(capacity, tokens int64, period time.Duration, opts ...Option) Policy {
 // Acquire is the policy ACQUIRE limit ttl id (as Client.Acquire): the call
 // also takes one lease for id, released with Client.Release.
 func Acquire(limit int64, ttl time.Duration, id string) Policy {
-	p := Policy{word: "ACQUIRE", window: ttl, limit: limit, args: make([]any, 0, 3)}
+	p := Policy{word: "ACQUIRE", wordV: "ACQUIRE", window: ttl, limit: limit, args: make([]any, 0, 3)}
 	p.args = append(p.args, limit)
 	p.dur("ttl", ttl)
 	p.args = append(p.args, id)
@@ -87,7 +88,7 @@ func Acquire(limit int64, ttl time.Duration, id string) Policy {
 // In RL.ALL it is only looked at, never struck, and the call needs Cost(0):
 // "is this offender blocked, and do the limits have room".
 func Penalty(strikes int64, window, block, max time.Duration) Policy {
-	p := Policy{word: "PENALTY", window: window, limit: strikes, args: make([]any, 0, 4)}
+	p := Policy{word: "PENALTY", wordV: "PENALTY", window: window, limit: strikes, args: make([]any, 0, 4)}
 	p.args = append(p.args, strikes)
 	p.dur("window", window)
 	p.dur("block", block)
@@ -98,7 +99,7 @@ func Penalty(strikes int64, window, block, max time.Duration) Policy {
 // Share is the policy SHARE tenant weight capacity tokens period (as
 // Client.Share).
 func Share(tenant string, weight, capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "SHARE", window: period, limit: capacity, args: make([]any, 0, 5)}
+	p := Policy{word: "SHARE", wordV: "SHARE", window: period, limit: capacity, args: make([]any, 0, 5)}
 	p.args = append(p.args, tenant, weight, capacity, tokens)
 	p.dur("period", period)
 	return p
@@ -149,7 +150,7 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 // Renew takes the lease again for its ttl (the same RL.ACQUIRE call, same
 // id), for a job that runs longer than the ttl; the Lease is updated.
 func (l *Lease) Renew(ctx context.Context) (Decision, error) {
-	d, err := l.c.decide(ctx, acquireCall(l.Key, l.limit, l.ttl, l.ID))
+	d, err := l.c.decide(ctx, one(cmdAcquire).acquire(l.Key, l.limit, l.ttl, l.ID))
 	if err == nil {
 		l.Decision = d
 		if d.Allowed {

@@ -512,3 +512,35 @@ func TestUnexpectedReply(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A pipeline boxes repeated values once: every call must still send its own.
+func TestPipelineSendsEachCallsOwnValues(t *testing.T) {
+	f := &fake{module: true}
+	fp := &fakePipe{fake: f}
+	c := New(f, WithPipeliner(fp), WithBackend(BackendModule))
+	p := c.Pipeline()
+	var want [][]any
+	for round := 0; round < 2; round++ { // the second reuses the pipeline's buffers
+		for i := 0; i < 40; i++ {
+			capacity := int64(1000 + i%7)
+			tokens := int64(300 + i%5)
+			period := time.Duration(1+i%3) * time.Second
+			key := fmt.Sprint("k", i)
+			p.GCRA(key, capacity, tokens, period, Cost(int64(500+i%6)))
+			want = append(want, []any{"RL.GCRA", key, capacity, tokens, fmt.Sprintf("%dms", period/time.Millisecond), "COST", int64(500 + i%6)})
+		}
+		p.Fixed("f", 2000, time.Duration(round+5)*time.Minute)
+		want = append(want, []any{"RL.FIXED", "f", int64(2000), fmt.Sprintf("%dms", (round+5)*60000)})
+		if err := p.Exec(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(f.calls, want) {
+		for i := range want {
+			if i >= len(f.calls) || !reflect.DeepEqual(f.calls[i], want[i]) {
+				t.Fatalf("call %d sent %v, want %v", i, f.calls[i], want[i])
+			}
+		}
+		t.Fatalf("%d calls sent, want %d", len(f.calls), len(want))
+	}
+}

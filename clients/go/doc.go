@@ -4,8 +4,8 @@
 // each one method that returns a typed Decision.
 //
 // The package has no dependencies: it wraps the Redis client you already use
-// through the one-method Doer interface, so it works with go-redis, redigo,
-// rueidis or anything else that can send an arbitrary command. Nothing here
+// through the one-method Doer interface, so it works with go-redis, redigo
+// or any other client that can send an arbitrary command. Nothing here
 // opens a connection.
 //
 // With go-redis v9 (github.com/redis/go-redis/v9), one line:

@@ -1,0 +1,235 @@
+package rl
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Never is Decision.RetryAfter when the same call can never be allowed: its
+// cost is more than the limit (RL's retry_after -1).
+const Never time.Duration = -1
+
+// Decision is the typed reply of every RL call: [allowed, limit, remaining,
+// retry_after_ms, reset_after_ms].
+type Decision struct {
+	// Allowed: the call was accepted and its cost taken. False: rejected,
+	// nothing taken.
+	Allowed bool
+	// Limit of this call (a bucket's capacity, a penalty's strikes).
+	Limit int64
+	// Remaining units that could still be taken now, after this call.
+	Remaining int64
+	// RetryAfter is 0 when allowed (with DELAY: how long to wait before
+	// acting); when rejected, how long until the same call would be allowed
+	// if nothing else happens, or Never.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the limiter is back to its initial state
+	// (Remaining = Limit) if nothing else happens.
+	ResetAfter time.Duration
+	// Window is the call's window, period or ttl, as given: the w of the
+	// RateLimit-Policy header.
+	Window time.Duration
+	// Unavailable is set, with Allowed decided by the client's fail mode
+	// (WithFailOpen, WithFailClosed), when Redis could not be reached: the
+	// connection error. Nil on every decision the server made.
+	Unavailable error
+}
+
+// Retryable reports whether a rejected call can pass later (RetryAfter is not
+// Never).
+func (d Decision) Retryable() bool { return d.RetryAfter != Never }
+
+// String is for logs: "allowed limit=5 remaining=4 retry_after=0s reset_after=1s".
+func (d Decision) String() string {
+	verdict := "allowed"
+	if !d.Allowed {
+		verdict = "rejected"
+	}
+	retry := d.RetryAfter.String()
+	if d.RetryAfter == Never {
+		retry = "never"
+	}
+	s := fmt.Sprintf("%s limit=%d remaining=%d retry_after=%s reset_after=%s",
+		verdict, d.Limit, d.Remaining, retry, d.ResetAfter)
+	if d.Unavailable != nil {
+		s += " (redis unavailable: " + d.Unavailable.Error() + ")"
+	}
+	return s
+}
+
+// Header names set by Headers, SetHeaders and HeaderPairs.
+const (
+	HeaderRateLimitPolicy     = "RateLimit-Policy"
+	HeaderRateLimit           = "RateLimit"
+	HeaderRetryAfter          = "Retry-After"
+	HeaderXRateLimitLimit     = "X-RateLimit-Limit"
+	HeaderXRateLimitRemaining = "X-RateLimit-Remaining"
+	HeaderXRateLimitReset     = "X-RateLimit-Reset"
+	headerPolicyName          = `"default"`
+	headerPolicyNameAndQuota  = headerPolicyName + ";q="
+)
+
+// HeaderPairs gives the HTTP fields of this decision, names spelled as above,
+// in this order:
+//
+//	RateLimit-Policy: "default";q=<limit>;w=<ceil(window s)>
+//	RateLimit: "default";r=<remaining>;t=<ceil(reset_after s)>
+//	Retry-After: <ceil(retry_after s)>        (only when rejected and retryable)
+//	X-RateLimit-Limit: <limit>
+//	X-RateLimit-Remaining: <remaining>
+//	X-RateLimit-Reset: <ceil(reset_after s)>
+//
+// The RateLimit fields follow the IETF draft draft-ietf-httpapi-ratelimit-headers.
+func (d Decision) HeaderPairs() [][2]string {
+	limit := strconv.FormatInt(d.Limit, 10)
+	remaining := strconv.FormatInt(d.Remaining, 10)
+	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	out := make([][2]string, 0, 6)
+	out = append(out,
+		[2]string{HeaderRateLimitPolicy, headerPolicyNameAndQuota + limit + ";w=" + strconv.FormatInt(ceilSeconds(d.Window), 10)},
+		[2]string{HeaderRateLimit, headerPolicyName + ";r=" + remaining + ";t=" + reset})
+	if !d.Allowed && d.RetryAfter != Never {
+		out = append(out, [2]string{HeaderRetryAfter, strconv.FormatInt(ceilSeconds(d.RetryAfter), 10)})
+	}
+	return append(out,
+		[2]string{HeaderXRateLimitLimit, limit},
+		[2]string{HeaderXRateLimitRemaining, remaining},
+		[2]string{HeaderXRateLimitReset, reset})
+}
+
+// SetHeaders sets this decision's fields (see HeaderPairs) on h, replacing
+// any earlier values, and removes a Retry-After this decision does not give.
+// net/http stores names in canonical form ("Ratelimit-Policy"); HTTP field
+// names are case-insensitive, and HTTP/2 and HTTP/3 send them in lower case.
+func (d Decision) SetHeaders(h http.Header) {
+	h.Del(HeaderRetryAfter)
+	for _, kv := range d.HeaderPairs() {
+		h.Set(kv[0], kv[1])
+	}
+}
+
+// Headers gives this decision's fields (see HeaderPairs) as an http.Header.
+func (d Decision) Headers() http.Header {
+	h := make(http.Header, 6)
+	d.SetHeaders(h)
+	return h
+}
+
+// AllDecision is RL.ALL's reply: the combined decision (embedded: Allowed is
+// true when every key allowed; Limit and Remaining are those of the key with
+// the least remaining) and each key's own, in key order.
+type AllDecision struct {
+	Decision
+	Keys []Decision
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint64:
+		if x > 1<<63-1 {
+			return 0, false
+		}
+		return int64(x), true
+	case []byte:
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		return n, err == nil
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func replyError(cmd string, reply any) error {
+	return fmt.Errorf("rl: %s: unexpected reply %#v (is this server running RL?)", cmd, reply)
+}
+
+// parseDecision reads a five-integer reply.
+func parseDecision(cmd string, reply any, window time.Duration) (Decision, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 5 {
+		return Decision{}, replyError(cmd, reply)
+	}
+	var n [5]int64
+	for i, v := range a {
+		if n[i], ok = toInt64(v); !ok {
+			return Decision{}, replyError(cmd, reply)
+		}
+	}
+	d := Decision{Allowed: n[0] == 1, Limit: n[1], Remaining: n[2], ResetAfter: msDuration(n[4]), Window: window}
+	if n[3] < 0 {
+		d.RetryAfter = Never
+	} else {
+		d.RetryAfter = msDuration(n[3])
+	}
+	return d, nil
+}
+
+// parseThrottle reads CL.THROTTLE's [limited, limit, remaining, retry_after_s,
+// reset_after_s].
+func parseThrottle(cmd string, reply any, window time.Duration) (Decision, error) {
+	d, err := parseDecision(cmd, reply, window)
+	if err != nil {
+		return d, err
+	}
+	d.Allowed = !d.Allowed // limited 0 is allowed
+	a := reply.([]any)
+	retry, _ := toInt64(a[3])
+	reset, _ := toInt64(a[4])
+	switch {
+	case d.Allowed:
+		d.RetryAfter = 0
+	case retry < 0:
+		d.RetryAfter = Never
+	default:
+		d.RetryAfter = msDuration(retry * 1000)
+	}
+	d.ResetAfter = msDuration(reset * 1000)
+	return d, nil
+}
+
+// parseAll reads RL.ALL's numkeys + 1 decisions; windows are the keys' own.
+func parseAll(reply any, windows []time.Duration) (AllDecision, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) != len(windows)+1 {
+		return AllDecision{}, replyError("RL.ALL", reply)
+	}
+	out := AllDecision{Keys: make([]Decision, len(windows))}
+	for i, w := range windows {
+		d, err := parseDecision("RL.ALL", a[i+1], w)
+		if err != nil {
+			return AllDecision{}, err
+		}
+		out.Keys[i] = d
+	}
+	d, err := parseDecision("RL.ALL", a[0], 0)
+	if err != nil {
+		return AllDecision{}, err
+	}
+	// The combined limit and remaining are the first key's with the least
+	// remaining: its window is the combined one.
+	for _, k := range out.Keys {
+		if k.Remaining == d.Remaining && k.Limit == d.Limit {
+			d.Window = k.Window
+			break
+		}
+	}
+	out.Decision = d
+	return out, nil
+}
+
+func parseReleased(reply any) (bool, error) {
+	n, ok := toInt64(reply)
+	if !ok || (n != 0 && n != 1) {
+		return false, replyError("RL.RELEASE", reply)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,97 @@
+package rl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseDuration reads a duration as RL's commands write one: an integer with an
+// optional unit ms, s, m, h or d, case-insensitive, a bare integer meaning
+// seconds ("1500ms", "60", "1m", "24h", "7d"). Anything time.ParseDuration
+// reads ("1m30s", "1.5s") is accepted too. Every method takes a time.Duration;
+// this is for limits kept as text (configuration files, flags).
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	digits := 0
+	for digits < len(t) && t[digits] >= '0' && t[digits] <= '9' {
+		digits++
+	}
+	if digits > 0 && digits <= 15 {
+		n, err := strconv.ParseInt(t[:digits], 10, 64)
+		if err == nil {
+			var unit time.Duration
+			switch strings.ToLower(t[digits:]) {
+			case "", "s":
+				unit = time.Second
+			case "ms":
+				unit = time.Millisecond
+			case "m":
+				unit = time.Minute
+			case "h":
+				unit = time.Hour
+			case "d":
+				unit = 24 * time.Hour
+			}
+			if unit != 0 {
+				if n > int64(1<<63-1)/int64(unit) {
+					return 0, fmt.Errorf("rl: duration %q is too long", s)
+				}
+				return time.Duration(n) * unit, nil
+			}
+		}
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("rl: %q is not a duration: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds), or a Go duration such as 1m30s", s)
+	}
+	return d, nil
+}
+
+// MustDuration is ParseDuration for constants: it panics on a string that is
+// not a duration, like regexp.MustCompile.
+func MustDuration(s string) time.Duration {
+	d, err := ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// msArg renders d as RL reads it, "<n>ms". A duration that is not a whole
+// number of milliseconds is refused here, since RL counts in ms; zero and
+// negative ones are sent as they are, for the server to accept (DELAY 0) or
+// refuse with its own error.
+func msArg(cmd, name string, d time.Duration) (string, error) {
+	if d%time.Millisecond != 0 {
+		return "", &ArgumentError{Command: cmd, Message: fmt.Sprintf(
+			"%s must be a whole number of milliseconds, got %v", name, d)}
+	}
+	var buf [24]byte
+	b := strconv.AppendInt(buf[:0], int64(d/time.Millisecond), 10)
+	b = append(b, 'm', 's')
+	return string(b), nil
+}
+
+// ceilSeconds is ceil(d / 1s) for d >= 0, 0 below.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// msDuration converts a reply's ms to a Duration, saturating (RL caps its
+// times at 2^53-1 ms, which is more than a Duration holds).
+func msDuration(ms int64) time.Duration {
+	const max = int64(1<<63-1) / int64(time.Millisecond)
+	if ms > max {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(ms) * time.Millisecond
+}

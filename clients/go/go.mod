@@ -1,0 +1,3 @@
+module github.com/rl-rate/rl/clients/go
+
+go 1.18

@@ -248,9 +248,14 @@ def test_pipeline(sync_rl: RateLimiter, backend: str, key: Key) -> None:
     assert isinstance(out[0], ArgumentError) and out[1].allowed
     assert p.execute() == []
     if backend == "library":
-        p.throttle(k, 0, 1, 2)
+        # Refused when queued (the backend is known) or when sent (not known yet).
         with pytest.raises(UnsupportedCommandError):
+            p.throttle(k, 0, 1, 2)
             p.execute()
+        late = RateLimiter(sync_rl.client).pipeline()
+        with pytest.raises(UnsupportedCommandError):
+            late.gcra(k, 1, 1, "1s").throttle(k, 0, 1, 2).execute()
+        assert len(late) == 0
         assert p.gcra(k, 1, 1, "1s").execute()[0].limit == 1
 
 
@@ -278,6 +283,7 @@ async def test_pipeline_async(async_rl: AsyncRateLimiter, backend: str, key: Key
     if backend == "library":
         with pytest.raises(UnsupportedCommandError):
             await p.throttle(k, 0, 1, 2).execute()
+        assert len(p) == 0
 
 
 # ---- leases --------------------------------------------------------------------------
@@ -367,6 +373,10 @@ def test_fail_closed(dead_client: redis.Redis) -> None:
     assert (d.allowed, d.limit, d.remaining, d.retry_after) == (False, 5, 0, None)
     assert "Retry-After" not in d.headers()
     assert not rl.all([("a", Fixed(2, "1s"))]).allowed
+    # The backend is known, so calls go to the client's pipeline at once; it fails when sent.
+    out = rl.pipeline().fixed("k", 5, "1m").execute_command("PING").gcra("k", 9, 1, "1s").execute()
+    assert len(out) == 3 and not out[0].allowed and out[2].limit == 9
+    assert isinstance(out[1], redis.ConnectionError)
 
 
 async def test_fail_policies_async(dead_url: str) -> None:
@@ -375,6 +385,9 @@ async def test_fail_policies_async(dead_url: str) -> None:
     assert not (await AsyncRateLimiter(client, on_connection_error="deny").gcra("k", 5, 1, "1s")).allowed
     out = await AsyncRateLimiter(client, on_connection_error="deny").pipeline().fixed("k", 1, 1).execute()
     assert not out[0].allowed
+    limiter = AsyncRateLimiter(client, on_connection_error="allow", backend="module")
+    out = await limiter.pipeline().fixed("k", 1, 1).fixed("k", 2, 1).execute()
+    assert [d.allowed for d in out] == [True, True] and out[1].limit == 2
     with pytest.raises(redis.ConnectionError):
         await AsyncRateLimiter(client).gcra("k", 5, 1, "1s")
     await client.aclose()

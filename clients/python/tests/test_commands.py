@@ -247,16 +247,20 @@ def test_all_policies(rl: Any, raw: redis.Redis, key: Key) -> None:
     assert rl.release(ks[5], "job-1") is True
 
 
-def test_all_penalty(rl: Any, key: Key) -> None:
+def test_all_penalty(rl: Any, raw: redis.Redis, key: Key) -> None:
     login, rate = key("login"), key("rate")
+    policies = {rate: Gcra(10, 1, "1h"), login: Penalty(3, "1h", "1h", "2h")}
+    # A PENALTY policy is only looked at, never struck.
+    r = rl.all(policies)
+    assert r.allowed and r[login].limit == 3 and r[login].remaining == 3
+    assert raw.exists(login) == 0 and r[rate].remaining == 9
     for _ in range(3):
         rl.penalty(login, 3, "1h", "1h", "2h")
-    policies = {rate: Gcra(10, 1, "1s"), login: Penalty(3, "1h", "1h", "2h")}
-    r = rl.all(policies, cost=0)
+    # A blocked offender makes the call rejected, and nothing is taken.
+    r = rl.all(policies)
     assert not r.allowed and r.rejected() == [login]
     assert r[login].retry_after is not None and r[login].retry_after > 0
-    with pytest.raises(ArgumentError, match="PENALTY"):
-        rl.all(policies)
+    assert rl.all(policies, cost=0)[rate].remaining == 9
 
 
 def test_acquire_release(rl: Any, raw: redis.Redis, key: Key) -> None:

@@ -11,13 +11,16 @@ from ._core import (
     Api,
     Backend,
     OnConnectionError,
+    PipelineBase,
     Spec,
     check_backend,
     check_on_error,
     fallback,
+    fallbacks,
     has_command,
     is_cluster,
     not_loaded,
+    results,
 )
 from ._errors import CONNECTION_ERRORS, RLError, translate
 from ._types import AllDecision, Decision, Duration, Key, Throttle
@@ -110,80 +113,42 @@ class AsyncRateLimiter(
         return AsyncPipeline(self, self.client.pipeline(transaction=transaction))
 
 
-class AsyncPipeline(Api["AsyncPipeline", "AsyncPipeline", "AsyncPipeline", "AsyncPipeline"]):
+class AsyncPipeline(PipelineBase["AsyncPipeline"]):
     """Queues RL calls (each method returns the pipeline, no await); ``await execute()``
     sends them in one round trip and returns their decisions."""
 
-    __slots__ = ("limiter", "pipe", "_ops")
-
-    def __init__(self, limiter: AsyncRateLimiter, pipe: Any) -> None:
-        self.limiter = limiter
-        #: The client's own pipeline object.
-        self.pipe = pipe
-        self._ops: list[tuple[Any, Any, Any, Any, Any]] = []
-
-    def _submit(
-        self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any
-    ) -> "AsyncPipeline":
-        self._ops.append((spec, key, args, meta, limit))
-        return self
-
-    def execute_command(self, *args: Any, **options: Any) -> "AsyncPipeline":
-        """Queue any other command; its reply comes back as the client gives it."""
-        self._ops.append((None, args, options, None, None))
-        return self
-
-    def __len__(self) -> int:
-        return len(self._ops)
+    __slots__ = ()
 
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Send the queued calls; their results in order. With ``raise_on_error=False``
         a failed call's slot holds its (typed) exception instead of raising it."""
-        ops, self._ops = self._ops, []
+        limiter, pipe = self.limiter, self.pipe
+        ops = self._ops
         if not ops:
             return []
-        limiter, pipe = self.limiter, self.pipe
         try:
-            backend = limiter._backend or await limiter.detect()
-            queue = pipe.execute_command
-            for spec, key, args, meta, _ in ops:
-                if spec is None:
-                    queue(*key, **args)
-                else:
-                    queue(*spec.command(backend, key, args))
+            if self._pending:
+                self._flush(limiter._backend or await limiter.detect())
+            self._take()
             replies = await pipe.execute(raise_on_error=raise_on_error)
         except CONNECTION_ERRORS as err:
+            self._take()
             await _reset(pipe)
             if limiter._on_error == "raise":
                 raise
-            allow = limiter._on_error == "allow"
-            return [
-                err if spec is None else fallback(spec, allow, meta, limit, err)
-                for spec, _, _, meta, limit in ops
-            ]
-        except RLError:
-            await _reset(pipe)
-            raise
+            return fallbacks(ops, limiter._on_error == "allow", err)
         except Exception as err:
+            self._take()
             await _reset(pipe)
             typed = translate(err)
             if typed is err:
                 raise
             raise typed from err
-        out: list[Any] = []
-        append = out.append
-        for (spec, _, _, meta, _), reply in zip(ops, replies):
-            if isinstance(reply, Exception):
-                append(translate(reply))
-            elif spec is None:
-                append(reply)
-            else:
-                append(spec.parse(reply, meta))
-        return out
+        return results(ops, replies)
 
     async def reset(self) -> None:
         """Drop what is queued."""
-        self._ops = []
+        self._take()
         await _reset(self.pipe)
 
     async def __aenter__(self) -> "AsyncPipeline":

@@ -15,7 +15,7 @@ from typing import (
     Union,
 )
 
-from ._errors import NOT_LOADED_HELP, ArgumentError, NotLoadedError, UnsupportedCommandError
+from ._errors import NOT_LOADED_HELP, ArgumentError, NotLoadedError, UnsupportedCommandError, translate
 from ._types import AllDecision, Decision, Duration, Key, Policy, Throttle, duration
 
 Backend = Literal["module", "library"]
@@ -26,12 +26,13 @@ OnConnectionError = Literal["raise", "allow", "deny"]
 
 def _decision(reply: Any, window: Any) -> Decision:
     allowed, limit, remaining, retry, reset = reply
-    return Decision(allowed == 1, limit, remaining, retry if retry >= 0 else None, reset, window)
+    # Every field positionally: measurably faster than leaving the default.
+    return Decision(allowed == 1, limit, remaining, retry if retry >= 0 else None, reset, window, None)
 
 
 def _throttle(reply: Any, window: Any) -> Throttle:
     limited, limit, remaining, retry, reset = reply
-    return Throttle(limited == 1, limit, remaining, retry if retry >= 0 else None, reset, window)
+    return Throttle(limited == 1, limit, remaining, retry if retry >= 0 else None, reset, window, None)
 
 
 def _all(reply: Any, meta: Any) -> AllDecision:
@@ -394,3 +395,94 @@ class Api(Generic[D, A, T, R]):
             args += _options(cost, refund, debit)
         return self._submit(SHARE, key, args, ms, capacity)  # type: ignore[no-any-return]
 
+
+# ---- pipelines -----------------------------------------------------------------------
+
+
+P = TypeVar("P", bound="PipelineBase[Any]")
+
+Op = tuple[Any, Any, Optional["Spec"], Any]
+
+
+class PipelineBase(Api[P, P, P, P]):
+    """What the sync and asyncio pipelines share: queuing. Once the backend is known
+    each call goes straight to the client's pipeline object; before that (the first
+    calls of a limiter that has not asked the server yet) calls wait in ``_pending``
+    and are given to it, in order, when the pipeline executes."""
+
+    __slots__ = ("limiter", "pipe", "_ops", "_pending")
+
+    def __init__(self, limiter: Any, pipe: Any) -> None:
+        self.limiter = limiter
+        #: The client's own pipeline object.
+        self.pipe = pipe
+        #: (parse or None for a raw command, meta, spec, limit) per call, in order.
+        self._ops: list[Op] = []
+        #: (spec or None, key or args, args or options) not given to ``pipe`` yet.
+        self._pending: list[tuple[Optional[Spec], Any, Any]] = []
+
+    def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> P:
+        backend = self.limiter._backend
+        if backend is None or self._pending:
+            self._pending.append((spec, key, args))
+        elif backend == "module" and not spec.counted:
+            self.pipe.execute_command(spec.name, key, *args)
+        else:
+            self.pipe.execute_command(*spec.command(backend, key, args))
+        self._ops.append((spec.parse, meta, spec, limit))
+        return self  # type: ignore[return-value]
+
+    def execute_command(self, *args: Any, **options: Any) -> P:
+        """Queue any other command; its reply comes back as the client gives it."""
+        if self._pending:
+            self._pending.append((None, args, options))
+        else:
+            self.pipe.execute_command(*args, **options)
+        self._ops.append((None, None, None, None))
+        return self  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def _flush(self, backend: str) -> None:
+        queue = self.pipe.execute_command
+        for spec, key, args in self._pending:
+            if spec is None:
+                queue(*key, **args)
+            else:
+                queue(*spec.command(backend, key, args))
+        self._pending = []
+
+    def _take(self) -> list[Op]:
+        ops = self._ops
+        self._ops = []
+        self._pending = []
+        return ops
+
+
+def results(ops: list[Op], replies: list[Any]) -> list[Any]:
+    """Each call's typed result (a typed error in its slot for a failed one)."""
+    out: list[Any] = []
+    append = out.append
+    decision = _decision
+    for (parse, meta, _, _), reply in zip(ops, replies):
+        if parse is decision:
+            # The common case, inlined: this loop is the pipeline's whole overhead.
+            try:
+                allowed, limit, remaining, retry, reset = reply
+            except (TypeError, ValueError):
+                append(translate(reply) if isinstance(reply, Exception) else parse(reply, meta))
+                continue
+            append(Decision(allowed == 1, limit, remaining, retry if retry >= 0 else None, reset, meta, None))
+        elif isinstance(reply, Exception):
+            append(translate(reply))
+        elif parse is None:
+            append(reply)
+        else:
+            append(parse(reply, meta))
+    return out
+
+
+def fallbacks(ops: list[Op], allow: bool, err: BaseException) -> list[Any]:
+    """Each call's made-up decision when Redis did not answer (the error for a raw one)."""
+    return [err if spec is None else fallback(spec, allow, meta, limit, err) for _, meta, spec, limit in ops]

@@ -8,6 +8,9 @@
 #   scripts/clients.sh python            the usual way
 #   RL_TEST_MODULE_URL=redis://... RL_TEST_LIBRARY_URL=redis://... bash clients/python/test.sh [pytest args]
 #
+# The cluster tests start a three-node cluster of their own (a few seconds);
+# RL_TEST_CLUSTER=0 skips them.
+#
 # Env: PYTHON (python3), RL_PY_VENV (target/clients-python-venv).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,6 +1,8 @@
 """Overhead of the typed client: N pipelined RL.GCRA calls through RateLimiter's
 pipeline (typed decisions) against the same calls as raw commands through the same
-redis-py client's pipeline. Several rounds each, interleaved; the median of each.
+redis-py client's pipeline, in batches of --batch calls per execute. Each round runs
+the N calls both ways, the two interleaved batch by batch; the median over rounds of
+each. The typed side's extra cost is building each call and making its Decision.
 
     RL_BENCH_URL=redis://127.0.0.1:6379 python bench.py [--calls 20000] [--rounds 7] [--batch 1000]
 
@@ -45,49 +47,53 @@ def main() -> int:
     calls, batch = opts.calls, opts.batch
     nkeys = len(keys)
 
-    def raw() -> float:
-        start = time.perf_counter()
+    def raw_batch(start: int, n: int) -> None:
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, start + n):
+            pipe.execute_command(*prefix, keys[i % nkeys], CAPACITY, TOKENS, PERIOD)
+        replies = pipe.execute()
+        assert len(replies) == n and replies[0][1] == CAPACITY
+
+    def typed_batch(start: int, n: int) -> None:
+        pipe = rl.pipeline()
+        for i in range(start, start + n):
+            pipe.gcra(keys[i % nkeys], CAPACITY, TOKENS, PERIOD)
+        decisions = pipe.execute()
+        assert len(decisions) == n and decisions[0].limit == CAPACITY
+
+    def round_() -> tuple[float, float]:
+        """One round: the N calls both ways, batch by batch, the two alternating (and
+        which goes first alternating too), so that a machine busy with something else
+        slows both alike. Returns (raw ops/s, typed ops/s)."""
+        spent = {raw_batch: 0.0, typed_batch: 0.0}
         done = 0
+        flip = False
         while done < calls:
             n = min(batch, calls - done)
-            pipe = client.pipeline(transaction=False)
-            for i in range(done, done + n):
-                pipe.execute_command(*prefix, keys[i % nkeys], CAPACITY, TOKENS, PERIOD)
-            replies = pipe.execute()
-            assert len(replies) == n and replies[0][0] in (0, 1)
+            order = (typed_batch, raw_batch) if flip else (raw_batch, typed_batch)
+            for run in order:
+                start = time.perf_counter()
+                run(done, n)
+                spent[run] += time.perf_counter() - start
+            flip = not flip
             done += n
-        return calls / (time.perf_counter() - start)
+        return calls / spent[raw_batch], calls / spent[typed_batch]
 
-    def typed() -> float:
-        start = time.perf_counter()
-        done = 0
-        while done < calls:
-            n = min(batch, calls - done)
-            pipe = rl.pipeline()
-            for i in range(done, done + n):
-                pipe.gcra(keys[i % nkeys], CAPACITY, TOKENS, PERIOD)
-            decisions = pipe.execute()
-            assert len(decisions) == n and decisions[0].limit == CAPACITY
-            done += n
-        return calls / (time.perf_counter() - start)
-
-    raw(), typed()  # warm up: connections, caches
+    round_()  # warm up: connections, caches
     raw_runs: list[float] = []
     typed_runs: list[float] = []
-    for r in range(opts.rounds):
-        # Alternate which goes first, so neither always gets the warmer machine.
-        if r % 2:
-            typed_runs.append(typed())
-            raw_runs.append(raw())
-        else:
-            raw_runs.append(raw())
-            typed_runs.append(typed())
+    for _ in range(opts.rounds):
+        r, t = round_()
+        raw_runs.append(r)
+        typed_runs.append(t)
     client.delete(*keys)
     raw_ops = statistics.median(raw_runs)
     typed_ops = statistics.median(typed_runs)
     print(f"bench: backend {backend}, {calls} calls x {opts.rounds} rounds, batches of {batch}", file=sys.stderr)
     print(f"bench: raw   {[round(x) for x in raw_runs]}", file=sys.stderr)
     print(f"bench: typed {[round(x) for x in typed_runs]}", file=sys.stderr)
+    ratios = [t / r for r, t in zip(raw_runs, typed_runs)]
+    print(f"bench: per-round ratios {[round(x, 3) for x in ratios]}, median {statistics.median(ratios):.3f}", file=sys.stderr)
     print(f"client-bench python raw_ops={raw_ops:.0f} typed_ops={typed_ops:.0f} ratio={typed_ops / raw_ops:.3f}")
     return 0
 

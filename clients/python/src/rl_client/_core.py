@@ -410,7 +410,7 @@ class PipelineBase(Api[P, P, P, P]):
     calls of a limiter that has not asked the server yet) calls wait in ``_pending``
     and are given to it, in order, when the pipeline executes."""
 
-    __slots__ = ("limiter", "pipe", "_ops", "_pending")
+    __slots__ = ("limiter", "pipe", "_ops", "_pending", "_send")
 
     def __init__(self, limiter: Any, pipe: Any) -> None:
         self.limiter = limiter
@@ -420,15 +420,22 @@ class PipelineBase(Api[P, P, P, P]):
         self._ops: list[Op] = []
         #: (spec or None, key or args, args or options) not given to ``pipe`` yet.
         self._pending: list[tuple[Optional[Spec], Any, Any]] = []
+        #: ``pipe.execute_command`` once the backend is known to be the module.
+        self._send: Any = None
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> P:
-        backend = self.limiter._backend
-        if backend is None or self._pending:
-            self._pending.append((spec, key, args))
-        elif backend == "module" and not spec.counted:
-            self.pipe.execute_command(spec.name, key, *args)
+        send = self._send
+        if send is not None and not spec.counted:
+            # The hot path: RL.X key args... as the caller would send it by hand.
+            send(spec.name, key, *args)
         else:
-            self.pipe.execute_command(*spec.command(backend, key, args))
+            backend = self.limiter._backend
+            if backend is None or self._pending:
+                self._pending.append((spec, key, args))
+            else:
+                self.pipe.execute_command(*spec.command(backend, key, args))
+                if backend == "module":
+                    self._send = self.pipe.execute_command
         self._ops.append((spec.parse, meta, spec, limit))
         return self  # type: ignore[return-value]
 

@@ -82,7 +82,7 @@ class AsyncAsSync:
         return call
 
 
-FLAVOURS = ("redis", "redis-resp3", "redis-asyncio", "valkey")
+FLAVOURS = ("redis", "redis-resp3", "redis-asyncio", "valkey", "valkey-asyncio")
 
 
 @pytest.fixture(params=FLAVOURS)
@@ -106,6 +106,13 @@ def rl(url: str, flavour: str) -> Iterator[Any]:
         vclient = valkey.Valkey.from_url(url)
         yield RateLimiter(vclient)
         vclient.close()
+    elif flavour == "valkey-asyncio":
+        valkey_asyncio = pytest.importorskip("valkey.asyncio")
+        loop = asyncio.new_event_loop()
+        vaclient = valkey_asyncio.Valkey.from_url(url)
+        yield AsyncAsSync(AsyncRateLimiter(vaclient), loop)
+        loop.run_until_complete(vaclient.aclose())
+        loop.close()
     else:
         loop = asyncio.new_event_loop()
         aclient = redis.asyncio.Redis.from_url(url)

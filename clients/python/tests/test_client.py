@@ -404,3 +404,26 @@ def test_asyncio_gather(url: str, key: Key) -> None:
 
     decisions = asyncio.run(main())
     assert sorted(d.allowed for d in decisions) == [False, False, True, True, True]
+
+
+def test_pipeline_staging(url: str) -> None:
+    """Calls go to a standalone pipeline's pipeline_execute_command (one call less),
+    but through execute_command when it is watching or a cluster pipeline."""
+    from rl_client._core import _stage
+
+    client = redis.Redis.from_url(url)
+    pipe = client.pipeline(transaction=False)
+    assert _stage(pipe) == pipe.pipeline_execute_command
+    pipe.watching = True
+    assert _stage(pipe) == pipe.execute_command
+
+    class ClusterPipeline:
+        watching = False
+
+        def execute_command(self) -> None: ...
+
+        def pipeline_execute_command(self) -> None: ...
+
+    other = ClusterPipeline()
+    assert _stage(other) == other.execute_command
+    client.close()

@@ -435,7 +435,7 @@ class PipelineBase(Api[P, P, P, P]):
             else:
                 self.pipe.execute_command(*spec.command(backend, key, args))
                 if backend == "module":
-                    self._send = self.pipe.execute_command
+                    self._send = _stage(self.pipe)
         self._ops.append((spec.parse, meta, spec, limit))
         return self  # type: ignore[return-value]
 
@@ -465,6 +465,16 @@ class PipelineBase(Api[P, P, P, P]):
         self._ops = []
         self._pending = []
         return ops
+
+
+def _stage(pipe: Any) -> Any:
+    """How to queue a command on the client's pipeline: its ``execute_command``, or for a
+    standalone redis-py / valkey-py pipeline not in WATCH mode the
+    ``pipeline_execute_command`` that it calls (one call less per RL call)."""
+    stage = getattr(pipe, "pipeline_execute_command", None)
+    if stage is None or getattr(pipe, "watching", True) or is_cluster(pipe) or "Cluster" in type(pipe).__name__:
+        return pipe.execute_command
+    return stage
 
 
 def results(ops: list[Op], replies: list[Any]) -> list[Any]:

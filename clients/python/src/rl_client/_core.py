@@ -58,13 +58,14 @@ def _fallback_decision(allowed: bool, limit: int, window: Optional[int], err: Ba
     return Decision(False, limit, 0, None, 0, window, err)
 
 
-def fallback(spec: "Spec", allowed: bool, meta: Any, limit: Any, err: BaseException) -> Any:
-    """The decision given when Redis did not answer and the caller chose to allow or deny."""
-    if spec.parse is _decision:
+def fallback(parse: Any, allowed: bool, meta: Any, limit: Any, err: BaseException) -> Any:
+    """The decision given when Redis did not answer and the caller chose to allow or deny
+    (``parse``: the call's reply parser, which tells what it answers)."""
+    if parse is _decision:
         return _fallback_decision(allowed, limit, meta, err)
-    if spec.parse is _throttle:
+    if parse is _throttle:
         return Throttle(not allowed, limit, limit if allowed else 0, None, 0, meta, err)
-    if spec.parse is _all:
+    if parse is _all:
         keys, windows = meta
         decisions = [_fallback_decision(allowed, n, w, err) for n, w in zip(limit, windows)]
         first = min(decisions, key=lambda d: d.remaining)
@@ -401,8 +402,6 @@ class Api(Generic[D, A, T, R]):
 
 P = TypeVar("P", bound="PipelineBase[Any]")
 
-Op = tuple[Any, Any, Optional["Spec"], Any]
-
 
 class PipelineBase(Api[P, P, P, P]):
     """What the sync and asyncio pipelines share: queuing. Once the backend is known
@@ -416,8 +415,11 @@ class PipelineBase(Api[P, P, P, P]):
         self.limiter = limiter
         #: The client's own pipeline object.
         self.pipe = pipe
-        #: (parse or None for a raw command, meta, spec, limit) per call, in order.
-        self._ops: list[Op] = []
+        #: Three entries per call, in order: its reply parser (None for a raw command),
+        #: meta (what the parser needs besides the reply) and limit (for a made-up
+        #: decision). A flat list, so that queuing allocates nothing the garbage
+        #: collector must then track.
+        self._ops: list[Any] = []
         #: (spec or None, key or args, args or options) not given to ``pipe`` yet.
         self._pending: list[tuple[Optional[Spec], Any, Any]] = []
         #: ``pipe.execute_command`` once the backend is known to be the module.
@@ -436,7 +438,7 @@ class PipelineBase(Api[P, P, P, P]):
                 self.pipe.execute_command(*spec.command(backend, key, args))
                 if backend == "module":
                     self._send = _stage(self.pipe)
-        self._ops.append((spec.parse, meta, spec, limit))
+        self._ops += (spec.parse, meta, limit)
         return self  # type: ignore[return-value]
 
     def execute_command(self, *args: Any, **options: Any) -> P:
@@ -445,11 +447,11 @@ class PipelineBase(Api[P, P, P, P]):
             self._pending.append((None, args, options))
         else:
             self.pipe.execute_command(*args, **options)
-        self._ops.append((None, None, None, None))
+        self._ops += (None, None, None)
         return self  # type: ignore[return-value]
 
     def __len__(self) -> int:
-        return len(self._ops)
+        return len(self._ops) // 3
 
     def _flush(self, backend: str) -> None:
         queue = self.pipe.execute_command
@@ -460,7 +462,7 @@ class PipelineBase(Api[P, P, P, P]):
                 queue(*spec.command(backend, key, args))
         self._pending = []
 
-    def _take(self) -> list[Op]:
+    def _take(self) -> list[Any]:
         ops = self._ops
         self._ops = []
         self._pending = []
@@ -477,12 +479,19 @@ def _stage(pipe: Any) -> Any:
     return stage
 
 
-def results(ops: list[Op], replies: list[Any]) -> list[Any]:
-    """Each call's typed result (a typed error in its slot for a failed one)."""
+def results(ops: list[Any], replies: list[Any]) -> list[Any]:
+    """Each call's typed result (a typed error in its slot for a failed one). Empties
+    ``replies``."""
     out: list[Any] = []
     append = out.append
     decision = _decision
-    for (parse, meta, _, _), reply in zip(ops, replies):
+    # Each reply is dropped as its result is made (popped from the reversed list), so
+    # the objects the garbage collector tracks do not double while this runs: that
+    # alone made more collections, and more costly ones, than the raw replies cause.
+    replies.reverse()
+    pop = replies.pop
+    for parse, meta in zip(ops[0::3], ops[1::3]):
+        reply = pop()
         if parse is decision:
             # The common case, inlined: this loop is the pipeline's whole overhead.
             try:
@@ -500,6 +509,9 @@ def results(ops: list[Op], replies: list[Any]) -> list[Any]:
     return out
 
 
-def fallbacks(ops: list[Op], allow: bool, err: BaseException) -> list[Any]:
+def fallbacks(ops: list[Any], allow: bool, err: BaseException) -> list[Any]:
     """Each call's made-up decision when Redis did not answer (the error for a raw one)."""
-    return [err if spec is None else fallback(spec, allow, meta, limit, err) for _, meta, spec, limit in ops]
+    return [
+        err if parse is None else fallback(parse, allow, meta, limit, err)
+        for parse, meta, limit in zip(ops[0::3], ops[1::3], ops[2::3])
+    ]

@@ -93,7 +93,7 @@ class RateLimiter(Api[Decision, AllDecision, Throttle, bool]):
         except CONNECTION_ERRORS as err:
             if self._on_error == "raise":
                 raise
-            return fallback(spec, self._on_error == "allow", meta, limit, err)
+            return fallback(spec.parse, self._on_error == "allow", meta, limit, err)
         except RLError:
             raise
         except Exception as err:

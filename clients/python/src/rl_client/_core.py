@@ -422,7 +422,7 @@ class PipelineBase(Api[P, P, P, P]):
         self._ops: list[Any] = []
         #: (spec or None, key or args, args or options) not given to ``pipe`` yet.
         self._pending: list[tuple[Optional[Spec], Any, Any]] = []
-        #: ``pipe.execute_command`` once the backend is known to be the module.
+        #: How to queue on ``pipe`` (see ``_stage``), once the backend is known to be the module.
         self._send: Any = None
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> P:

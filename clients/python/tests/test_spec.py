@@ -48,15 +48,8 @@ ALL_FOLDED = {"numkeys", "key", "policy"}
 
 
 def load_spec() -> dict[str, Any]:
-    root = ROOT / "commands.json"
-    if root.is_file():
-        path = root
-    else:
-        # Until the repository root has the generated file: the copy written from
-        # docs/commands.md.
-        path = HERE / "fixtures" / "commands.json"
-        warnings.warn(f"{root} is missing: checking against {path}", stacklevel=1)
-    return dict(json.loads(path.read_text()))
+    # Generated from the command table (make commands-json).
+    return dict(json.loads((ROOT / "commands.json").read_text()))
 
 
 SPEC = load_spec()

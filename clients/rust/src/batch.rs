@@ -221,22 +221,32 @@ mod tests {
             .parse(&[
                 decision([1, 5, 4, 0, 1000]),
                 Value::Int(1),
-                Value::Array(vec![decision([1, 1, 0, 0, 60000]), decision([1, 1, 0, 0, 60000])]),
+                Value::Array(vec![
+                    decision([1, 1, 0, 0, 60000]),
+                    decision([1, 1, 0, 0, 60000]),
+                ]),
             ])
             .unwrap();
-        let Reply::Decision(d) = &replies[0] else { panic!("{replies:?}") };
+        let Reply::Decision(d) = &replies[0] else {
+            panic!("{replies:?}")
+        };
         assert_eq!(d.window, Some(std::time::Duration::from_secs(1)));
         assert_eq!(replies[1], Reply::Released(true));
         assert!(matches!(&replies[2], Reply::All(a) if a.keys.len() == 1));
         // Too few replies, or one of the wrong shape.
         assert!(b.parse(&[decision([1, 5, 4, 0, 1000])]).is_err());
-        assert!(b.parse(&[Value::Int(1), Value::Int(1), Value::Int(1)]).is_err());
+        assert!(b
+            .parse(&[Value::Int(1), Value::Int(1), Value::Int(1)])
+            .is_err());
     }
 
     #[test]
     fn throttle_is_refused_on_the_library() {
         let mut b = Batch::new(Backend::Library);
-        assert!(matches!(b.throttle("c", &Throttle::new(0, 1, "1s")), Err(Error::Unsupported(_))));
+        assert!(matches!(
+            b.throttle("c", &Throttle::new(0, 1, "1s")),
+            Err(Error::Unsupported(_))
+        ));
         assert!(b.is_empty());
         let mut b = Batch::new(Backend::Module);
         b.throttle("c", &Throttle::new(0, 1, "1s")).unwrap();

@@ -202,9 +202,9 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect) -> Option<Reply> {
         FailMode::Closed => false,
     };
     match expect {
-        Expect::Decision { limit, window } => {
-            Some(Reply::Decision(Decision::fallback(allowed, *limit, *window)))
-        }
+        Expect::Decision { limit, window } => Some(Reply::Decision(Decision::fallback(
+            allowed, *limit, *window,
+        ))),
         Expect::All { limits, windows } => {
             let keys: Vec<Decision> = limits
                 .iter()
@@ -339,14 +339,47 @@ mod tests {
             ["FCALL", "rl_gcra", "1", "k", "5", "1", "1000ms", "DELAY", "3000ms", "COST", "2"]
         );
         let cases: Vec<(Box<dyn Params>, Vec<&str>)> = vec![
-            (Box::new(Fixed::new(10, "1m")), vec!["RL.FIXED", "k", "10", "60000ms"]),
-            (Box::new(Fixed::new(10, "1m").refund(3)), vec!["RL.FIXED", "k", "10", "60000ms", "REFUND", "3"]),
-            (Box::new(Sliding::new(10, "5s").cost(0)), vec!["RL.SLIDING", "k", "10", "5000ms", "COST", "0"]),
-            (Box::new(SlidingCounter::new(10, "1h").debit(4)), vec!["RL.SLIDINGCOUNTER", "k", "10", "3600000ms", "DEBIT", "4"]),
-            (Box::new(Bucket::new(20, 100, "1m")), vec!["RL.BUCKET", "k", "20", "100", "60000ms"]),
-            (Box::new(Acquire::new(2, "10s", "job-1")), vec!["RL.ACQUIRE", "k", "2", "10000ms", "job-1"]),
-            (Box::new(Penalty::new(3, "1m", "1m", "1h").cost(0)), vec!["RL.PENALTY", "k", "3", "60000ms", "60000ms", "3600000ms", "COST", "0"]),
-            (Box::new(Share::new("t1", 2, 10, 1, "1s")), vec!["RL.SHARE", "k", "t1", "2", "10", "1", "1000ms"]),
+            (
+                Box::new(Fixed::new(10, "1m")),
+                vec!["RL.FIXED", "k", "10", "60000ms"],
+            ),
+            (
+                Box::new(Fixed::new(10, "1m").refund(3)),
+                vec!["RL.FIXED", "k", "10", "60000ms", "REFUND", "3"],
+            ),
+            (
+                Box::new(Sliding::new(10, "5s").cost(0)),
+                vec!["RL.SLIDING", "k", "10", "5000ms", "COST", "0"],
+            ),
+            (
+                Box::new(SlidingCounter::new(10, "1h").debit(4)),
+                vec!["RL.SLIDINGCOUNTER", "k", "10", "3600000ms", "DEBIT", "4"],
+            ),
+            (
+                Box::new(Bucket::new(20, 100, "1m")),
+                vec!["RL.BUCKET", "k", "20", "100", "60000ms"],
+            ),
+            (
+                Box::new(Acquire::new(2, "10s", "job-1")),
+                vec!["RL.ACQUIRE", "k", "2", "10000ms", "job-1"],
+            ),
+            (
+                Box::new(Penalty::new(3, "1m", "1m", "1h").cost(0)),
+                vec![
+                    "RL.PENALTY",
+                    "k",
+                    "3",
+                    "60000ms",
+                    "60000ms",
+                    "3600000ms",
+                    "COST",
+                    "0",
+                ],
+            ),
+            (
+                Box::new(Share::new("t1", 2, 10, 1, "1s")),
+                vec!["RL.SHARE", "k", "t1", "2", "10", "1", "1000ms"],
+            ),
         ];
         for (p, want) in cases {
             assert_eq!(args(&single(Backend::Module, b"k", p.as_ref()).cmd), want);
@@ -361,49 +394,100 @@ mod tests {
             .cost(2);
         assert_eq!(
             args(&all(Backend::Module, &a).unwrap().cmd),
-            ["RL.ALL", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms", "FIXED", "3", "60000ms", "COST", "2"]
+            [
+                "RL.ALL", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms", "FIXED",
+                "3", "60000ms", "COST", "2"
+            ]
         );
         assert_eq!(
             args(&all(Backend::Library, &a).unwrap().cmd),
-            ["FCALL", "rl_all", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms", "FIXED", "3", "60000ms", "COST", "2"]
+            [
+                "FCALL", "rl_all", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms",
+                "FIXED", "3", "60000ms", "COST", "2"
+            ]
         );
         let charged = All::new().key("a", Fixed::new(3, "1m").cost(2));
-        assert!(matches!(all(Backend::Module, &charged), Err(Error::BadArgument(m)) if m.contains("FIXED")));
+        assert!(
+            matches!(all(Backend::Module, &charged), Err(Error::BadArgument(m)) if m.contains("FIXED"))
+        );
     }
 
     #[test]
     fn throttle_and_release() {
         let t = Throttle::new(0, 1, "2").quantity(3);
-        assert_eq!(args(&throttle(Backend::Module, b"c", &t).unwrap().cmd), ["CL.THROTTLE", "c", "0", "1", "2000ms", "3"]);
-        assert!(matches!(throttle(Backend::Library, b"c", &t), Err(Error::Unsupported(_))));
-        assert_eq!(args(&release(Backend::Module, b"k", b"id").cmd), ["RL.RELEASE", "k", "id"]);
-        assert_eq!(args(&release(Backend::Library, b"k", b"id").cmd), ["FCALL", "rl_release", "1", "k", "id"]);
+        assert_eq!(
+            args(&throttle(Backend::Module, b"c", &t).unwrap().cmd),
+            ["CL.THROTTLE", "c", "0", "1", "2000ms", "3"]
+        );
+        assert!(matches!(
+            throttle(Backend::Library, b"c", &t),
+            Err(Error::Unsupported(_))
+        ));
+        assert_eq!(
+            args(&release(Backend::Module, b"k", b"id").cmd),
+            ["RL.RELEASE", "k", "id"]
+        );
+        assert_eq!(
+            args(&release(Backend::Library, b"k", b"id").cmd),
+            ["FCALL", "rl_release", "1", "k", "id"]
+        );
     }
 
     #[test]
     fn unexpected_replies_are_errors() {
-        let expect = Expect::Decision { limit: 1, window: None };
-        assert!(matches!(parse(&expect, "RL.FIXED", &Value::Okay), Err(Error::UnexpectedReply(m)) if m.contains("RL.FIXED")));
-        assert!(matches!(parse(&Expect::Released, "RL.RELEASE", &Value::Int(2)), Err(Error::UnexpectedReply(_))));
+        let expect = Expect::Decision {
+            limit: 1,
+            window: None,
+        };
+        assert!(
+            matches!(parse(&expect, "RL.FIXED", &Value::Okay), Err(Error::UnexpectedReply(m)) if m.contains("RL.FIXED"))
+        );
+        assert!(matches!(
+            parse(&Expect::Released, "RL.RELEASE", &Value::Int(2)),
+            Err(Error::UnexpectedReply(_))
+        ));
         // RL.ALL: as many per-key decisions as keys.
-        let two = Expect::All { limits: vec![1, 1], windows: vec![None, None] };
+        let two = Expect::All {
+            limits: vec![1, 1],
+            windows: vec![None, None],
+        };
         let one_key = Value::Array(vec![
-            Value::Array(vec![Value::Int(1), Value::Int(1), Value::Int(0), Value::Int(0), Value::Int(0)]),
-            Value::Array(vec![Value::Int(1), Value::Int(1), Value::Int(0), Value::Int(0), Value::Int(0)]),
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Int(1),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(0),
+            ]),
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Int(1),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(0),
+            ]),
         ]);
         assert!(parse(&two, "RL.ALL", &one_key).is_err());
     }
 
     #[test]
     fn fallbacks() {
-        let e = Expect::Decision { limit: 7, window: None };
+        let e = Expect::Decision {
+            limit: 7,
+            window: None,
+        };
         assert_eq!(fallback(FailMode::Error, &e), None);
         let open = fallback(FailMode::Open, &e).unwrap();
         assert!(open.allowed());
         assert_eq!(open.decision().unwrap().remaining, 7);
         assert!(!fallback(FailMode::Closed, &e).unwrap().allowed());
-        let a = Expect::All { limits: vec![2, 9], windows: vec![None, None] };
-        let Some(Reply::All(all)) = fallback(FailMode::Open, &a) else { panic!() };
+        let a = Expect::All {
+            limits: vec![2, 9],
+            windows: vec![None, None],
+        };
+        let Some(Reply::All(all)) = fallback(FailMode::Open, &a) else {
+            panic!()
+        };
         assert_eq!((all.combined.limit, all.keys.len()), (2, 2));
         assert_eq!(fallback(FailMode::Open, &Expect::Released), None);
     }
@@ -411,7 +495,9 @@ mod tests {
     #[test]
     fn probes() {
         assert!(!probe::has_command(&Value::Array(vec![Value::Nil])));
-        assert!(probe::has_command(&Value::Array(vec![Value::Array(vec![Value::BulkString(b"rl.gcra".to_vec())])])));
+        assert!(probe::has_command(&Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"rl.gcra".to_vec())
+        ])])));
         assert_eq!(probe::library_functions(&Value::Array(vec![])), None);
         let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let lib = Value::Array(vec![Value::Array(vec![
@@ -425,16 +511,28 @@ mod tests {
                 Value::Array(vec![b("name"), b("rl_gcra")]),
             ]),
         ])]);
-        assert_eq!(probe::library_functions(&lib), Some(vec!["rl_fixed".to_string(), "rl_gcra".to_string()]));
+        assert_eq!(
+            probe::library_functions(&lib),
+            Some(vec!["rl_fixed".to_string(), "rl_gcra".to_string()])
+        );
         let other = Value::Array(vec![Value::Array(vec![b("library_name"), b("rlx")])]);
         assert_eq!(probe::library_functions(&other), None);
         // RESP3: maps.
         let resp3 = Value::Array(vec![Value::Map(vec![
             (b("library_name"), b("rl")),
-            (b("functions"), Value::Array(vec![Value::Map(vec![(b("name"), b("rl_all"))])])),
+            (
+                b("functions"),
+                Value::Array(vec![Value::Map(vec![(b("name"), b("rl_all"))])]),
+            ),
         ])]);
-        assert_eq!(probe::library_functions(&resp3), Some(vec!["rl_all".to_string()]));
-        assert_eq!(probe::function_of("RL.SLIDINGCOUNTER").as_deref(), Some("rl_slidingcounter"));
+        assert_eq!(
+            probe::library_functions(&resp3),
+            Some(vec!["rl_all".to_string()])
+        );
+        assert_eq!(
+            probe::function_of("RL.SLIDINGCOUNTER").as_deref(),
+            Some("rl_slidingcounter")
+        );
         assert_eq!(probe::function_of("rl.share").as_deref(), Some("rl_share"));
         assert_eq!(probe::function_of("CL.THROTTLE"), None);
     }

@@ -69,7 +69,8 @@ impl Error {
         match err.code() {
             Some("ERR") => {
                 let detail = err.detail().unwrap_or_default();
-                if detail.starts_with("unknown command") || detail.starts_with("Function not found") {
+                if detail.starts_with("unknown command") || detail.starts_with("Function not found")
+                {
                     missing(command, &text())
                 } else {
                     Error::BadArgument(text())
@@ -120,13 +121,34 @@ mod tests {
 
     #[test]
     fn classifies_server_errors() {
-        let e = Error::from_redis(server("ERR", "limit must be an integer from 1 to 9007199254740991"), "RL.FIXED");
-        assert!(matches!(&e, Error::BadArgument(m) if m == "ERR limit must be an integer from 1 to 9007199254740991"), "{e:?}");
+        let e = Error::from_redis(
+            server("ERR", "limit must be an integer from 1 to 9007199254740991"),
+            "RL.FIXED",
+        );
+        assert!(
+            matches!(&e, Error::BadArgument(m) if m == "ERR limit must be an integer from 1 to 9007199254740991"),
+            "{e:?}"
+        );
         assert_eq!(e.code(), Some("ERR"));
-        let e = Error::from_redis(server("WRONGTYPE", "Operation against a key holding the wrong kind of value"), "RL.FIXED");
-        assert!(matches!(&e, Error::WrongType(m) if m.starts_with("WRONGTYPE Operation")), "{e:?}");
-        let e = Error::from_redis(server("OOM", "command not allowed when used memory > 'maxmemory'."), "RL.FIXED");
-        assert!(matches!(&e, Error::Oom(m) if m.starts_with("OOM command")), "{e:?}");
+        let e = Error::from_redis(
+            server(
+                "WRONGTYPE",
+                "Operation against a key holding the wrong kind of value",
+            ),
+            "RL.FIXED",
+        );
+        assert!(
+            matches!(&e, Error::WrongType(m) if m.starts_with("WRONGTYPE Operation")),
+            "{e:?}"
+        );
+        let e = Error::from_redis(
+            server("OOM", "command not allowed when used memory > 'maxmemory'."),
+            "RL.FIXED",
+        );
+        assert!(
+            matches!(&e, Error::Oom(m) if m.starts_with("OOM command")),
+            "{e:?}"
+        );
         let e = Error::from_redis(server("NOPERM", "this user has no permissions"), "RL.FIXED");
         assert!(matches!(&e, Error::Redis(_)), "{e:?}");
         assert_eq!(e.code(), Some("NOPERM"));
@@ -134,17 +156,32 @@ mod tests {
 
     #[test]
     fn unknown_commands() {
-        let e = Error::from_redis(server("ERR", "unknown command 'RL.GCRA', with args beginning with: "), "RL.GCRA");
-        assert!(matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule") && m.contains("FUNCTION LOAD")), "{e:?}");
+        let e = Error::from_redis(
+            server(
+                "ERR",
+                "unknown command 'RL.GCRA', with args beginning with: ",
+            ),
+            "RL.GCRA",
+        );
+        assert!(
+            matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule") && m.contains("FUNCTION LOAD")),
+            "{e:?}"
+        );
         let e = Error::from_redis(server("ERR", "Function not found"), "RL.FIXED");
         assert!(matches!(&e, Error::NotLoaded(_)), "{e:?}");
         let e = Error::from_redis(server("ERR", "Function not found"), "RL.SHARE");
-        assert!(matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")), "{e:?}");
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn connection_errors() {
-        let io = RedisError::from(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"));
+        let io = RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
         let e = Error::from_redis(io, "RL.FIXED");
         assert!(e.is_connection(), "{e:?}");
     }

@@ -113,7 +113,7 @@ pub(crate) fn parse_millis(text: &str) -> Option<u64> {
 impl From<Duration> for Period {
     fn from(d: Duration) -> Self {
         let ms = d.as_millis();
-        let ms = if d.subsec_nanos() % 1_000_000 != 0 {
+        let ms = if !d.subsec_nanos().is_multiple_of(1_000_000) {
             ms.saturating_add(1)
         } else {
             ms
@@ -187,7 +187,18 @@ mod tests {
         ] {
             assert_eq!(parse_millis(text), Some(ms), "{text}");
         }
-        for text in ["", "ms", "1w", "-1s", "+1s", "01s", " 1s", "1s ", "1.5s", "99999999999999999999"] {
+        for text in [
+            "",
+            "ms",
+            "1w",
+            "-1s",
+            "+1s",
+            "01s",
+            " 1s",
+            "1s ",
+            "1.5s",
+            "99999999999999999999",
+        ] {
             assert_eq!(parse_millis(text), None, "{text:?}");
         }
         // Overflow after the unit: not a duration (the server answers its error).
@@ -208,7 +219,10 @@ mod tests {
     #[test]
     fn durations_round_up_to_whole_milliseconds() {
         assert_eq!(Period::from(Duration::from_micros(1)).as_millis(), Some(1));
-        assert_eq!(Period::from(Duration::from_micros(1500)).as_millis(), Some(2));
+        assert_eq!(
+            Period::from(Duration::from_micros(1500)).as_millis(),
+            Some(2)
+        );
         assert_eq!(Period::from(Duration::from_millis(7)).as_millis(), Some(7));
         assert_eq!(Period::from(Duration::ZERO).as_millis(), Some(0));
         assert_eq!(Period::from(Duration::MAX).as_millis(), Some(u64::MAX));

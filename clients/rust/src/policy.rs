@@ -564,7 +564,16 @@ macro_rules! into_policy {
         })*
     };
 }
-into_policy!(Fixed, Sliding, SlidingCounter, Bucket, Gcra, Acquire, Penalty, Share);
+into_policy!(
+    Fixed,
+    Sliding,
+    SlidingCounter,
+    Bucket,
+    Gcra,
+    Acquire,
+    Penalty,
+    Share
+);
 
 /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: several limits
 /// checked and taken all or nothing.

@@ -364,8 +364,14 @@ mod tests {
         assert_eq!(all.combined.window, Some(Duration::from_secs(1)));
         assert_eq!(all.keys[1].window, Some(Duration::from_secs(60)));
         // Only the combined decision: not a reply of RL.ALL.
-        assert!(AllDecision::from_redis_value(&Value::Array(vec![ints(&[1, 1, 1, 0, 0])])).is_err());
-        assert!(AllDecision::from_redis_value(&Value::Array(vec![ints(&[1, 1, 1, 0, 0]), Value::Nil])).is_err());
+        assert!(
+            AllDecision::from_redis_value(&Value::Array(vec![ints(&[1, 1, 1, 0, 0])])).is_err()
+        );
+        assert!(AllDecision::from_redis_value(&Value::Array(vec![
+            ints(&[1, 1, 1, 0, 0]),
+            Value::Nil
+        ]))
+        .is_err());
     }
 
     #[test]
@@ -377,9 +383,11 @@ mod tests {
             ints(&[1, 3, 1, 0, 60000]),
             ints(&[1, 8, 1, 0, 500]),
         ]);
-        let all = AllDecision::from_redis_value(&v)
-            .unwrap()
-            .with_windows(&[Some(Duration::from_secs(1)), Some(Duration::from_secs(60)), None]);
+        let all = AllDecision::from_redis_value(&v).unwrap().with_windows(&[
+            Some(Duration::from_secs(1)),
+            Some(Duration::from_secs(60)),
+            None,
+        ]);
         // A tie between keys 1 and 2: the first.
         assert_eq!(all.combined.window, Some(Duration::from_secs(60)));
     }
@@ -430,7 +438,10 @@ mod tests {
     fn no_retry_after_when_it_never_can_pass_or_was_allowed() {
         let never = Decision::from_fields([0, 5, 5, -1, 0]).unwrap();
         assert_eq!(header(&never.headers(), "Retry-After"), None);
-        assert_eq!(header(&never.headers(), "RateLimit-Policy"), Some("\"default\";q=5"));
+        assert_eq!(
+            header(&never.headers(), "RateLimit-Policy"),
+            Some("\"default\";q=5")
+        );
         // With DELAY an allowed call carries a wait: still no Retry-After.
         let delayed = Decision::from_fields([1, 2, 0, 3000, 5000]).unwrap();
         assert_eq!(header(&delayed.headers(), "Retry-After"), None);
@@ -440,7 +451,10 @@ mod tests {
     fn fallbacks() {
         let open = Decision::fallback(true, 10, None);
         assert!(open.allowed && open.fallback);
-        assert_eq!((open.remaining, open.retry_after), (10, Some(Duration::ZERO)));
+        assert_eq!(
+            (open.remaining, open.retry_after),
+            (10, Some(Duration::ZERO))
+        );
         let closed = Decision::fallback(false, 10, None);
         assert!(!closed.allowed && closed.fallback);
         assert_eq!(closed.retry_after, Some(FAIL_CLOSED_RETRY));

@@ -409,11 +409,20 @@ mod tests {
 
     #[test]
     fn neither_backend_is_not_loaded() {
-        let con = Scripted::new(vec![Ok(Value::Array(vec![Value::Nil])), Ok(Value::Array(vec![]))]);
+        let con = Scripted::new(vec![
+            Ok(Value::Array(vec![Value::Nil])),
+            Ok(Value::Array(vec![])),
+        ]);
         let mut rl = Limiter::new(con);
         let err = rl.gcra("k", &Gcra::new(5, 1, "1s")).unwrap_err();
-        assert!(matches!(&err, Error::NotLoaded(m) if m.contains("--loadmodule") && m.contains("FUNCTION LOAD")), "{err:?}");
-        assert_eq!(rl.connection().sent, ["COMMAND INFO rl.gcra", "FUNCTION LIST LIBRARYNAME rl"]);
+        assert!(
+            matches!(&err, Error::NotLoaded(m) if m.contains("--loadmodule") && m.contains("FUNCTION LOAD")),
+            "{err:?}"
+        );
+        assert_eq!(
+            rl.connection().sent,
+            ["COMMAND INFO rl.gcra", "FUNCTION LIST LIBRARYNAME rl"]
+        );
     }
 
     #[test]
@@ -422,7 +431,12 @@ mod tests {
             Value::BulkString(b"library_name".to_vec()),
             Value::BulkString(b"rl".to_vec()),
         ])]);
-        let con = Scripted::new(vec![Ok(Value::Array(vec![Value::Nil])), Ok(lib), gcra_reply(), gcra_reply()]);
+        let con = Scripted::new(vec![
+            Ok(Value::Array(vec![Value::Nil])),
+            Ok(lib),
+            gcra_reply(),
+            gcra_reply(),
+        ]);
         let mut rl = Limiter::new(con);
         rl.gcra("k", &Gcra::new(5, 1, "1s")).unwrap();
         rl.gcra("k", &Gcra::new(5, 1, "1s")).unwrap();
@@ -451,7 +465,8 @@ mod tests {
         let mut rl = Limiter::with_backend(Scripted::new(vec![refused()]), Backend::Module);
         assert!(rl.gcra("k", &g).unwrap_err().is_connection());
 
-        let mut rl = Limiter::with_backend(Scripted::new(vec![refused()]), Backend::Module).fail_mode(FailMode::Open);
+        let mut rl = Limiter::with_backend(Scripted::new(vec![refused()]), Backend::Module)
+            .fail_mode(FailMode::Open);
         let d = rl.gcra("k", &g).unwrap();
         assert!(d.allowed && d.fallback);
         assert_eq!(d.remaining, 5);
@@ -462,8 +477,13 @@ mod tests {
         assert!(!d.allowed && d.fallback);
 
         // A server error is never turned into a decision.
-        let bad: RedisResult<Value> = Err(redis::RedisError::from((redis::ErrorKind::ResponseError, "An error was signalled by the server", "limit must be an integer".to_string())));
-        let mut rl = Limiter::with_backend(Scripted::new(vec![bad]), Backend::Module).fail_mode(FailMode::Open);
+        let bad: RedisResult<Value> = Err(redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "An error was signalled by the server",
+            "limit must be an integer".to_string(),
+        )));
+        let mut rl = Limiter::with_backend(Scripted::new(vec![bad]), Backend::Module)
+            .fail_mode(FailMode::Open);
         assert!(matches!(rl.gcra("k", &g), Err(Error::BadArgument(_))));
     }
 
@@ -475,7 +495,10 @@ mod tests {
             let lease = rl.lease("l", &Acquire::new(5, "10s", "job")).unwrap();
             assert!(lease.held());
         }
-        assert_eq!(rl.connection().sent, ["RL.ACQUIRE l 5 10000ms job", "RL.RELEASE l job"]);
+        assert_eq!(
+            rl.connection().sent,
+            ["RL.ACQUIRE l 5 10000ms job", "RL.RELEASE l job"]
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The async API on any `redis::aio::ConnectionLike` (MultiplexedConnection,
-//! ConnectionManager, the async cluster connection, …).
+//! ConnectionManager, …).
 
 use std::sync::{Arc, OnceLock};
 

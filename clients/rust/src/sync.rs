@@ -10,8 +10,8 @@ use crate::policy::{
 };
 use crate::reply::{AllDecision, Decision, ThrottleDecision};
 
-/// RL's commands on a blocking redis-rs connection (`redis::Connection`, a pooled
-/// connection, `redis::cluster::ClusterConnection`, …).
+/// RL's commands on a blocking redis-rs connection: any `redis::ConnectionLike`
+/// (`redis::Connection`, `&mut redis::Connection`, a pooled connection, …).
 ///
 /// The first call learns whether the server has the module or the Functions
 /// library and keeps the answer ([`Limiter::backend`]); [`Limiter::with_backend`]

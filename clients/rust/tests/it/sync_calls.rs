@@ -33,6 +33,18 @@ fn detects_each_backend() {
             t.backend == Backend::Module
         );
         assert!(!rl.supports("RL.NOSUCH").unwrap());
+        // A borrowed connection works too, and stays the caller's.
+        let mut con = t.con();
+        let mut borrowed = rl_client::Limiter::new(&mut con);
+        assert_eq!(borrowed.backend().unwrap(), t.backend);
+        assert!(
+            borrowed
+                .gcra(key("borrowed"), &Gcra::new(1, 1, "1s"))
+                .unwrap()
+                .allowed
+        );
+        let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+        assert_eq!(pong, "PONG");
     }
 }
 

@@ -150,7 +150,7 @@ impl<C: ConnectionLike> AsyncLimiter<C> {
 
     async fn run_one(&mut self, p: Prepared) -> Result<Reply> {
         match p.cmd.query_async::<Value>(&mut self.con).await {
-            Ok(v) => command::parse(&p.expect, p.command, &v),
+            Ok(v) => command::parse_reply(&p, &v),
             Err(e) => self.failed(Error::from_redis(e, p.command), &p),
         }
     }

@@ -32,7 +32,10 @@ use crate::policy::{
 pub struct Batch {
     backend: Backend,
     pipe: Pipeline,
-    expects: Vec<(Expect, &'static str)>,
+    expects: Vec<Expect>,
+    /// The batch has an RL.SHARE call (the only command an RL server may lack).
+    has_share: bool,
+    first: Option<&'static str>,
 }
 
 macro_rules! batch_calls {
@@ -58,6 +61,8 @@ impl Batch {
             backend,
             pipe: Pipeline::with_capacity(n),
             expects: Vec::with_capacity(n),
+            has_share: false,
+            first: None,
         }
     }
 
@@ -87,6 +92,8 @@ impl Batch {
     pub fn clear(&mut self) {
         self.pipe.clear();
         self.expects.clear();
+        self.has_share = false;
+        self.first = None;
     }
 
     /// The underlying pipeline (to run it elsewhere, then [`parse`](Batch::parse)
@@ -97,7 +104,9 @@ impl Batch {
 
     fn push(&mut self, p: Prepared) -> &mut Self {
         self.pipe.add_command(p.cmd);
-        self.expects.push((p.expect, p.command));
+        self.expects.push(p.expect);
+        self.has_share |= p.command == "RL.SHARE";
+        self.first.get_or_insert(p.command);
         self
     }
 
@@ -129,40 +138,59 @@ impl Batch {
         self.push(command::release(self.backend, key.as_ref(), id.as_ref()))
     }
 
+    fn check_len(&self, n: usize) -> Result<()> {
+        if n == self.expects.len() {
+            Ok(())
+        } else {
+            Err(Error::UnexpectedReply(format!(
+                "{n} replies for {} calls",
+                self.expects.len()
+            )))
+        }
+    }
+
     /// Reads the pipeline's replies (one per call, in order) as typed replies.
     pub fn parse(&self, replies: &[Value]) -> Result<Vec<Reply>> {
-        if replies.len() != self.expects.len() {
-            return Err(Error::UnexpectedReply(format!(
-                "{} replies for {} calls",
-                replies.len(),
-                self.expects.len()
-            )));
-        }
+        self.check_len(replies.len())?;
         self.expects
             .iter()
             .zip(replies)
-            .map(|((expect, command), v)| command::parse(expect, command, v))
+            .enumerate()
+            .map(|(i, (expect, v))| {
+                command::parse(expect, v)
+                    .ok_or_else(|| command::unexpected(&format!("call {i}"), v))
+            })
             .collect()
+    }
+
+    /// As [`parse`](Batch::parse), each reply dropped as soon as it is read.
+    fn parse_owned(&self, replies: Vec<Value>) -> Result<Vec<Reply>> {
+        self.check_len(replies.len())?;
+        let mut out = Vec::with_capacity(replies.len());
+        for (i, (expect, v)) in self.expects.iter().zip(replies).enumerate() {
+            match command::parse(expect, &v) {
+                Some(r) => out.push(r),
+                None => return Err(command::unexpected(&format!("call {i}"), &v)),
+            }
+        }
+        Ok(out)
     }
 
     fn parse_value(&self, v: Value) -> Result<Vec<Reply>> {
         match v {
-            Value::Array(items) => self.parse(&items),
-            other => Err(Error::UnexpectedReply(format!(
-                "the pipeline answered {other:?}"
-            ))),
+            Value::Array(items) => self.parse_owned(items),
+            other => Err(command::unexpected("the pipeline", &other)),
         }
     }
 
     /// The command an error of the whole batch is reported for: RL.SHARE if the
     /// batch has one (the only command an RL server may lack), else the first.
     fn error_command(&self) -> &'static str {
-        self.expects
-            .iter()
-            .map(|(_, c)| *c)
-            .find(|c| *c == "RL.SHARE")
-            .or_else(|| self.expects.first().map(|(_, c)| *c))
-            .unwrap_or("RL")
+        if self.has_share {
+            "RL.SHARE"
+        } else {
+            self.first.unwrap_or("RL")
+        }
     }
 
     /// Runs the batch on a sync connection.

@@ -74,12 +74,16 @@ pub(crate) enum Expect {
         limit: u64,
         window: Option<Duration>,
     },
-    All {
-        limits: Vec<u64>,
-        windows: Vec<Option<Duration>>,
-    },
+    All(Box<AllExpect>),
     Throttle,
     Released,
+}
+
+/// RL.ALL's limits and windows, key by key (boxed: a batch keeps one Expect per call).
+#[derive(Clone, Debug)]
+pub(crate) struct AllExpect {
+    pub limits: Vec<u64>,
+    pub windows: Vec<Option<Duration>>,
 }
 
 /// One call, ready to send.
@@ -102,7 +106,7 @@ fn start(backend: Backend, command: &str, function: &str, numkeys: usize) -> Cmd
 }
 
 /// A one-key limiter call: RL.FIXED, RL.SLIDING, … RL.SHARE.
-pub(crate) fn single(backend: Backend, key: &[u8], p: &dyn Params) -> Prepared {
+pub(crate) fn single<P: Params + ?Sized>(backend: Backend, key: &[u8], p: &P) -> Prepared {
     let names = p.names();
     let mut c = start(backend, names.command, names.function, 1);
     c.arg(key);
@@ -148,7 +152,7 @@ pub(crate) fn all(backend: Backend, all: &All) -> Result<Prepared> {
     }
     Ok(Prepared {
         cmd: c,
-        expect: Expect::All { limits, windows },
+        expect: Expect::All(Box::new(AllExpect { limits, windows })),
         command: "RL.ALL",
     })
 }
@@ -179,19 +183,27 @@ pub(crate) fn release(backend: Backend, key: &[u8], id: &[u8]) -> Prepared {
     }
 }
 
-/// Reads a reply as `expect` says.
-pub(crate) fn parse(expect: &Expect, command: &str, v: &Value) -> Result<Reply> {
-    let reply = match expect {
+/// Reads a reply as `expect` says; None if it is not such a reply.
+pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
+    match expect {
         Expect::Decision { window, .. } => {
             decision_of(v).map(|d| Reply::Decision(d.with_window(*window)))
         }
-        Expect::All { windows, .. } => AllDecision::from_value(v)
-            .filter(|a| a.keys.len() == windows.len())
-            .map(|a| Reply::All(a.with_windows(windows))),
+        Expect::All(all) => AllDecision::from_value(v)
+            .filter(|a| a.keys.len() == all.windows.len())
+            .map(|a| Reply::All(a.with_windows(&all.windows))),
         Expect::Throttle => ThrottleDecision::from_value(v).map(Reply::Throttle),
         Expect::Released => released_of(v).map(Reply::Released),
-    };
-    reply.ok_or_else(|| Error::UnexpectedReply(format!("{command} answered {v:?}")))
+    }
+}
+
+/// Reads the reply of one call, or says what `command` answered instead.
+pub(crate) fn parse_reply(p: &Prepared, v: &Value) -> Result<Reply> {
+    parse(&p.expect, v).ok_or_else(|| unexpected(p.command, v))
+}
+
+pub(crate) fn unexpected(what: &str, v: &Value) -> Error {
+    Error::UnexpectedReply(format!("{what} answered {v:?}"))
 }
 
 /// The reply a fail mode gives instead of a connection error (None: return the error).
@@ -205,10 +217,11 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect) -> Option<Reply> {
         Expect::Decision { limit, window } => Some(Reply::Decision(Decision::fallback(
             allowed, *limit, *window,
         ))),
-        Expect::All { limits, windows } => {
-            let keys: Vec<Decision> = limits
+        Expect::All(all) => {
+            let keys: Vec<Decision> = all
+                .limits
                 .iter()
-                .zip(windows)
+                .zip(&all.windows)
                 .map(|(l, w)| Decision::fallback(allowed, *l, *w))
                 .collect();
             // The combined decision reports the key with the smallest remaining.
@@ -439,18 +452,17 @@ mod tests {
             limit: 1,
             window: None,
         };
+        assert!(parse(&expect, &Value::Okay).is_none());
+        let p = single(Backend::Module, b"k", &Fixed::new(1, "1s"));
         assert!(
-            matches!(parse(&expect, "RL.FIXED", &Value::Okay), Err(Error::UnexpectedReply(m)) if m.contains("RL.FIXED"))
+            matches!(parse_reply(&p, &Value::Okay), Err(Error::UnexpectedReply(m)) if m.contains("RL.FIXED"))
         );
-        assert!(matches!(
-            parse(&Expect::Released, "RL.RELEASE", &Value::Int(2)),
-            Err(Error::UnexpectedReply(_))
-        ));
+        assert!(parse(&Expect::Released, &Value::Int(2)).is_none());
         // RL.ALL: as many per-key decisions as keys.
-        let two = Expect::All {
+        let two = Expect::All(Box::new(AllExpect {
             limits: vec![1, 1],
             windows: vec![None, None],
-        };
+        }));
         let one_key = Value::Array(vec![
             Value::Array(vec![
                 Value::Int(1),
@@ -467,7 +479,7 @@ mod tests {
                 Value::Int(0),
             ]),
         ]);
-        assert!(parse(&two, "RL.ALL", &one_key).is_err());
+        assert!(parse(&two, &one_key).is_none());
     }
 
     #[test]
@@ -481,10 +493,10 @@ mod tests {
         assert!(open.allowed());
         assert_eq!(open.decision().unwrap().remaining, 7);
         assert!(!fallback(FailMode::Closed, &e).unwrap().allowed());
-        let a = Expect::All {
+        let a = Expect::All(Box::new(AllExpect {
             limits: vec![2, 9],
             windows: vec![None, None],
-        };
+        }));
         let Some(Reply::All(all)) = fallback(FailMode::Open, &a) else {
             panic!()
         };

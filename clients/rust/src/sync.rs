@@ -144,7 +144,7 @@ impl<C: ConnectionLike> Limiter<C> {
     /// Runs one call; a connection error goes through the fail mode.
     fn run_one(&mut self, p: Prepared) -> Result<Reply> {
         match p.cmd.query::<Value>(&mut self.con) {
-            Ok(v) => command::parse(&p.expect, p.command, &v),
+            Ok(v) => command::parse_reply(&p, &v),
             Err(e) => self.failed(Error::from_redis(e, p.command), &p),
         }
     }

@@ -25,6 +25,10 @@ const METHODS: &[(&str, &str)] = &[
     ("RL.SHARE", "share"),
 ];
 
+/// Commands this client has ahead of the commands.json it is checked against
+/// (announced, not in every server's RL yet).
+const UPCOMING: &[&str] = &["RL.SHARE"];
+
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -155,19 +159,30 @@ fn call(backend: Backend, command: &str, option: Option<&str>) -> Result<Vec<Str
     Ok(words(&b))
 }
 
-/// The RL.ALL policy of each policy word.
-fn policy(word: &str) -> Option<Policy> {
-    Some(match word {
-        "FIXED" => Fixed::new(5, "1m").into(),
-        "SLIDING" => Sliding::new(5, "1m").into(),
-        "SLIDINGCOUNTER" => SlidingCounter::new(5, "1m").into(),
-        "BUCKET" => Bucket::new(5, 1, "1s").into(),
-        "GCRA" => Gcra::new(5, 1, "1s").into(),
-        "ACQUIRE" => Acquire::new(5, "1m", "id").into(),
-        "PENALTY" => Penalty::new(3, "1m", "1m", "1h").into(),
-        "SHARE" => Share::new("t", 1, 5, 1, "1s").into(),
-        _ => return None,
-    })
+/// The RL.ALL policy of each policy word, with a policy option set.
+fn policy(word: &str, option: Option<&str>) -> Result<Policy, String> {
+    let p: Policy = match (word, option) {
+        ("FIXED", None) => Fixed::new(5, "1m").into(),
+        ("SLIDING", None) => Sliding::new(5, "1m").into(),
+        ("SLIDINGCOUNTER", None) => SlidingCounter::new(5, "1m").into(),
+        ("BUCKET", None) => Bucket::new(5, 1, "1s").into(),
+        ("GCRA", None) => Gcra::new(5, 1, "1s").into(),
+        ("GCRA", Some("DELAY")) => Gcra::new(5, 1, "1s").delay("2s").into(),
+        ("ACQUIRE", None) => Acquire::new(5, "1m", "id").into(),
+        ("PENALTY", None) => Penalty::new(3, "1m", "1m", "1h").into(),
+        ("SHARE", None) => Share::new("t", 1, 5, 1, "1s").into(),
+        (word, None) => return Err(format!("no Policy for {word}")),
+        (word, Some(o)) => return Err(format!("no parameter for {word}'s option {o}")),
+    };
+    Ok(p)
+}
+
+/// The words RL.ALL sends for one key with policy `p`, after the key.
+fn policy_words(p: Policy) -> Vec<String> {
+    let mut b = Batch::new(Backend::Module);
+    b.all(&All::new().key("k", p)).unwrap();
+    // RL.ALL 1 k <policy words…>
+    words(&b)[3..].to_vec()
 }
 
 fn name(v: &Value) -> &str {
@@ -192,11 +207,15 @@ fn every_command_has_a_method() {
         missing.is_empty(),
         "commands without a typed method: {missing:#?}"
     );
-    assert_eq!(
-        commands(&spec).len(),
-        METHODS.len(),
-        "METHODS lists a command commands.json does not have"
-    );
+    for (command, _) in METHODS {
+        if !commands(&spec).iter().any(|c| name(c) == *command) {
+            assert!(
+                UPCOMING.contains(command),
+                "METHODS lists {command}, which commands.json does not have"
+            );
+            eprintln!("note: {command} is not in this commands.json yet");
+        }
+    }
 }
 
 #[test]
@@ -272,19 +291,59 @@ fn library_functions_match() {
 #[test]
 fn every_policy_has_a_type() {
     let spec = spec();
-    let mut checked = 0;
+    let mut missing = Vec::new();
+    // Each command's policy word…
     for c in commands(&spec) {
-        let Some(word) = c["policy"].as_str() else {
-            continue;
-        };
-        let p = policy(word).unwrap_or_else(|| panic!("{}: no Policy for {word}", name(c)));
-        assert_eq!(p.word(), word);
-        let mut b = Batch::new(Backend::Module);
-        b.all(&All::new().key("k", p).cost(0)).unwrap();
-        assert!(words(&b).iter().any(|w| w == word), "{word}");
-        checked += 1;
+        if let Some(word) = c["policy"].as_str() {
+            match policy(word, None) {
+                Ok(p) => assert_eq!(p.word(), word),
+                Err(e) => missing.push(format!("{}: {e}", name(c))),
+            }
+        }
     }
-    assert!(checked >= 7, "only {checked} policies in commands.json");
+    // …and the policies table: its arguments and options.
+    let policies = spec["policies"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for entry in policies {
+        let word = entry["word"].as_str().expect("a policy has a word");
+        let p = match policy(word, None) {
+            Ok(p) => p,
+            Err(e) => {
+                missing.push(e);
+                continue;
+            }
+        };
+        let sent = policy_words(p);
+        assert_eq!(sent[0], word);
+        let args = entry["arguments"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or_default();
+        assert_eq!(sent.len() - 1, args, "{word}: {sent:?}");
+        for o in entry["options"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let option = name(o);
+            match policy(word, Some(option)).map(policy_words) {
+                Ok(sent) if sent.iter().any(|w| w == option) => {}
+                Ok(sent) => missing.push(format!("{word} {option}: not sent ({sent:?})")),
+                Err(e) => missing.push(e),
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "policies without a type or parameter: {missing:#?}"
+    );
+    assert!(
+        policies.len() >= 7,
+        "only {} policies in commands.json",
+        policies.len()
+    );
 }
 
 fn package_version(cargo_toml: &Path) -> String {

@@ -1,0 +1,463 @@
+//! Typed replies and the HTTP headers they give.
+
+use std::time::Duration;
+
+use redis::{FromRedisValue, RedisResult, Value};
+
+/// One limiter's answer: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The call was accepted and its units taken (a rejected call takes nothing).
+    pub allowed: bool,
+    /// The limit (a bucket's capacity, a penalty's strikes) of this call.
+    pub limit: u64,
+    /// Units that could still be taken now, after this call.
+    pub remaining: u64,
+    /// Zero when allowed (with DELAY: the wait before acting); when rejected, how
+    /// long until the same call would pass; `None` when it never can (COST above
+    /// the limit).
+    pub retry_after: Option<Duration>,
+    /// How long until the limiter is back to its initial state (remaining = limit).
+    pub reset_after: Duration,
+    /// The call's window or period, for the `RateLimit-Policy` header (`None` when
+    /// the decision was parsed without its call, or the window was not a duration).
+    pub window: Option<Duration>,
+    /// The decision was made by the limiter's [`FailMode`](crate::FailMode) after a
+    /// connection error, not by the server.
+    pub fallback: bool,
+}
+
+impl Decision {
+    /// The decision of the reply's five integers; `None` if they are not a decision.
+    pub fn from_fields(fields: [i64; 5]) -> Option<Decision> {
+        let [allowed, limit, remaining, retry, reset] = fields;
+        let allowed = match allowed {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let retry_after = match retry {
+            -1 => None,
+            ms => Some(Duration::from_millis(u64::try_from(ms).ok()?)),
+        };
+        Some(Decision {
+            allowed,
+            limit: u64::try_from(limit).ok()?,
+            remaining: u64::try_from(remaining).ok()?,
+            retry_after,
+            reset_after: Duration::from_millis(u64::try_from(reset).ok()?),
+            window: None,
+            fallback: false,
+        })
+    }
+
+    /// `retry_after` in milliseconds, -1 when it never can pass (the reply's field).
+    pub fn retry_after_ms(&self) -> i64 {
+        self.retry_after.map_or(-1, millis_i64)
+    }
+
+    /// `reset_after` in milliseconds (the reply's field).
+    pub fn reset_after_ms(&self) -> i64 {
+        millis_i64(self.reset_after)
+    }
+
+    /// The HTTP response headers for this decision, in this order:
+    ///
+    /// - `RateLimit-Policy: "default";q=<limit>;w=<window s>` (the IETF draft;
+    ///   `;w=` only when the window is known), `RateLimit: "default";r=<remaining>;t=<reset s>`;
+    /// - `Retry-After: <s>` only when rejected and a retry can pass;
+    /// - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset: <reset s>`.
+    ///
+    /// Seconds are whole, rounded up. Answer `429` when [`allowed`](Self::allowed)
+    /// is false.
+    ///
+    /// ```
+    /// use rl_client::Decision;
+    ///
+    /// let d = Decision::from_fields([0, 5, 0, 1500, 4200]).unwrap();
+    /// let h = d.headers();
+    /// assert_eq!(h[1], ("RateLimit", "\"default\";r=0;t=5".to_string()));
+    /// assert_eq!(h[2], ("Retry-After", "2".to_string()));
+    /// ```
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let reset = ceil_secs(self.reset_after);
+        let mut headers = Vec::with_capacity(6);
+        headers.push((
+            "RateLimit-Policy",
+            match self.window {
+                Some(w) => format!("\"default\";q={};w={}", self.limit, ceil_secs(w)),
+                None => format!("\"default\";q={}", self.limit),
+            },
+        ));
+        headers.push((
+            "RateLimit",
+            format!("\"default\";r={};t={}", self.remaining, reset),
+        ));
+        if !self.allowed {
+            if let Some(retry) = self.retry_after {
+                headers.push(("Retry-After", ceil_secs(retry).to_string()));
+            }
+        }
+        headers.push(("X-RateLimit-Limit", self.limit.to_string()));
+        headers.push(("X-RateLimit-Remaining", self.remaining.to_string()));
+        headers.push(("X-RateLimit-Reset", reset.to_string()));
+        headers
+    }
+
+    pub(crate) fn with_window(mut self, window: Option<Duration>) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The decision a [`FailMode`](crate::FailMode) makes without the server.
+    pub(crate) fn fallback(allowed: bool, limit: u64, window: Option<Duration>) -> Decision {
+        Decision {
+            allowed,
+            limit,
+            remaining: if allowed { limit } else { 0 },
+            retry_after: Some(if allowed {
+                Duration::ZERO
+            } else {
+                FAIL_CLOSED_RETRY
+            }),
+            reset_after: Duration::ZERO,
+            window,
+            fallback: true,
+        }
+    }
+}
+
+/// The retry_after of a fail-closed decision.
+pub(crate) const FAIL_CLOSED_RETRY: Duration = Duration::from_secs(1);
+
+fn millis_i64(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    ms.div_ceil(1000)
+}
+
+/// RL.ALL's answer: the combined decision, then each key's in key order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllDecision {
+    /// Allowed iff every key allows; the smallest remaining (first key on a tie)
+    /// with that key's limit; the largest retry_after among rejecting keys (None if
+    /// any never can), the largest reset_after.
+    pub combined: Decision,
+    /// Each key's decision; the keys that reject are those with `allowed` false.
+    pub keys: Vec<Decision>,
+}
+
+impl AllDecision {
+    /// Whether the call was accepted (every key allows).
+    pub fn allowed(&self) -> bool {
+        self.combined.allowed
+    }
+
+    /// The indexes of the keys that rejected the call.
+    pub fn rejected(&self) -> impl Iterator<Item = usize> + '_ {
+        self.keys
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.allowed)
+            .map(|(i, _)| i)
+    }
+
+    /// The combined decision's headers ([`Decision::headers`]).
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        self.combined.headers()
+    }
+
+    /// Sets each key's window, and the combined one's from the key it reports (the
+    /// smallest remaining, first on a tie).
+    pub(crate) fn with_windows(mut self, windows: &[Option<Duration>]) -> Self {
+        for (d, w) in self.keys.iter_mut().zip(windows) {
+            d.window = *w;
+        }
+        let reported = self
+            .keys
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, d)| (d.remaining, *i))
+            .map(|(i, _)| i);
+        self.combined.window = reported.and_then(|i| windows.get(i).copied().flatten());
+        self
+    }
+
+    pub(crate) fn from_value(v: &Value) -> Option<AllDecision> {
+        let Value::Array(items) = v else {
+            return None;
+        };
+        if items.len() < 2 {
+            return None;
+        }
+        let mut decisions = items.iter().map(decision_of);
+        let combined = decisions.next()??;
+        let keys = decisions.collect::<Option<Vec<_>>>()?;
+        Some(AllDecision { combined, keys })
+    }
+}
+
+/// CL.THROTTLE's answer, as redis-cell gives it: `[limited, limit, remaining,
+/// retry_after_s, reset_after_s]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThrottleDecision {
+    /// The call was rejected (the reverse of RL's `allowed`).
+    pub limited: bool,
+    /// max_burst + 1.
+    pub limit: u64,
+    /// Calls that could still pass now.
+    pub remaining: u64,
+    /// When limited, how long until the same call passes (whole seconds); `None`
+    /// when allowed, and when it never can (the reply's -1).
+    pub retry_after: Option<Duration>,
+    /// How long until the limiter is back to its initial state (whole seconds).
+    pub reset_after: Duration,
+}
+
+impl ThrottleDecision {
+    /// Whether the call was accepted.
+    pub fn allowed(&self) -> bool {
+        !self.limited
+    }
+
+    pub(crate) fn from_value(v: &Value) -> Option<ThrottleDecision> {
+        let [limited, limit, remaining, retry, reset] = five_ints(v)?;
+        Some(ThrottleDecision {
+            limited: match limited {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
+            limit: u64::try_from(limit).ok()?,
+            remaining: u64::try_from(remaining).ok()?,
+            retry_after: match retry {
+                -1 => None,
+                s => Some(Duration::from_secs(u64::try_from(s).ok()?)),
+            },
+            reset_after: Duration::from_secs(u64::try_from(reset).ok()?),
+        })
+    }
+}
+
+fn five_ints(v: &Value) -> Option<[i64; 5]> {
+    match v {
+        Value::Array(items) if items.len() == 5 => {
+            let mut out = [0i64; 5];
+            for (o, item) in out.iter_mut().zip(items) {
+                match item {
+                    Value::Int(n) => *o = *n,
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn decision_of(v: &Value) -> Option<Decision> {
+    Decision::from_fields(five_ints(v)?)
+}
+
+/// RL.RELEASE's answer: 1 if the lease was held and is now released.
+pub(crate) fn released_of(v: &Value) -> Option<bool> {
+    match v {
+        Value::Int(0) => Some(false),
+        Value::Int(1) => Some(true),
+        _ => None,
+    }
+}
+
+fn not_a(what: &str, v: &Value) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::TypeError,
+        "Response was of incompatible type",
+        format!("not {what}: {v:?}"),
+    ))
+}
+
+/// Parses a raw reply, for calls made without this crate's limiters:
+/// `redis::cmd("RL.GCRA")….query::<Decision>(&mut con)`.
+impl FromRedisValue for Decision {
+    fn from_redis_value(v: &Value) -> RedisResult<Self> {
+        decision_of(v).ok_or_else(|| not_a("an RL decision", v))
+    }
+}
+
+impl FromRedisValue for AllDecision {
+    fn from_redis_value(v: &Value) -> RedisResult<Self> {
+        AllDecision::from_value(v).ok_or_else(|| not_a("an RL.ALL reply", v))
+    }
+}
+
+impl FromRedisValue for ThrottleDecision {
+    fn from_redis_value(v: &Value) -> RedisResult<Self> {
+        ThrottleDecision::from_value(v).ok_or_else(|| not_a("a CL.THROTTLE reply", v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(xs: &[i64]) -> Value {
+        Value::Array(xs.iter().map(|&x| Value::Int(x)).collect())
+    }
+
+    fn header<'a>(h: &'a [(&'static str, String)], name: &str) -> Option<&'a str> {
+        h.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn parses_a_decision() {
+        let d = Decision::from_redis_value(&ints(&[1, 5, 4, 0, 1000])).unwrap();
+        assert!(d.allowed);
+        assert_eq!((d.limit, d.remaining), (5, 4));
+        assert_eq!(d.retry_after, Some(Duration::ZERO));
+        assert_eq!(d.reset_after, Duration::from_millis(1000));
+        assert_eq!((d.retry_after_ms(), d.reset_after_ms()), (0, 1000));
+        let never = Decision::from_redis_value(&ints(&[0, 5, 5, -1, 0])).unwrap();
+        assert!(!never.allowed);
+        assert_eq!(never.retry_after, None);
+        assert_eq!(never.retry_after_ms(), -1);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_decision() {
+        for v in [
+            ints(&[1, 5, 4, 0]),
+            ints(&[1, 5, 4, 0, 1, 2]),
+            ints(&[2, 5, 4, 0, 1]),
+            ints(&[1, -5, 4, 0, 1]),
+            ints(&[1, 5, -4, 0, 1]),
+            ints(&[0, 5, 4, -2, 1]),
+            ints(&[0, 5, 4, 1, -1]),
+            Value::Int(1),
+            Value::Nil,
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Int(5),
+                Value::BulkString(b"4".to_vec()),
+                Value::Int(0),
+                Value::Int(0),
+            ]),
+        ] {
+            assert!(Decision::from_redis_value(&v).is_err(), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn parses_rl_all() {
+        let v = Value::Array(vec![
+            ints(&[0, 1, 0, 1000, 1000]),
+            ints(&[0, 1, 0, 1000, 1000]),
+            ints(&[1, 5, 4, 0, 1000]),
+        ]);
+        let all = AllDecision::from_redis_value(&v).unwrap();
+        assert!(!all.allowed());
+        assert_eq!(all.keys.len(), 2);
+        assert_eq!(all.rejected().collect::<Vec<_>>(), vec![0]);
+        let all = all.with_windows(&[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))]);
+        assert_eq!(all.combined.window, Some(Duration::from_secs(1)));
+        assert_eq!(all.keys[1].window, Some(Duration::from_secs(60)));
+        // Only the combined decision: not a reply of RL.ALL.
+        assert!(
+            AllDecision::from_redis_value(&Value::Array(vec![ints(&[1, 1, 1, 0, 0])])).is_err()
+        );
+        assert!(AllDecision::from_redis_value(&Value::Array(vec![
+            ints(&[1, 1, 1, 0, 0]),
+            Value::Nil
+        ]))
+        .is_err());
+    }
+
+    #[test]
+    fn combined_window_follows_the_reported_key() {
+        // The second key has the smallest remaining: the combined limit is its.
+        let v = Value::Array(vec![
+            ints(&[1, 3, 1, 0, 60000]),
+            ints(&[1, 10, 9, 0, 1000]),
+            ints(&[1, 3, 1, 0, 60000]),
+            ints(&[1, 8, 1, 0, 500]),
+        ]);
+        let all = AllDecision::from_redis_value(&v).unwrap().with_windows(&[
+            Some(Duration::from_secs(1)),
+            Some(Duration::from_secs(60)),
+            None,
+        ]);
+        // A tie between keys 1 and 2: the first.
+        assert_eq!(all.combined.window, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn parses_throttle() {
+        let t = ThrottleDecision::from_redis_value(&ints(&[0, 1, 0, -1, 2])).unwrap();
+        assert!(t.allowed());
+        assert_eq!(t.retry_after, None);
+        assert_eq!(t.reset_after, Duration::from_secs(2));
+        let t = ThrottleDecision::from_redis_value(&ints(&[1, 1, 0, 2, 2])).unwrap();
+        assert!(!t.allowed());
+        assert_eq!(t.retry_after, Some(Duration::from_secs(2)));
+        assert!(ThrottleDecision::from_redis_value(&ints(&[3, 1, 0, 2, 2])).is_err());
+    }
+
+    #[test]
+    fn headers_of_an_allowed_call() {
+        let d = Decision::from_fields([1, 100, 99, 0, 601])
+            .unwrap()
+            .with_window(Some(Duration::from_secs(60)));
+        assert_eq!(
+            d.headers(),
+            vec![
+                ("RateLimit-Policy", "\"default\";q=100;w=60".to_string()),
+                ("RateLimit", "\"default\";r=99;t=1".to_string()),
+                ("X-RateLimit-Limit", "100".to_string()),
+                ("X-RateLimit-Remaining", "99".to_string()),
+                ("X-RateLimit-Reset", "1".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn headers_of_a_rejected_call() {
+        let d = Decision::from_fields([0, 5, 0, 1001, 5000])
+            .unwrap()
+            .with_window(Some(Duration::from_millis(1500)));
+        let h = d.headers();
+        assert_eq!(header(&h, "Retry-After"), Some("2"));
+        assert_eq!(header(&h, "RateLimit-Policy"), Some("\"default\";q=5;w=2"));
+        assert_eq!(header(&h, "RateLimit"), Some("\"default\";r=0;t=5"));
+        assert_eq!(header(&h, "X-RateLimit-Reset"), Some("5"));
+        assert_eq!(h.len(), 6);
+    }
+
+    #[test]
+    fn no_retry_after_when_it_never_can_pass_or_was_allowed() {
+        let never = Decision::from_fields([0, 5, 5, -1, 0]).unwrap();
+        assert_eq!(header(&never.headers(), "Retry-After"), None);
+        assert_eq!(
+            header(&never.headers(), "RateLimit-Policy"),
+            Some("\"default\";q=5")
+        );
+        // With DELAY an allowed call carries a wait: still no Retry-After.
+        let delayed = Decision::from_fields([1, 2, 0, 3000, 5000]).unwrap();
+        assert_eq!(header(&delayed.headers(), "Retry-After"), None);
+    }
+
+    #[test]
+    fn fallbacks() {
+        let open = Decision::fallback(true, 10, None);
+        assert!(open.allowed && open.fallback);
+        assert_eq!(
+            (open.remaining, open.retry_after),
+            (10, Some(Duration::ZERO))
+        );
+        let closed = Decision::fallback(false, 10, None);
+        assert!(!closed.allowed && closed.fallback);
+        assert_eq!(closed.retry_after, Some(FAIL_CLOSED_RETRY));
+        assert_eq!(header(&closed.headers(), "Retry-After"), Some("1"));
+    }
+}

@@ -33,21 +33,10 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The repository's commands.json; until it exists, the stop-gap copy in
-/// tests/fixtures (said on stderr).
+/// The repository's commands.json (generated from the command table by `make
+/// commands-json`).
 fn spec() -> Value {
-    let root = manifest_dir().join("../../commands.json");
-    let path = if root.exists() {
-        root
-    } else {
-        let fixture = manifest_dir().join("tests/fixtures/commands.json");
-        eprintln!(
-            "note: {} is missing; checking against the stop-gap {}",
-            root.display(),
-            fixture.display()
-        );
-        fixture
-    };
+    let path = manifest_dir().join("../../commands.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))

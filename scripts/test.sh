@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: unit and property tests, the integration suite against real
 # redis-server processes on both backends (the module, then the Functions library),
-# the HTTP examples, and smoke runs of the bench and plot drivers.
+# the HTTP examples, the typed clients' own tests (scripts/clients.sh), and smoke
+# runs of the bench and plot drivers.
 #
 # Works on a plain clone: what needs files from outside the repository is skipped
 # with a line saying what and how to enable it, and the skips are listed again at
@@ -45,6 +46,8 @@ RL_BACKEND=library "$cargo" test --test '*'
 
 step "examples"
 scripts/examples.sh
+step "typed clients (clients/*: Python, Node, Rust, Go), against the module and the library"
+scripts/clients.sh
 step "bench and plot smoke"
 BENCH_QUICK=1 scripts/bench.sh >/dev/null && echo "bench smoke: ok"
 PLOT_QUICK=1 scripts/plot.sh >/dev/null && echo "plot smoke: ok"

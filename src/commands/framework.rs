@@ -74,7 +74,7 @@ where
 }
 
 /// What the server runs for every command: [`dispatch`].
-impl<H: Handler> server::Command for H {
+impl<H: Handler> server::Entry for H {
     fn call(ctx: Context, argv: Option<Argv<'_>>) {
         dispatch::<H>(ctx, argv);
     }

@@ -12,16 +12,16 @@ use crate::stats::{self, Counters};
 use rl_core::commands;
 use rl_core::table::{Command as Row, Keys};
 
-/// One row of [`COMMANDS`].
-pub struct Command {
+/// One row of [`COMMANDS`]: a command as the module registers it.
+pub struct Registered {
     pub command: &'static Row,
     pub stats: &'static Counters,
     register: fn(Context, bool) -> Result<(), String>,
 }
 
-impl Command {
-    const fn of<H: Handler>() -> Command {
-        Command {
+impl Registered {
+    const fn of<H: Handler>() -> Registered {
+        Registered {
             command: H::COMMAND,
             stats: H::STATS,
             register: register::<H>,
@@ -52,10 +52,10 @@ macro_rules! registry {
 
         /// The handler of every command of the core's list: registration and INFO
         /// iterate this list.
-        pub static COMMANDS: &[Command] = &[
-            $(Command::of::<Single<commands::$policy>>(),)*
-            $(Command::of::<Single<commands::$single>>(),)*
-            $(Command::of::<$other>(),)*
+        pub static COMMANDS: &[Registered] = &[
+            $(Registered::of::<Single<commands::$policy>>(),)*
+            $(Registered::of::<Single<commands::$single>>(),)*
+            $(Registered::of::<$other>(),)*
         ];
     };
 }

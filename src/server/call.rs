@@ -12,7 +12,7 @@ use super::string::bytes_of;
 use rl_core::error::Error;
 
 /// A command the server can call: what runs inside its entry point.
-pub trait Command {
+pub trait Entry {
     /// Runs one call of the command; `argv` is None when the server passed none.
     /// Must not unwind: its own guard turns a panic into an error reply.
     fn call(ctx: Context, argv: Option<Argv<'_>>);
@@ -20,7 +20,7 @@ pub trait Command {
 
 /// The entry point the server calls for command `C` (see
 /// [`Context::create_command`]).
-pub(super) extern "C" fn entry<C: Command>(
+pub(super) extern "C" fn entry<C: Entry>(
     ctx: *mut RedisModuleCtx,
     argv: *mut *mut RedisModuleString,
     argc: c_int,

@@ -11,7 +11,7 @@ use redis_module::raw;
 pub(crate) use redis_module::raw::{RedisModuleCtx, RedisModuleString};
 
 use super::api::{ERR, OK};
-use super::call::{entry, Command};
+use super::call::{entry, Entry};
 use super::context::Context;
 use super::string::bytes_of;
 
@@ -169,7 +169,7 @@ impl Context {
 
     /// Registers the command `name`, run by `C`; false if the server refused (the
     /// name is taken).
-    pub fn create_command<C: Command>(
+    pub fn create_command<C: Entry>(
         self,
         name: &CStr,
         flags: &CStr,

@@ -36,7 +36,7 @@ pub mod zset;
 
 pub use api::check_api;
 pub(crate) use api::rm;
-pub use call::{Argv, Command};
+pub use call::{Argv, Entry};
 pub use clock::now_ms;
 pub use context::{Context, InfoContext};
 pub use key::{EventClass, Key, Kind};

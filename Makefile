@@ -36,7 +36,7 @@ test: build ## Unit, property and integration tests (module, then library backen
 	@CARGO="$(CARGO)" RL_MODULE=$(RELEASE_SO) RL_TESTING_MODULE=$(TESTING_SO) scripts/test.sh
 
 unit: deps ## Only the unit and property tests (no server)
-	$(CARGO) test -p rl-core
+	$(CARGO) test -p rl-core --features model
 	$(CARGO) test --lib
 
 lint: deps ## rustfmt check, the docs' vector tables and commands.json up to date, clippy with warnings as errors

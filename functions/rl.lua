@@ -503,12 +503,54 @@ end
 -- takes = {name = the command an error names, delay = bool, debit = bool}. in_all:
 -- rl_all's options after its last policy, where a DELAY not taken is misplaced, not
 -- unknown.
+-- What a command takes (takes.refund false: no REFUND; takes.debit, takes.delay),
+-- and how an error lists it: "COST n, REFUND n or DEBIT n, or DELAY max".
+local OPTION_SET = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
+
+local function takes_option(takes, word)
+  if word == "COST" then
+    return true
+  elseif word == "REFUND" then
+    return takes.refund ~= false
+  elseif word == "DEBIT" then
+    return takes.debit == true
+  end
+  return word == "DELAY" and takes.delay == true
+end
+
+local function expected(takes)
+  local words = {}
+  for _, w in ipairs({ "COST", "REFUND", "DEBIT" }) do
+    if takes_option(takes, w) then
+      words[#words + 1] = w .. " n"
+    end
+  end
+  local text = words[#words]
+  if #words > 1 then
+    text = table.concat(words, ", ", 1, #words - 1) .. " or " .. words[#words]
+  end
+  if takes.delay then
+    text = text .. ", or DELAY max"
+  end
+  return text
+end
+
+-- The options after a command's parameters: one parser for every command. An option
+-- RL has that this command does not take is named as not applying to it.
 local function options(args, i, takes, in_all)
   local amount, delay
   while i <= #args do
     local word = args[i]:upper()
     local option
-    if takes.delay and word == "DELAY" then
+    if not OPTION_SET[word] then
+      fail("ERR syntax error: unknown option '" .. printable(args[i]) .. "', expected " .. expected(takes))
+    elseif not takes_option(takes, word) then
+      if in_all and word == "DELAY" then
+        fail("ERR syntax error: DELAY must follow a GCRA policy")
+      end
+      fail("ERR syntax error: " .. word .. " does not apply to " .. takes.name .. ", which takes " .. expected(takes))
+    end
+    if word == "DELAY" then
       if args[i + 1] == nil then
         fail("ERR syntax error: DELAY needs a value")
       end
@@ -517,24 +559,7 @@ local function options(args, i, takes, in_all)
       end
       delay = delay_arg("DELAY", args[i + 1])
     else
-      if word == "COST" or word == "REFUND" then
-        option = word
-      elseif in_all and word == "DELAY" then
-        fail("ERR syntax error: DELAY must follow a GCRA policy")
-      elseif word == "DEBIT" then
-        if not takes.debit then
-          fail("ERR syntax error: DEBIT does not apply to " .. takes.name)
-        end
-        option = word
-      else
-        fail(
-          "ERR syntax error: unknown option '"
-            .. printable(args[i])
-            .. "', expected "
-            .. (takes.debit and "COST n, REFUND n or DEBIT n" or "COST n or REFUND n")
-            .. (takes.delay and ", or DELAY max" or "")
-        )
-      end
+      option = word
       local value = args[i + 1]
       if value == nil then
         fail("ERR syntax error: " .. option .. " needs a value")
@@ -1368,6 +1393,7 @@ end
 local ACQUIRE = {
   name = "ACQUIRE",
   params = lease_params,
+  refund = false,
   decide = function(key, p, now, amount)
     if amount.refund then
       fail("ERR syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")
@@ -1433,21 +1459,6 @@ local function penalty_params(args, i)
   return p, i + 4
 end
 
--- [COST n] alone: the other commands' options are named as not applying here.
-local NOT_FOR_PENALTY = { REFUND = true, DEBIT = true, DELAY = true }
-
-local function penalty_cost(args, i)
-  for j = i, #args, 2 do
-    local word = args[j]:upper()
-    if NOT_FOR_PENALTY[word] then
-      fail("ERR syntax error: " .. word .. " does not apply to RL.PENALTY, which takes only COST n")
-    end
-    if word ~= "COST" then
-      fail("ERR syntax error: unknown option '" .. printable(args[j]) .. "', expected COST n")
-    end
-  end
-  return options(args, i, { name = "RL.PENALTY" })
-end
 
 -- Four canonical decimals, one space apart, each at most 2^53 - 1.
 local function penalty_parse(s)
@@ -1509,11 +1520,8 @@ end
 local PENALTY = {
   name = "PENALTY",
   params = penalty_params,
-  cost_only = penalty_cost,
+  refund = false,
   decide = function(key, p, now, amount)
-    if amount.refund then
-      fail("ERR syntax error: REFUND does not apply to RL.PENALTY, which takes only COST n")
-    end
     local stored = load_record(key, PENALTY_WHAT, penalty_parse)
     local seen = penalty_at(stored or { count = 0, window_end = 0, level = 0, blocked_until = 0 }, now, p)
     local n = amount.n
@@ -1565,10 +1573,9 @@ end
 -- A function without options (rl_acquire, rl_release) given more arguments than
 -- it takes: an option among them is named (as the module's command does), else the
 -- arity error.
-local OPTION_WORDS = { COST = true, REFUND = true, DELAY = true, DEBIT = true }
 local function no_options(name, command, args, n)
-  if #args > n and OPTION_WORDS[args[n + 1]:upper()] then
-    fail("ERR syntax error: " .. command .. " takes no " .. args[n + 1]:upper())
+  if #args > n and OPTION_SET[args[n + 1]:upper()] then
+    fail("ERR syntax error: " .. args[n + 1]:upper() .. " does not apply to " .. command .. ", which takes no options")
   end
   if #args ~= n then
     arity(name)
@@ -1605,7 +1612,9 @@ local function single(name, limiter, nparams, usage)
             .. name
             .. " 1 key "
             .. usage
-            .. (limiter.cost_only and " [COST n]" or limiter.debit and " [COST n | REFUND n | DEBIT n]" or " [COST n | REFUND n]")
+            .. " ["
+            .. expected({ refund = limiter.refund, debit = limiter.debit }):gsub(",? or ", " | "):gsub(", ", " | ")
+            .. "]"
             .. (limiter.delayed and " [DELAY max]" or "")
         )
       end
@@ -1613,12 +1622,11 @@ local function single(name, limiter, nparams, usage)
         arity(name)
       end
       local params, i = limiter.params(args, 1)
-      local amount
-      if limiter.cost_only then
-        amount = limiter.cost_only(args, i)
-      else
-        amount = options(args, i, { name = "RL." .. limiter.name, delay = limiter.delayed ~= nil, debit = limiter.debit })
-      end
+      local amount = options(
+        args,
+        i,
+        { name = "RL." .. limiter.name, refund = limiter.refund, delay = limiter.delayed ~= nil, debit = limiter.debit }
+      )
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -1704,7 +1712,7 @@ local function policies_in(list, from)
     end
     count = count + 1
   end
-  if list[i] == nil or OPTION_WORDS[list[i]:upper()] then
+  if list[i] == nil or OPTION_SET[list[i]:upper()] then
     return count
   end
   return nil
@@ -1756,7 +1764,7 @@ local function rl_all(keys, args)
       if not ok then
         -- A parameter missing: an option or the next policy was read in its place.
         for j = i + 1, i + p.n do
-          if OPTION_WORDS[args[j]:upper()] or policy_of(args[j]) then
+          if OPTION_SET[args[j]:upper()] or policy_of(args[j]) then
             fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
           end
         end
@@ -1816,7 +1824,12 @@ local function rl_all(keys, args)
     elseif amount.debit then
       for _, p in ipairs(policies) do
         if not p.watches and not p.limiter.debit then
-          fail("ERR syntax error: DEBIT does not apply to " .. p.limiter.name)
+          fail(
+            "ERR syntax error: DEBIT does not apply to "
+              .. p.limiter.name
+              .. ", which takes "
+              .. expected({ refund = p.limiter.refund, debit = false })
+          )
         end
       end
     end

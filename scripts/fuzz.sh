@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 # First the Functions library against the Rust core, in-process, on more random call
 # sequences than `make test` runs (FUZZ_DIFF_CASES, default 1,000,000).
-RL_DIFF_CASES="${FUZZ_DIFF_CASES:-1000000}" cargo test -p rl-core --test twin differential
+RL_DIFF_CASES="${FUZZ_DIFF_CASES:-1000000}" cargo test -p rl-core --features model --test twin differential
 cd fuzz
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "fuzz: installing cargo-fuzz"

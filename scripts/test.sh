@@ -24,7 +24,7 @@ trap 'rm -f "$err"' EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 step "unit and property tests"
-"$cargo" test -p rl-core
+"$cargo" test -p rl-core --features model
 "$cargo" test --lib
 "$cargo" build --profile testing --features testing
 

@@ -9,7 +9,7 @@
 //!   cargo run -p rl-core --example commands_json -- --write commands.json
 
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
-use rl_core::table::{self, Arg, ArgKind, Command, CostArg, Keys, Max, Opt, Reply};
+use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt, Reply};
 use serde_json::{json, Value};
 
 fn main() {
@@ -87,7 +87,7 @@ fn render() -> String {
 
 fn command(c: &Command) -> Value {
     let mut arguments: Vec<Value> = c.args.iter().map(argument).collect();
-    if let CostArg::Positional(name) = c.cost {
+    if let Some(name) = c.quantity {
         arguments.push(json!({
             "name": text(name), "type": "integer", "min": 0, "max": MAX_COUNT,
             "default": 1, "optional": true,
@@ -104,7 +104,7 @@ fn command(c: &Command) -> Value {
         "function": c.function,
         "policy": c.policy.map(text),
         "arguments": arguments,
-        "options": c.options().into_iter().map(option).collect::<Vec<_>>(),
+        "options": c.options.iter().copied().map(option).collect::<Vec<_>>(),
         "reply": match c.reply {
             Reply::Decision => "decision",
             Reply::Throttle => "throttle",
@@ -116,8 +116,9 @@ fn command(c: &Command) -> Value {
 
 fn policy(c: &'static Command) -> Value {
     let options: Vec<Value> = c
-        .options()
-        .into_iter()
+        .options
+        .iter()
+        .copied()
         .filter(|o| *o == Opt::Delay)
         .map(option)
         .collect();

@@ -8,7 +8,7 @@ use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;
 use crate::command::Settings;
 use crate::error::{Error, Result};
-use crate::table::{self, Command};
+use crate::table::{self, Command, Opt};
 
 pub use crate::table::MAX_KEYS;
 
@@ -58,7 +58,7 @@ impl Policy {
 
     /// Whether the policy takes `DELAY max` (GCRA).
     pub fn takes_delay(&self) -> bool {
-        self.command().delay
+        self.command().delay()
     }
 }
 
@@ -152,15 +152,16 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     }
     // The options after the last policy, in any order: COST n or REFUND n, and that
     // policy's DELAY max when it is GCRA.
-    let last_takes_delay = policies.last().is_some_and(Policy::takes_delay);
     let takes = args::Takes {
-        delay: last_takes_delay,
+        options: if policies.last().is_some_and(Policy::takes_delay) {
+            &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay]
+        } else {
+            table::ALL.options
+        },
         ..table::ALL.takes()
     };
     let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
-        Error::UnknownOption { option, .. } if option.eq_ignore_ascii_case("DELAY") => {
-            Error::DelayWithoutGcra
-        }
+        Error::NotApplicable { option: "DELAY", .. } => Error::DelayWithoutGcra,
         e => e,
     })?;
     if let Some(max_ms) = options.delay {
@@ -178,11 +179,20 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         // DEBIT applies to every key but a watched one: each policy's command must
         // take it.
         Amount::Debit(_) => {
-            if let Some(p) = policies.iter().find(|p| !p.watches() && !p.command().debit) {
-                return Err(Error::NotApplicable {
-                    option: "DEBIT",
-                    to: p.command().policy_word(),
-                });
+            if let Some(p) = policies
+                .iter()
+                .find(|p| !p.watches() && !p.command().debit())
+            {
+                // A policy without options of its own (ACQUIRE) still counts COST.
+                let options = match p.command().options {
+                    [] => &[Opt::Cost][..],
+                    options => options,
+                };
+                return Err(args::Takes {
+                    name: p.command().policy_token(),
+                    options,
+                }
+                .refuses(Opt::Debit));
             }
         }
         Amount::Take(_) | Amount::Refund(_) => {}
@@ -240,7 +250,7 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
             break;
         };
         i += 1 + policy.params().len();
-        if policy.delay
+        if policy.delay()
             && tail
                 .get(i)
                 .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
@@ -459,8 +469,8 @@ mod tests {
             ("2 a b FIXED 5 1s DELAY 1s GCRA 5 1 1s", "syntax error: DELAY must follow a GCRA policy"),
             ("1 a FIXED 5 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n"),
             ("1 a GCRA 5 1 1s COST 1 WAIT 1s", "syntax error: unknown option 'WAIT', expected COST n, REFUND n or DEBIT n, or DELAY max"),
-            ("2 a b FIXED 5 1s SLIDING 5 1s DEBIT 1", "syntax error: DEBIT does not apply to SLIDING"),
-            ("2 a b ACQUIRE 5 1s id GCRA 5 1 1s debit 1", "syntax error: DEBIT does not apply to ACQUIRE"),
+            ("2 a b FIXED 5 1s SLIDING 5 1s DEBIT 1", "syntax error: DEBIT does not apply to SLIDING, which takes COST n or REFUND n"),
+            ("2 a b ACQUIRE 5 1s id GCRA 5 1 1s debit 1", "syntax error: DEBIT does not apply to ACQUIRE, which takes COST n"),
             ("1 a GCRA 5 1 1s DELAY 1s DEBIT 1", "syntax error: DELAY and DEBIT exclude each other"),
             ("1 a FIXED 5 1s COST 1 DEBIT 1", "syntax error: COST and DEBIT exclude each other"),
             ("1 a PENALTY 5 15m 1m", "syntax error: policy PENALTY takes strikes window block max"),

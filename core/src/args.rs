@@ -4,6 +4,7 @@
 //! exactly the accepted form is an error naming the argument.
 
 use crate::algorithms::{Amount, Cost, Count, Interval, MAX_DURATION_MS};
+use crate::table::Opt;
 use crate::decimal;
 use crate::error::{Error, Result};
 
@@ -84,91 +85,106 @@ pub struct Options {
     pub delay: Option<u64>,
 }
 
-/// Which options a command takes besides `COST n` and `REFUND n`, and the name an
-/// error gives it.
+/// Which options a command takes (its row's list), and the name an error gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Takes {
     /// The command (`RL.SLIDING`) or RL.ALL policy (`SLIDING`).
     pub name: &'static std::ffi::CStr,
-    /// `DELAY max` (RL.GCRA).
-    pub delay: bool,
-    /// `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
-    pub debit: bool,
+    /// The options it takes.
+    pub options: &'static [Opt],
 }
 
 impl Takes {
-    /// What the unknown-option error says is accepted.
-    fn expected(self) -> &'static str {
-        match (self.debit, self.delay) {
-            (false, false) => "COST n or REFUND n",
-            (false, true) => "COST n or REFUND n, or DELAY max",
-            (true, false) => "COST n, REFUND n or DEBIT n",
-            (true, true) => "COST n, REFUND n or DEBIT n, or DELAY max",
+    pub fn has(self, o: Opt) -> bool {
+        self.options.contains(&o)
+    }
+
+    /// What an error says is accepted: "COST n, REFUND n or DEBIT n, or DELAY max".
+    pub fn expected(self) -> String {
+        let amounts: Vec<String> = self
+            .options
+            .iter()
+            .filter(|o| **o != Opt::Delay)
+            .map(|o| format!("{} n", o.word()))
+            .collect();
+        let mut text = match amounts.split_last() {
+            None => String::new(),
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        };
+        if self.has(Opt::Delay) {
+            text.push_str(if text.is_empty() { "DELAY max" } else { ", or DELAY max" });
+        }
+        if text.is_empty() {
+            text.push_str("no options");
+        }
+        text
+    }
+
+    /// The error for option `o` given to a command that does not take it.
+    pub fn refuses(self, o: Opt) -> Error {
+        Error::NotApplicable {
+            option: o.word(),
+            // Read as text only here, when the error is made.
+            to: self.name.to_str().unwrap_or("RL"),
+            takes: self.expected(),
         }
     }
 }
 
-/// The option an amount was given by.
-fn option_of(amount: Amount) -> &'static str {
-    match amount {
-        Amount::Take(_) => "COST",
-        Amount::Refund(_) => "REFUND",
-        Amount::Debit(_) => "DEBIT",
-    }
-}
-
-/// Parses the options of a command that takes what `takes` says.
+/// Parses the options of a command that takes what `takes` says: one parser for
+/// every command. An option RL has but this command does not take is named as not
+/// applying to it; anything else is an unknown option.
 pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Result<Options> {
-    let mut amount = None;
+    let mut amount: Option<(Opt, Amount)> = None;
     let mut delay = None;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
-        if takes.delay && name.eq_ignore_ascii_case(b"DELAY") {
-            let value = it.next();
+        let Some(option) = Opt::ALL
+            .into_iter()
+            .find(|o| name.eq_ignore_ascii_case(o.word().as_bytes()))
+        else {
+            return Err(Error::UnknownOption {
+                option: printable(name),
+                expected: takes.expected(),
+            });
+        };
+        if !takes.has(option) {
+            return Err(takes.refuses(option));
+        }
+        let value = it.next();
+        if option == Opt::Delay {
             if delay.is_some() && value.is_some() {
                 return Err(Error::DuplicateOption("DELAY"));
             }
             delay = Some(delay_option(value)?);
             continue;
         }
-        type Make = fn(&[u8]) -> Result<Amount>;
-        let (option, make): (&'static str, Make) = if name.eq_ignore_ascii_case(b"COST") {
-            ("COST", |v| Ok(Amount::Take(cost("COST", v)?)))
-        } else if name.eq_ignore_ascii_case(b"REFUND") {
-            ("REFUND", |v| Ok(Amount::Refund(cost("REFUND", v)?)))
-        } else if name.eq_ignore_ascii_case(b"DEBIT") {
-            if !takes.debit {
-                return Err(Error::NotApplicable {
-                    option: "DEBIT",
-                    // Read as text only here, when the error is made.
-                    to: takes.name.to_str().unwrap_or("RL"),
-                });
-            }
-            ("DEBIT", |v| Ok(Amount::Debit(count("DEBIT", v)?)))
-        } else {
-            return Err(Error::UnknownOption {
-                option: printable(name),
-                expected: takes.expected(),
-            });
-        };
-        let value = it.next().ok_or(Error::MissingValue(option))?;
-        if let Some(given) = amount {
-            let given = option_of(given);
+        let word = option.word();
+        let value = value.ok_or(Error::MissingValue(word))?;
+        if let Some((given, _)) = amount {
             if given == option {
-                return Err(Error::DuplicateOption(option));
+                return Err(Error::DuplicateOption(word));
             }
             // Named in a fixed order: COST, REFUND, DEBIT.
             return Err(match (given, option) {
-                ("DEBIT", first) | (first, "DEBIT") => Error::Exclusive(first, "DEBIT"),
+                (Opt::Debit, first) | (first, Opt::Debit) => Error::Exclusive(first.word(), "DEBIT"),
                 _ => Error::Exclusive("COST", "REFUND"),
             });
         }
-        amount = Some(make(value)?);
+        amount = Some((
+            option,
+            match option {
+                Opt::Refund => Amount::Refund(cost(word, value)?),
+                Opt::Debit => Amount::Debit(count(word, value)?),
+                Opt::Cost | Opt::Delay => Amount::Take(cost(word, value)?),
+            },
+        ));
     }
-    match (delay, amount) {
+    match (delay, amount.map(|(_, a)| a)) {
         (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),
         (Some(_), Some(Amount::Debit(_))) => Err(Error::Exclusive("DELAY", "DEBIT")),
-        _ => Ok(Options {
+        (delay, amount) => Ok(Options {
             amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
             delay,
         }),
@@ -192,21 +208,9 @@ mod tests {
     use crate::algorithms::MAX_COUNT;
 
     /// RL.SLIDING's options (COST, REFUND), RL.FIXED's (and DEBIT), RL.GCRA's (and DELAY).
-    const SLIDING: Takes = Takes {
-        name: c"RL.SLIDING",
-        delay: false,
-        debit: false,
-    };
-    const FIXED: Takes = Takes {
-        name: c"RL.FIXED",
-        debit: true,
-        ..SLIDING
-    };
-    const GCRA: Takes = Takes {
-        name: c"RL.GCRA",
-        delay: true,
-        debit: true,
-    };
+    const SLIDING: Takes = crate::table::SLIDING.takes();
+    const FIXED: Takes = crate::table::FIXED.takes();
+    const GCRA: Takes = crate::table::GCRA.takes();
 
     #[test]
     fn counts_accept_only_plain_integers_in_range() {
@@ -351,14 +355,14 @@ mod tests {
             amount(&["WEIGHT", "2"]),
             Err(Error::UnknownOption {
                 option: "WEIGHT".into(),
-                expected: "COST n or REFUND n"
+                expected: "COST n or REFUND n".into()
             })
         );
         assert_eq!(
             amount(&["COST", "1", "EX"]),
             Err(Error::UnknownOption {
                 option: "EX".into(),
-                expected: "COST n or REFUND n"
+                expected: "COST n or REFUND n".into()
             })
         );
     }
@@ -407,16 +411,17 @@ mod tests {
         }
         assert_eq!(
             parsed(&["DELAY", "1s"], false),
-            Err(Error::UnknownOption {
-                option: "DELAY".into(),
-                expected: "COST n, REFUND n or DEBIT n"
+            Err(Error::NotApplicable {
+                option: "DELAY",
+                to: "RL.FIXED",
+                takes: "COST n, REFUND n or DEBIT n".into()
             })
         );
         assert_eq!(
             parsed(&["WAIT", "1s"], true),
             Err(Error::UnknownOption {
                 option: "WAIT".into(),
-                expected: "COST n, REFUND n or DEBIT n, or DELAY max"
+                expected: "COST n, REFUND n or DEBIT n, or DELAY max".into()
             })
         );
     }
@@ -479,20 +484,21 @@ mod tests {
                 e,
                 Error::NotApplicable {
                     option: "DEBIT",
-                    to: "RL.SLIDING"
+                    to: "RL.SLIDING",
+                    takes: "COST n or REFUND n".into()
                 },
                 "{line:?}"
             );
             assert_eq!(
                 e.to_string(),
-                "syntax error: DEBIT does not apply to RL.SLIDING"
+                "syntax error: DEBIT does not apply to RL.SLIDING, which takes COST n or REFUND n"
             );
         }
         assert_eq!(
             parsed(&["WEIGHT", "1"], SLIDING),
             Err(Error::UnknownOption {
                 option: "WEIGHT".into(),
-                expected: "COST n or REFUND n"
+                expected: "COST n or REFUND n".into()
             })
         );
     }

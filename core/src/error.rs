@@ -53,13 +53,6 @@ pub enum Error {
     #[error("syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")]
     LeaseRefund,
 
-    /// An option given to a command that takes none (RL.ACQUIRE, RL.RELEASE).
-    #[error("syntax error: {command} takes no {option}")]
-    NoOption {
-        command: &'static str,
-        option: &'static str,
-    },
-
     /// RL.ALL: a DELAY after a policy other than GCRA.
     #[error("syntax error: DELAY must follow a GCRA policy")]
     DelayWithoutGcra,
@@ -67,16 +60,11 @@ pub enum Error {
     #[error("block must be at most max")]
     BlockAboveMax,
 
-    /// An option other commands take (REFUND, DEBIT, DELAY): named, since a user
-    /// may expect it here too.
-    #[error("syntax error: {0} does not apply to RL.PENALTY, which takes only COST n")]
-    PenaltyOption(&'static str),
-
     /// `expected` lists the command's options (RL.GCRA's include DELAY).
     #[error("syntax error: unknown option '{option}', expected {expected}")]
     UnknownOption {
         option: String,
-        expected: &'static str,
+        expected: String,
     },
 
     #[error("syntax error: {0} given more than once")]
@@ -89,12 +77,14 @@ pub enum Error {
     #[error("syntax error: {0} and {1} exclude each other")]
     Exclusive(&'static str, &'static str),
 
-    /// An option the command (or RL.ALL policy) `to` does not take: DEBIT on
-    /// RL.SLIDING.
-    #[error("syntax error: {option} does not apply to {to}")]
+    /// An option RL has that the command (or RL.ALL policy) `to` does not take:
+    /// DEBIT on RL.SLIDING, REFUND on RL.PENALTY, COST on RL.ACQUIRE; `takes` lists
+    /// what it does take.
+    #[error("syntax error: {option} does not apply to {to}, which takes {takes}")]
     NotApplicable {
         option: &'static str,
         to: &'static str,
+        takes: String,
     },
 
     #[error("numkeys is {0}, but fewer keys follow it")]

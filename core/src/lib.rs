@@ -9,7 +9,8 @@
 //! - `params`: each command's parameters from its arguments;
 //! - `keyspace`: an in-memory model of the Redis keys RL uses, and `memory`: RL's
 //!   commands run over it, as the module runs them over Redis keys (for tests,
-//!   the Functions library's in-process check and the fuzzer);
+//!   the Functions library's in-process check and the fuzzer; behind the `model`
+//!   feature, which the module never enables);
 //! - `all`: RL.ALL's line (its policies) and its combined reply;
 //! - `table`: every command, written once; `command`: a command as a type
 //!   ([`command::Spec`]) and what a key backend provides to run it
@@ -33,9 +34,14 @@ pub mod commands;
 pub mod decimal;
 pub mod error;
 pub mod exec;
+// The in-memory model of Redis keys and RL's commands over it: for the tests, the
+// Lua twin and the fuzzer, never compiled into the module.
+#[cfg(feature = "model")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "model")]
 pub mod keyspace;
+#[cfg(feature = "model")]
 pub mod memory;
 pub mod params;
 pub mod table;

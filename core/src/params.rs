@@ -7,7 +7,7 @@ use crate::algorithms::penalty::Penalty;
 use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
 use crate::args::{self, Options};
 use crate::error::{Error, Result};
-use crate::table::{Command, CostArg};
+use crate::table::Command;
 
 /// A call's arguments after the key, as every command with options reads them: its
 /// positional parameters first (by `parse`, so a bad parameter is the error even
@@ -19,44 +19,8 @@ pub fn with_options<P>(
 ) -> Result<(P, Options)> {
     let (positional, options) = args.split_at(command.params().len().min(args.len()));
     let params = parse(positional)?;
-    let options = match command.cost {
-        CostArg::Cost => Options {
-            amount: Amount::Take(cost_only(command, options)?),
-            delay: None,
-        },
-        _ => args::options(options.iter().copied(), command.takes())?,
-    };
+    let options = args::options(options.iter().copied(), command.takes())?;
     Ok((params, options))
-}
-
-/// Options other RL commands take, which a COST-only command (RL.PENALTY) refuses
-/// by name.
-const NOT_HERE: [&str; 3] = ["REFUND", "DEBIT", "DELAY"];
-
-/// `[COST n]` alone: the other commands' options are named as not applying,
-/// anything else is an unknown option; the value, a repeat or a missing value are
-/// checked as every command checks COST.
-fn cost_only(command: &Command, options: &[&[u8]]) -> Result<Cost> {
-    // Names sit at even positions, each followed by its value.
-    for name in options.iter().step_by(2) {
-        if let Some(other) = NOT_HERE
-            .iter()
-            .find(|o| name.eq_ignore_ascii_case(o.as_bytes()))
-        {
-            return Err(Error::PenaltyOption(other));
-        }
-        if !name.eq_ignore_ascii_case(b"COST") {
-            return Err(Error::UnknownOption {
-                option: args::printable(name),
-                expected: "COST n",
-            });
-        }
-    }
-    match args::options(options.iter().copied(), command.takes())?.amount {
-        Amount::Take(n) => Ok(n),
-        Amount::Refund(_) => Err(Error::PenaltyOption("REFUND")),
-        Amount::Debit(_) => Err(Error::PenaltyOption("DEBIT")),
-    }
 }
 
 /// RL.PENALTY's `strikes window block max`: block at most max.
@@ -171,10 +135,10 @@ mod tests {
         assert_eq!(parse_line("5 15m 1m 1h cost 0"), take(0));
         assert_eq!(parse_line("5 15m 1m 1h COST 7"), take(7));
         for (line, want) in [
-            ("5 15m 1m 1h REFUND 1", "syntax error: REFUND does not apply to RL.PENALTY, which takes only COST n"),
-            ("5 15m 1m 1h COST 1 refund 1", "syntax error: REFUND does not apply to RL.PENALTY, which takes only COST n"),
-            ("5 15m 1m 1h DEBIT 1", "syntax error: DEBIT does not apply to RL.PENALTY, which takes only COST n"),
-            ("5 15m 1m 1h Delay 1s", "syntax error: DELAY does not apply to RL.PENALTY, which takes only COST n"),
+            ("5 15m 1m 1h REFUND 1", "syntax error: REFUND does not apply to RL.PENALTY, which takes COST n"),
+            ("5 15m 1m 1h COST 1 refund 1", "syntax error: REFUND does not apply to RL.PENALTY, which takes COST n"),
+            ("5 15m 1m 1h DEBIT 1", "syntax error: DEBIT does not apply to RL.PENALTY, which takes COST n"),
+            ("5 15m 1m 1h Delay 1s", "syntax error: DELAY does not apply to RL.PENALTY, which takes COST n"),
             ("5 15m 1m 1h WEIGHT 1", "syntax error: unknown option 'WEIGHT', expected COST n"),
             ("5 15m 1m 1h COST", "syntax error: COST needs a value"),
             ("5 15m 1m 1h COST 1 COST 2", "syntax error: COST given more than once"),

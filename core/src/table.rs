@@ -11,10 +11,6 @@ use crate::algorithms::MAX_COUNT;
 use crate::args::Takes;
 use crate::error::Error;
 
-/// The options RL's commands take: given to a command that takes none, each is
-/// named in the error instead of the bare arity error.
-const OPTIONS: [&str; 4] = ["COST", "REFUND", "DELAY", "DEBIT"];
-
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
@@ -114,6 +110,16 @@ impl Opt {
         }
     }
 
+    /// Its token and its value's name, as COMMAND DOCS shows them.
+    pub const fn doc(self) -> (&'static CStr, &'static CStr) {
+        match self {
+            Opt::Cost => (c"COST", c"cost"),
+            Opt::Refund => (c"REFUND", c"refund"),
+            Opt::Debit => (c"DEBIT", c"debit"),
+            Opt::Delay => (c"DELAY", c"delay"),
+        }
+    }
+
     /// The options it cannot be given with.
     pub const fn excludes(self) -> &'static [Opt] {
         match self {
@@ -158,15 +164,16 @@ pub struct Command {
     pub keys: Keys,
     /// The fewest arguments a call has, its name included.
     pub min_argc: usize,
-    /// How the cost is given.
-    pub cost: CostArg,
+    /// The options it takes after its positional arguments, in [`Opt::ALL`]'s
+    /// order: one parser reads them, and any other option is named as not
+    /// applying to it.
+    pub options: &'static [Opt],
+    /// A last optional positional amount with this name (CL.THROTTLE's quantity,
+    /// redis-cell's): no options then.
+    pub quantity: Option<&'static CStr>,
     /// Another module may own this name (CL.THROTTLE, redis-cell's): if it is
     /// taken, RL loads without it and logs so.
     pub optional: bool,
-    /// Takes `[DELAY max]` (RL.GCRA; in RL.ALL, its GCRA policy).
-    pub delay: bool,
-    /// Takes `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
-    pub debit: bool,
     /// Its word as an RL.ALL policy (`FIXED`), if it is one.
     pub policy: Option<&'static CStr>,
     /// Its function in the Functions library (`rl_fixed`), if the library has it.
@@ -178,18 +185,10 @@ pub struct Command {
     pub looked_at: bool,
 }
 
-/// How a command takes its cost.
-#[derive(Clone, Copy)]
-pub enum CostArg {
-    /// `[COST n | REFUND n]`, RL's options (and DELAY where the row says so).
-    Option,
-    /// `[COST n]` alone: no REFUND (RL.PENALTY).
-    Cost,
-    /// A last optional positional argument with this name (CL.THROTTLE's quantity).
-    Positional(&'static CStr),
-    /// None: the positional arguments are the whole call (RL.ACQUIRE, RL.RELEASE).
-    None,
-}
+/// COST and REFUND: what every RL.* limiter takes.
+const COST_REFUND: &[Opt] = &[Opt::Cost, Opt::Refund];
+/// COST, REFUND and DEBIT.
+const COST_REFUND_DEBIT: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Debit];
 
 impl Command {
     /// An RL.* command: `[COST n]` after its positional arguments, registered always.
@@ -208,10 +207,9 @@ impl Command {
             args,
             keys: Keys::First,
             min_argc: 1 + args.len(),
-            cost: CostArg::Option,
+            options: COST_REFUND,
+            quantity: None,
             optional: false,
-            delay: false,
-            debit: false,
             policy: None,
             function: None,
             reply: Reply::Decision,
@@ -219,36 +217,39 @@ impl Command {
         }
     }
 
-    /// The options it takes, in [`Opt::ALL`]'s order.
-    pub fn options(&self) -> Vec<Opt> {
-        let (cost, refund) = match self.cost {
-            CostArg::Option => (true, true),
-            CostArg::Cost => (true, false),
-            CostArg::Positional(_) | CostArg::None => (false, false),
-        };
-        let takes = [cost, refund, self.debit, self.delay];
-        Opt::ALL
-            .into_iter()
-            .zip(takes)
-            .filter_map(|(o, t)| t.then_some(o))
-            .collect()
-    }
-
-    /// The same command, taking `DEBIT n` too.
-    const fn with_debit(self) -> Command {
-        Command {
-            debit: true,
-            ..self
+    /// Whether it takes option `o`.
+    pub const fn takes_option(&self, o: Opt) -> bool {
+        let mut i = 0;
+        while i < self.options.len() {
+            if self.options[i] as u8 == o as u8 {
+                return true;
+            }
+            i += 1;
         }
+        false
     }
 
-    /// The options it takes besides COST and REFUND, for the parser; `name` is what
-    /// an error calls it (the command, or its RL.ALL policy word).
+    /// Takes `DELAY max` (RL.GCRA; in RL.ALL, its GCRA policy).
+    pub const fn delay(&self) -> bool {
+        self.takes_option(Opt::Delay)
+    }
+
+    /// Takes `DEBIT n` (not RL.SLIDING, whose log holds one entry per unit).
+    pub const fn debit(&self) -> bool {
+        self.takes_option(Opt::Debit)
+    }
+
+    /// The same command, taking `options` after its positional arguments.
+    const fn taking(self, options: &'static [Opt]) -> Command {
+        Command { options, ..self }
+    }
+
+    /// What the options parser needs: the options it takes, and the name an error
+    /// gives it (the command, or its RL.ALL policy word).
     pub const fn takes(&self) -> Takes {
         Takes {
             name: self.name,
-            delay: self.delay,
-            debit: self.debit,
+            options: self.options,
         }
     }
 
@@ -277,20 +278,14 @@ impl Command {
         }
     }
 
-    /// The same command, taking `[DELAY max]` too.
-    const fn with_delay(self) -> Command {
-        Command {
-            delay: true,
-            ..self
-        }
-    }
-
-    /// At most this many (a positional cost is the only optional argument).
+    /// At most this many (a positional quantity is the only optional argument).
     fn max_argc(&self) -> Option<usize> {
-        match self.cost {
-            CostArg::Option | CostArg::Cost => None,
-            CostArg::Positional(_) => Some(self.min_argc + 1),
-            CostArg::None => Some(self.min_argc),
+        if self.quantity.is_some() {
+            Some(self.min_argc + 1)
+        } else if self.options.is_empty() {
+            Some(self.min_argc)
+        } else {
+            None
         }
     }
 
@@ -319,17 +314,14 @@ impl Command {
     /// option; None for any other call with the wrong argument count (CL.THROTTLE
     /// keeps redis-cell's arity error).
     pub fn refused_option(&self, extra: Option<&[u8]>) -> Option<Error> {
-        if !matches!(self.cost, CostArg::None) {
+        if !self.options.is_empty() || self.quantity.is_some() {
             return None;
         }
         let word = extra?;
-        let option = OPTIONS
+        let option = Opt::ALL
             .into_iter()
-            .find(|o| word.eq_ignore_ascii_case(o.as_bytes()))?;
-        Some(Error::NoOption {
-            command: self.name_str(),
-            option,
-        })
+            .find(|o| word.eq_ignore_ascii_case(o.word().as_bytes()))?;
+        Some(self.takes().refuses(option))
     }
 
     /// Its arity as COMMAND INFO shows it: at least `min_argc` arguments, the name
@@ -370,7 +362,7 @@ pub const FIXED: Command = Command::rl(
     c"O(1)",
     QUOTA_ARGS,
 )
-.with_debit()
+.taking(COST_REFUND_DEBIT)
 .policy(c"FIXED")
 .function("rl_fixed");
 
@@ -395,7 +387,7 @@ pub const BUCKET: Command = Command::rl(
     c"O(1)",
     RATE_ARGS,
 )
-.with_debit()
+.taking(COST_REFUND_DEBIT)
 .policy(c"BUCKET")
 .function("rl_bucket");
 
@@ -406,8 +398,7 @@ pub const GCRA: Command = Command::rl(
     c"O(1)",
     RATE_ARGS,
 )
-.with_delay()
-.with_debit()
+.taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay])
 .policy(c"GCRA")
 .function("rl_gcra");
 
@@ -418,7 +409,7 @@ pub const SLIDINGCOUNTER: Command = Command::rl(
     c"O(1)",
     QUOTA_ARGS,
 )
-.with_debit()
+.taking(COST_REFUND_DEBIT)
 .policy(c"SLIDINGCOUNTER")
 .function("rl_slidingcounter");
 
@@ -445,10 +436,9 @@ pub const THROTTLE: Command = Command {
     keys: Keys::First,
     // The command name, the key and three parameters; then an optional quantity.
     min_argc: 5,
-    cost: CostArg::Positional(c"quantity"),
+    options: &[],
+    quantity: Some(c"quantity"),
     optional: true,
-    delay: false,
-    debit: false,
     policy: None,
     function: None,
     reply: Reply::Throttle,
@@ -475,11 +465,11 @@ pub const ALL: Command = Command {
     keys: Keys::Counted,
     // RL.ALL 1 key FIXED limit window
     min_argc: 6,
-    cost: CostArg::Option,
-    optional: false,
-    delay: false,
     // DEBIT applies to every key: a policy that takes none is an error naming it.
-    debit: true,
+    // (A GCRA policy's DELAY follows it, or comes after the last policy.)
+    options: COST_REFUND_DEBIT,
+    quantity: None,
+    optional: false,
     policy: None,
     function: Some("rl_all"),
     reply: Reply::All,
@@ -490,8 +480,8 @@ pub const ALL: Command = Command {
 pub const MAX_KEYS: u64 = 16;
 
 pub const ACQUIRE: Command = Command {
-    // Exactly key limit ttl id: no COST, no REFUND.
-    cost: CostArg::None,
+    // Exactly key limit ttl id: no options.
+    options: &[],
     ..Command::rl(
         c"RL.ACQUIRE",
         c"write deny-oom",
@@ -509,7 +499,7 @@ pub const ACQUIRE: Command = Command {
 };
 
 pub const RELEASE: Command = Command {
-    cost: CostArg::None,
+    options: &[],
     reply: Reply::Released,
     ..Command::rl(
         // Not deny-oom: like DEL, it must free a slot on a server at maxmemory.
@@ -524,7 +514,7 @@ pub const RELEASE: Command = Command {
 
 /// Escalating blocks for repeat offenders: COST only (strikes are never given back).
 pub const PENALTY: Command = Command {
-    cost: CostArg::Cost,
+    options: &[Opt::Cost],
     ..Command::rl(
         c"RL.PENALTY",
         c"write deny-oom fast",

@@ -5,7 +5,7 @@
 
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
-use rl_core::table::{self, Arg, ArgKind, Command, CostArg, Keys};
+use rl_core::table::{self, Arg, ArgKind, Command, Keys, Opt};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
 const SINCE: &std::ffi::CStr = c"0.1.0";
@@ -28,7 +28,7 @@ fn doc(spec: &Command) -> CommandDoc {
                 let blocks = table::policies()
                     .map(|p| {
                         let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
-                        if p.delay {
+                        if p.delay() {
                             subargs.push(delay_option());
                         }
                         let word = p.policy_token();
@@ -46,26 +46,25 @@ fn doc(spec: &Command) -> CommandDoc {
             _ => positional(a),
         })
         .collect();
-    let amount = match spec.cost {
-        CostArg::Option => {
-            // [COST n | REFUND n], and `| DEBIT n` where the command takes it.
-            let debit = spec.debit.then_some((c"debit", c"DEBIT"));
-            let options = [(c"cost", c"COST"), (c"refund", c"REFUND")]
-                .into_iter()
-                .chain(debit)
-                .map(|(name, token)| ArgDoc {
-                    token: Some(token),
-                    ..ArgDoc::new(name, ArgType::Integer)
-                })
-                .collect();
-            Some(ArgDoc::new(c"amount", ArgType::OneOf(options)))
-        }
-        CostArg::Cost => Some(ArgDoc {
-            token: Some(c"COST"),
-            ..ArgDoc::new(c"cost", ArgType::Integer)
-        }),
-        CostArg::Positional(name) => Some(ArgDoc::new(name, ArgType::Integer)),
-        CostArg::None => None,
+    // [COST n | REFUND n | DEBIT n] as the row takes them (one alone: its token),
+    // or CL.THROTTLE's positional quantity.
+    let amounts: Vec<ArgDoc> = spec
+        .options
+        .iter()
+        .filter(|o| **o != Opt::Delay)
+        .map(|o| {
+            let (token, name) = o.doc();
+            ArgDoc {
+                token: Some(token),
+                ..ArgDoc::new(name, ArgType::Integer)
+            }
+        })
+        .collect();
+    let amount = match (spec.quantity, amounts.len()) {
+        (Some(name), _) => Some(ArgDoc::new(name, ArgType::Integer)),
+        (None, 0) => None,
+        (None, 1) => amounts.into_iter().next(),
+        (None, _) => Some(ArgDoc::new(c"amount", ArgType::OneOf(amounts))),
     };
     if let Some(amount) = amount {
         args.push(ArgDoc {
@@ -73,7 +72,7 @@ fn doc(spec: &Command) -> CommandDoc {
             ..amount
         });
     }
-    if spec.delay {
+    if spec.delay() {
         args.push(delay_option());
     }
     CommandDoc {

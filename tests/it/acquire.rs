@@ -321,31 +321,31 @@ fn bad_inputs_are_clear_errors_that_change_nothing() {
     let options: &[(&[&str], &str)] = &[
         (
             &["RL.ACQUIRE", "k", "2", "1h", "b", "COST", "1"],
-            "ERR syntax error: RL.ACQUIRE takes no COST",
+            "ERR syntax error: COST does not apply to RL.ACQUIRE, which takes no options",
         ),
         (
             &["RL.ACQUIRE", "k", "2", "1h", "b", "cost"],
-            "ERR syntax error: RL.ACQUIRE takes no COST",
+            "ERR syntax error: COST does not apply to RL.ACQUIRE, which takes no options",
         ),
         (
             &["RL.ACQUIRE", "k", "0", "1h", "b", "COST", "0"],
-            "ERR syntax error: RL.ACQUIRE takes no COST",
+            "ERR syntax error: COST does not apply to RL.ACQUIRE, which takes no options",
         ),
         (
             &["RL.ACQUIRE", "k", "2", "1h", "b", "REFUND", "1"],
-            "ERR syntax error: RL.ACQUIRE takes no REFUND",
+            "ERR syntax error: REFUND does not apply to RL.ACQUIRE, which takes no options",
         ),
         (
             &["RL.ACQUIRE", "k", "2", "1h", "b", "Delay", "1s"],
-            "ERR syntax error: RL.ACQUIRE takes no DELAY",
+            "ERR syntax error: DELAY does not apply to RL.ACQUIRE, which takes no options",
         ),
         (
             &["RL.RELEASE", "k", "a", "COST", "1"],
-            "ERR syntax error: RL.RELEASE takes no COST",
+            "ERR syntax error: COST does not apply to RL.RELEASE, which takes no options",
         ),
         (
             &["RL.RELEASE", "k", "a", "refund", "1"],
-            "ERR syntax error: RL.RELEASE takes no REFUND",
+            "ERR syntax error: REFUND does not apply to RL.RELEASE, which takes no options",
         ),
     ];
     for (args, want) in options {

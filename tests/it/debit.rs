@@ -594,11 +594,11 @@ fn every_bad_debit_gets_a_clear_error_and_changes_nothing() {
     for (line, want) in [
         (
             all(&["SLIDING", "5", "1h", "DEBIT", "1"]),
-            "ERR syntax error: DEBIT does not apply to SLIDING",
+            "ERR syntax error: DEBIT does not apply to SLIDING, which takes COST n or REFUND n",
         ),
         (
             all(&["ACQUIRE", "5", "1h", "job", "debit", "1"]),
-            "ERR syntax error: DEBIT does not apply to ACQUIRE",
+            "ERR syntax error: DEBIT does not apply to ACQUIRE, which takes COST n",
         ),
         (
             all(&["GCRA", "5", "1", "1h", "DELAY", "1s", "DEBIT", "1"]),
@@ -626,7 +626,7 @@ fn every_bad_debit_gets_a_clear_error_and_changes_nothing() {
     // arity (5 or 6 arguments) and its error.
     let mut fixed: Vec<(&[&str], &str)> = vec![(
         &["RL.ACQUIRE", "q", "5", "1h", "job", "DEBIT", "1"],
-        "ERR syntax error: RL.ACQUIRE takes no DEBIT",
+        "ERR syntax error: DEBIT does not apply to RL.ACQUIRE, which takes no options",
     )];
     if !is_library() {
         fixed.push((

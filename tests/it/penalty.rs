@@ -515,7 +515,7 @@ fn every_bad_argument_is_an_error_that_names_it_and_changes_nothing() {
         )
     };
     let not_here = |option: &str| {
-        format!("ERR syntax error: {option} does not apply to RL.PENALTY, which takes only COST n")
+        format!("ERR syntax error: {option} does not apply to RL.PENALTY, which takes COST n")
     };
     let cases: Vec<(Vec<&str>, String)> = vec![
         (

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rl_core::keyspace::Keyspace;
 use rl_core::memory;
-use rl_core::table::{self, ArgKind, Command, CostArg, Keys};
+use rl_core::table::{self, ArgKind, Command, Keys};
 
 /// Keys the calls share, so limiters meet each other's states.
 const KEYS: &[&str] = &["{k}a", "{k}b", "{k}c"];
@@ -108,7 +108,7 @@ fn policy() -> impl Strategy<Value = Vec<String>> {
         .map(|c| {
             (
                 params(c),
-                prop::bool::weighted(if c.delay { 0.3 } else { 0.0 }),
+                prop::bool::weighted(if c.delay() { 0.3 } else { 0.0 }),
                 duration(),
             )
                 .prop_map(move |(p, delay, d)| {
@@ -128,17 +128,19 @@ fn policy() -> impl Strategy<Value = Vec<String>> {
 /// The options a single-key command's line ends with, as its row takes them (and
 /// now and then one it does not take, for the error).
 fn options_of(command: &'static Command) -> BoxedStrategy<Vec<String>> {
-    match command.cost {
-        CostArg::Option | CostArg::Cost => options(command.delay).boxed(),
-        CostArg::Positional(_) => prop::option::weighted(0.5, amount())
+    if command.quantity.is_some() {
+        return prop::option::weighted(0.5, amount())
             .prop_map(|q| q.into_iter().collect())
-            .boxed(),
-        CostArg::None => prop_oneof![
-            9 => Just(vec![]),
-            1 => amount().prop_map(|n| vec!["COST".to_string(), n]),
-        ]
-        .boxed(),
+            .boxed();
     }
+    if !command.options.is_empty() {
+        return options(command.delay()).boxed();
+    }
+    prop_oneof![
+        9 => Just(vec![]),
+        1 => amount().prop_map(|n| vec!["COST".to_string(), n]),
+    ]
+    .boxed()
 }
 
 /// One RL command line (or a native write that plants a foreign state): every

@@ -246,7 +246,7 @@ func TestSliding(t *testing.T) {
 			t.Fatalf("ZCARD %d after a refund", n)
 		}
 		_, err = e.c.Sliding(ctx, k, 2, hour, rl.Debit(1))
-		wantArgumentError(t, "DEBIT", err, "DEBIT does not apply to RL.SLIDING")
+		wantArgumentError(t, "DEBIT", err, "DEBIT does not apply to RL.SLIDING, which takes COST n or REFUND n")
 	})
 }
 
@@ -407,7 +407,7 @@ func TestAll(t *testing.T) {
 			t.Fatalf("DEBIT 2: %+v %v", d, err)
 		}
 		_, err = e.c.All(ctx, rates, rl.Debit(2))
-		wantArgumentError(t, "DEBIT with SLIDING", err, "DEBIT does not apply to SLIDING")
+		wantArgumentError(t, "DEBIT with SLIDING", err, "DEBIT does not apply to SLIDING, which takes COST n or REFUND n")
 		// RL builds since the rule answer an error for a PENALTY policy under
 		// another COST; older ones took it. Either way nothing is swallowed.
 		if _, err = e.c.All(ctx, every, rl.Cost(1)); err != nil {

@@ -5,12 +5,13 @@
 // medians compared. Prints one line per client, then the final line for the client
 // with the lower ratio:
 //   client-bench node raw_ops=<int> typed_ops=<int> ratio=<typed/raw>
-// Env: RL_BENCH_URL (redis://127.0.0.1:6379), RL_BENCH_N (20000), RL_BENCH_ROUNDS (7).
+// Run: node --expose-gc bench.js (bench.sh does).
+// Env: RL_BENCH_URL (redis://127.0.0.1:6379), RL_BENCH_N (20000), RL_BENCH_ROUNDS (9).
 const { createLimiter } = require('.');
 
 const url = process.env.RL_BENCH_URL || 'redis://127.0.0.1:6379';
 const N = Number(process.env.RL_BENCH_N || 20000);
-const ROUNDS = Number(process.env.RL_BENCH_ROUNDS || 7);
+const ROUNDS = Number(process.env.RL_BENCH_ROUNDS || 9);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `rl:bench:node:${i}`);
 
 const median = (xs) => {
@@ -18,7 +19,10 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+// Each round starts from a collected heap (node --expose-gc), so that neither side pays
+// for the other's garbage.
 async function time(fn) {
+  if (global.gc) global.gc();
   const t0 = process.hrtime.bigint();
   await fn();
   return N / (Number(process.hrtime.bigint() - t0) / 1e9);

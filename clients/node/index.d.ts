@@ -62,6 +62,8 @@ export interface RateLimitHeaders {
 /** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
 export declare class Decision {
   constructor(reply: ArrayLike<number>, windowMs: number | null);
+  /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
+  readonly reply: ArrayLike<number>;
   readonly allowed: boolean;
   readonly limit: number;
   readonly remaining: number;
@@ -75,6 +77,7 @@ export declare class Decision {
   readonly error?: RLConnectionError;
   /** RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected and a retry can pass. */
   headers(policyName?: string): RateLimitHeaders;
+  toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null };
 }
 
 /** RL.ALL: the combined decision, and each key's (decisions[i] for keys[i]). */
@@ -85,6 +88,9 @@ export declare class AllDecision extends Decision {
 
 /** CL.THROTTLE's reply (redis-cell's form): times in whole seconds. */
 export declare class ThrottleDecision {
+  constructor(reply: ArrayLike<number>, periodMs: number | null);
+  /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
+  readonly reply: ArrayLike<number>;
   readonly limited: boolean;
   readonly allowed: boolean;
   readonly limit: number;

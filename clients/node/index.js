@@ -214,15 +214,42 @@ function adapterFor(client) {
 const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000 };
 const DURATION_RE = /^([0-9]+)(ms|s|m|h|d)?$/i;
 
-// A duration: a number of milliseconds (sent as "<n>ms") or an RL duration string
-// ("1500ms", "60", "1m", sent as is). Returns the argument; its ms go to `msOut`.
-function durationArg(value, what) {
+// Numbers sent as strings (node-redis takes only strings and Buffers), through a small
+// direct-mapped cache: the same few limits come again and again.
+const CACHE_SLOTS = 256;
+const intKeys = new Array(CACHE_SLOTS).fill(-1);
+const intStrs = new Array(CACHE_SLOTS).fill('');
+const msKeys = new Array(CACHE_SLOTS).fill(-1);
+const msStrs = new Array(CACHE_SLOTS).fill('');
+
+function intArg(value, what) {
   if (typeof value === 'number') {
+    const slot = value & (CACHE_SLOTS - 1);
+    if (intKeys[slot] === value) return intStrs[slot];
+    const s = String(value);
+    intKeys[slot] = value;
+    intStrs[slot] = s;
+    return s;
+  }
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint') return String(value);
+  throw new TypeError(`${what} must be an integer (number, bigint or decimal string)`);
+}
+
+// A duration: a number of milliseconds (sent as "<n>ms") or an RL duration string
+// ("1500ms", "60", "1m", sent as is).
+function durationArg(value, what) {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') {
+    const slot = value & (CACHE_SLOTS - 1);
+    if (msKeys[slot] === value) return msStrs[slot];
     if (!Number.isFinite(value)) throw new TypeError(`${what} must be a finite number of milliseconds`);
-    return `${value}ms`;
+    const s = `${value}ms`;
+    msKeys[slot] = value;
+    msStrs[slot] = s;
+    return s;
   }
   if (typeof value === 'bigint') return `${value}ms`;
-  if (typeof value === 'string') return value;
   throw new TypeError(`${what} must be milliseconds (a number) or a duration string such as "1m"`);
 }
 
@@ -240,12 +267,6 @@ function durationMs(value) {
     if (parsedDurations.size < 1024) parsedDurations.set(value, ms);
   }
   return ms;
-}
-
-function intArg(value, what) {
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'string') return value;
-  throw new TypeError(`${what} must be an integer (number, bigint or decimal string)`);
 }
 
 function textArg(value, what) {
@@ -287,20 +308,51 @@ function pushOptions(out, opts, allowDelay) {
 
 const ceilS = (ms) => Math.ceil(ms / 1000);
 
+// The headers of a decision: times in ms (Decision) or in seconds (ThrottleDecision).
+function headersOf(name, allowed, limit, remaining, retryS, resetS, windowMs) {
+  const reset = String(resetS);
+  const h = {
+    'RateLimit-Policy': `"${name}";q=${limit}` + (windowMs === null ? '' : `;w=${ceilS(windowMs)}`),
+    RateLimit: `"${name}";r=${remaining};t=${reset}`,
+    'X-RateLimit-Limit': String(limit),
+    'X-RateLimit-Remaining': String(remaining),
+    'X-RateLimit-Reset': reset,
+  };
+  if (!allowed && retryS !== null) h['Retry-After'] = String(retryS);
+  return h;
+}
+
 /**
  * The typed five-integer reply. Times are in milliseconds; `retryAfter` is null when the
  * call can never pass (it asked for more than the limit), 0 when allowed (with DELAY: the wait).
+ * It keeps the server's reply (`reply`) and reads the fields from it.
  */
 class Decision {
-  constructor(reply, windowMs) {
-    this.allowed = Number(reply[0]) === 1;
-    this.limit = Number(reply[1]);
-    this.remaining = Number(reply[2]);
-    const retry = Number(reply[3]);
-    this.retryAfter = retry < 0 ? null : retry;
-    this.resetAfter = Number(reply[4]);
-    /** The call's window, period or ttl in ms (RateLimit-Policy's w), when known. */
-    this.window = windowMs;
+  /** reply: the five integers; window: the call's window, period or ttl (ms or "1m"). */
+  constructor(reply, window) {
+    /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
+    this.reply = reply;
+    this._window = window;
+  }
+  get allowed() {
+    return Number(this.reply[0]) === 1;
+  }
+  get limit() {
+    return Number(this.reply[1]);
+  }
+  get remaining() {
+    return Number(this.reply[2]);
+  }
+  get retryAfter() {
+    const retry = Number(this.reply[3]);
+    return retry < 0 ? null : retry;
+  }
+  get resetAfter() {
+    return Number(this.reply[4]);
+  }
+  /** The call's window, period or ttl in ms (RateLimit-Policy's w), when known. */
+  get window() {
+    return durationMs(this._window);
   }
 
   /**
@@ -308,66 +360,95 @@ class Decision {
    * X-RateLimit-Limit/-Remaining/-Reset, and Retry-After when rejected and a retry can pass.
    */
   headers(policyName = 'default') {
-    const reset = String(ceilS(this.resetAfter));
-    const policy = `"${policyName}";q=${this.limit}` + (this.window === null ? '' : `;w=${ceilS(this.window)}`);
-    const h = {
-      'RateLimit-Policy': policy,
-      RateLimit: `"${policyName}";r=${this.remaining};t=${reset}`,
-      'X-RateLimit-Limit': String(this.limit),
-      'X-RateLimit-Remaining': String(this.remaining),
-      'X-RateLimit-Reset': reset,
-    };
-    if (!this.allowed && this.retryAfter !== null) h['Retry-After'] = String(ceilS(this.retryAfter));
-    return h;
+    const retry = this.retryAfter;
+    return headersOf(
+      policyName,
+      this.allowed,
+      this.limit,
+      this.remaining,
+      retry === null ? null : ceilS(retry),
+      ceilS(this.resetAfter),
+      this.window,
+    );
+  }
+
+  toJSON() {
+    const { allowed, limit, remaining, retryAfter, resetAfter, window } = this;
+    return { allowed, limit, remaining, retryAfter, resetAfter, window };
   }
 }
 
 /** RL.ALL: the combined decision, and `decisions[i]` for `keys[i]`. */
 class AllDecision extends Decision {
-  constructor(reply, keys, windows) {
+  /** words: each key's policy word (FIXED, ..., PENALTY), to find the key the combined limit is from. */
+  constructor(reply, keys, windows, words) {
     const decisions = [];
     for (let i = 1; i < reply.length; i++) decisions.push(new Decision(reply[i], windows[i - 1]));
-    // The combined limit and remaining are the first key's with the smallest remaining.
+    // The combined limit and remaining are the first rate limit's (PENALTY policies only
+    // when there is nothing else) with the smallest remaining: RateLimit-Policy's w is its window.
+    const combined = reply[0];
+    const onlyPenalty = !words || words.every((w) => w === 'PENALTY');
     let at = -1;
     for (let i = 0; i < decisions.length; i++) {
-      if (at < 0 || decisions[i].remaining < decisions[at].remaining) at = i;
+      if (!onlyPenalty && words[i] === 'PENALTY') continue;
+      const d = decisions[i];
+      if (Number(d.reply[2]) === Number(combined[2]) && Number(d.reply[1]) === Number(combined[1])) {
+        at = i;
+        break;
+      }
     }
-    super(reply[0], at < 0 ? null : decisions[at].window);
+    super(combined, at < 0 ? null : windows[at]);
     this.keys = keys;
     this.decisions = decisions;
+  }
+  toJSON() {
+    return { ...super.toJSON(), decisions: this.decisions.map((d) => d.toJSON()) };
   }
 }
 
 /** CL.THROTTLE's reply (redis-cell's form): times in whole seconds. */
 class ThrottleDecision {
-  constructor(reply, periodMs) {
-    this.limited = Number(reply[0]) === 1;
-    this.allowed = !this.limited;
-    this.limit = Number(reply[1]);
-    this.remaining = Number(reply[2]);
-    const retry = Number(reply[3]);
-    /** Seconds until a retry can pass; null when allowed (-1) or when it never can. */
-    this.retryAfterSeconds = retry < 0 ? null : retry;
-    this.resetAfterSeconds = Number(reply[4]);
-    this.window = periodMs;
+  constructor(reply, period) {
+    /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
+    this.reply = reply;
+    this._window = period;
+  }
+  get limited() {
+    return Number(this.reply[0]) === 1;
+  }
+  get allowed() {
+    return Number(this.reply[0]) !== 1;
+  }
+  get limit() {
+    return Number(this.reply[1]);
+  }
+  get remaining() {
+    return Number(this.reply[2]);
+  }
+  /** Seconds until a retry can pass; null when allowed (-1) or when it never can. */
+  get retryAfterSeconds() {
+    const retry = Number(this.reply[3]);
+    return retry < 0 ? null : retry;
+  }
+  get resetAfterSeconds() {
+    return Number(this.reply[4]);
+  }
+  get window() {
+    return durationMs(this._window);
   }
   headers(policyName = 'default') {
-    const reset = String(this.resetAfterSeconds);
-    const policy = `"${policyName}";q=${this.limit}` + (this.window === null ? '' : `;w=${ceilS(this.window)}`);
-    const h = {
-      'RateLimit-Policy': policy,
-      RateLimit: `"${policyName}";r=${this.remaining};t=${reset}`,
-      'X-RateLimit-Limit': String(this.limit),
-      'X-RateLimit-Remaining': String(this.remaining),
-      'X-RateLimit-Reset': reset,
-    };
-    if (this.limited && this.retryAfterSeconds !== null) h['Retry-After'] = String(this.retryAfterSeconds);
-    return h;
+    return headersOf(policyName, this.allowed, this.limit, this.remaining, this.retryAfterSeconds, this.resetAfterSeconds, this.window);
+  }
+  toJSON() {
+    const { limited, allowed, limit, remaining, retryAfterSeconds, resetAfterSeconds, window } = this;
+    return { limited, allowed, limit, remaining, retryAfterSeconds, resetAfterSeconds, window };
   }
 }
 
+// `command`: its name, or the call's arguments (named only on an error).
 function checkDecisionReply(reply, command) {
   if (!Array.isArray(reply) || reply.length !== 5) {
+    if (Array.isArray(command)) command = commandOf(command);
     throw new RLError(`${command}: unexpected reply ${JSON.stringify(reply)}`, { command });
   }
   return reply;
@@ -377,32 +458,27 @@ function checkDecisionReply(reply, command) {
 // Policies for RL.ALL
 
 class Policy {
-  constructor(word, command, args, windowMs) {
+  constructor(word, command, args, window) {
     this.word = word;
     this.command = command;
     this.args = args;
-    this.window = windowMs;
+    /** The policy's window, period or ttl in ms, when known. */
+    this.window = durationMs(window);
   }
 }
 
 const policies = {
-  fixed: (limit, window) =>
-    new Policy('FIXED', 'RL.FIXED', [intArg(limit, 'limit'), durationArg(window, 'window')], durationMs(window)),
+  fixed: (limit, window) => new Policy('FIXED', 'RL.FIXED', [intArg(limit, 'limit'), durationArg(window, 'window')], window),
   sliding: (limit, window) =>
-    new Policy('SLIDING', 'RL.SLIDING', [intArg(limit, 'limit'), durationArg(window, 'window')], durationMs(window)),
+    new Policy('SLIDING', 'RL.SLIDING', [intArg(limit, 'limit'), durationArg(window, 'window')], window),
   slidingCounter: (limit, window) =>
-    new Policy(
-      'SLIDINGCOUNTER',
-      'RL.SLIDINGCOUNTER',
-      [intArg(limit, 'limit'), durationArg(window, 'window')],
-      durationMs(window),
-    ),
+    new Policy('SLIDINGCOUNTER', 'RL.SLIDINGCOUNTER', [intArg(limit, 'limit'), durationArg(window, 'window')], window),
   bucket: (capacity, tokens, period) =>
     new Policy(
       'BUCKET',
       'RL.BUCKET',
       [intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period')],
-      durationMs(period),
+      period,
     ),
   gcra: (capacity, tokens, period, opts) => {
     const args = [intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period')];
@@ -413,16 +489,16 @@ const policies = {
         args.push('DELAY', durationArg(opts.delay, 'delay'));
       }
     }
-    return new Policy('GCRA', 'RL.GCRA', args, durationMs(period));
+    return new Policy('GCRA', 'RL.GCRA', args, period);
   },
   acquire: (limit, ttl, id) =>
-    new Policy('ACQUIRE', 'RL.ACQUIRE', [intArg(limit, 'limit'), durationArg(ttl, 'ttl'), textArg(id, 'id')], durationMs(ttl)),
+    new Policy('ACQUIRE', 'RL.ACQUIRE', [intArg(limit, 'limit'), durationArg(ttl, 'ttl'), textArg(id, 'id')], ttl),
   penalty: (strikes, window, block, max) =>
     new Policy(
       'PENALTY',
       'RL.PENALTY',
       [intArg(strikes, 'strikes'), durationArg(window, 'window'), durationArg(block, 'block'), durationArg(max, 'max')],
-      durationMs(window),
+      window,
     ),
   share: (tenant, weight, capacity, tokens, period) =>
     new Policy(
@@ -435,12 +511,15 @@ const policies = {
         intArg(tokens, 'tokens'),
         durationArg(period, 'period'),
       ],
-      durationMs(period),
+      period,
     ),
 };
 
 // ---------------------------------------------------------------------------
-// Commands: one description per call, turned into the backend's arguments.
+// Commands. A call is its arguments (argv), built for the module (`RL.X key ...`) or the
+// library (`FCALL rl_x 1 key ...`) and rebuilt at send time should the backend turn out
+// the other, and a plan for its reply: a Decision or ThrottleDecision to fill in, an
+// AllPlan, or RELEASED.
 
 // The library function of each module command (CL.THROTTLE has none).
 const FUNCTIONS = {
@@ -456,78 +535,69 @@ const FUNCTIONS = {
   'RL.PENALTY': 'rl_penalty',
   'RL.SHARE': 'rl_share',
 };
+const COMMANDS = {};
+for (const [command, fn] of Object.entries(FUNCTIONS)) if (fn) COMMANDS[fn] = command;
 
-const KIND_DECISION = 0;
-const KIND_ALL = 1;
-const KIND_THROTTLE = 2;
-const KIND_RELEASED = 3;
+// Where a call's limit is, after the key (a failed-open decision reports it).
+const LIMIT_AT = { 'RL.SHARE': 3 };
 
-// A call, its arguments built for the backend `lib` says (false: `RL.X key ...`, true:
-// `FCALL rl_x 1 key ...`), rebuilt at send time should the backend turn out the other.
-class Call {
-  constructor(command, kind, lib, argv, window, extra) {
-    this.command = command;
-    this.kind = kind;
-    this.lib = lib;
+const RELEASED = { released: true };
+
+class AllPlan {
+  constructor(argv, keys, windows, limits, words) {
     this.argv = argv;
-    this.window = window; // ms; RL.ALL: each key's
-    this.extra = extra; // the limit given (fail open/closed); RL.ALL: { keys, limits }
+    this.keys = keys;
+    this.windows = windows;
+    this.limits = limits;
+    this.words = words;
   }
+}
 
-  args(backend) {
-    const lib = backend === 'library';
-    if (lib === this.lib) return this.argv;
-    const { command, argv } = this;
-    if (command === 'RL.ALL') return lib ? ['FCALL', 'rl_all', ...argv.slice(1)] : ['RL.ALL', ...argv.slice(2)];
-    if (!lib) return [command, ...argv.slice(3)];
-    const fn = FUNCTIONS[command];
-    if (!fn) {
-      throw new RLUnsupportedError(
-        `${command} has no Functions library function (the server has RL's library, not the module): ` +
-          'use gcra(key, maxBurst + 1, count, period, { cost: quantity }), which decides alike on the same keys',
-        { command },
-      );
-    }
-    return ['FCALL', fn, '1', ...argv.slice(1)];
-  }
+// A plain decision's plan: its window argument, or null when it is not a duration.
+const planOf = (window) => (typeof window === 'string' || typeof window === 'number' || typeof window === 'bigint' ? window : null);
 
-  parse(reply) {
-    switch (this.kind) {
-      case KIND_DECISION:
-        return new Decision(checkDecisionReply(reply, this.command), this.window);
-      case KIND_ALL: {
-        const { keys } = this.extra;
-        if (!Array.isArray(reply) || reply.length !== keys.length + 1) {
-          throw new RLError(`RL.ALL: unexpected reply ${JSON.stringify(reply)}`, { command: 'RL.ALL' });
-        }
-        for (const r of reply) checkDecisionReply(r, 'RL.ALL');
-        return new AllDecision(reply, keys, this.window);
-      }
-      case KIND_THROTTLE:
-        return new ThrottleDecision(checkDecisionReply(reply, this.command), this.window);
-      default:
-        return Number(reply) === 1;
-    }
-  }
+const isFcall = (argv) => argv[0] === 'FCALL';
+const commandOf = (argv) => (isFcall(argv) ? COMMANDS[argv[1]] || String(argv[1]) : argv[0]);
 
-  // The decision a failed-open or failed-closed call answers, carrying the error.
-  fallback(allowed, error) {
-    const a = allowed ? 1 : 0;
-    const reply = (limit) => [a, limit, allowed ? limit : 0, allowed ? 0 : -1, 0];
-    let result;
-    if (this.kind === KIND_THROTTLE) {
-      const limit = numberOr0(this.extra) + 1;
-      result = new ThrottleDecision([1 - a, limit, allowed ? limit : 0, -1, 0], this.window);
-    } else if (this.kind === KIND_ALL) {
-      const { keys, limits } = this.extra;
-      const each = limits.map((l) => reply(numberOr0(l)));
-      result = new AllDecision([each.length ? each[0] : reply(0), ...each], keys, this.window);
-    } else {
-      result = new Decision(reply(numberOr0(this.extra)), this.window);
-    }
-    result.error = error;
-    return result;
+// The arguments for `backend`.
+function argsFor(argv, backend) {
+  const lib = backend === 'library';
+  if (lib === isFcall(argv)) return argv;
+  const command = commandOf(argv);
+  if (command === 'RL.ALL') return lib ? ['FCALL', 'rl_all', ...argv.slice(1)] : ['RL.ALL', ...argv.slice(2)];
+  if (!lib) return [command, ...argv.slice(3)];
+  const fn = FUNCTIONS[command];
+  if (!fn) {
+    throw new RLUnsupportedError(
+      `${command} has no Functions library function (the server has RL's library, not the module): ` +
+        'use gcra(key, maxBurst + 1, count, period, { cost: quantity }), which decides alike on the same keys',
+      { command },
+    );
   }
+  return ['FCALL', fn, '1', ...argv.slice(1)];
+}
+
+// A throttle's plan.
+class ThrottlePlan {
+  constructor(period) {
+    this.period = period;
+  }
+}
+
+// The result of a reply. A plain decision's plan is its window argument itself (a
+// string, a number or null), so queuing one allocates nothing but its arguments.
+function settlePlan(plan, reply, argv) {
+  if (typeof plan !== 'object' || plan === null) return new Decision(checkDecisionReply(reply, argv), plan);
+  if (plan === RELEASED) return Number(reply) === 1;
+  if (plan instanceof ThrottlePlan) return new ThrottleDecision(checkDecisionReply(reply, argv), plan.period);
+  if (plan instanceof AllPlan) {
+    if (!Array.isArray(reply) || reply.length !== plan.keys.length + 1) {
+      throw new RLError(`RL.ALL: unexpected reply ${JSON.stringify(reply)}`, { command: 'RL.ALL' });
+    }
+    for (const r of reply) checkDecisionReply(r, 'RL.ALL');
+    return new AllDecision(reply, plan.keys, plan.windows, plan.words);
+  }
+  throw new RLError(`${commandOf(argv)}: no plan for its reply`, { command: commandOf(argv) });
 }
 
 const numberOr0 = (v) => {
@@ -535,51 +605,75 @@ const numberOr0 = (v) => {
   return Number.isFinite(n) ? n : 0;
 };
 
-// The start of a call's arguments: `RL.X key` (module) or `FCALL rl_x 1 key` (library).
-// CL.THROTTLE has no function: built for the module, refused at send time on the library.
-function head(lib, command, key) {
-  const fn = FUNCTIONS[command];
-  return lib && fn ? ['FCALL', fn, '1', keyArg(key)] : [command, keyArg(key)];
+// The decision a failed-open (allowed) or failed-closed call answers, carrying the error.
+function fallback(argv, plan, allowed, error) {
+  const a = allowed ? 1 : 0;
+  const reply = (limit) => [a, limit, allowed ? limit : 0, allowed ? 0 : -1, 0];
+  let result;
+  if (plan instanceof AllPlan) {
+    const each = plan.limits.map((l) => reply(numberOr0(l)));
+    result = new AllDecision([each.length ? each[0] : reply(0), ...each], plan.keys, plan.windows, plan.words);
+  } else {
+    const command = commandOf(argv);
+    const limit = numberOr0(argv[(isFcall(argv) ? 3 : 1) + (LIMIT_AT[command] || 1)]);
+    result =
+      plan instanceof ThrottlePlan
+        ? new ThrottleDecision([1 - a, limit + 1, allowed ? limit + 1 : 0, -1, 0], plan.period)
+        : new Decision(reply(limit), plan);
+  }
+  result.error = error;
+  return result;
 }
-const isLib = (lib, command) => lib && FUNCTIONS[command] !== null;
 
-// The Call of each command, shared by RateLimiter and Pipeline.
-const calls = {
+// Argument builders, shared by RateLimiter and Pipeline; `lib`: build the library form.
+const build = {
   fixed(lib, key, limit, window, opts) {
-    const argv = head(lib, 'RL.FIXED', key);
-    argv.push(intArg(limit, 'limit'), durationArg(window, 'window'));
-    pushOptions(argv, opts, false);
-    return new Call('RL.FIXED', KIND_DECISION, lib, argv, durationMs(window), limit);
+    const k = keyArg(key);
+    const l = intArg(limit, 'limit');
+    const w = durationArg(window, 'window');
+    const argv = lib ? ['FCALL', 'rl_fixed', '1', k, l, w] : ['RL.FIXED', k, l, w];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
   },
   sliding(lib, key, limit, window, opts) {
-    const argv = head(lib, 'RL.SLIDING', key);
-    argv.push(intArg(limit, 'limit'), durationArg(window, 'window'));
-    pushOptions(argv, opts, false);
-    return new Call('RL.SLIDING', KIND_DECISION, lib, argv, durationMs(window), limit);
+    const k = keyArg(key);
+    const l = intArg(limit, 'limit');
+    const w = durationArg(window, 'window');
+    const argv = lib ? ['FCALL', 'rl_sliding', '1', k, l, w] : ['RL.SLIDING', k, l, w];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
   },
   slidingCounter(lib, key, limit, window, opts) {
-    const argv = head(lib, 'RL.SLIDINGCOUNTER', key);
-    argv.push(intArg(limit, 'limit'), durationArg(window, 'window'));
-    pushOptions(argv, opts, false);
-    return new Call('RL.SLIDINGCOUNTER', KIND_DECISION, lib, argv, durationMs(window), limit);
+    const k = keyArg(key);
+    const l = intArg(limit, 'limit');
+    const w = durationArg(window, 'window');
+    const argv = lib ? ['FCALL', 'rl_slidingcounter', '1', k, l, w] : ['RL.SLIDINGCOUNTER', k, l, w];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
   },
   bucket(lib, key, capacity, tokens, period, opts) {
-    const argv = head(lib, 'RL.BUCKET', key);
-    argv.push(intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period'));
-    pushOptions(argv, opts, false);
-    return new Call('RL.BUCKET', KIND_DECISION, lib, argv, durationMs(period), capacity);
+    const k = keyArg(key);
+    const c = intArg(capacity, 'capacity');
+    const t = intArg(tokens, 'tokens');
+    const p = durationArg(period, 'period');
+    const argv = lib ? ['FCALL', 'rl_bucket', '1', k, c, t, p] : ['RL.BUCKET', k, c, t, p];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
   },
   gcra(lib, key, capacity, tokens, period, opts) {
-    const argv = head(lib, 'RL.GCRA', key);
-    argv.push(intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period'));
-    pushOptions(argv, opts, true);
-    return new Call('RL.GCRA', KIND_DECISION, lib, argv, durationMs(period), capacity);
+    const k = keyArg(key);
+    const c = intArg(capacity, 'capacity');
+    const t = intArg(tokens, 'tokens');
+    const p = durationArg(period, 'period');
+    const argv = lib ? ['FCALL', 'rl_gcra', '1', k, c, t, p] : ['RL.GCRA', k, c, t, p];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, true);
+    return argv;
   },
+  // Always the module form: the library has no CL.THROTTLE (refused at send time).
   throttle(lib, key, maxBurst, count, period, quantity) {
-    const argv = head(lib, 'CL.THROTTLE', key);
-    argv.push(intArg(maxBurst, 'maxBurst'), intArg(count, 'count'), durationArg(period, 'period'));
+    const argv = ['CL.THROTTLE', keyArg(key), intArg(maxBurst, 'maxBurst'), intArg(count, 'count'), durationArg(period, 'period')];
     if (quantity !== undefined && quantity !== null) argv.push(intArg(quantity, 'quantity'));
-    return new Call('CL.THROTTLE', KIND_THROTTLE, isLib(lib, 'CL.THROTTLE'), argv, durationMs(period), maxBurst);
+    return argv;
   },
   all(lib, entries, opts) {
     if (!Array.isArray(entries)) throw new TypeError('all(entries): entries must be an array of [key, policy]');
@@ -587,6 +681,7 @@ const calls = {
     const words = [];
     const windows = [];
     const limits = [];
+    const kinds = [];
     for (const entry of entries) {
       const [key, policy] = Array.isArray(entry) ? entry : [entry && entry.key, entry && entry.policy];
       if (!(policy instanceof Policy)) {
@@ -596,38 +691,42 @@ const calls = {
       words.push(policy.word, ...policy.args);
       windows.push(policy.window);
       limits.push(policy.word === 'SHARE' ? policy.args[2] : policy.args[0]);
+      kinds.push(policy.word);
     }
     pushOptions(words, opts, false);
-    const argv = lib ? ['FCALL', 'rl_all', String(keys.length), ...keys, ...words] : ['RL.ALL', String(keys.length), ...keys, ...words];
-    return new Call('RL.ALL', KIND_ALL, lib, argv, windows, { keys, limits });
+    const n = String(keys.length);
+    const argv = lib ? ['FCALL', 'rl_all', n, ...keys, ...words] : ['RL.ALL', n, ...keys, ...words];
+    return new AllPlan(argv, keys, windows, limits, kinds);
   },
   acquire(lib, key, limit, ttl, id) {
-    const argv = head(lib, 'RL.ACQUIRE', key);
-    argv.push(intArg(limit, 'limit'), durationArg(ttl, 'ttl'), textArg(id, 'id'));
-    return new Call('RL.ACQUIRE', KIND_DECISION, lib, argv, durationMs(ttl), limit);
+    const k = keyArg(key);
+    const rest = [intArg(limit, 'limit'), durationArg(ttl, 'ttl'), textArg(id, 'id')];
+    return lib ? ['FCALL', 'rl_acquire', '1', k, ...rest] : ['RL.ACQUIRE', k, ...rest];
   },
   release(lib, key, id) {
-    const argv = head(lib, 'RL.RELEASE', key);
-    argv.push(textArg(id, 'id'));
-    return new Call('RL.RELEASE', KIND_RELEASED, lib, argv, null, 0);
+    const k = keyArg(key);
+    const i = textArg(id, 'id');
+    return lib ? ['FCALL', 'rl_release', '1', k, i] : ['RL.RELEASE', k, i];
   },
   penalty(lib, key, strikes, window, block, max, opts) {
-    const argv = head(lib, 'RL.PENALTY', key);
-    argv.push(intArg(strikes, 'strikes'), durationArg(window, 'window'), durationArg(block, 'block'), durationArg(max, 'max'));
+    const k = keyArg(key);
+    const rest = [intArg(strikes, 'strikes'), durationArg(window, 'window'), durationArg(block, 'block'), durationArg(max, 'max')];
+    const argv = lib ? ['FCALL', 'rl_penalty', '1', k, ...rest] : ['RL.PENALTY', k, ...rest];
     pushOptions(argv, opts, false);
-    return new Call('RL.PENALTY', KIND_DECISION, lib, argv, durationMs(window), strikes);
+    return argv;
   },
   share(lib, key, tenant, weight, capacity, tokens, period, opts) {
-    const argv = head(lib, 'RL.SHARE', key);
-    argv.push(
+    const k = keyArg(key);
+    const rest = [
       textArg(tenant, 'tenant'),
       intArg(weight, 'weight'),
       intArg(capacity, 'capacity'),
       intArg(tokens, 'tokens'),
       durationArg(period, 'period'),
-    );
+    ];
+    const argv = lib ? ['FCALL', 'rl_share', '1', k, ...rest] : ['RL.SHARE', k, ...rest];
     pushOptions(argv, opts, false);
-    return new Call('RL.SHARE', KIND_DECISION, lib, argv, durationMs(period), capacity);
+    return argv;
   },
 };
 
@@ -723,49 +822,74 @@ class RateLimiter {
     return yes;
   }
 
+  get _lib() {
+    return this._backend === 'library';
+  }
+
   // ---- running calls
 
-  _onConnectionError(error, call) {
-    const rule = typeof this.onConnectionError === 'function' ? this.onConnectionError(error, call.command) : this.onConnectionError;
-    if (rule === 'allow' && call.kind !== KIND_RELEASED) return call.fallback(true, error);
-    if (rule === 'deny' && call.kind !== KIND_RELEASED) return call.fallback(false, error);
+  // A connection error: raised, or (not for a release) a made-up decision carrying it.
+  _onConnectionError(error, argv, plan) {
+    const rule = typeof this.onConnectionError === 'function' ? this.onConnectionError(error, commandOf(argv)) : this.onConnectionError;
+    if (plan !== RELEASED && (rule === 'allow' || rule === 'deny')) return fallback(argv, plan, rule === 'allow', error);
     throw error;
   }
 
-  async _run(call) {
+  _settleConnection(error, argv, plan) {
+    try {
+      return this._onConnectionError(error, argv, plan);
+    } catch (thrown) {
+      return thrown;
+    }
+  }
+
+  _failed(err, command) {
+    const e = toRLError(err, command);
+    if (e instanceof RLNotLoadedError && this._forced === null) this._backend = null;
+    return e;
+  }
+
+  async _run(argv, plan) {
     let reply;
     try {
       const backend = this._backend !== null ? this._backend : await this.backend();
-      reply = await this.adapter.call(call.args(backend));
+      reply = await this.adapter.call(argsFor(argv, backend));
     } catch (err) {
-      const e = toRLError(err, call.command);
-      if (e instanceof RLNotLoadedError && this._forced === null) this._backend = null;
-      if (e instanceof RLConnectionError) return this._onConnectionError(e, call);
+      const e = this._failed(err, commandOf(argv));
+      if (e instanceof RLConnectionError) return this._onConnectionError(e, argv, plan);
       throw e;
     }
-    return call.parse(reply);
+    return settlePlan(plan, reply, argv);
   }
 
-  // Many calls in one pipeline: results in order, a failed call's slot holds its RLError.
-  async _runBatch(calls) {
-    const n = calls.length;
+  // Many calls in one batch, queued as argv, plan, argv, plan, ...: results in order, a
+  // failed call's slot holds its RLError.
+  async _runBatch(queue) {
+    const n = queue.length >> 1;
     if (n === 0) return [];
+    const out = new Array(n);
     let backend;
     try {
       backend = this._backend !== null ? this._backend : await this.backend();
     } catch (err) {
       const e = toRLError(err, 'pipeline');
-      if (e instanceof RLConnectionError) return calls.map((c) => this._settleConnection(e, c));
-      throw e;
+      if (!(e instanceof RLConnectionError)) throw e;
+      for (let i = 0; i < n; i++) out[i] = this._settleConnection(e, queue[2 * i], queue[2 * i + 1]);
+      return out;
     }
-    const out = new Array(n);
+    const lib = backend === 'library';
     let commands = new Array(n);
-    let sendAt = null; // the calls sent, when some could not be built
+    let sendAt = null; // the calls sent, when some are not (CL.THROTTLE on the library)
     for (let i = 0; i < n; i++) {
+      const argv = queue[2 * i];
+      if (isFcall(argv) === lib) {
+        commands[i] = argv;
+        continue;
+      }
       try {
-        commands[i] = calls[i].args(backend);
+        commands[i] = argsFor(argv, backend);
       } catch (err) {
-        out[i] = toRLError(err, calls[i].command);
+        out[i] = toRLError(err, commandOf(argv));
         if (sendAt === null) sendAt = [];
       }
     }
@@ -779,39 +903,28 @@ class RateLimiter {
       ({ replies, errors } = commands.length ? await this.adapter.batch(commands) : { replies: [], errors: null });
     } catch (err) {
       const e = toRLError(err, 'pipeline');
-      if (e instanceof RLConnectionError) {
-        for (let j = 0; j < commands.length; j++) {
-          const i = sendAt === null ? j : sendAt[j];
-          out[i] = this._settleConnection(e, calls[i]);
-        }
-        return out;
+      if (!(e instanceof RLConnectionError)) throw e;
+      for (let j = 0; j < commands.length; j++) {
+        const i = sendAt === null ? j : sendAt[j];
+        out[i] = this._settleConnection(e, queue[2 * i], queue[2 * i + 1]);
       }
-      throw e;
+      return out;
     }
     for (let j = 0; j < commands.length; j++) {
       const i = sendAt === null ? j : sendAt[j];
-      const error = errors ? errors[j] : undefined;
-      if (error !== undefined && error !== null) {
-        const e = toRLError(error, calls[i].command);
-        if (e instanceof RLNotLoadedError && this._forced === null) this._backend = null;
-        out[i] = e instanceof RLConnectionError ? this._settleConnection(e, calls[i]) : e;
-      } else {
+      const error = errors === null ? undefined : errors[j];
+      if (error === undefined || error === null) {
         try {
-          out[i] = calls[i].parse(replies[j]);
+          out[i] = settlePlan(queue[2 * i + 1], replies[j], commands[j]);
         } catch (err) {
-          out[i] = toRLError(err, calls[i].command);
+          out[i] = toRLError(err, commandOf(queue[2 * i]));
         }
+      } else {
+        const e = this._failed(error, commandOf(queue[2 * i]));
+        out[i] = e instanceof RLConnectionError ? this._settleConnection(e, queue[2 * i], queue[2 * i + 1]) : e;
       }
     }
     return out;
-  }
-
-  _settleConnection(e, call) {
-    try {
-      return this._onConnectionError(e, call);
-    } catch (thrown) {
-      return thrown;
-    }
   }
 
   /** A pipeline: queue calls, then `await exec()` sends them in one round trip. */
@@ -823,47 +936,48 @@ class RateLimiter {
 
   /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n] */
   async fixed(key, limit, window, opts) {
-    return this._run(calls.fixed(this._backend === 'library', key, limit, window, opts));
+    return this._run(build.fixed(this._lib, key, limit, window, opts), planOf(window));
   }
   /** RL.SLIDING key limit window [COST n | REFUND n] */
   async sliding(key, limit, window, opts) {
-    return this._run(calls.sliding(this._backend === 'library', key, limit, window, opts));
+    return this._run(build.sliding(this._lib, key, limit, window, opts), planOf(window));
   }
   /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] */
   async slidingCounter(key, limit, window, opts) {
-    return this._run(calls.slidingCounter(this._backend === 'library', key, limit, window, opts));
+    return this._run(build.slidingCounter(this._lib, key, limit, window, opts), planOf(window));
   }
   /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] */
   async bucket(key, capacity, tokens, period, opts) {
-    return this._run(calls.bucket(this._backend === 'library', key, capacity, tokens, period, opts));
+    return this._run(build.bucket(this._lib, key, capacity, tokens, period, opts), planOf(period));
   }
   /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max] */
   async gcra(key, capacity, tokens, period, opts) {
-    return this._run(calls.gcra(this._backend === 'library', key, capacity, tokens, period, opts));
+    return this._run(build.gcra(this._lib, key, capacity, tokens, period, opts), planOf(period));
   }
   /** CL.THROTTLE key max_burst count period [quantity] (module only) */
   async throttle(key, maxBurst, count, period, quantity) {
-    return this._run(calls.throttle(this._backend === 'library', key, maxBurst, count, period, quantity));
+    return this._run(build.throttle(this._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(period));
   }
   /** RL.ALL: [[key, policy], ...] all or nothing [COST n | REFUND n | DEBIT n] */
   async all(entries, opts) {
-    return this._run(calls.all(this._backend === 'library', entries, opts));
+    const plan = build.all(this._lib, entries, opts);
+    return this._run(plan.argv, plan);
   }
   /** RL.ACQUIRE key limit ttl id */
   async acquire(key, limit, ttl, id) {
-    return this._run(calls.acquire(this._backend === 'library', key, limit, ttl, id));
+    return this._run(build.acquire(this._lib, key, limit, ttl, id), planOf(ttl));
   }
   /** RL.RELEASE key id: true if the lease was held and is now released */
   async release(key, id) {
-    return this._run(calls.release(this._backend === 'library', key, id));
+    return this._run(build.release(this._lib, key, id), RELEASED);
   }
   /** RL.PENALTY key strikes window block max [COST n] */
   async penalty(key, strikes, window, block, max, opts) {
-    return this._run(calls.penalty(this._backend === 'library', key, strikes, window, block, max, opts));
+    return this._run(build.penalty(this._lib, key, strikes, window, block, max, opts), planOf(window));
   }
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] */
   async share(key, tenant, weight, capacity, tokens, period, opts) {
-    return this._run(calls.share(this._backend === 'library', key, tenant, weight, capacity, tokens, period, opts));
+    return this._run(build.share(this._lib, key, tenant, weight, capacity, tokens, period, opts), planOf(period));
   }
 
   // ---- leases
@@ -951,66 +1065,60 @@ function asFields(entry) {
 class Pipeline {
   constructor(limiter) {
     this.limiter = limiter;
-    this.calls = [];
+    this._queue = []; // argv, plan, argv, plan, ...
   }
   get length() {
-    return this.calls.length;
+    return this._queue.length >> 1;
   }
-  get _lib() {
-    return this.limiter._backend === 'library';
+  _add(argv, plan) {
+    this._queue.push(argv, plan);
+    return this;
   }
   fixed(key, limit, window, opts) {
-    this.calls.push(calls.fixed(this._lib, key, limit, window, opts));
-    return this;
+    return this._add(build.fixed(this.limiter._lib, key, limit, window, opts), planOf(window));
   }
   sliding(key, limit, window, opts) {
-    this.calls.push(calls.sliding(this._lib, key, limit, window, opts));
-    return this;
+    return this._add(build.sliding(this.limiter._lib, key, limit, window, opts), planOf(window));
   }
   slidingCounter(key, limit, window, opts) {
-    this.calls.push(calls.slidingCounter(this._lib, key, limit, window, opts));
-    return this;
+    return this._add(build.slidingCounter(this.limiter._lib, key, limit, window, opts), planOf(window));
   }
   bucket(key, capacity, tokens, period, opts) {
-    this.calls.push(calls.bucket(this._lib, key, capacity, tokens, period, opts));
-    return this;
+    return this._add(build.bucket(this.limiter._lib, key, capacity, tokens, period, opts), planOf(period));
   }
   gcra(key, capacity, tokens, period, opts) {
-    this.calls.push(calls.gcra(this._lib, key, capacity, tokens, period, opts));
-    return this;
+    return this._add(build.gcra(this.limiter._lib, key, capacity, tokens, period, opts), planOf(period));
   }
   throttle(key, maxBurst, count, period, quantity) {
-    this.calls.push(calls.throttle(this._lib, key, maxBurst, count, period, quantity));
-    return this;
+    return this._add(build.throttle(this.limiter._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(period));
   }
   all(entries, opts) {
-    this.calls.push(calls.all(this._lib, entries, opts));
-    return this;
+    const plan = build.all(this.limiter._lib, entries, opts);
+    return this._add(plan.argv, plan);
   }
   acquire(key, limit, ttl, id) {
-    this.calls.push(calls.acquire(this._lib, key, limit, ttl, id));
-    return this;
+    return this._add(build.acquire(this.limiter._lib, key, limit, ttl, id), planOf(ttl));
   }
   release(key, id) {
-    this.calls.push(calls.release(this._lib, key, id));
-    return this;
+    return this._add(build.release(this.limiter._lib, key, id), RELEASED);
   }
   penalty(key, strikes, window, block, max, opts) {
-    this.calls.push(calls.penalty(this._lib, key, strikes, window, block, max, opts));
-    return this;
+    return this._add(build.penalty(this.limiter._lib, key, strikes, window, block, max, opts), planOf(window));
   }
   share(key, tenant, weight, capacity, tokens, period, opts) {
-    this.calls.push(calls.share(this._lib, key, tenant, weight, capacity, tokens, period, opts));
-    return this;
+    return this._add(
+      build.share(this.limiter._lib, key, tenant, weight, capacity, tokens, period, opts),
+      planOf(period),
+    );
   }
   /**
    * Sends every queued call at once. Resolves to one result per call, in order: its
    * decision, or the RLError it got (a bad call does not hide the others' decisions).
    */
   exec() {
-    const queued = this.calls;
-    this.calls = [];
-    return this.limiter._runBatch(queued);
+    const queue = this._queue;
+    this._queue = [];
+    return this.limiter._runBatch(queue);
   }
 }
 

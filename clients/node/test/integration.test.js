@@ -213,9 +213,10 @@ for (const { backend, url } of BACKENDS) {
         assert.equal(obj.remaining, 2);
       });
 
-      test('all: every policy, PENALTY only looking (COST 0), then taking', async () => {
+      test('all: every policy; a PENALTY policy only looked at, its block rejecting the call', async () => {
         const tag = `{${k('allp')}}`;
         const lease = `${tag}:acquire`;
+        const strikes = `${tag}:penalty`;
         const entries = [
           [`${tag}:fixed`, policies.fixed(5, TEN_YEARS)],
           [`${tag}:sliding`, policies.sliding(6, '1h')],
@@ -223,20 +224,30 @@ for (const { backend, url } of BACKENDS) {
           [`${tag}:bucket`, policies.bucket(8, 1, '1s')],
           [`${tag}:gcra`, policies.gcra(9, 1, '1s', { delay: '3s' })],
           [lease, policies.acquire(10, '1m', 'job-1')],
-          [`${tag}:penalty`, policies.penalty(11, '1m', '1m', '1h')],
+          [strikes, policies.penalty(11, '1m', '1m', '1h')],
         ];
         const look = await rl.all(entries, { cost: 0 });
         assert.equal(look.allowed, true);
         assert.deepEqual(look.decisions.map((d) => d.limit), [5, 6, 7, 8, 9, 10, 11]);
         assert.deepEqual(look.decisions.map((d) => d.remaining), [5, 6, 7, 8, 9, 10, 11]);
         assert.equal(Number(await raw(client, 'EXISTS', lease)), 0);
-        await assert.rejects(rl.all(entries), (e) => e instanceof RLArgumentError && /PENALTY policy needs COST 0/.test(e.message));
-        const take = await rl.all(entries.slice(0, 6), { cost: 2 });
+        const take = await rl.all(entries, { cost: 2 });
         assert.equal(take.allowed, true);
-        assert.deepEqual(take.decisions.map((d) => d.remaining), [3, 4, 5, 6, 7, 9]); // ACQUIRE: one lease
+        assert.deepEqual(take.decisions.map((d) => d.remaining), [3, 4, 5, 6, 7, 9, 11]); // ACQUIRE: one lease
         assert.notEqual(await raw(client, 'ZSCORE', lease, 'job-1'), null);
-        // The combined limit/remaining are the first key's with the smallest remaining.
+        assert.equal(Number(await raw(client, 'EXISTS', strikes)), 0); // never struck
+        // The combined limit/remaining are the first rate limit's with the smallest remaining.
         assert.deepEqual([take.limit, take.remaining, take.window], [5, 3, 315360000000]);
+        assert.equal(take.headers()['RateLimit-Policy'], '"default";q=5;w=315360000');
+
+        // A blocked offender makes the call rejected, and nothing is taken.
+        const blocked = await rl.penalty(strikes, 1, '1m', '1m', '1h');
+        assert.equal(blocked.allowed, false);
+        const no = await rl.all([entries[0], entries[6]]);
+        assert.equal(no.allowed, false);
+        assert.deepEqual(no.decisions.map((d) => d.allowed), [true, false]);
+        near(no.retryAfter, 60000, 5000);
+        assert.equal(String(await raw(client, 'GET', `${tag}:fixed`)), '2');
         // A DELAY outside a GCRA policy is refused before anything is sent.
         await assert.rejects(rl.all(entries, { delay: '1s' }), TypeError);
       });

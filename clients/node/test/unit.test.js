@@ -228,6 +228,22 @@ describe('the commands as sent', () => {
     assert.equal(d.window, 1000);
   });
 
+  test('RL.ALL: the combined window is the rate limit the combined limit comes from, not a PENALTY policy', async () => {
+    const adapter = mockAdapter(() => [
+      [1, 10, 8, 0, 2000],
+      [1, 3, 3, 0, 0],
+      [1, 10, 8, 0, 2000],
+    ]);
+    const limiter = createLimiter(adapter, { backend: 'library' });
+    const d = await limiter.all([
+      ['{u}:p', policies.penalty(3, '15m', '1m', '1h')],
+      ['{u}:r', policies.gcra(10, 1, '1s')],
+    ]);
+    assert.deepEqual(adapter.sent[0], ['FCALL', 'rl_all', '2', '{u}:p', '{u}:r', 'PENALTY', '3', '15m', '1m', '1h', 'GCRA', '10', '1', '1s']);
+    assert.deepEqual([d.limit, d.remaining, d.window], [10, 8, 1000]);
+    assert.equal(d.headers()['RateLimit-Policy'], '"default";q=10;w=1');
+  });
+
   test('bigint and string counts; durations in ms, strings as given', async () => {
     const adapter = mockAdapter();
     const limiter = createLimiter(adapter, { backend: 'module' });

@@ -61,7 +61,7 @@ export interface RateLimitHeaders {
 
 /** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
 export declare class Decision {
-  constructor(reply: ArrayLike<number>, windowMs: number | null);
+  constructor(reply: ArrayLike<number>, window?: Duration | null);
   /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
   readonly reply: ArrayLike<number>;
   readonly allowed: boolean;
@@ -88,7 +88,7 @@ export declare class AllDecision extends Decision {
 
 /** CL.THROTTLE's reply (redis-cell's form): times in whole seconds. */
 export declare class ThrottleDecision {
-  constructor(reply: ArrayLike<number>, periodMs: number | null);
+  constructor(reply: ArrayLike<number>, period?: Duration | null);
   /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
   readonly reply: ArrayLike<number>;
   readonly limited: boolean;

@@ -17,11 +17,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing Node.js and npm from apt"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
     pkgs=()
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
-    apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null; }; then
+      say "apt-get could not install ${pkgs[*]}"
+    fi
   fi
 fi
 if ! command -v node >/dev/null 2>&1; then

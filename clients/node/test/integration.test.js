@@ -299,7 +299,7 @@ for (const { backend, url } of BACKENDS) {
         assert.equal(await rl.release(key, 'holder'), true);
       });
 
-      test('lease(): released by Symbol.asyncDispose, once', async () => {
+      test('lease(): released by Symbol.asyncDispose, once', { skip: typeof Symbol.asyncDispose !== 'symbol' && `Node.js ${process.version} has no Symbol.asyncDispose` }, async () => {
         const key = k('dispose');
         const lease = await rl.lease(key, 2, '1m');
         assert.equal(lease.acquired, true);

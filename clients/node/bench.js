@@ -6,12 +6,12 @@
 // with the lower ratio:
 //   client-bench node raw_ops=<int> typed_ops=<int> ratio=<typed/raw>
 // Run: node --expose-gc bench.js (bench.sh does).
-// Env: RL_BENCH_URL (redis://127.0.0.1:6379), RL_BENCH_N (20000), RL_BENCH_ROUNDS (9).
+// Env: RL_BENCH_URL (redis://127.0.0.1:6379), RL_BENCH_N (20000), RL_BENCH_ROUNDS (11).
 const { createLimiter } = require('.');
 
 const url = process.env.RL_BENCH_URL || 'redis://127.0.0.1:6379';
 const N = Number(process.env.RL_BENCH_N || 20000);
-const ROUNDS = Number(process.env.RL_BENCH_ROUNDS || 9);
+const ROUNDS = Number(process.env.RL_BENCH_ROUNDS || 11);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `rl:bench:node:${i}`);
 
 const median = (xs) => {
@@ -44,8 +44,10 @@ async function bench(name, client, rawBatch) {
     const results = await p.exec();
     if (!results[N - 1].allowed) throw new Error('unexpected rejection');
   };
-  await raw(); // warm up both paths
-  await typed();
+  for (let w = 0; w < 3; w++) {
+    await raw(); // warm up both paths (the JIT, the server's keys)
+    await typed();
+  }
   const rawOps = [];
   const typedOps = [];
   for (let r = 0; r < ROUNDS; r++) {

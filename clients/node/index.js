@@ -166,19 +166,20 @@ class NodeRedisClusterAdapter {
 }
 
 // { replies, errors } of promises: all of them at once, and only when one fails, each.
-async function settle(promises) {
-  try {
-    return { replies: await Promise.all(promises), errors: null };
-  } catch {
-    const outcomes = await Promise.allSettled(promises);
-    const replies = new Array(outcomes.length);
-    const errors = new Array(outcomes.length);
-    for (let i = 0; i < outcomes.length; i++) {
-      if (outcomes[i].status === 'fulfilled') replies[i] = outcomes[i].value;
-      else errors[i] = outcomes[i].reason;
-    }
-    return { replies, errors };
-  }
+function settle(promises) {
+  return Promise.all(promises).then(
+    (replies) => ({ replies, errors: null }),
+    () =>
+      Promise.allSettled(promises).then((outcomes) => {
+        const replies = new Array(outcomes.length);
+        const errors = new Array(outcomes.length);
+        for (let i = 0; i < outcomes.length; i++) {
+          if (outcomes[i].status === 'fulfilled') replies[i] = outcomes[i].value;
+          else errors[i] = outcomes[i].reason;
+        }
+        return { replies, errors };
+      }),
+  );
 }
 
 // The key that routes a call on a cluster: RL.* key ..., FCALL fn numkeys key ...
@@ -862,10 +863,9 @@ class RateLimiter {
     return settlePlan(plan, reply, argv);
   }
 
-  // Many calls in one batch, queued as argv, plan, argv, plan, ...: results in order, a
-  // failed call's slot holds its RLError.
-  async _runBatch(queue) {
-    const n = queue.length >> 1;
+  // Many calls in one batch: results in order, a failed call's slot holds its RLError.
+  async _runBatch(argvs, plans) {
+    const n = argvs.length;
     if (n === 0) return [];
     const out = new Array(n);
     let backend;
@@ -874,22 +874,21 @@ class RateLimiter {
     } catch (err) {
       const e = toRLError(err, 'pipeline');
       if (!(e instanceof RLConnectionError)) throw e;
-      for (let i = 0; i < n; i++) out[i] = this._settleConnection(e, queue[2 * i], queue[2 * i + 1]);
+      for (let i = 0; i < n; i++) out[i] = this._settleConnection(e, argvs[i], plans[i]);
       return out;
     }
+    // Calls queued before the backend was known, or refused by it (CL.THROTTLE on the
+    // library), are rebuilt or left out; the others go as they are.
     const lib = backend === 'library';
-    let commands = new Array(n);
-    let sendAt = null; // the calls sent, when some are not (CL.THROTTLE on the library)
+    let commands = argvs;
+    let sendAt = null;
     for (let i = 0; i < n; i++) {
-      const argv = queue[2 * i];
-      if (isFcall(argv) === lib) {
-        commands[i] = argv;
-        continue;
-      }
+      if (isFcall(argvs[i]) === lib) continue;
+      if (commands === argvs) commands = argvs.slice();
       try {
-        commands[i] = argsFor(argv, backend);
+        commands[i] = argsFor(argvs[i], backend);
       } catch (err) {
-        out[i] = toRLError(err, commandOf(argv));
+        out[i] = toRLError(err, commandOf(argvs[i]));
         if (sendAt === null) sendAt = [];
       }
     }
@@ -906,7 +905,7 @@ class RateLimiter {
       if (!(e instanceof RLConnectionError)) throw e;
       for (let j = 0; j < commands.length; j++) {
         const i = sendAt === null ? j : sendAt[j];
-        out[i] = this._settleConnection(e, queue[2 * i], queue[2 * i + 1]);
+        out[i] = this._settleConnection(e, argvs[i], plans[i]);
       }
       return out;
     }
@@ -915,13 +914,13 @@ class RateLimiter {
       const error = errors === null ? undefined : errors[j];
       if (error === undefined || error === null) {
         try {
-          out[i] = settlePlan(queue[2 * i + 1], replies[j], commands[j]);
+          out[i] = settlePlan(plans[i], replies[j], argvs[i]);
         } catch (err) {
-          out[i] = toRLError(err, commandOf(queue[2 * i]));
+          out[i] = toRLError(err, commandOf(argvs[i]));
         }
       } else {
-        const e = this._failed(error, commandOf(queue[2 * i]));
-        out[i] = e instanceof RLConnectionError ? this._settleConnection(e, queue[2 * i], queue[2 * i + 1]) : e;
+        const e = this._failed(error, commandOf(argvs[i]));
+        out[i] = e instanceof RLConnectionError ? this._settleConnection(e, argvs[i], plans[i]) : e;
       }
     }
     return out;
@@ -1065,13 +1064,15 @@ function asFields(entry) {
 class Pipeline {
   constructor(limiter) {
     this.limiter = limiter;
-    this._queue = []; // argv, plan, argv, plan, ...
+    this._argvs = [];
+    this._plans = [];
   }
   get length() {
-    return this._queue.length >> 1;
+    return this._argvs.length;
   }
   _add(argv, plan) {
-    this._queue.push(argv, plan);
+    this._argvs.push(argv);
+    this._plans.push(plan);
     return this;
   }
   fixed(key, limit, window, opts) {
@@ -1116,9 +1117,11 @@ class Pipeline {
    * decision, or the RLError it got (a bad call does not hide the others' decisions).
    */
   exec() {
-    const queue = this._queue;
-    this._queue = [];
-    return this.limiter._runBatch(queue);
+    const argvs = this._argvs;
+    const plans = this._plans;
+    this._argvs = [];
+    this._plans = [];
+    return this.limiter._runBatch(argvs, plans);
   }
 }
 

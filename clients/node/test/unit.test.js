@@ -164,35 +164,45 @@ describe('coverage of commands.json', () => {
 
   test('RL.ALL: every policy and option, policies with their own options', async () => {
     assert.ok(allSpec, 'commands.json has no RL.ALL');
-    const words = commands.filter((c) => c.policy).map((c) => c.policy);
-    if (spec.policies && typeof spec.policies === 'object') {
-      const listed = Array.isArray(spec.policies)
-        ? spec.policies.map((p) => (typeof p === 'string' ? p : p.word || p.name || p.policy))
-        : Object.keys(spec.policies);
-      for (const w of listed) if (typeof w === 'string' && /^[A-Z]+$/.test(w) && !words.includes(w)) words.push(w);
+    // The policies: commands.json's own list when it has one, else each command's policy
+    // word with the command's arguments after the key and its options that RL.ALL does
+    // not take itself (GCRA's DELAY).
+    const listed = Array.isArray(spec.policies) && spec.policies.every((p) => p && typeof p.word === 'string' && Array.isArray(p.arguments));
+    const all = listed
+      ? spec.policies.map((p) => ({ word: p.word, arguments: p.arguments, options: p.options || [] }))
+      : commands
+          .filter((c) => c.policy && Array.isArray(c.arguments))
+          .map((c) => ({ word: c.policy, arguments: c.arguments.slice(1), options: (c.options || []).filter((o) => !allOptions.has(o.name)) }));
+    for (const c of commands) {
+      if (c.policy) assert.ok(all.some((p) => p.word === c.policy), `policy ${c.policy} of ${c.name} is not listed`);
     }
-    const missing = words.filter((w) => typeof policies[POLICY_BUILDERS[w]] !== 'function');
-    assert.deepEqual(missing, [], 'RL.ALL policies without a builder in policies.*');
+    const missing = all.map((p) => p.word).filter((w) => typeof policies[POLICY_BUILDERS[w]] !== 'function');
+    assert.deepEqual(missing, [], 'RL.ALL policies without a builder in policies.*: add one and map it in POLICY_BUILDERS');
     for (const backend of ['module', 'library']) {
       const head = backend === 'module' ? ['RL.ALL', '1', 'k'] : ['FCALL', 'rl_all', '1', 'k'];
-      for (const cmd of commands.filter((c) => c.policy && Array.isArray(c.arguments))) {
+      for (const policy of all) {
         const adapter = mockAdapter(() => [[1, 5, 4, 0, 1000], [1, 5, 4, 0, 1000]]);
         const limiter = createLimiter(adapter, { backend });
         const values = [];
         const expected = [];
-        for (const arg of cmd.arguments.slice(1)) {
-          const [v, s] = sample(arg, `${cmd.policy} ${arg.name}`);
+        for (const arg of policy.arguments) {
+          const [v, s] = sample(arg, `${policy.word} ${arg.name}`);
           values.push(v);
           expected.push(s);
         }
-        const builder = policies[POLICY_BUILDERS[cmd.policy]];
+        const builder = policies[POLICY_BUILDERS[policy.word]];
         await limiter.all([['k', builder(...values)]]);
-        assert.deepEqual(adapter.sent.pop(), [...head, cmd.policy, ...expected]);
-        // The command's options that are not RL.ALL's own belong to the policy (GCRA's DELAY).
-        for (const opt of (cmd.options || []).filter((o) => !allOptions.has(o.name))) {
-          const [v, s] = sample(opt, `${cmd.policy} option ${opt.name}`);
-          await limiter.all([['k', builder(...values, { [optionParam(opt.name)]: v })]]);
-          assert.deepEqual(adapter.sent.pop(), [...head, cmd.policy, ...expected, opt.name, s], `${cmd.policy} ${opt.name}`);
+        assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected]);
+        for (const opt of policy.options) {
+          const [v, s] = sample(opt, `${policy.word} option ${opt.name}`);
+          let built;
+          try {
+            built = builder(...values, { [optionParam(opt.name)]: v });
+          } catch (e) {
+            throw new Error(`policy ${policy.word}: option ${opt.name} has no parameter ${optionParam(opt.name)}: ${e.message}`);
+          }
+          await limiter.all([['k', built]]);
+          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected, opt.name, s], `${policy.word} ${opt.name}`);
         }
       }
       const adapter = mockAdapter(() => [[1, 5, 4, 0, 1000], [1, 5, 4, 0, 1000]]);
@@ -203,6 +213,21 @@ describe('coverage of commands.json', () => {
         assert.deepEqual(adapter.sent.pop(), [...head, 'FIXED', '5', '1500ms', opt.name, s]);
       }
     }
+  });
+
+  test('RL.SHARE (newer than some servers): its method and RL.ALL policy', async () => {
+    // Until commands.json lists it: RL.SHARE key tenant weight capacity tokens period.
+    const adapter = mockAdapter((args) => (args.includes('rl_all') ? [[1, 10, 9, 0, 100], [1, 10, 9, 0, 100]] : [1, 10, 9, 0, 100]));
+    const limiter = createLimiter(adapter, { backend: 'module' });
+    await limiter.share('k', 'tenant-a', 3, 10, 1, 1500, { cost: 2 });
+    const lib = createLimiter(adapter, { backend: 'library' });
+    await lib.share('k', 'tenant-a', 3, 10, 1, '1s', { debit: 1 });
+    await lib.all([['k', policies.share('tenant-a', 3, 10, 1, '1s')]], { refund: 1 });
+    assert.deepEqual(adapter.sent, [
+      ['RL.SHARE', 'k', 'tenant-a', '3', '10', '1', '1500ms', 'COST', '2'],
+      ['FCALL', 'rl_share', '1', 'k', 'tenant-a', '3', '10', '1', '1s', 'DEBIT', '1'],
+      ['FCALL', 'rl_all', '1', 'k', 'SHARE', 'tenant-a', '3', '10', '1', '1s', 'REFUND', '1'],
+    ]);
   });
 });
 

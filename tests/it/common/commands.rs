@@ -621,7 +621,7 @@ impl Command {
     /// Whether it takes `DEBIT n` (docs/commands.md#debit), as the table says: not
     /// RL.SLIDING (one entry per unit), RL.ACQUIRE, RL.PENALTY or CL.THROTTLE.
     pub fn debit(&self) -> bool {
-        self.row().debit
+        self.row().debit()
     }
 
     /// Whether the command is flagged `fast`, as the table says.

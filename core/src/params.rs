@@ -4,6 +4,7 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
+use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
 use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
 use crate::args::{self, Options};
 use crate::error::{Error, Result};
@@ -147,6 +148,18 @@ pub fn lease(args: &[&[u8]], max: u64) -> Result<Lease> {
 /// A lease's name: 1 ..= 256 bytes.
 pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
     LeaseId::new(bytes).ok_or(Error::BadLeaseId)
+}
+
+/// RL.SHARE's `tenant weight capacity tokens period`, remembering at most
+/// `max_tenants` tenants (the `rl.share-max-tenants` setting): the tenant 1 ..= 256
+/// bytes, the weight 1 ..= 10,000, the budget as RL.GCRA's (at most one token per
+/// nanosecond).
+pub fn share(args: &[&[u8]], max_tenants: u64) -> Result<Share> {
+    let tenant = Tenant::new(args[0]).ok_or(Error::BadTenant)?;
+    let weight = args::integer("weight", args[1], 1, MAX_WEIGHT)?;
+    let weight = Weight::new(weight).ok_or(Error::Internal("RL.SHARE"))?;
+    let rate = rate(&args[2..5])?;
+    Share::new(tenant, weight, rate, max_tenants).ok_or(Error::ShareRateTooHigh)
 }
 
 #[cfg(test)]

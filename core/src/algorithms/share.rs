@@ -271,7 +271,7 @@ impl Global {
     }
 
     /// Whether a tenant last written in slot `seq` is remembered.
-    fn remembers(&self, seq: u64) -> bool {
+    pub fn remembers(&self, seq: u64) -> bool {
         seq == self.seq || (seq < self.seq && self.seq - seq <= self.closed)
     }
 }

@@ -670,7 +670,10 @@ pub fn call<F: Fields>(
             let (budget_tat, own_tat) = match admission {
                 Admission::Share => (
                     g.tat.max(now_ns) + charge,
-                    now_ns + standing.d + u128::from(n) * standing.own_interval,
+                    // A call with no debt passes however large: saturate (a TAT
+                    // stops at 2^128 − 1 ns, as a DEBIT's).
+                    (now_ns + standing.d)
+                        .saturating_add(u128::from(n).saturating_mul(standing.own_interval)),
                 ),
                 Admission::Surplus | Admission::No => {
                     let budget = if admission == Admission::Surplus {
@@ -1484,6 +1487,29 @@ mod tests {
         let w = Weight::new(1).unwrap();
         assert!(Share::new(t, w, too_fast, 1).is_none());
         assert!(Share::new(t, w, rate(1, 1_000_000, 1), 1).is_some());
+    }
+
+    #[test]
+    fn a_huge_share_interval_saturates() {
+        // W far beyond any real budget's (a hash set by hand): T_i · n passes
+        // 2^128 for a tenant of weight 1 taking the whole capacity with no debt.
+        let r = rate(MAX_COUNT, 1, MAX_DURATION_MS);
+        let mut b = MapBudget::default();
+        let g = Global {
+            weight: MAX_COUNT - 1,
+            tenants: 1,
+            slot_weight: MAX_COUNT - 1,
+            slot_tenants: 1,
+            end: T0 as u64 + 1,
+            ..Global::default()
+        };
+        b.fields.insert(b"g".to_vec(), g.format());
+        let out = call(&b, T0, &share(r, "a", 1), take(MAX_COUNT)).unwrap();
+        assert!(out.decision.allowed);
+        b.apply(&out.write.unwrap());
+        assert_eq!(b.member(b"a").unwrap().tat, u128::MAX);
+        let d = call(&b, T0, &share(r, "a", 1), take(0)).unwrap().decision;
+        crate::algorithms::check_fields(&d.fields()).unwrap();
     }
 
     #[test]

@@ -203,4 +203,32 @@ mod tests {
         }
         assert!(parse_line("5 15m 1h 1h").is_ok(), "block = max is fine");
     }
+
+    #[test]
+    fn share_reads_tenant_weight_and_budget() {
+        let parse = |line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            share(&args, 7)
+        };
+        let s = parse("acme 10000 100 10 1s").unwrap();
+        assert_eq!(s.tenant().as_bytes(), b"acme");
+        assert_eq!(
+            (s.weight().get(), s.capacity(), s.period_ms()),
+            (10_000, 100, 1000)
+        );
+        let long = "x".repeat(256);
+        assert!(parse(&format!("{long} 1 1 1 1")).is_ok());
+        for (line, want) in [
+            (format!("{long}x 1 1 1 1"), "tenant must be 1 to 256 bytes"),
+            (" 1 1 1 1".to_string(), "tenant must be 1 to 256 bytes"),
+            ("a 0 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 10001 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 01 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 1 0 1 1".to_string(), "capacity must be an integer from 1 to 9007199254740991"),
+            ("a 1 1 1 0".to_string(), "period must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("a 1 1 1000001 1ms".to_string(), "tokens per period is too high for an RL.SHARE budget: at most one token per nanosecond (1000000 per ms)"),
+        ] {
+            assert_eq!(parse(&line).unwrap_err().to_string(), want, "{line}");
+        }
+    }
 }

@@ -10,10 +10,12 @@
 //! of the burst (`W · g ≤ w · (D − n·T)`, g the budget's debt), without charge: the
 //! idle part of quiet tenants' shares goes to those that want more.
 //!
-//! A tenant is remembered from its first call until one period after its last
-//! write. The weights of the remembered tenants are kept in time slots (the current
-//! one in the global record, at most [`SLOTS`] closed ones in fields of their own),
-//! so forgetting a whole slot is one subtraction; forgotten tenants' fields are
+//! A tenant is remembered from its first call (even a rejected one: its share
+//! counts at once) until one period after its last write; then its weight leaves W,
+//! but what it owes (its own TAT) is kept until repaid. The weights of the
+//! remembered tenants are kept in time slots (the current one in the global record,
+//! at most [`SLOTS`] closed ones in fields of their own), so forgetting a whole
+//! slot is one subtraction; the fields of forgotten tenants that owe nothing are
 //! removed by a bounded sweep ([`SWEEP_STEPS`] per write). Every call reads and
 //! writes a bounded number of fields, whatever the number of tenants.
 //!

@@ -67,6 +67,22 @@ pub enum Error {
         expected: String,
     },
 
+    #[error("tenant must be 1 to 256 bytes")]
+    BadTenant,
+
+    #[error(
+        "tokens per period is too high for an RL.SHARE budget: at most one token per \
+         nanosecond (1000000 per ms)"
+    )]
+    ShareRateTooHigh,
+
+    /// RL.SHARE: a new tenant on a budget that remembers its maximum.
+    #[error(
+        "the budget already remembers {max} tenants (rl.share-max-tenants): a new \
+         tenant is refused until one is forgotten, a period after its last call"
+    )]
+    ShareTenants { max: u64 },
+
     #[error("syntax error: {0} given more than once")]
     DuplicateOption(&'static str),
 

@@ -4,6 +4,7 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
+use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
 use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
 use crate::args::{self, Options};
 use crate::error::{Error, Result};
@@ -113,6 +114,18 @@ pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
     LeaseId::new(bytes).ok_or(Error::BadLeaseId)
 }
 
+/// RL.SHARE's `tenant weight capacity tokens period`, remembering at most
+/// `max_tenants` tenants (the `rl.share-max-tenants` setting): the tenant 1 ..= 256
+/// bytes, the weight 1 ..= 10,000, the budget as RL.GCRA's (at most one token per
+/// nanosecond).
+pub fn share(args: &[&[u8]], max_tenants: u64) -> Result<Share> {
+    let tenant = Tenant::new(args[0]).ok_or(Error::BadTenant)?;
+    let weight = args::integer("weight", args[1], 1, MAX_WEIGHT)?;
+    let weight = Weight::new(weight).ok_or(Error::Internal("RL.SHARE"))?;
+    let rate = rate(&args[2..5])?;
+    Share::new(tenant, weight, rate, max_tenants).ok_or(Error::ShareRateTooHigh)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +166,33 @@ mod tests {
             assert_eq!(error_of(line), want, "{line}");
         }
         assert!(parse_line("5 15m 1h 1h").is_ok(), "block = max is fine");
+    }
+
+    #[test]
+    fn share_reads_tenant_weight_and_budget() {
+        let parse = |line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            share(&args, 7)
+        };
+        let s = parse("acme 10000 100 10 1s").unwrap();
+        assert_eq!(s.tenant().as_bytes(), b"acme");
+        assert_eq!(
+            (s.weight().get(), s.capacity(), s.period_ms()),
+            (10_000, 100, 1000)
+        );
+        let long = "x".repeat(256);
+        assert!(parse(&format!("{long} 1 1 1 1")).is_ok());
+        for (line, want) in [
+            (format!("{long}x 1 1 1 1"), "tenant must be 1 to 256 bytes"),
+            (" 1 1 1 1".to_string(), "tenant must be 1 to 256 bytes"),
+            ("a 0 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 10001 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 01 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
+            ("a 1 0 1 1".to_string(), "capacity must be an integer from 1 to 9007199254740991"),
+            ("a 1 1 1 0".to_string(), "period must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("a 1 1 1000001 1ms".to_string(), "tokens per period is too high for an RL.SHARE budget: at most one token per nanosecond (1000000 per ms)"),
+        ] {
+            assert_eq!(parse(&line).unwrap_err().to_string(), want, "{line}");
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod gcra;
 mod models;
 pub mod penalty;
 pub mod quota;
+pub mod share;
 pub mod sliding;
 pub mod sliding_counter;
 

@@ -99,6 +99,7 @@ mod generic_cell_rate;
 mod leases;
 mod penalty;
 mod refunds;
+mod share;
 mod sliding_log;
 mod token_bucket;
 mod window_counter;

@@ -189,7 +189,7 @@ mod tests {
             ("a 10001 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
             ("a 01 1 1 1".to_string(), "weight must be an integer from 1 to 10000"),
             ("a 1 0 1 1".to_string(), "capacity must be an integer from 1 to 9007199254740991"),
-            ("a 1 1 1 0".to_string(), "period must be a duration from 1ms to 10 years: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
+            ("a 1 1 1 0".to_string(), "period must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)"),
             ("a 1 1 1000001 1ms".to_string(), "tokens per period is too high for an RL.SHARE budget: at most one token per nanosecond (1000000 per ms)"),
         ] {
             assert_eq!(parse(&line).unwrap_err().to_string(), want, "{line}");

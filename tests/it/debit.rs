@@ -499,7 +499,11 @@ fn every_bad_debit_gets_a_clear_error_and_changes_nothing() {
         let p = l.per(5, "1h");
         l.call(&mut c, key, &p, Some(2));
         let before = snapshot(&mut c, key.as_bytes());
-        let not_taken = format!("ERR syntax error: DEBIT does not apply to {}", l.name);
+        let not_taken = format!(
+            "ERR syntax error: DEBIT does not apply to {}, which takes {}",
+            l.name,
+            l.row().takes().expected()
+        );
         let mut cases: Vec<(Vec<&str>, String)> = vec![
             (vec!["DEBIT", "0"], count.into()),
             (vec!["DEBIT", "-1"], count.into()),

@@ -1194,7 +1194,7 @@ fn delay_errors_change_nothing() {
         ),
         (
             vec!["RL.BUCKET", "g2", "5", "1", "1h", "DELAY", "1s"],
-            "ERR syntax error: DELAY does not apply to RL.FIXED, which takes COST n, REFUND n or DEBIT n",
+            "ERR syntax error: DELAY does not apply to RL.BUCKET, which takes COST n, REFUND n or DEBIT n",
         ),
         (
             vec![

@@ -37,6 +37,11 @@ const NOT_HERE: [&str; 3] = ["REFUND", "DEBIT", "DELAY"];
 /// anything else is an unknown option; the value, a repeat or a missing value are
 /// checked as every command checks COST.
 fn cost_only(command: &Command, options: &[&[u8]]) -> Result<Cost> {
+    // No options, the usual call: COST 1, what `args::options` answers for none,
+    // without walking its parser.
+    if options.is_empty() {
+        return Ok(Cost::ONE);
+    }
     // Names sit at even positions, each followed by its value.
     for name in options.iter().step_by(2) {
         if let Some(other) = NOT_HERE

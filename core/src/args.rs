@@ -65,8 +65,17 @@ fn duration_ms(bytes: &[u8]) -> Option<u64> {
         [m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => 1,
         _ => return None,
     };
-    decimal::canonical_u64(number)
-        .and_then(|n| n.checked_mul(ms_per_unit))
+    // `number` is all digits (above). Canonical (no leading zero), and no longer
+    // than the longest duration's ms: a longer one is too long in any unit. So it
+    // is read without decimal's general, overflow-checked fold, with the same result.
+    const MAX_DIGITS: usize = MAX_DURATION_MS.ilog10() as usize + 1;
+    if number.is_empty() || number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
+        return None;
+    }
+    number
+        .iter()
+        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'))
+        .checked_mul(ms_per_unit)
         .filter(|&ms| ms <= MAX_DURATION_MS)
 }
 

@@ -30,7 +30,7 @@
  * and writes nothing while the key is blocked. No validation beyond
  * what keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
  *
- * Built by scripts/bench.sh with the redismodule.h of the redis-module crate RL
+ * Built by scripts/floor.sh with the redismodule.h of the redis-module crate RL
  * is built against. */
 #include <stdint.h>
 #include <string.h>
@@ -421,13 +421,15 @@ static int acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return REDISMODULE_OK;
 }
 
-/* Reads up to four decimals one space apart: 1 when exactly four. */
+/* Reads four decimals one space apart, each at most 2^53 - 1 (as RL does, which
+ * also keeps the sums below from overflowing): 1 when exactly four. */
 static int fields4(const char *p, size_t len, unsigned long long out[4]) {
     size_t start = 0;
     int n = 0;
     for (size_t i = 0; i <= len; i++) {
         if (i < len && p[i] != ' ') continue;
-        if (n == 4 || !parse_u64(p + start, i - start, &out[n])) return 0;
+        if (n == 4 || !parse_u64(p + start, i - start, &out[n]) || out[n] > 9007199254740991ULL)
+            return 0;
         n++;
         start = i + 1;
     }

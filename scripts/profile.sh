@@ -34,6 +34,7 @@ workloads=(
   "CL.THROTTLE (redis-cell)|cell|CL.THROTTLE KEY 999999999 1000 3600|RedisModuleCommandDispatcher"
   "FLOOR.BUCKET|rl|FLOOR.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "RL.BUCKET|rl|RL.BUCKET KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
+  "FLOOR.PENALTY|rl|FLOOR.PENALTY KEY 1000000000 1h 1m 1h|RedisModuleCommandDispatcher"
   "RL.PENALTY|rl|RL.PENALTY KEY 1000000000 1h 1m 1h|RedisModuleCommandDispatcher"
   "RL.GCRA DEBIT|rl|RL.GCRA KEY 1000000000 1000 1h DEBIT 1|RedisModuleCommandDispatcher"
   "RL.SLIDING|rl|RL.SLIDING KEY 128 1m|RedisModuleCommandDispatcher"

@@ -7,6 +7,9 @@
  *   FLOOR.GCRA  key capacity tokens period a TAT in ns (RL.GCRA's calls)
  *   FLOOR.BUCKET key capacity tokens period a hash {tokens, ts} (RL.BUCKET's calls)
  *   FLOOR.ACQUIRE key limit ttl id          a sorted set of leases (RL.ACQUIRE's calls)
+ *   FLOOR.PENALTY key strikes window block max
+ *                                           "<count> <window_end> <level> <blocked_until>"
+ *                                           (RL.PENALTY's calls: one strike a call)
  *
  * Each call: parse the numbers, read the clock once, open the key for reading and
  * writing, read its type, its string (DMA) and its absolute expiry, decide, write
@@ -20,10 +23,14 @@
  * leases ended by now, the caller's score, the latest end), removes the ended leases
  * one by one, adds or renews the lease with ZsetAdd, sets the absolute expiry and
  * propagates `ZREMRANGEBYSCORE key -inf now` (when leases ended), `ZADD key end id` and
- * `PEXPIREAT key t` (events `zremrangebyscore`, `zadd`, `expire`). No validation beyond
+ * `PEXPIREAT key t` (events `zremrangebyscore`, `zadd`, `expire`). FLOOR.PENALTY
+ * reads its four fields from the string (no expiry: the value holds absolute times),
+ * records the strike (or blocks, doubling the block per level up to max), writes
+ * the four fields back with the expiry at which the state would be initial again,
+ * and writes nothing while the key is blocked. No validation beyond
  * what keeps it from crashing, no ERR texts, no counters: a floor, not a limiter.
  *
- * Built by scripts/bench.sh with the redismodule.h of the redis-module crate RL
+ * Built by scripts/floor.sh with the redismodule.h of the redis-module crate RL
  * is built against. */
 #include <stdint.h>
 #include <string.h>
@@ -414,6 +421,86 @@ static int acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return REDISMODULE_OK;
 }
 
+/* Reads four decimals one space apart, each at most 2^53 - 1 (as RL does, which
+ * also keeps the sums below from overflowing): 1 when exactly four. */
+static int fields4(const char *p, size_t len, unsigned long long out[4]) {
+    size_t start = 0;
+    int n = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && p[i] != ' ') continue;
+        if (n == 4 || !parse_u64(p + start, i - start, &out[n]) || out[n] > 9007199254740991ULL)
+            return 0;
+        n++;
+        start = i + 1;
+    }
+    return n == 4;
+}
+
+/* FLOOR.PENALTY key strikes window block max: one strike a call. */
+static int penalty(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 6) return RedisModule_WrongArity(ctx);
+    long long strikes, window, block, max;
+    if (RedisModule_StringToLongLong(argv[2], &strikes) != REDISMODULE_OK || strikes < 1 ||
+        !parse_ms(argv[3], &window) || !parse_ms(argv[4], &block) || !parse_ms(argv[5], &max) ||
+        block > max)
+        return RedisModule_ReplyWithError(ctx, "ERR bad argument");
+    long long now = (long long)RedisModule_Milliseconds();
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    int type = RedisModule_KeyType(key);
+    /* count, window_end, level, blocked_until */
+    unsigned long long s[4] = {0, 0, 0, 0};
+    if (type == REDISMODULE_KEYTYPE_STRING) {
+        size_t len;
+        char *p = RedisModule_StringDMA(key, &len, REDISMODULE_READ);
+        if (!p || !fields4(p, len, s)) type = -1;
+    } else if (type != REDISMODULE_KEYTYPE_EMPTY) {
+        type = -1;
+    }
+    if (type < 0) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "WRONGTYPE not a penalty state");
+    }
+    long long count = (long long)s[0], window_end = (long long)s[1], level = (long long)s[2],
+              blocked_until = (long long)s[3];
+    /* The state as seen now: an ended window holds nothing, a quiet offender is forgiven. */
+    if (now >= window_end) count = window_end = 0;
+    if (level > 0 && now >= blocked_until + max) level = 0;
+    int write = now >= blocked_until;
+    if (write) {
+        if (count + 1 >= strikes) {
+            long long len = level < 24 ? block << level : max; /* block < 2^39 ms: no overflow */
+            count = window_end = 0;
+            level++;
+            blocked_until = now + (len < max ? len : max);
+        } else {
+            if (count == 0) window_end = now + window;
+            count++;
+        }
+    }
+    long long resets = window_end > blocked_until ? window_end : blocked_until;
+    if (level > 0 && blocked_until + max > resets) resets = blocked_until + max;
+    if (write) {
+        char digits[96];
+        size_t n = format_u64(digits, (unsigned long long)count);
+        digits[n++] = ' ';
+        n += format_u64(digits + n, (unsigned long long)window_end);
+        digits[n++] = ' ';
+        n += format_u64(digits + n, (unsigned long long)level);
+        digits[n++] = ' ';
+        n += format_u64(digits + n, (unsigned long long)blocked_until);
+        int ok = store(ctx, argv[1], key, type, digits, n, resets);
+        if (!ok) {
+            RedisModule_CloseKey(key);
+            return RedisModule_ReplyWithError(ctx, "ERR write failed");
+        }
+    }
+    RedisModule_CloseKey(key);
+    int blocked = now < blocked_until;
+    reply5(ctx, !blocked, strikes, blocked ? 0 : strikes - count, blocked ? blocked_until - now : 0,
+           resets > now ? resets - now : 0);
+    return REDISMODULE_OK;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
@@ -431,6 +518,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         RedisModule_CreateCommand(ctx, "FLOOR.BUCKET", bucket, "write deny-oom fast", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "FLOOR.ACQUIRE", acquire, "write deny-oom", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "FLOOR.PENALTY", penalty, "write deny-oom fast", 1, 1, 1) ==
             REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;

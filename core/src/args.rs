@@ -52,24 +52,31 @@ pub fn delay_option(value: Option<&[u8]>) -> Result<u64> {
 fn duration_ms(bytes: &[u8]) -> Option<u64> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = bytes.split_at(digits);
-    // Case-insensitive without allocating: units are at most two letters.
-    let mut lower = [0u8; 2];
-    if unit.len() > lower.len() {
-        return None;
-    }
-    for (l, u) in lower.iter_mut().zip(unit) {
-        *l = u.to_ascii_lowercase();
-    }
-    let ms_per_unit: u64 = match &lower[..unit.len()] {
-        b"" | b"s" => 1000,
-        b"ms" => 1,
-        b"m" => 60_000,
-        b"h" => 3_600_000,
-        b"d" => 86_400_000,
+    // Case-insensitive, matched by length then letter (no lowered copy: this runs
+    // for every duration of every call).
+    let ms_per_unit: u64 = match unit {
+        [] => 1000,
+        [u] => match u.to_ascii_lowercase() {
+            b's' => 1000,
+            b'm' => 60_000,
+            b'h' => 3_600_000,
+            b'd' => 86_400_000,
+            _ => return None,
+        },
+        [m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => 1,
         _ => return None,
     };
-    decimal::canonical_u64(number)
-        .and_then(|n| n.checked_mul(ms_per_unit))
+    // `number` is all digits (above). Canonical (no leading zero), and no longer
+    // than the longest duration's ms: a longer one is too long in any unit. So it
+    // is read without decimal's general, overflow-checked fold, with the same result.
+    const MAX_DIGITS: usize = MAX_DURATION_MS.ilog10() as usize + 1;
+    if number.is_empty() || number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
+        return None;
+    }
+    number
+        .iter()
+        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'))
+        .checked_mul(ms_per_unit)
         .filter(|&ms| ms <= MAX_DURATION_MS)
 }
 
@@ -271,6 +278,12 @@ mod tests {
             ("060s", None),
             ("1MS", Some(1)),
             ("1Ms", Some(1)),
+            ("1mS", Some(1)),
+            ("7D", Some(604_800_000)),
+            ("1sm", None),
+            ("1hs", None),
+            ("1ss", None),
+            ("1s\0", None),
             ("3650d", Some(315_360_000_000)),
             ("315360000s", Some(315_360_000_000)),
             ("315360000000ms", Some(315_360_000_000)),

@@ -18,7 +18,20 @@ fn fold(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() {
         return None;
     }
-    bytes.iter().try_fold(0u128, |acc, &b| {
+    // The first 19 digits in a u64, unchecked: 10^19 − 1 < 2^64, so they cannot
+    // overflow it. Every argument and stored field of a call (at most 2^53 − 1, 16
+    // digits) is read there, at a few instructions a digit instead of a checked u128
+    // multiply; longer runs go on below, checked, with the same result.
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let mut value = 0u64;
+    for &b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + u64::from(digit);
+    }
+    tail.iter().try_fold(u128::from(value), |acc, &b| {
         let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
         acc.checked_mul(10)?.checked_add(digit)
     })
@@ -100,6 +113,17 @@ mod tests {
         assert_eq!(canonical(u128::MAX.to_string().as_bytes()), Some(u128::MAX));
         assert_eq!(canonical_u64(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(canonical_u64(b"18446744073709551616"), None);
+        // Across the 19 digits read in a u64 and the checked rest.
+        assert_eq!(
+            canonical(b"9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
+        );
+        assert_eq!(
+            canonical(b"12345678901234567890123"),
+            Some(12_345_678_901_234_567_890_123)
+        );
+        assert_eq!(canonical(b"1234567890123456789x"), None);
+        assert_eq!(canonical(b"123456789012345678x0"), None);
         for bad in [
             "",
             "00",

@@ -52,3 +52,7 @@ if [ -z "$BENCH_LIBRARY" ] && [ -f functions/rl.lua ]; then
 fi
 
 python3 scripts/bench.py
+# A full run also measures what each typed client adds to a call (docs/performance.md).
+if [ -z "${BENCH_QUICK:-}" ] && [ -z "${BENCH_ONLY:-}" ]; then
+  scripts/clients.sh --bench
+fi

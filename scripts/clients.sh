@@ -5,6 +5,10 @@
 #
 #   scripts/clients.sh              every client
 #   scripts/clients.sh python node  only these
+#   scripts/clients.sh --bench      each client's overhead instead (clients/<lang>/bench.sh:
+#                                   pipelined RL.GCRA through the typed API against the
+#                                   same calls raw through the same client), written into
+#                                   docs/performance.md between its clients markers
 #
 # Each clients/<language>/test.sh gets RL_TEST_MODULE_URL and RL_TEST_LIBRARY_URL
 # (redis://127.0.0.1:PORT), installs what its toolchain needs, runs that ecosystem's
@@ -29,6 +33,11 @@ die() { echo "clients: $*" >&2; exit 1; }
 command -v "$server" >/dev/null 2>&1 || die "$server is missing: run 'make deps'"
 command -v redis-cli >/dev/null 2>&1 || die "redis-cli is missing: run 'make deps'"
 
+bench=""
+if [ "${1:-}" = --bench ]; then
+  bench=1
+  shift
+fi
 if [ $# -gt 0 ]; then
   languages=("$@")
 else
@@ -86,6 +95,34 @@ RL_LIBRARY="$library" scripts/load-library.sh "127.0.0.1:$library_port" >/dev/nu
 export RL_TEST_MODULE_URL="redis://127.0.0.1:$module_port"
 export RL_TEST_LIBRARY_URL="redis://127.0.0.1:$library_port"
 say "module on $module_port, library on $library_port"
+
+if [ -n "$bench" ]; then
+  lines=()
+  for lang in "${languages[@]}"; do
+    printf '\n== client overhead: %s\n' "$lang"
+    redis-cli -p "$module_port" FLUSHALL >/dev/null
+    if line=$(RL_BENCH_URL="$RL_TEST_MODULE_URL" bash "clients/$lang/bench.sh" | tee /dev/stderr | grep '^client-bench ' | tail -n 1); then
+      lines+=("$line")
+    else
+      say "$lang: its bench did not run (said above)"
+    fi
+  done
+  printf '%s\n' "${lines[@]}" | python3 - <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+import docmarkers
+rows = ["| client | raw calls/s | typed calls/s | typed / raw |", "|---|---:|---:|---:|"]
+for line in sys.stdin:
+    f = dict(w.split("=", 1) for w in line.split()[2:])
+    rows.append(f"| {line.split()[1]} | {int(f['raw_ops']):,} | {int(f['typed_ops']):,} | {float(f['ratio']):.2f} |")
+text = ("Pipelined RL.GCRA calls through each typed client against the same calls sent raw "
+        "through the same underlying client, on a server with the module "
+        "(`scripts/clients.sh --bench`; medians of alternating rounds):\n\n" + "\n".join(rows))
+docmarkers.replace(docmarkers.DOCS + "/performance.md", "clients", text)
+print(text)
+PY
+  exit 0
+fi
 
 failed=()
 skipped=()

@@ -101,18 +101,19 @@ if [ -n "$bench" ]; then
   for lang in "${languages[@]}"; do
     printf '\n== client overhead: %s\n' "$lang"
     redis-cli -p "$module_port" FLUSHALL >/dev/null
-    if line=$(RL_BENCH_URL="$RL_TEST_MODULE_URL" bash "clients/$lang/bench.sh" | tee /dev/stderr | grep '^client-bench ' | tail -n 1); then
+    RL_BENCH_URL="$RL_TEST_MODULE_URL" bash "clients/$lang/bench.sh" 2>&1 | tee "$tmp/$lang.bench" || true
+    if line=$(grep -a '^client-bench ' "$tmp/$lang.bench" | tail -n 1) && [ -n "$line" ]; then
       lines+=("$line")
     else
-      say "$lang: its bench did not run (said above)"
+      say "$lang: its bench printed no result (said above)"
     fi
   done
-  printf '%s\n' "${lines[@]}" | python3 - <<'PY'
+  python3 - ${lines[@]+"${lines[@]}"} <<'PY'
 import sys
 sys.path.insert(0, "scripts")
 import docmarkers
 rows = ["| client | raw calls/s | typed calls/s | typed / raw |", "|---|---:|---:|---:|"]
-for line in sys.stdin:
+for line in sys.argv[1:]:
     f = dict(w.split("=", 1) for w in line.split()[2:])
     rows.append(f"| {line.split()[1]} | {int(f['raw_ops']):,} | {int(f['typed_ops']):,} | {float(f['ratio']):.2f} |")
 text = ("Pipelined RL.GCRA calls through each typed client against the same calls sent raw "

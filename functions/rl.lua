@@ -5,6 +5,7 @@ that refuse MODULE LOAD. Same arguments, replies, errors, key formats, TTLs and
 replicated effects as the module's commands (docs/library.md):
 
   redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
+-- <generated:usage>
   FCALL rl_fixed          1 key limit window             [COST n | REFUND n | DEBIT n]
   FCALL rl_sliding        1 key limit window             [COST n | REFUND n]
   FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n | DEBIT n]
@@ -12,12 +13,12 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n | DEBIT n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
+    (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
   FCALL rl_penalty        1 key strikes window block max [COST n]
-    (in rl_all, PENALTY strikes window block max is only looked at: a blocked
-     offender rejects the call; strikes are recorded with rl_penalty)
   FCALL rl_version        0                              the library's version
+-- </generated:usage>
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
 (a GCRA TAT in ns, a bucket level in its exact unit, products of counts and
@@ -27,6 +28,11 @@ module's, bit for bit, over the full argument ranges.
 
 Errors are returned with redis.error_reply, never raised: no input makes the
 script fail with a Lua runtime error.
+
+The parts between `-- <generated:NAME>` and `-- </generated:NAME>` lines (the usage
+above, the limits, the error texts, the policy list, the function map and the
+registration) are written from RL's command table by `make lua`; `make lint` fails
+when they are out of date. The rest is written by hand.
 ]]
 
 -- At FUNCTION LOAD only `redis` exists (no math, string, table, tonumber): the
@@ -38,10 +44,40 @@ local tconcat, unpack = table.concat, unpack
 
 local BASE = 10000000 -- one limb: 10^7 (a limb product stays below 2^53)
 local TWO53 = 9007199254740992
-local MAX_COUNT = 9007199254740991 -- 2^53 - 1
-local MAX_DURATION = 315360000000 -- 10 years in ms
-local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (no config here)
-local MAX_KEYS = 16
+-- <generated:limits>
+local MAX_COUNT = 9007199254740991 -- 2^53 - 1: the largest count, cost and reply field
+local MAX_DURATION = 315360000000 -- 3650d in ms
+local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (a library has no settings)
+local MAX_KEYS = 16 -- keys in one rl_all call
+local MAX_ID = 256 -- bytes in a lease id
+local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
+-- </generated:limits>
+-- <generated:errors>
+local ERRORS = {
+  wrong_type = "WRONGTYPE Operation against a key holding the wrong kind of value",
+  not_fixed = "ERR key does not hold an RL.FIXED counter (a non-negative integer with an expiry)",
+  not_sliding = "ERR key does not hold an RL.SLIDING log (a sorted set of ms timestamps)",
+  not_bucket = "ERR key does not hold an RL.BUCKET (a hash with numeric fields tokens and ts)",
+  not_gcra = "ERR key does not hold a GCRA state (a non-negative integer TAT in ns)",
+  not_slidingcounter = 'ERR key does not hold an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")',
+  not_leases = "ERR key does not hold an RL.ACQUIRE lease set (a sorted set of lease ends in ms)",
+  not_penalty = 'ERR key does not hold an RL.PENALTY state (a string "<count> <window_end> <level> <blocked_until>")',
+  rate_too_high = "ERR tokens per period is too high for a GCRA limiter: at most one token per nanosecond (1000000 per ms)",
+  sliding_limit = "ERR limit must be an integer from 1 to 100000 for RL.SLIDING, which keeps one entry per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits",
+  lease_limit = "ERR limit must be an integer from 1 to 100000 for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)",
+  lease_id = "ERR id must be 1 to 256 bytes",
+  lease_refund = "ERR syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE",
+  block_above_max = "ERR block must be at most max",
+  delay_without_gcra = "ERR syntax error: DELAY must follow a GCRA policy",
+  numkeys = "ERR numkeys must be an integer from 1 to 16",
+  -- With the argument named.
+  count = function(name) return "ERR " .. name .. " must be an integer from 1 to 9007199254740991" end,
+  cost = function(name) return "ERR " .. name .. " must be an integer from 0 to 9007199254740991" end,
+  duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
+  delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
+  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY" end,
+}
+-- </generated:errors>
 
 -- Errors travel as {rl = "CODE message"} through error(), caught once per call.
 local function fail(msg)
@@ -436,7 +472,7 @@ end
 local function count_arg(name, s)
   local v = plain_int(s)
   if not v or v < 1 or v > MAX_COUNT then
-    fail("ERR " .. name .. " must be an integer from 1 to 9007199254740991")
+    fail(ERRORS.count(name))
   end
   return v
 end
@@ -444,7 +480,7 @@ end
 local function cost_arg(name, s)
   local v = plain_int(s)
   if not v or v > MAX_COUNT then
-    fail("ERR " .. name .. " must be an integer from 0 to 9007199254740991")
+    fail(ERRORS.cost(name))
   end
   return v
 end
@@ -457,14 +493,7 @@ local function duration_ms(name, s, min)
   local per = #unit <= 2 and UNITS[unit:lower()]
   local v = per and #number <= 12 and plain_int(number)
   if not v or v * per < min or v * per > MAX_DURATION then
-    fail(
-      "ERR "
-        .. name
-        .. " must be a duration from "
-        .. (min == 0 and "0" or "1ms")
-        .. " to 3650d: an integer with an optional unit "
-        .. "ms, s, m, h or d (a bare integer means seconds)"
-    )
+    fail(min == 0 and ERRORS.delay(name) or ERRORS.duration(name))
   end
   return v * per
 end
@@ -505,8 +534,6 @@ end
 -- unknown.
 -- What a command takes (takes.refund false: no REFUND; takes.debit, takes.delay),
 -- and how an error lists it: "COST n, REFUND n or DEBIT n, or DELAY max".
-local OPTION_SET = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
-
 local function takes_option(takes, word)
   if word == "COST" then
     return true
@@ -542,11 +569,11 @@ local function options(args, i, takes, in_all)
   while i <= #args do
     local word = args[i]:upper()
     local option
-    if not OPTION_SET[word] then
+    if not OPTION_WORDS[word] then
       fail("ERR syntax error: unknown option '" .. printable(args[i]) .. "', expected " .. expected(takes))
     elseif not takes_option(takes, word) then
       if in_all and word == "DELAY" then
-        fail("ERR syntax error: DELAY must follow a GCRA policy")
+        fail(ERRORS.delay_without_gcra)
       end
       fail("ERR syntax error: " .. word .. " does not apply to " .. takes.name .. ", which takes " .. expected(takes))
     end
@@ -599,8 +626,6 @@ end
 -- Keys
 ------------------------------------------------------------------------------
 
-local WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
 local function key_type(key)
   return redis.call("TYPE", key).ok
 end
@@ -618,20 +643,21 @@ local function canonical(s)
 end
 
 -- A string state: (value, expires_at) or nil for no key; expires_at is nil when
--- the key has no expiry. `need_expiry`: a value without one is not this limiter's
+-- the key has no expiry; `not_held`: the error when the value is no state of
+-- this limiter's (an ERRORS.not_* line). `need_expiry`: a value without one is not this limiter's
 -- state (RL.FIXED: its expiry says which window it counts); GCRA and the sliding
 -- counter read their value alone (docs/commands.md), the next write sets one.
-local function load_record(key, what, parse, need_expiry)
+local function load_record(key, not_held, parse, need_expiry)
   local t = key_type(key)
   if t == "none" then
     return nil
   elseif t ~= "string" then
-    fail(WRONGTYPE)
+    fail(ERRORS.wrong_type)
   end
   local value = parse(redis.call("GET", key))
   local at = redis.call("PEXPIRETIME", key)
   if value == nil or (need_expiry and at < 0) then
-    fail("ERR key does not hold " .. what)
+    fail(not_held)
   end
   if at < 0 then
     at = nil
@@ -661,14 +687,12 @@ end
 
 -- RL.FIXED ------------------------------------------------------------------
 
-local FIXED_WHAT = "an RL.FIXED counter (a non-negative integer with an expiry)"
-
 local function quota_params(args, i)
   return { limit = count_arg("limit", args[i]), window = duration_arg("window", args[i + 1]) }, i + 2
 end
 
 local function fixed_load(key)
-  local used, at = load_record(key, FIXED_WHAT, function(s)
+  local used, at = load_record(key, ERRORS.not_fixed, function(s)
     local v = canonical(s)
     return v and cmp(v, U64_MAX) <= 0 and v or nil
   end, true)
@@ -700,8 +724,6 @@ local function fixed_take(stored, now, q, n)
 end
 
 local FIXED = {
-  name = "FIXED",
-  debit = true,
   params = quota_params,
   decide = function(key, q, now, amount)
     local stored = fixed_load(key)
@@ -743,17 +765,12 @@ local FIXED = {
 
 -- RL.SLIDING ----------------------------------------------------------------
 
-local SLIDING_WHAT = "an RL.SLIDING log (a sorted set of ms timestamps)"
 local ZADD_CHUNK = 3000 -- members per ZADD call (Lua's C stack holds ~8000 values)
 
 local function sliding_params(args, i)
   local q, j = quota_params(args, i)
   if q.limit > SLIDING_MAX then
-    fail(
-      "ERR limit must be an integer from 1 to "
-        .. SLIDING_MAX
-        .. " for RL.SLIDING, which keeps one entry per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits"
-    )
+    fail(ERRORS.sliding_limit)
   end
   return q, j
 end
@@ -769,27 +786,28 @@ end
 
 -- The one check every reader of a sorted set RL keeps makes (RL.SLIDING's log,
 -- RL.ACQUIRE's leases, alone and in rl_all; the module's zset::check_times): its
--- lowest and highest scores are whole ms times, else "does not hold `what`".
+-- lowest and highest scores are whole ms times, else `not_held` (an ERRORS.not_*
+-- line).
 -- The newest time; nil when the key is absent.
-local function zset_times(key, what)
+local function zset_times(key, not_held)
   local t = key_type(key)
   if t == "none" then
     return nil
   elseif t ~= "zset" then
-    fail(WRONGTYPE)
+    fail(ERRORS.wrong_type)
   end
   local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
   local newest = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
   local n = whole_ms(newest[2])
   if whole_ms(oldest[2]) == nil or n == nil then
-    fail("ERR key does not hold " .. what)
+    fail(not_held)
   end
   return n
 end
 
 -- The log's newest time, nil when the key is absent.
 local function sliding_load(key)
-  return zset_times(key, SLIDING_WHAT)
+  return zset_times(key, ERRORS.not_sliding)
 end
 
 local function count_after(key, newest, after)
@@ -876,7 +894,6 @@ local function sliding_append(key, newest, cutoff, at, units, expires_at)
 end
 
 local SLIDING = {
-  name = "SLIDING",
   params = sliding_params,
   decide = function(key, q, now, amount)
     local newest = sliding_load(key)
@@ -942,7 +959,6 @@ local SLIDING = {
 
 -- RL.BUCKET -----------------------------------------------------------------
 
-local BUCKET_WHAT = "an RL.BUCKET (a hash with numeric fields tokens and ts)"
 local MICROS = 1000000
 -- The deepest debt a bucket holds, in millionths: -(2^53 - 1) tokens.
 local DEEPEST_MICROS = mul(MAX_COUNT, MICROS)
@@ -1000,13 +1016,13 @@ local function bucket_load(key)
   if t == "none" then
     return nil
   elseif t ~= "hash" then
-    fail(WRONGTYPE)
+    fail(ERRORS.wrong_type)
   end
   local f = redis.call("HMGET", key, "tokens", "ts")
   local level = f[1] and parse_micros(f[1])
   local ts = f[2] and digits_only(f[2]) and #f[2] <= 20 and num(f[2])
   if not level or not ts or cmp(ts, MAX_COUNT) > 0 then
-    fail("ERR key does not hold " .. BUCKET_WHAT)
+    fail(ERRORS.not_bucket)
   end
   return { level = level, ts = ts }
 end
@@ -1051,8 +1067,6 @@ local function settle(at, level, now, r)
 end
 
 local BUCKET = {
-  name = "BUCKET",
-  debit = true,
   params = rate_params,
   decide = function(key, params, now, amount)
     local r = bucket_rate(params)
@@ -1099,17 +1113,13 @@ local BUCKET = {
 
 -- RL.GCRA -------------------------------------------------------------------
 
-local GCRA_WHAT = "a GCRA state (a non-negative integer TAT in ns)"
 local NS_PER_MS = 1000000
 
 local function gcra_params(args, i)
   local r, j = rate_params(args, i)
   local interval = div(mul(r.period, NS_PER_MS), r.tokens)
   if interval == 0 then
-    fail(
-      "ERR tokens per period is too high for a GCRA limiter: at most one token per "
-        .. "nanosecond (1000000 per ms)"
-    )
+    fail(ERRORS.rate_too_high)
   end
   return { capacity = r.capacity, interval = interval, tolerance = mul(r.capacity, interval), max_wait = 0 }, j
 end
@@ -1152,12 +1162,10 @@ local function gcra_take(tat, now, e, n)
 end
 
 local GCRA = {
-  name = "GCRA",
-  debit = true,
   params = gcra_params,
   delayed = gcra_delayed,
   decide = function(key, e, now, amount)
-    local tat = load_record(key, GCRA_WHAT, canonical)
+    local tat = load_record(key, ERRORS.not_gcra, canonical)
     local n = amount.n
     if amount.debit then
       -- TAT = max(TAT, now) + n·T, no cap at D (stopping at 2^128 - 1).
@@ -1196,8 +1204,6 @@ local GCRA = {
 }
 
 -- RL.SLIDINGCOUNTER ---------------------------------------------------------
-
-local SC_WHAT = 'an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")'
 
 local function sc_parse(s)
   local a, b, c = s:match("^([^ ]*) ([^ ]*) ([^ ]*)$")
@@ -1296,11 +1302,9 @@ local function sc_write(key, s)
 end
 
 local SLIDINGCOUNTER = {
-  name = "SLIDINGCOUNTER",
-  debit = true,
   params = quota_params,
   decide = function(key, q, now, amount)
-    local stored = load_record(key, SC_WHAT, sc_parse)
+    local stored = load_record(key, ERRORS.not_slidingcounter, sc_parse)
     local n = amount.n
     if amount.debit then
       -- current += n past the limit (stopping at 2^64 - 1).
@@ -1344,12 +1348,9 @@ local SLIDINGCOUNTER = {
 
 -- RL.ACQUIRE / RL.RELEASE ---------------------------------------------------
 
-local LEASE_WHAT = "an RL.ACQUIRE lease set (a sorted set of lease ends in ms)"
-local MAX_ID = 256
-
 local function lease_id(s)
   if s == nil or #s < 1 or #s > MAX_ID then
-    fail("ERR id must be 1 to 256 bytes")
+    fail(ERRORS.lease_id)
   end
   return s
 end
@@ -1357,18 +1358,14 @@ end
 local function lease_params(args, i)
   local limit = plain_int(args[i])
   if not limit or limit < 1 or limit > SLIDING_MAX then
-    fail(
-      "ERR limit must be an integer from 1 to "
-        .. SLIDING_MAX
-        .. " for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)"
-    )
+    fail(ERRORS.lease_limit)
   end
   return { limit = limit, ttl = duration_arg("ttl", args[i + 1]), id = lease_id(args[i + 2]) }, i + 3
 end
 
 -- Whether the key holds leases (false when absent): zset_times, as for a log.
 local function lease_load(key)
-  return zset_times(key, LEASE_WHAT) ~= nil
+  return zset_times(key, ERRORS.not_leases) ~= nil
 end
 
 -- The latest lease end after now among the leases not named `except`, or nil.
@@ -1391,12 +1388,10 @@ local function live_end(key, now, id)
 end
 
 local ACQUIRE = {
-  name = "ACQUIRE",
   params = lease_params,
-  refund = false,
   decide = function(key, p, now, amount)
     if amount.refund then
-      fail("ERR syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE")
+      fail(ERRORS.lease_refund)
     end
     local present = lease_load(key)
     local limit = p.limit
@@ -1444,8 +1439,6 @@ local ACQUIRE = {
 
 -- RL.PENALTY ----------------------------------------------------------------
 
-local PENALTY_WHAT = 'an RL.PENALTY state (a string "<count> <window_end> <level> <blocked_until>")'
-
 local function penalty_params(args, i)
   local p = {
     strikes = count_arg("strikes", args[i]),
@@ -1454,7 +1447,7 @@ local function penalty_params(args, i)
     max = duration_arg("max", args[i + 3]),
   }
   if p.block > p.max then
-    fail("ERR block must be at most max")
+    fail(ERRORS.block_above_max)
   end
   return p, i + 4
 end
@@ -1518,11 +1511,9 @@ local function penalty_report(s, now, p)
 end
 
 local PENALTY = {
-  name = "PENALTY",
   params = penalty_params,
-  refund = false,
   decide = function(key, p, now, amount)
-    local stored = load_record(key, PENALTY_WHAT, penalty_parse)
+    local stored = load_record(key, ERRORS.not_penalty, penalty_parse)
     local seen = penalty_at(stored or { count = 0, window_end = 0, level = 0, blocked_until = 0 }, now, p)
     local n = amount.n
     if now < seen.blocked_until or n == 0 then
@@ -1574,7 +1565,7 @@ end
 -- it takes: an option among them is named (as the module's command does), else the
 -- arity error.
 local function no_options(name, command, args, n)
-  if #args > n and OPTION_SET[args[n + 1]:upper()] then
+  if #args > n and OPTION_WORDS[args[n + 1]:upper()] then
     fail("ERR syntax error: " .. args[n + 1]:upper() .. " does not apply to " .. command .. ", which takes no options")
   end
   if #args ~= n then
@@ -1601,32 +1592,21 @@ local function guarded(name, body)
   )
 end
 
-local function single(name, limiter, nparams, usage)
+-- The function `name` of a one-key command with options: nparams parameters
+-- after the key, read by limiter.params, then the options `row` says it takes
+-- (row = {name = the command, debit, delay, usage = its FCALL line}; the map at
+-- the end of build() gives it).
+local function single(name, limiter, nparams, row)
   return function(keys, args)
     return guarded(name, function()
       if #keys ~= 1 then
-        fail(
-          "ERR "
-            .. name
-            .. " takes exactly one key: FCALL "
-            .. name
-            .. " 1 key "
-            .. usage
-            .. " ["
-            .. expected({ refund = limiter.refund, debit = limiter.debit }):gsub(",? or ", " | "):gsub(", ", " | ")
-            .. "]"
-            .. (limiter.delayed and " [DELAY max]" or "")
-        )
+        fail("ERR " .. name .. " takes exactly one key: " .. row.usage)
       end
       if #args < nparams then
         arity(name)
       end
       local params, i = limiter.params(args, 1)
-      local amount = options(
-        args,
-        i,
-        { name = "RL." .. limiter.name, refund = limiter.refund, delay = limiter.delayed ~= nil, debit = limiter.debit }
-      )
+      local amount = options(args, i, row)
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -1639,15 +1619,35 @@ local function single(name, limiter, nparams, usage)
   end
 end
 
+-- The function `name` of a one-key command without options: exactly nparams
+-- arguments after the key, then body(key, args) (row = {name = the command,
+-- usage = its FCALL line}).
+local function exact(name, body, nparams, row)
+  return function(keys, args)
+    return guarded(name, function()
+      if #keys ~= 1 then
+        fail("ERR " .. name .. " takes exactly one key: " .. row.usage)
+      end
+      no_options(name, row.name, args, nparams)
+      return body(keys[1], args)
+    end)
+  end
+end
+
+-- RL.ALL's policies: the word, the limiter, how many parameters follow the word,
+-- the error naming them, whether it takes DEBIT, and whether it is only looked at
+-- (watches).
+-- <generated:policies>
 local POLICIES = {
-  { word = "FIXED", limiter = FIXED, n = 2, names = "limit window" },
-  { word = "SLIDING", limiter = SLIDING, n = 2, names = "limit window" },
-  { word = "BUCKET", limiter = BUCKET, n = 3, names = "capacity tokens period" },
-  { word = "GCRA", limiter = GCRA, n = 3, names = "capacity tokens period" },
-  { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, names = "limit window" },
-  { word = "ACQUIRE", limiter = ACQUIRE, n = 3, names = "limit ttl id" },
-  { word = "PENALTY", limiter = PENALTY, n = 4, names = "strikes window block max", watches = true },
+  { word = "FIXED", limiter = FIXED, n = 2, takes = "ERR syntax error: policy FIXED takes limit window", debit = true },
+  { word = "SLIDING", limiter = SLIDING, n = 2, takes = "ERR syntax error: policy SLIDING takes limit window" },
+  { word = "BUCKET", limiter = BUCKET, n = 3, takes = "ERR syntax error: policy BUCKET takes capacity tokens period", debit = true },
+  { word = "GCRA", limiter = GCRA, n = 3, takes = "ERR syntax error: policy GCRA takes capacity tokens period", debit = true, delay = true },
+  { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, takes = "ERR syntax error: policy SLIDINGCOUNTER takes limit window", debit = true },
+  { word = "ACQUIRE", limiter = ACQUIRE, n = 3, takes = "ERR syntax error: policy ACQUIRE takes limit ttl id", refund = false },
+  { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, watches = true },
 }
+-- </generated:policies>
 
 local function policy_of(word)
   local upper = word:upper()
@@ -1712,7 +1712,7 @@ local function policies_in(list, from)
     end
     count = count + 1
   end
-  if list[i] == nil or OPTION_SET[list[i]:upper()] then
+  if list[i] == nil or OPTION_WORDS[list[i]:upper()] then
     return count
   end
   return nil
@@ -1742,7 +1742,7 @@ local function rl_all(keys, args)
       arity("rl_all")
     end
     if #keys < 1 or #keys > MAX_KEYS then
-      fail("ERR numkeys must be an integer from 1 to " .. MAX_KEYS)
+      fail(ERRORS.numkeys)
     end
     for i = 2, #keys do
       for j = 1, i - 1 do
@@ -1758,14 +1758,14 @@ local function rl_all(keys, args)
         break
       end
       if #args < i + p.n then
-        fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
+        fail(p.takes)
       end
       local ok, params = pcall(p.limiter.params, args, i + 1)
       if not ok then
         -- A parameter missing: an option or the next policy was read in its place.
         for j = i + 1, i + p.n do
-          if OPTION_SET[args[j]:upper()] or policy_of(args[j]) then
-            fail("ERR syntax error: policy " .. p.word .. " takes " .. p.names)
+          if OPTION_WORDS[args[j]:upper()] or policy_of(args[j]) then
+            fail(p.takes)
           end
         end
         error(params, 0)
@@ -1782,7 +1782,7 @@ local function rl_all(keys, args)
         end
         i, delayed, last_delayed = i + 2, true, true
       end
-      policies[#policies + 1] = { limiter = p.limiter, params = params, watches = p.watches }
+      policies[#policies + 1] = { policy = p, limiter = p.limiter, params = params, watches = p.watches }
     end
     if #policies ~= #keys then
       local fits = fitting_numkeys(keys, args)
@@ -1791,16 +1791,12 @@ local function rl_all(keys, args)
       end
       local word = args[i]
       if word ~= nil and #policies > 0 and word:upper() == "DELAY" then
-        fail("ERR syntax error: DELAY must follow a GCRA policy")
+        fail(ERRORS.delay_without_gcra)
       end
       local upper = word and word:upper()
       local at_option = word == nil or upper == "COST" or upper == "REFUND" or upper == "DEBIT"
       if word ~= nil and #policies < #keys and not at_option then
-        fail(
-          "ERR syntax error: unknown policy '"
-            .. printable(word)
-            .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"
-        )
+        fail(ERRORS.unknown_policy(printable(word)))
       end
       fail(
         "ERR one policy per key, in key order: numkeys is " .. #keys .. ", policies given " .. #policies
@@ -1823,13 +1819,8 @@ local function rl_all(keys, args)
       fail("ERR syntax error: DELAY and DEBIT exclude each other")
     elseif amount.debit then
       for _, p in ipairs(policies) do
-        if not p.watches and not p.limiter.debit then
-          fail(
-            "ERR syntax error: DEBIT does not apply to "
-              .. p.limiter.name
-              .. ", which takes "
-              .. expected({ refund = p.limiter.refund, debit = false })
-          )
+        if not p.watches and not p.policy.debit then
+          fail("ERR syntax error: DEBIT does not apply to " .. p.policy.word .. ", which takes " .. expected(p.policy))
         end
       end
     end
@@ -1866,55 +1857,79 @@ local function rl_all(keys, args)
   end)
 end
 
-local function rl_acquire(keys, args)
-  return guarded("rl_acquire", function()
-    if #keys ~= 1 then
-      fail("ERR rl_acquire takes exactly one key: FCALL rl_acquire 1 key limit ttl id")
-    end
-    no_options("rl_acquire", "RL.ACQUIRE", args, 3)
-    local p = lease_params(args, 1)
-    local d, write = ACQUIRE.decide(keys[1], p, now_ms(), { refund = false, n = 1 })
-    if write then
-      write()
-    end
-    return fields(d)
-  end)
+-- rl_acquire's body (exact checked the key and the arguments).
+local function acquire(key, args)
+  local p = lease_params(args, 1)
+  local d, write = ACQUIRE.decide(key, p, now_ms(), { refund = false, n = 1 })
+  if write then
+    write()
+  end
+  return fields(d)
 end
 
--- ZREM + PEXPIREAT at the latest lease left, or DEL when no live lease is left.
-local function rl_release(keys, args)
-  return guarded("rl_release", function()
-    if #keys ~= 1 then
-      fail("ERR rl_release takes exactly one key: FCALL rl_release 1 key id")
-    end
-    no_options("rl_release", "RL.RELEASE", args, 1)
-    local key, id = keys[1], lease_id(args[1])
-    local now = now_ms()
-    if not lease_load(key) or not live_end(key, now, id) then
-      return 0
-    end
-    local other = latest_live(key, now, id)
-    if other == nil then
-      delete(key)
-    else
-      redis.call("ZREM", key, id)
-      redis.call("PEXPIREAT", key, str(other))
-    end
-    return 1
-  end)
+-- rl_release's body: ZREM + PEXPIREAT at the latest lease left, or DEL when no
+-- live lease is left.
+local function release(key, args)
+  local id = lease_id(args[1])
+  local now = now_ms()
+  if not lease_load(key) or not live_end(key, now, id) then
+    return 0
+  end
+  local other = latest_live(key, now, id)
+  if other == nil then
+    delete(key)
+  else
+    redis.call("ZREM", key, id)
+    redis.call("PEXPIREAT", key, str(other))
+  end
+  return 1
 end
 
+-- Every function, by its name: a one-key command with options through single, one
+-- without through exact, rl_all as written above.
+-- <generated:functions>
 return {
-  rl_acquire = rl_acquire,
-  rl_release = rl_release,
-  rl_fixed = single("rl_fixed", FIXED, 2, "limit window"),
-  rl_sliding = single("rl_sliding", SLIDING, 2, "limit window"),
-  rl_bucket = single("rl_bucket", BUCKET, 3, "capacity tokens period"),
-  rl_gcra = single("rl_gcra", GCRA, 3, "capacity tokens period"),
-  rl_slidingcounter = single("rl_slidingcounter", SLIDINGCOUNTER, 2, "limit window"),
+  rl_fixed = single("rl_fixed", FIXED, 2, {
+    name = "RL.FIXED",
+    debit = true,
+    usage = "FCALL rl_fixed 1 key limit window [COST n | REFUND n | DEBIT n]",
+  }),
+  rl_sliding = single("rl_sliding", SLIDING, 2, {
+    name = "RL.SLIDING",
+    usage = "FCALL rl_sliding 1 key limit window [COST n | REFUND n]",
+  }),
+  rl_bucket = single("rl_bucket", BUCKET, 3, {
+    name = "RL.BUCKET",
+    debit = true,
+    usage = "FCALL rl_bucket 1 key capacity tokens period [COST n | REFUND n | DEBIT n]",
+  }),
+  rl_gcra = single("rl_gcra", GCRA, 3, {
+    name = "RL.GCRA",
+    debit = true,
+    delay = true,
+    usage = "FCALL rl_gcra 1 key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]",
+  }),
+  rl_slidingcounter = single("rl_slidingcounter", SLIDINGCOUNTER, 2, {
+    name = "RL.SLIDINGCOUNTER",
+    debit = true,
+    usage = "FCALL rl_slidingcounter 1 key limit window [COST n | REFUND n | DEBIT n]",
+  }),
   rl_all = rl_all,
-  rl_penalty = single("rl_penalty", PENALTY, 4, "strikes window block max"),
+  rl_acquire = exact("rl_acquire", acquire, 3, {
+    name = "RL.ACQUIRE",
+    usage = "FCALL rl_acquire 1 key limit ttl id",
+  }),
+  rl_release = exact("rl_release", release, 1, {
+    name = "RL.RELEASE",
+    usage = "FCALL rl_release 1 key id",
+  }),
+  rl_penalty = single("rl_penalty", PENALTY, 4, {
+    name = "RL.PENALTY",
+    refund = false,
+    usage = "FCALL rl_penalty 1 key strikes window block max [COST n]",
+  }),
 }
+-- </generated:functions>
 end
 
 -- The library's version, Cargo.toml's (a test checks they agree), as the header says.
@@ -1931,6 +1946,10 @@ local function register(name, flags)
     flags = flags,
   })
 end
+-- Every function of the map. A function whose command is not deny-oom is
+-- allow-oom: like DEL, RL.RELEASE must work on a server at maxmemory, or a full
+-- server could never free a slot.
+-- <generated:register>
 register("rl_fixed")
 register("rl_sliding")
 register("rl_bucket")
@@ -1938,10 +1957,9 @@ register("rl_gcra")
 register("rl_slidingcounter")
 register("rl_all")
 register("rl_acquire")
-register("rl_penalty")
--- Like DEL, a release must work on a server at maxmemory, or a full server could
--- never free a slot.
 register("rl_release", { "allow-oom" })
+register("rl_penalty")
+-- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({
   function_name = "rl_version",

@@ -6,8 +6,10 @@
 //! calls), then makes the same calls on one key with the module's command and on
 //! the other with the library's function, in one MULTI that TIME shows ran within
 //! one millisecond (retried otherwise). Every reply (or error text), every
-//! resulting value and every absolute expiry must be identical. Parameters are
-//! drawn over the full ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years,
+//! resulting value and every absolute expiry must be identical. The commands and
+//! RL.ALL policies are the command table's (every one the library has), their
+//! parameters drawn by their kinds in it (rl_core::table::ArgKind) over the full
+//! ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years,
 //! costs, refunds and debits 0 ..= 2^53−1, and stored states up to u64 counts,
 //! u128 TATs and bucket levels in debt down to −(2^53−1) and past it. This is the proof behind docs/library.md's statement that the two agree
 //! everywhere (and of the one difference it lists, which is not generated here).
@@ -15,6 +17,7 @@
 //! RL_SWEEP_SEED and RL_SWEEP_SCENARIOS replay or lengthen a run.
 
 use crate::common::*;
+use rl_core::table::{self, ArgKind, Keys, Opt};
 
 const MAX: u64 = 9_007_199_254_740_991;
 const MAX_DURATION_MS: u64 = 315_360_000_000;
@@ -66,6 +69,7 @@ fn amount(rng: &mut Rng, limit: u64) -> Vec<String> {
 
 /// A sliding log takes one member per unit: costs it accepts stay at most 20,
 /// so that a scenario runs within one ms on servers without a frozen script time.
+/// (`sliding`: a command in the call logs per unit, [`per_unit`].)
 fn cheap(mut amount: Vec<String>, sliding: bool, limit: u64) -> Vec<String> {
     if let Some(n) = amount.get(1).and_then(|n| n.parse::<u64>().ok()) {
         if sliding && n > 20 && n <= limit {
@@ -75,56 +79,91 @@ fn cheap(mut amount: Vec<String>, sliding: bool, limit: u64) -> Vec<String> {
     amount
 }
 
-/// The policy words of one command after the key: (words, limit, window ms).
-fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
-    let (d, ms) = duration(rng);
-    match name {
-        "RL.BUCKET" | "RL.GCRA" => {
-            let capacity = count(rng);
-            // GCRA: mostly rates it can hold (≤ 1 per ns), sometimes not.
-            let tokens = if name == "RL.GCRA" && rng.below(8) != 0 {
-                rng.magnitude((ms * 1_000_000).min(MAX))
-            } else {
-                count(rng)
-            };
-            let mut words = vec![capacity.to_string(), tokens.to_string(), d];
-            if name == "RL.GCRA" && rng.below(2) == 0 {
-                // DELAY max (a policy's in RL.ALL, an option of RL.GCRA's).
-                words.push(rng.pick(&["DELAY", "delay"]).to_string());
-                words.push(match rng.below(4) {
-                    0 => rng.pick(&["0", "0ms"]).to_string(),
-                    _ => duration(rng).0,
-                });
+/// A lease id, RL.ACQUIRE's text argument (the empty one is refused alike).
+const IDS: &[&str] = &["a", "b", "c", "\u{0}é\n", "job-42"];
+
+/// One draw of a command's parameters after the key, each by its kind in the
+/// command table: (words, the first integer, the first duration in ms).
+fn draw(rng: &mut Rng, row: &table::Command) -> (Vec<String>, u64, u64) {
+    let (mut words, mut limit, mut window) = (Vec::new(), None, None);
+    for arg in row.params() {
+        words.push(match arg.kind {
+            ArgKind::Integer { min, max } => {
+                // Small, up to the default bound (rl.sliding-max-limit's for an
+                // RL.SLIDING limit), or anywhere to 2^53 − 1 (past that bound: the
+                // same error from both).
+                let v = match rng.below(4) {
+                    0 => min.max(1) + rng.below(5),
+                    1 => min.max(1) + rng.below(max.default_value().min(100_000)),
+                    _ => count(rng),
+                };
+                limit.get_or_insert(v);
+                v.to_string()
             }
-            (words, capacity, ms)
-        }
-        "RL.PENALTY" => {
-            let strikes = match rng.below(3) {
-                0 => 1 + rng.below(5),
-                _ => count(rng),
-            };
-            // block ≤ max, and now and then not (the same error from both).
-            let (block, max) = (duration(rng), duration(rng));
-            let (block, max) = if block.1 > max.1 && rng.below(8) != 0 {
-                (max.0, block.0)
-            } else {
-                (block.0, max.0)
-            };
-            (vec![strikes.to_string(), d, block, max], strikes, ms)
-        }
-        "RL.SLIDING" => {
-            let limit = match rng.below(3) {
-                0 => 1 + rng.below(5),
-                1 => 1 + rng.below(100_000),
-                _ => rng.magnitude(MAX),
-            };
-            (vec![limit.to_string(), d], limit, ms)
-        }
-        _ => {
-            let limit = count(rng);
-            (vec![limit.to_string(), d], limit, ms)
+            ArgKind::Duration => {
+                let (text, ms) = duration(rng);
+                window.get_or_insert(ms);
+                text
+            }
+            ArgKind::Text { .. } => rng.pick(IDS).to_string(),
+            _ => panic!("{}: no draw for {:?}", row.name_str(), arg.name),
+        });
+    }
+    let (Some(limit), Some(window)) = (limit, window) else {
+        panic!("{}: no integer or no duration to draw", row.name_str())
+    };
+    (words, limit, window)
+}
+
+/// The position of the parameter `name` after the key.
+fn position(row: &table::Command, name: &str) -> Option<usize> {
+    row.params()
+        .iter()
+        .position(|a| a.name.to_bytes() == name.as_bytes())
+}
+
+/// The words of one command after the key, drawn by their kinds in the command
+/// table: (words, limit, window ms). Parameters the command refuses together (its
+/// test row's `conflict`, `too_fast`) are drawn mostly not, sometimes (the same
+/// error from both); a command that takes DELAY gets one half the time (a policy's
+/// in RL.ALL, an option of RL.GCRA's).
+fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
+    let row = table::find(name.as_bytes()).expect("a command of the table");
+    let known = command(name);
+    let (mut words, mut limit, mut window) = draw(rng, row);
+    if let Some((refused, _)) = known.conflict {
+        let lower =
+            |words: &[String]| -> Vec<String> { words.iter().map(|w| w.to_lowercase()).collect() };
+        for _ in 0..20 {
+            if !refused(&lower(&words)) || rng.below(8) == 0 {
+                break;
+            }
+            (words, limit, window) = draw(rng, row);
         }
     }
+    if known.too_fast.is_some() && rng.below(8) != 0 {
+        // Mostly rates it can hold (at most 1 token per ns of the period).
+        if let (Some(tokens), Some(period)) = (position(row, "tokens"), position(row, "period")) {
+            let ns = duration_ms(&words[period].to_lowercase()) * 1_000_000;
+            words[tokens] = rng.magnitude(ns.min(MAX)).to_string();
+        }
+    }
+    if row.delay() && rng.below(2) == 0 {
+        words.push(rng.pick(&["DELAY", "delay"]).to_string());
+        words.push(match rng.below(4) {
+            0 => rng.pick(&["0", "0ms"]).to_string(),
+            _ => duration(rng).0,
+        });
+    }
+    (words, limit, window)
+}
+
+/// Whether a command logs one sorted-set member per unit of its cost (RL.SLIDING;
+/// not RL.ACQUIRE, one per lease, which takes no cost).
+fn per_unit(name: &str) -> bool {
+    let takes_cost =
+        table::find(name.as_bytes()).is_some_and(|c| c.takes_option(Opt::Refund));
+    command(name).native_type == "zset" && takes_cost
 }
 
 /// A native state for the key of `name`, as a recipe for [`SETUP`]: values may
@@ -246,7 +285,7 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
                 &format!("@ms+{expiry}"),
             ])
         }
-        _ => {
+        "RL.SLIDING" | "RL.ACQUIRE" => {
             let mut recipe = strings(&["zset"]);
             for i in 0..1 + rng.below(6) {
                 let d = -(rng.below(window_ms * 2) as i64);
@@ -263,6 +302,7 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
             recipe.push(format!("@ms+{}", expiry));
             recipe
         }
+        other => panic!("no native state for {other}: add one to native_state"),
     }
 }
 
@@ -417,14 +457,32 @@ fn enough(compared: u64, scenarios: u64) {
     );
 }
 
-const SINGLE: &[&str] = &[
-    "RL.FIXED",
-    "RL.SLIDING",
-    "RL.BUCKET",
-    "RL.GCRA",
-    "RL.SLIDINGCOUNTER",
-    "RL.PENALTY",
-];
+/// The library's one-key functions with a cost, from the command table (RL.ACQUIRE
+/// and RL.RELEASE, without, are compared in leases_agree_with_the_module).
+fn singles() -> Vec<&'static str> {
+    table::COMMANDS
+        .iter()
+        .filter(|c| c.function.is_some() && matches!(c.keys, Keys::First))
+        .filter(|c| c.takes_option(Opt::Cost))
+        .map(|c| c.name_str())
+        .collect()
+}
+
+/// RL.ALL's policies, from the command table: (command, word).
+fn policies() -> Vec<(&'static str, &'static str)> {
+    table::policies()
+        .map(|c| (c.name_str(), c.policy_word()))
+        .collect()
+}
+
+/// The library's functions, from the command table.
+fn with_functions() -> Vec<&'static str> {
+    table::COMMANDS
+        .iter()
+        .filter(|c| c.function.is_some())
+        .map(|c| c.name_str())
+        .collect()
+}
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -452,8 +510,9 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
     let mut rng = Rng(seed);
     let (a, b) = (strings(&["m"]), strings(&["l"]));
     let mut compared = 0;
+    let singles = singles();
     for _ in 0..scenarios {
-        let name = *rng.pick(SINGLE);
+        let name = *rng.pick(&singles);
         let (mut words, mut limit, mut window) = params(&mut rng, name);
         let mut shortest = window;
         let setup = if rng.below(2) == 0 {
@@ -469,7 +528,7 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
             }
             let mut line = vec![name.to_string()];
             line.extend(words.iter().cloned());
-            line.extend(cheap(amount(&mut rng, limit), name == "RL.SLIDING", limit));
+            line.extend(cheap(amount(&mut rng, limit), per_unit(name), limit));
             calls.push(line);
         }
         let _ = window;
@@ -500,6 +559,7 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
     let mut c = s.conn();
     let mut rng = Rng(seed);
     let mut compared = 0;
+    let all_policies = policies();
     for _ in 0..scenarios {
         let n = 1 + rng.below(3) as usize;
         let a: Vec<String> = (0..n).map(|i| format!("{{t}}m{i}")).collect();
@@ -508,22 +568,23 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
         let mut policies = Vec::new();
         let mut smallest = MAX;
         let mut shortest = u64::MAX;
+        let mut sliding = false;
         for i in 0..n {
-            let name = *rng.pick(SINGLE);
+            let (name, word) = *rng.pick(&all_policies);
             let (words, limit, window) = params(&mut rng, name);
             smallest = smallest.min(limit);
             shortest = shortest.min(window);
+            sliding |= per_unit(name);
             if setup.len() == i && rng.below(2) == 0 {
                 setup.push(native_state(&mut rng, name, window));
             }
-            policies.push(name.trim_start_matches("RL.").to_string());
+            policies.push(word.to_string());
             policies.extend(words);
         }
         let mut calls = Vec::new();
         for _ in 0..1 + rng.below(3) {
             let mut line = vec!["RL.ALL".to_string(), n.to_string()];
             line.extend(policies.iter().cloned());
-            let sliding = policies.iter().any(|p| p == "SLIDING");
             line.extend(cheap(amount(&mut rng, smallest), sliding, MAX));
             calls.push(line);
         }
@@ -566,7 +627,7 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
 fn bad_input_gets_the_module_s_error_texts() {
     let s = both();
     let mut c = s.conn();
-    let pool: &[&[u8]] = &[
+    let mut pool: Vec<&[u8]> = vec![
         b"0",
         b"1",
         b"5",
@@ -626,6 +687,9 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"\"quoted'\\",
         b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     ];
+    // Every policy word and option word of the command table's.
+    pool.extend(table::policies().map(|c| c.policy_token().to_bytes()));
+    pool.extend(Opt::ALL.map(|o| o.word().as_bytes()));
     let mut rng = Rng(env("RL_SWEEP_SEED", 0xbad));
     let setup: Vec<Vec<&str>> = vec![
         vec!["RPUSH", "list", "x"],
@@ -638,28 +702,22 @@ fn bad_input_gets_the_module_s_error_texts() {
         let _: () = command_of(cmdline).query(&mut c).unwrap();
     }
     let keys = ["k", "list", "text", "hash", "zfrac", "absent"];
+    let names = with_functions();
     for _ in 0..env("RL_SWEEP_SCENARIOS", 2500) * 2 {
-        let name = *rng.pick(&[
-            "RL.FIXED",
-            "RL.SLIDING",
-            "RL.BUCKET",
-            "RL.GCRA",
-            "RL.SLIDINGCOUNTER",
-            "RL.ALL",
-            "RL.ACQUIRE",
-            "RL.RELEASE",
-            "RL.PENALTY",
-        ]);
+        let name = *rng.pick(&names);
         let mut args: Vec<Vec<u8>> = Vec::new();
         let key = rng.pick(&keys).to_string();
         let n = rng.below(8) as usize;
         for _ in 0..n {
-            args.push(rng.pick(pool).to_vec());
+            args.push(rng.pick(&pool).to_vec());
         }
         let mut module = redis::cmd(name);
         let mut library = redis::cmd("FCALL");
         library.arg(function_of(name.as_bytes()).unwrap());
-        if name == "RL.ALL" {
+        if matches!(
+            table::find(name.as_bytes()).map(|c| c.keys),
+            Some(Keys::Counted)
+        ) {
             // numkeys 1 or 2 (FCALL's own numkeys errors are documented apart).
             let k = 1 + rng.below(2) as usize;
             module.arg(k).arg(&key);
@@ -702,20 +760,11 @@ fn error_text(r: redis::RedisResult<Value>) -> Option<String> {
 
 /// The arity error names the command (module) or the function (library).
 fn same_names(mut text: String) -> String {
-    for name in [
-        "rl.fixed",
-        "rl.sliding",
-        "rl.bucket",
-        "rl.gcra",
-        "rl.slidingcounter",
-        "rl.all",
-        "rl.acquire",
-        "rl.release",
-        "rl.penalty",
-    ] {
-        let function = name.replace('.', "_");
+    for c in table::COMMANDS {
+        let Some(function) = c.function else { continue };
+        let name = c.name_str().to_lowercase();
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));
-        text = text.replace(&format!("'{}'", name.to_uppercase()), &format!("'{name}'"));
+        text = text.replace(&format!("'{}'", c.name_str()), &format!("'{name}'"));
     }
     text
 }
@@ -728,7 +777,7 @@ fn leases_agree_with_the_module() {
     let mut c = s.conn();
     let mut rng = Rng(seed);
     let (a, b) = (strings(&["m"]), strings(&["l"]));
-    let ids = ["a", "b", "c", "\u{0}é\n", "job-42"];
+    let ids = IDS;
     let mut compared = 0;
     for _ in 0..scenarios {
         // Leases set up by hand: ends around now, some already over.
@@ -751,7 +800,7 @@ fn leases_agree_with_the_module() {
         let mut strict = !setups.is_empty();
         let mut calls = Vec::new();
         for _ in 0..1 + rng.below(6) {
-            let id = rng.pick(&ids).to_string();
+            let id = rng.pick(ids).to_string();
             if rng.below(3) == 0 {
                 calls.push(strings(&["RL.RELEASE", &id]));
                 continue;

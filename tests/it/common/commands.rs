@@ -1,32 +1,44 @@
-//! Every RL command, one row each, with what the cross-cutting tests (common rules,
-//! ACL, cluster, replication, AOF, robustness, INFO, keyspace events) need to know
-//! about it. Those tests iterate [`COMMANDS`]: a new command is covered by adding
-//! its row here.
+//! Every RL command the cross-cutting tests (common rules, ACL, cluster,
+//! replication, AOF, robustness, INFO, keyspace events) call, with what they need
+//! to know about it. What the command table (rl_core::table) says is taken from it:
+//! the name, the parameters' names, kinds and ranges, a valid call, the parameters
+//! for "n units per window", how the cost is given and the reply read, and which
+//! commands there are. The rest is written here, one row per command: what the
+//! tests know of its keys and effects. A table row without its test row fails the
+//! tests that iterate [`COMMANDS`] (and `every_table_row_has_its_test_row`).
+
+use std::ops::Deref;
+use std::sync::{Mutex, OnceLock};
 
 use super::helpers::{try_rl, Reply};
 use redis::Connection;
+use rl_core::algorithms::{MAX_COUNT as MAX_COUNT_N, MAX_DURATION_MS};
+use rl_core::table::{self, ArgKind, Keys, Opt};
 
-/// What a positional parameter holds (docs/commands.md#counts and #durations).
+/// What a positional parameter holds (docs/commands.md#counts and #durations), by
+/// its kind in the command table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// An integer 1 ..= 2^53−1 (`limit`, `capacity`, `tokens`, `count`).
+    /// An integer from 1 (`limit`, `capacity`, `tokens`, `count`, `strikes`).
     Count,
-    /// An integer 0 ..= 2^53−2: CL.THROTTLE's `max_burst`, the capacity minus 1.
+    /// An integer from 0: CL.THROTTLE's `max_burst`, the capacity minus 1.
     Burst,
     /// A positive duration with an optional unit, 1 ms ..= 10 years.
     Duration,
 }
 
-/// One positional parameter after the key.
+/// One positional parameter after the key, as the command table has it.
 #[derive(Clone, Copy, Debug)]
 pub struct Param {
     /// As errors and COMMAND DOCS name it.
     pub name: &'static str,
     pub kind: Kind,
     /// A valid value, chosen so that [`Command::valid_params`] gives room for 5 units
-    /// that barely come back during a test.
+    /// that barely come back during a test: the first integer 5 (a max_burst 4, a
+    /// capacity of 5), a later integer (a refill) 1, a duration an hour.
     pub valid: &'static str,
-    /// The largest valid value (a [`Kind::Duration`]'s is 10 years, `3650d`).
+    /// The largest valid value (with every setting at its default; a
+    /// [`Kind::Duration`]'s is 10 years, `3650d`).
     pub max: &'static str,
 }
 
@@ -46,6 +58,17 @@ pub enum Style {
     CostOnly,
 }
 
+impl Style {
+    /// A row's style, as the table says: redis-cell's reply, COST alone, or RL's.
+    const fn of(row: &table::Command) -> Style {
+        match row.reply {
+            table::Reply::Throttle => Style::Throttle,
+            _ if row.takes_option(Opt::Cost) && !row.takes_option(Opt::Refund) => Style::CostOnly,
+            _ => Style::Rl,
+        }
+    }
+}
+
 impl Kind {
     /// A value of this kind that is out of range (the smallest count or duration
     /// minus one).
@@ -56,30 +79,105 @@ impl Kind {
             Kind::Duration => "0ms",
         }
     }
+
+    /// The kind of a table argument; None for one the tests fill in themselves (a
+    /// lease id, [`Command::per`]).
+    fn of(command: &str, arg: &table::Arg) -> Option<Kind> {
+        match arg.kind {
+            ArgKind::Integer { min: 1, .. } => Some(Kind::Count),
+            ArgKind::Integer { min: 0, .. } => Some(Kind::Burst),
+            ArgKind::Duration => Some(Kind::Duration),
+            ArgKind::Text { .. } => None,
+            _ => panic!(
+                "{command}: no test kind for its argument {:?}: add one to tests/it/common/commands.rs",
+                arg.name
+            ),
+        }
+    }
+}
+
+/// A command's parameters after the key, from its table row (leaving out a text
+/// argument such as RL.ACQUIRE's id, which [`Command::per`] adds); used as a slice.
+#[derive(Clone, Copy)]
+pub struct Params(&'static table::Command);
+
+impl Params {
+    fn get(self) -> &'static [Param] {
+        /// Each command's parameters, made once: (its name, them).
+        type Made = Vec<(&'static str, &'static [Param])>;
+        static MADE: OnceLock<Mutex<Made>> = OnceLock::new();
+        let name = self.0.name_str();
+        let mut made = MADE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, params)) = made.iter().find(|(n, _)| *n == name) {
+            return params;
+        }
+        let mut integers = 0;
+        let params: Vec<Param> = self
+            .0
+            .params()
+            .iter()
+            .filter_map(|arg| {
+                let kind = Kind::of(name, arg)?;
+                let (valid, max) = match arg.kind {
+                    ArgKind::Integer { min, max } => {
+                        integers += 1;
+                        let valid = match (integers, min) {
+                            (1, 0) => "4",
+                            (1, _) => "5",
+                            _ => "1",
+                        };
+                        (valid, leak(max.default_value().to_string()))
+                    }
+                    _ => ("1h", MAX_DURATION),
+                };
+                Some(Param {
+                    name: arg.name.to_str().expect("a UTF-8 name"),
+                    kind,
+                    valid,
+                    max,
+                })
+            })
+            .collect();
+        let params: &'static [Param] = Box::leak(params.into_boxed_slice());
+        made.push((name, params));
+        params
+    }
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl Deref for Params {
+    type Target = [Param];
+    fn deref(&self) -> &[Param] {
+        self.get()
+    }
+}
+
+impl IntoIterator for Params {
+    type Item = &'static Param;
+    type IntoIter = std::slice::Iter<'static, Param>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.get().iter()
+    }
+}
+
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.get()).finish()
+    }
 }
 
 /// Parameters a command refuses together: whether a list of parameters (after the
 /// key) is refused, and a fragment of the error that says so.
 pub type Conflict = (fn(&[String]) -> bool, &'static str);
 
-/// One RL command and what the shared tests need to know about it.
-///
-/// A new command's row needs:
-/// - `name`, and `short`: its INFO field prefix and its keys' prefix in tests
-///   (`RL.GCRA` → `gcra`);
-/// - `params`: its positional parameters (name, [`Kind`], a valid value, the maximum),
-///   and `policy`: those parameters for "n units per window w";
-/// - (arity and `fast` come from the command table, rl_core::table);
-/// - `native_type` (TYPE of its key), `read` (a read-only command showing the whole
-///   state) and, for a string state, `string_state` (whether a value is one it writes);
-/// - `wrong_types` (keys of other types) and `foreign` (keys of the right type with
-///   content it did not write), with `holds`, what their "does not hold" error names;
-/// - `propagates` (native commands an allowed call propagates) and `events` (the
-///   keyevents of an allowed call on an absent key);
-/// - `too_fast`: the error for a rate it cannot hold, if any, and `conflict`: the
-///   parameters it refuses together, if any;
-/// - `style`: how it takes its cost and replies, and `blocks`: whether reaching the
-///   limit blocks (RL.PENALTY) rather than rejects.
+/// One RL command and what the shared tests need to know about it: its table row's
+/// data ([`Command::of`]) and the test's own ([`Known`]).
 ///
 /// Setups and `read` use `k` as the key. Tests that send a cost use
 /// [`Command::cost_args`]; tests that read replies use [`Command::reply_of`] (or
@@ -87,10 +185,14 @@ pub type Conflict = (fn(&[String]) -> bool, &'static str);
 /// ([`Style::Throttle`]) are handled in one place.
 #[derive(Debug)]
 pub struct Command {
+    /// From the table: its name.
     pub name: &'static str,
+    /// From the table: its positional parameters after the key.
+    pub params: Params,
+    /// From the table: how it takes its cost and replies.
+    pub style: Style,
     /// INFO field prefix (`rl_<short>_allowed`) and key prefix in tests.
     pub short: &'static str,
-    pub params: &'static [Param],
     /// TYPE of the key it writes.
     pub native_type: &'static str,
     /// A read-only command that reads the whole key `k` (for client tracking).
@@ -102,9 +204,6 @@ pub struct Command {
     /// What the "does not hold" error for [`Command::foreign`] keys names: the
     /// command, or the state it shares with another command.
     pub holds: &'static str,
-    /// The parameters for a limit (capacity) of `n` units per `window`: for a bucket,
-    /// capacity `n` refilled with `n` tokens every `window`.
-    pub policy: fn(n: u64, window: &str) -> Vec<String>,
     /// For a string state: whether a value is one the command writes.
     pub string_state: Option<fn(&str) -> bool>,
     /// The native commands an allowed call propagates (and the AOF records).
@@ -118,12 +217,57 @@ pub struct Command {
     /// after the key) and the error that names them; None when any combination of
     /// valid values is valid.
     pub conflict: Option<Conflict>,
-    pub style: Style,
     /// RL.PENALTY's way: the limit counts strikes, and the call that reaches it is
     /// rejected and writes a block, during which every call (COST 0 too) is
     /// rejected and writes nothing. Otherwise (false) a call that would pass the
     /// limit is rejected and writes nothing, and COST 0 is always allowed.
     pub blocks: bool,
+}
+
+/// What the tests know of a command that the table does not say: its keys, its
+/// effects, what it refuses. Every field is needed: a new command's row gives all.
+/// See [`Command`] for what each holds.
+pub struct Known {
+    pub short: &'static str,
+    pub native_type: &'static str,
+    pub read: &'static [&'static str],
+    pub wrong_types: &'static [&'static [&'static str]],
+    pub foreign: &'static [&'static [&'static str]],
+    pub holds: &'static str,
+    pub string_state: Option<fn(&str) -> bool>,
+    pub propagates: &'static [&'static str],
+    pub events: &'static [&'static str],
+    pub too_fast: Option<&'static str>,
+    pub conflict: Option<Conflict>,
+    pub blocks: bool,
+}
+
+impl Command {
+    /// The test row of the table's `row`: its name, parameters and style from the
+    /// table, the rest from `known`.
+    pub const fn of(row: &'static table::Command, known: Known) -> Command {
+        let name = match row.name.to_str() {
+            Ok(name) => name,
+            Err(_) => panic!("a command name is UTF-8"),
+        };
+        Command {
+            name,
+            params: Params(row),
+            style: Style::of(row),
+            short: known.short,
+            native_type: known.native_type,
+            read: known.read,
+            wrong_types: known.wrong_types,
+            foreign: known.foreign,
+            holds: known.holds,
+            string_state: known.string_state,
+            propagates: known.propagates,
+            events: known.events,
+            too_fast: known.too_fast,
+            conflict: known.conflict,
+            blocks: known.blocks,
+        }
+    }
 }
 
 /// Setups of keys of each type at `k`.
@@ -139,263 +283,179 @@ pub const MAX_COUNT: &str = "9007199254740991";
 /// 10 years, the longest duration.
 pub const MAX_DURATION: &str = "3650d";
 
-/// `limit window`, as RL.FIXED and RL.SLIDING take them.
-const LIMIT_WINDOW: &[Param] = &[
-    Param {
-        name: "limit",
-        kind: Kind::Count,
-        valid: "5",
-        max: MAX_COUNT,
-    },
-    Param {
-        name: "window",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
-];
-
-/// `capacity tokens period`, as RL.BUCKET takes them.
-const CAPACITY_TOKENS_PERIOD: &[Param] = &[
-    Param {
-        name: "capacity",
-        kind: Kind::Count,
-        valid: "5",
-        max: MAX_COUNT,
-    },
-    Param {
-        name: "tokens",
-        kind: Kind::Count,
-        valid: "1",
-        max: MAX_COUNT,
-    },
-    Param {
-        name: "period",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
-];
-
 /// A decimal integer as RL writes it: digits only, no leading zero.
 fn canonical(v: &str) -> bool {
     !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'))
 }
 
-fn limit_window(n: u64, window: &str) -> Vec<String> {
-    vec![n.to_string(), window.to_string()]
-}
-
-fn capacity_tokens_period(n: u64, period: &str) -> Vec<String> {
-    vec![n.to_string(), n.to_string(), period.to_string()]
-}
-
-pub const FIXED: Command = Command {
-    name: "RL.FIXED",
-    short: "fixed",
-    params: LIMIT_WINDOW,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-    foreign: &[
-        &["SET", "k", "abc", "EX", "1000"],
-        &["SET", "k", "-3", "EX", "1000"],
-        &["SET", "k", "1.5", "EX", "1000"],
-        &["SET", "k", "", "EX", "1000"],
-        &["SET", "k", "18446744073709551616", "EX", "1000"],
-        &["SET", "k", "3"],
-    ],
-    holds: "RL.FIXED",
-    policy: limit_window,
-    string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
-    propagates: &["SET"],
-    events: &["set", "expire"],
-    too_fast: None,
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
-
-pub const SLIDING: Command = Command {
-    name: "RL.SLIDING",
-    short: "sliding",
-    params: &[
-        Param {
-            name: "limit",
-            kind: Kind::Count,
-            valid: "5",
-            // rl.sliding-max-limit's default.
-            max: "100000",
-        },
-        LIMIT_WINDOW[1],
-    ],
-    native_type: "zset",
-    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
-    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
-    foreign: &[
-        &["ZADD", "k", "+inf", "a"],
-        &["ZADD", "k", "-inf", "a"],
-        &["ZADD", "k", "-5", "a"],
-        &["ZADD", "k", "1", "a", "+inf", "b"],
-        &["ZADD", "k", "-1", "a", "1", "b"],
-        &["ZADD", "k", "1e300", "a"],
-        &["ZADD", "k", "9007199254740992", "a"],
-        &["ZADD", "k", "1.5", "a"],
-        &["ZADD", "k", "1", "a", "2.5", "b"],
-        &["ZADD", "k", "0.5", "a", "2", "b"],
-    ],
-    holds: "RL.SLIDING",
-    policy: limit_window,
-    string_state: None,
-    propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
-    events: &["zadd", "expire"],
-    too_fast: None,
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
-
-pub const BUCKET: Command = Command {
-    name: "RL.BUCKET",
-    short: "bucket",
-    params: CAPACITY_TOKENS_PERIOD,
-    native_type: "hash",
-    read: &["HGETALL", "k"],
-    wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
-    foreign: &[
-        &["HSET", "k", "a", "1"],
-        &["HSET", "k", "tokens", "1"],
-        &["HSET", "k", "ts", "1"],
-        &["HSET", "k", "tokens", "abc", "ts", "1"],
-        &["HSET", "k", "tokens", "1", "ts", "abc"],
-        // A level in debt goes down to −(2^53−1) tokens, no further.
-        &["HSET", "k", "tokens", "-9007199254740991.000001", "ts", "1"],
-        &["HSET", "k", "tokens", "--1", "ts", "1"],
-        &["HSET", "k", "tokens", "-", "ts", "1"],
-        &["HSET", "k", "tokens", "1", "ts", "-1"],
-        &["HSET", "k", "tokens", "inf", "ts", "1"],
-        &["HSET", "k", "tokens", "nan", "ts", "1"],
-    ],
-    holds: "RL.BUCKET",
-    policy: capacity_tokens_period,
-    string_state: None,
-    propagates: &["HSET", "PEXPIREAT"],
-    events: &["hset", "expire"],
-    too_fast: None,
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
-
-pub const GCRA: Command = Command {
-    name: "RL.GCRA",
-    short: "gcra",
-    params: CAPACITY_TOKENS_PERIOD,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-    foreign: &[
-        &["SET", "k", "abc", "EX", "1000"],
-        &["SET", "k", "-3", "EX", "1000"],
-        &["SET", "k", "+3", "EX", "1000"],
-        &["SET", "k", "03", "EX", "1000"],
-        &["SET", "k", "1.5", "EX", "1000"],
-        &["SET", "k", "", "EX", "1000"],
-        &[
-            "SET",
-            "k",
-            "340282366920938463463374607431768211456",
-            "EX",
-            "1000",
+pub const FIXED: Command = Command::of(
+    &table::FIXED,
+    Known {
+        short: "fixed",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+        foreign: &[
+            &["SET", "k", "abc", "EX", "1000"],
+            &["SET", "k", "-3", "EX", "1000"],
+            &["SET", "k", "1.5", "EX", "1000"],
+            &["SET", "k", "", "EX", "1000"],
+            &["SET", "k", "18446744073709551616", "EX", "1000"],
+            &["SET", "k", "3"],
         ],
-    ],
-    holds: "GCRA state",
-    policy: capacity_tokens_period,
-    string_state: Some(|v| canonical(v) && v.parse::<u128>().is_ok()),
-    propagates: &["SET"],
-    events: &["set", "expire"],
-    too_fast: Some("tokens per period is too high"),
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
-
-/// `max_burst count period`, as CL.THROTTLE takes them: max_burst 4 is a capacity
-/// of 5.
-const BURST_COUNT_PERIOD: &[Param] = &[
-    Param {
-        name: "max_burst",
-        kind: Kind::Burst,
-        valid: "4",
-        // The capacity max_burst + 1 stays within 2^53−1.
-        max: "9007199254740990",
+        holds: "RL.FIXED",
+        string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+        propagates: &["SET"],
+        events: &["set", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
     },
-    Param {
-        name: "count",
-        ..CAPACITY_TOKENS_PERIOD[1]
-    },
-    CAPACITY_TOKENS_PERIOD[2],
-];
+);
 
-/// A capacity of `n` (max_burst `n − 1`) refilled with `n` every `period`.
-fn burst_count_period(n: u64, period: &str) -> Vec<String> {
-    assert!(n >= 1, "CL.THROTTLE's capacity is at least 1");
-    vec![(n - 1).to_string(), n.to_string(), period.to_string()]
-}
+pub const SLIDING: Command = Command::of(
+    &table::SLIDING,
+    Known {
+        short: "sliding",
+        native_type: "zset",
+        read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
+        wrong_types: &[LIST, SET, STRING, HASH, STREAM],
+        foreign: &[
+            &["ZADD", "k", "+inf", "a"],
+            &["ZADD", "k", "-inf", "a"],
+            &["ZADD", "k", "-5", "a"],
+            &["ZADD", "k", "1", "a", "+inf", "b"],
+            &["ZADD", "k", "-1", "a", "1", "b"],
+            &["ZADD", "k", "1e300", "a"],
+            &["ZADD", "k", "9007199254740992", "a"],
+            &["ZADD", "k", "1.5", "a"],
+            &["ZADD", "k", "1", "a", "2.5", "b"],
+            &["ZADD", "k", "0.5", "a", "2", "b"],
+        ],
+        holds: "RL.SLIDING",
+        string_state: None,
+        propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+        events: &["zadd", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
+    },
+);
+
+pub const BUCKET: Command = Command::of(
+    &table::BUCKET,
+    Known {
+        short: "bucket",
+        native_type: "hash",
+        read: &["HGETALL", "k"],
+        wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
+        foreign: &[
+            &["HSET", "k", "a", "1"],
+            &["HSET", "k", "tokens", "1"],
+            &["HSET", "k", "ts", "1"],
+            &["HSET", "k", "tokens", "abc", "ts", "1"],
+            &["HSET", "k", "tokens", "1", "ts", "abc"],
+            // A level in debt goes down to −(2^53−1) tokens, no further.
+            &["HSET", "k", "tokens", "-9007199254740991.000001", "ts", "1"],
+            &["HSET", "k", "tokens", "--1", "ts", "1"],
+            &["HSET", "k", "tokens", "-", "ts", "1"],
+            &["HSET", "k", "tokens", "1", "ts", "-1"],
+            &["HSET", "k", "tokens", "inf", "ts", "1"],
+            &["HSET", "k", "tokens", "nan", "ts", "1"],
+        ],
+        holds: "RL.BUCKET",
+        string_state: None,
+        propagates: &["HSET", "PEXPIREAT"],
+        events: &["hset", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
+    },
+);
+
+pub const GCRA: Command = Command::of(
+    &table::GCRA,
+    Known {
+        short: "gcra",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+        foreign: &[
+            &["SET", "k", "abc", "EX", "1000"],
+            &["SET", "k", "-3", "EX", "1000"],
+            &["SET", "k", "+3", "EX", "1000"],
+            &["SET", "k", "03", "EX", "1000"],
+            &["SET", "k", "1.5", "EX", "1000"],
+            &["SET", "k", "", "EX", "1000"],
+            &[
+                "SET",
+                "k",
+                "340282366920938463463374607431768211456",
+                "EX",
+                "1000",
+            ],
+        ],
+        holds: "GCRA state",
+        string_state: Some(|v| canonical(v) && v.parse::<u128>().is_ok()),
+        propagates: &["SET"],
+        events: &["set", "expire"],
+        too_fast: Some("tokens per period is too high"),
+        conflict: None,
+        blocks: false,
+    },
+);
 
 /// redis-cell's command: RL.GCRA's limiter and state (docs/commands.md#clthrottle).
-pub const THROTTLE: Command = Command {
-    name: "CL.THROTTLE",
-    short: "throttle",
-    params: BURST_COUNT_PERIOD,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: GCRA.wrong_types,
-    foreign: GCRA.foreign,
-    holds: "GCRA state",
-    policy: burst_count_period,
-    string_state: GCRA.string_state,
-    propagates: &["SET"],
-    events: &["set", "expire"],
-    too_fast: Some("tokens per period is too high"),
-    conflict: None,
-    style: Style::Throttle,
-    blocks: false,
-};
+pub const THROTTLE: Command = Command::of(
+    &table::THROTTLE,
+    Known {
+        short: "throttle",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: GCRA.wrong_types,
+        foreign: GCRA.foreign,
+        holds: "GCRA state",
+        string_state: GCRA.string_state,
+        propagates: &["SET"],
+        events: &["set", "expire"],
+        too_fast: Some("tokens per period is too high"),
+        conflict: None,
+        blocks: false,
+    },
+);
 
-pub const SLIDINGCOUNTER: Command = Command {
-    name: "RL.SLIDINGCOUNTER",
-    short: "slidingcounter",
-    params: LIMIT_WINDOW,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-    foreign: &[
-        &["SET", "k", "abc", "EX", "1000"],
-        &["SET", "k", "3", "EX", "1000"],
-        &["SET", "k", "1 2", "EX", "1000"],
-        &["SET", "k", "1 2 3 4", "EX", "1000"],
-        &["SET", "k", "1  2 3", "EX", "1000"],
-        &["SET", "k", "-1 2 3", "EX", "1000"],
-        &["SET", "k", "1 2 x", "EX", "1000"],
-        &["SET", "k", "", "EX", "1000"],
-    ],
-    holds: "RL.SLIDINGCOUNTER",
-    policy: limit_window,
-    string_state: Some(|v| {
-        let fields: Vec<&str> = v.split(' ').collect();
-        fields.len() == 3
-            && fields
-                .iter()
-                .all(|f| canonical(f) && f.parse::<u64>().is_ok())
-    }),
-    propagates: &["SET"],
-    events: &["set", "expire"],
-    too_fast: None,
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
+pub const SLIDINGCOUNTER: Command = Command::of(
+    &table::SLIDINGCOUNTER,
+    Known {
+        short: "slidingcounter",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+        foreign: &[
+            &["SET", "k", "abc", "EX", "1000"],
+            &["SET", "k", "3", "EX", "1000"],
+            &["SET", "k", "1 2", "EX", "1000"],
+            &["SET", "k", "1 2 3 4", "EX", "1000"],
+            &["SET", "k", "1  2 3", "EX", "1000"],
+            &["SET", "k", "-1 2 3", "EX", "1000"],
+            &["SET", "k", "1 2 x", "EX", "1000"],
+            &["SET", "k", "", "EX", "1000"],
+        ],
+        holds: "RL.SLIDINGCOUNTER",
+        string_state: Some(|v| {
+            let fields: Vec<&str> = v.split(' ').collect();
+            fields.len() == 3
+                && fields
+                    .iter()
+                    .all(|f| canonical(f) && f.parse::<u64>().is_ok())
+        }),
+        propagates: &["SET"],
+        events: &["set", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
+    },
+);
 
 /// A duration argument in ms, for the forms these tests write (`1ms`, `2s`, `1m`,
 /// `1h`, `3650d`, a bare number of seconds).
@@ -413,166 +473,187 @@ pub fn duration_ms(v: &str) -> u64 {
     n.parse::<u64>().expect("a duration's number") * per
 }
 
-/// `strikes window block max`, as RL.PENALTY takes them.
-const STRIKES_WINDOW_BLOCK_MAX: &[Param] = &[
-    Param {
-        name: "strikes",
-        kind: Kind::Count,
-        valid: "5",
-        max: MAX_COUNT,
-    },
-    LIMIT_WINDOW[1],
-    Param {
-        name: "block",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
-    Param {
-        name: "max",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
-];
-
-/// `n` strikes in `window`, blocking for `window` (block and max alike).
-fn strikes_window(n: u64, window: &str) -> Vec<String> {
-    vec![
-        n.to_string(),
-        window.to_string(),
-        window.to_string(),
-        window.to_string(),
-    ]
-}
-
 /// RL.PENALTY (docs/commands.md#rlpenalty): its limit counts strikes, and the one
 /// that reaches it blocks ([`Command::blocks`]).
-pub const PENALTY: Command = Command {
-    name: "RL.PENALTY",
-    short: "penalty",
-    params: STRIKES_WINDOW_BLOCK_MAX,
-    native_type: "string",
-    read: &["GET", "k"],
-    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-    foreign: &[
-        &["SET", "k", "abc", "EX", "1000"],
-        &["SET", "k", "3", "EX", "1000"],
-        &["SET", "k", "1 2 3", "EX", "1000"],
-        &["SET", "k", "1 2 3 4 5", "EX", "1000"],
-        &["SET", "k", "1  2 3 4", "EX", "1000"],
-        &["SET", "k", "1 2 3 4 ", "EX", "1000"],
-        &["SET", "k", "01 2 3 4", "EX", "1000"],
-        &["SET", "k", "-1 2 3 4", "EX", "1000"],
-        &["SET", "k", "1 2 3 x", "EX", "1000"],
-        &["SET", "k", "9007199254740992 0 0 0", "EX", "1000"],
-        &["SET", "k", "", "EX", "1000"],
-    ],
-    holds: "RL.PENALTY",
-    policy: strikes_window,
-    string_state: Some(|v| {
-        let fields: Vec<&str> = v.split(' ').collect();
-        fields.len() == 4
-            && fields
-                .iter()
-                .all(|f| canonical(f) && f.parse::<u64>().is_ok_and(|n| n < 1 << 53))
-    }),
-    propagates: &["SET"],
-    events: &["set", "expire"],
-    too_fast: None,
-    conflict: Some((
-        |params| duration_ms(&params[2]) > duration_ms(&params[3]),
-        "block must be at most max",
-    )),
-    style: Style::CostOnly,
-    blocks: true,
-};
-
-/// The module's commands outside the table, each with its own test file: RL.ALL
-/// (several keys, tests/it/all.rs), RL.ACQUIRE and RL.RELEASE (no COST; RL.RELEASE
-/// replies an integer; tests/it/acquire.rs, which uses the [`ACQUIRE`] row).
-pub const OUTSIDE_TABLE: &[&str] = &["RL.ALL", "RL.ACQUIRE", "RL.RELEASE"];
-
-/// `limit ttl id`, as RL.ACQUIRE takes them.
-const LIMIT_TTL_ID: &[Param] = &[
-    Param {
-        name: "limit",
-        kind: Kind::Count,
-        valid: "5",
-        // rl.sliding-max-limit's default.
-        max: "100000",
+pub const PENALTY: Command = Command::of(
+    &table::PENALTY,
+    Known {
+        short: "penalty",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+        foreign: &[
+            &["SET", "k", "abc", "EX", "1000"],
+            &["SET", "k", "3", "EX", "1000"],
+            &["SET", "k", "1 2 3", "EX", "1000"],
+            &["SET", "k", "1 2 3 4 5", "EX", "1000"],
+            &["SET", "k", "1  2 3 4", "EX", "1000"],
+            &["SET", "k", "1 2 3 4 ", "EX", "1000"],
+            &["SET", "k", "01 2 3 4", "EX", "1000"],
+            &["SET", "k", "-1 2 3 4", "EX", "1000"],
+            &["SET", "k", "1 2 3 x", "EX", "1000"],
+            &["SET", "k", "9007199254740992 0 0 0", "EX", "1000"],
+            &["SET", "k", "", "EX", "1000"],
+        ],
+        holds: "RL.PENALTY",
+        string_state: Some(|v| {
+            let fields: Vec<&str> = v.split(' ').collect();
+            fields.len() == 4
+                && fields
+                    .iter()
+                    .all(|f| canonical(f) && f.parse::<u64>().is_ok_and(|n| n < 1 << 53))
+        }),
+        propagates: &["SET"],
+        events: &["set", "expire"],
+        too_fast: None,
+        conflict: Some((
+            |params| duration_ms(&params[2]) > duration_ms(&params[3]),
+            "block must be at most max",
+        )),
+        blocks: true,
     },
-    Param {
-        name: "ttl",
-        kind: Kind::Duration,
-        valid: "1h",
-        max: MAX_DURATION,
-    },
-];
-
-/// A limit of `n` leases lasting `ttl`, for the lease `job`.
-fn limit_ttl_job(n: u64, ttl: &str) -> Vec<String> {
-    vec![n.to_string(), ttl.to_string(), "job".to_string()]
-}
+);
 
 /// RL.ACQUIRE (docs/commands.md#rlacquire-and-rlrelease): not in [`COMMANDS`], whose
-/// tests send COST; tests/it/acquire.rs reads its fields. `params` leaves out the id,
-/// which [`Command::per`] adds (`job`).
-pub const ACQUIRE: Command = Command {
-    name: "RL.ACQUIRE",
-    short: "acquire",
-    params: LIMIT_TTL_ID,
-    native_type: "zset",
-    read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
-    wrong_types: &[LIST, SET, STRING, HASH, STREAM],
-    foreign: &[
-        &["ZADD", "k", "+inf", "a"],
-        &["ZADD", "k", "-inf", "a"],
-        &["ZADD", "k", "-5", "a"],
-        &["ZADD", "k", "1.5", "a"],
-        &["ZADD", "k", "1", "a", "2.5", "b"],
-        &["ZADD", "k", "-1", "a", "1", "b"],
-        &["ZADD", "k", "1e300", "a"],
-        &["ZADD", "k", "9007199254740992", "a"],
-        &["ZADD", "k", "0.5", "a", "2", "b"],
-    ],
-    holds: "RL.ACQUIRE",
-    policy: limit_ttl_job,
-    string_state: None,
-    propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
-    events: &["zadd", "expire"],
-    too_fast: None,
-    conflict: None,
-    style: Style::Rl,
-    blocks: false,
-};
+/// tests send COST; tests/it/acquire.rs reads its fields. Its `params` leave out the
+/// id, which [`Command::per`] adds (`job`).
+pub const ACQUIRE: Command = Command::of(
+    &table::ACQUIRE,
+    Known {
+        short: "acquire",
+        native_type: "zset",
+        read: &["ZRANGE", "k", "0", "-1", "WITHSCORES"],
+        wrong_types: &[LIST, SET, STRING, HASH, STREAM],
+        foreign: &[
+            &["ZADD", "k", "+inf", "a"],
+            &["ZADD", "k", "-inf", "a"],
+            &["ZADD", "k", "-5", "a"],
+            &["ZADD", "k", "1.5", "a"],
+            &["ZADD", "k", "1", "a", "2.5", "b"],
+            &["ZADD", "k", "-1", "a", "1", "b"],
+            &["ZADD", "k", "1e300", "a"],
+            &["ZADD", "k", "9007199254740992", "a"],
+            &["ZADD", "k", "0.5", "a", "2", "b"],
+        ],
+        holds: "RL.ACQUIRE",
+        string_state: None,
+        propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+        events: &["zadd", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
+    },
+);
 
-/// Every RL command. A new command is one row: see [`Command`] for its fields.
-/// CL.THROTTLE, the module's alone, stays last.
-const EVERY: &[&Command] = &[
+/// Every test row: what the tests know of each one-key command of the table. A new
+/// command of the table needs one here (see [`Known`]).
+const KNOWN: &[&Command] = &[
     &FIXED,
     &SLIDING,
     &BUCKET,
     &GCRA,
     &SLIDINGCOUNTER,
-    &PENALTY,
-    &THROTTLE,
-];
-
-/// Every row, whatever the backend, RL.ACQUIRE's included.
-pub const EVERY_ROW: &[&Command] = &[
-    &FIXED,
-    &SLIDING,
-    &BUCKET,
-    &GCRA,
-    &SLIDINGCOUNTER,
-    &PENALTY,
     &THROTTLE,
     &ACQUIRE,
+    &PENALTY,
 ];
 
-/// The commands of the backend under test ([`super::backend`]): every row for the
-/// module; for the library all but CL.THROTTLE. Used as a slice.
+/// Whether a table row is a one-key command answering a decision, which the tests
+/// know by a row here (not RL.ALL, several keys; not RL.RELEASE, which answers an
+/// integer: each has a test file of its own).
+fn has_test_row(row: &table::Command) -> bool {
+    matches!(row.keys, Keys::First)
+        && matches!(row.reply, table::Reply::Decision | table::Reply::Throttle)
+}
+
+/// The test row of a table row; panics (failing the test) when it has none.
+fn test_row(row: &table::Command) -> &'static Command {
+    KNOWN
+        .iter()
+        .copied()
+        .find(|c| c.name == row.name_str())
+        .unwrap_or_else(|| {
+            panic!(
+                "{} has no row in tests/it/common/commands.rs (see Known)",
+                row.name_str()
+            )
+        })
+}
+
+/// The table's commands as the lists below take them: every row with a test row
+/// (in the table's order); those the cross-cutting tests iterate, for the module
+/// and for the library (a one-key command with a cost: not RL.ACQUIRE; for the
+/// library, those it has a function for: not CL.THROTTLE); the rest.
+struct Lists {
+    every_row: Vec<&'static Command>,
+    module: Vec<&'static Command>,
+    library: Vec<&'static Command>,
+    outside: Vec<&'static str>,
+}
+
+fn lists() -> &'static Lists {
+    static LISTS: OnceLock<Lists> = OnceLock::new();
+    LISTS.get_or_init(|| {
+        let every_row: Vec<&Command> = table::COMMANDS
+            .iter()
+            .filter(|row| has_test_row(row))
+            .map(|row| test_row(row))
+            .collect();
+        let module: Vec<&Command> = every_row
+            .iter()
+            .copied()
+            .filter(|c| !c.row().options.is_empty() || c.row().quantity.is_some())
+            .collect();
+        let library = module
+            .iter()
+            .copied()
+            .filter(|c| c.row().function.is_some())
+            .collect();
+        let outside = table::COMMANDS
+            .iter()
+            .map(|row| row.name_str())
+            .filter(|name| !module.iter().any(|c| c.name == *name))
+            .collect();
+        Lists {
+            every_row,
+            module,
+            library,
+            outside,
+        }
+    })
+}
+
+/// A list of the table's commands, built from it on first use ([`lists`]); used
+/// as a slice.
+#[derive(Clone, Copy, Debug)]
+pub struct List<T: 'static>(fn(&'static Lists) -> &'static [T]);
+
+impl<T> Deref for List<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        (self.0)(lists())
+    }
+}
+
+impl<T> IntoIterator for List<T> {
+    type Item = &'static T;
+    type IntoIter = std::slice::Iter<'static, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        (self.0)(lists()).iter()
+    }
+}
+
+/// Every row, whatever the backend, RL.ACQUIRE's included.
+pub const EVERY_ROW: List<&Command> = List(|l| &l.every_row);
+
+/// The commands outside [`COMMANDS`], each with its own test file: RL.ALL (several
+/// keys, tests/all.rs), RL.ACQUIRE and RL.RELEASE (no COST; RL.RELEASE replies an
+/// integer; tests/acquire.rs, which uses the [`ACQUIRE`] row).
+pub const OUTSIDE_TABLE: List<&str> = List(|l| &l.outside);
+
+/// The commands of the backend under test ([`super::backend`]): every one-key
+/// command with a cost for the module; for the library all but CL.THROTTLE. Used
+/// as a slice.
 #[derive(Clone, Copy, Debug)]
 pub struct Table;
 
@@ -582,9 +663,9 @@ pub const COMMANDS: Table = Table;
 impl Table {
     fn rows(self) -> &'static [&'static Command] {
         if super::is_library() {
-            &EVERY[..EVERY.len() - 1]
+            &lists().library
         } else {
-            EVERY
+            &lists().module
         }
     }
 }
@@ -609,8 +690,7 @@ impl Command {
     /// The command's row in the command table (rl_core::table), which says what
     /// Redis is told about it.
     pub fn row(&self) -> &'static rl_core::table::Command {
-        rl_core::table::find(self.name.as_bytes())
-            .unwrap_or_else(|| panic!("{} is not in the command table", self.name))
+        self.params.0
     }
 
     /// COMMAND INFO arity, as the table says.
@@ -638,9 +718,31 @@ impl Command {
         self.params.iter().map(|p| p.valid).collect()
     }
 
-    /// The parameters for `n` units per `window`.
+    /// The parameters for a limit (capacity) of `n` units per `window`, by their
+    /// kinds in the table: the first integer is `n` (a max_burst `n − 1`, a capacity
+    /// of `n`), a later one `n` too (a bucket refilled with `n` tokens every
+    /// `window`), every duration `window` (RL.PENALTY's block and max too), a text
+    /// the lease `job`.
     pub fn per(&self, n: u64, window: &str) -> Vec<String> {
-        (self.policy)(n, window)
+        let mut first = true;
+        self.row()
+            .params()
+            .iter()
+            .map(|arg| match arg.kind {
+                ArgKind::Integer { min: 0, .. } if first => {
+                    first = false;
+                    assert!(n >= 1, "{}: a capacity is at least 1", self.name);
+                    (n - 1).to_string()
+                }
+                ArgKind::Integer { .. } => {
+                    first = false;
+                    n.to_string()
+                }
+                ArgKind::Duration => window.to_string(),
+                ArgKind::Text { .. } => "job".to_string(),
+                _ => panic!("{}: no value for {:?}", self.name, arg.name),
+            })
+            .collect()
     }
 
     /// The arguments that charge `n` units after the fact (`DEBIT n`), for a
@@ -727,7 +829,7 @@ impl Command {
 
 /// The command named `name` (any case).
 pub fn command(name: &str) -> &'static Command {
-    EVERY
+    EVERY_ROW
         .iter()
         .copied()
         .find(|c| c.is(name))
@@ -737,4 +839,48 @@ pub fn command(name: &str) -> &'static Command {
 /// Strings from string slices.
 pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
+}
+
+/// Each one-key command of the table has its test row, and what the row takes from
+/// the table reads as the tests expect.
+#[test]
+fn every_table_row_has_its_test_row() {
+    assert_eq!(MAX_COUNT, MAX_COUNT_N.to_string());
+    assert_eq!(duration_ms(MAX_DURATION), MAX_DURATION_MS);
+    for row in table::COMMANDS.iter().filter(|r| has_test_row(r)) {
+        let c = test_row(row);
+        assert_eq!(c.row().name, row.name);
+        assert!(!c.params.is_empty(), "{}", c.name);
+        let per = c.per(5, "1h");
+        assert_eq!(per.len(), row.params().len(), "{}", c.name);
+        // The valid parameters are those of 5 units per hour, refilled 1 at a time.
+        for (p, v) in c.params.iter().zip(&per) {
+            match p.kind {
+                Kind::Burst => assert_eq!((p.valid, v.as_str()), ("4", "4")),
+                Kind::Duration => assert_eq!(p.valid, v),
+                Kind::Count => assert!(p.valid == "5" || p.valid == "1", "{p:?}"),
+            }
+        }
+        assert_eq!(
+            c.string_state.is_some(),
+            c.native_type == "string",
+            "{}: a string state says which values are its own",
+            c.name
+        );
+        assert!(
+            !c.wrong_types.is_empty() && !c.foreign.is_empty(),
+            "{}",
+            c.name
+        );
+    }
+    // Every test row is a row of the table's.
+    for c in KNOWN {
+        assert!(table::find(c.name.as_bytes()).is_some(), "{}", c.name);
+    }
+    // Every command is iterated by the cross-cutting tests or has a file of its own.
+    for row in table::COMMANDS {
+        let name = row.name_str();
+        let iterated = lists().module.iter().any(|c| c.name == name);
+        assert_ne!(iterated, OUTSIDE_TABLE.contains(&name), "{name}");
+    }
 }

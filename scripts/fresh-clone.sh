@@ -48,6 +48,11 @@ if [[ "$reply" != "1 5 4 0 "* ]]; then
   sed 's/^/    | /' "$base/run.log"
   exit 1
 fi
+# The banner follows the server's first answer: wait for it (a deadline, not a sleep).
+for _ in $(seq 1 100); do
+  grep -q "redis-cli -p $port" "$base/run.log" && break
+  sleep 0.1
+done
 grep -q "redis-cli -p $port" "$base/run.log" || { say "make run printed no redis-cli hint"; exit 1; }
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait "$server" 2>/dev/null || true

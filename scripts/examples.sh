@@ -99,9 +99,12 @@ show_log() { # show_log <file>: the end of a log, indented
 # --- the HTTP check ---------------------------------------------------------------
 
 # check <base url> <name>: the contract every example must meet (standard library only).
+# The fields are those of RL's typed clients: RateLimit-Policy ("default";q=<limit>;w=…)
+# and RateLimit ("default";r=<remaining>;t=<reset s>) from the IETF draft, the same
+# numbers as X-RateLimit-Limit, -Remaining and -Reset, and Retry-After when refused.
 check() {
   python3 - "$1" "$2" "$capacity" <<'PY'
-import sys, urllib.request, urllib.error
+import re, sys, urllib.request, urllib.error
 
 base, name, capacity = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -113,42 +116,54 @@ def get(user=None):
     except urllib.error.HTTPError as e:
         return e.code, e.headers
 
+FIELDS = ("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+          "X-RateLimit-Reset", "Retry-After")
+
 def expect(cond, what, status, headers):
     if not cond:
-        shown = {k: headers.get(k) for k in
-                 ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After")}
-        sys.exit(f"{what}: got {status} {shown}")
+        sys.exit(f"{what}: got {status} {({k: headers.get(k) for k in FIELDS})}")
 
 def num(headers, field):
     value = headers.get(field)
     return int(value) if value is not None and value.isdigit() else None
+
+def fields(status, headers, what):
+    """(limit, remaining, reset s): the IETF fields, which must agree with X-RateLimit-*."""
+    policy = re.fullmatch(r'"default";q=(\d+);w=\d+', headers.get("RateLimit-Policy") or "")
+    state = re.fullmatch(r'"default";r=(\d+);t=(\d+)', headers.get("RateLimit") or "")
+    expect(policy and state, f"{what}: want RateLimit-Policy and RateLimit", status, headers)
+    ietf = (int(policy[1]), int(state[1]), int(state[2]))
+    legacy = tuple(num(headers, f"X-RateLimit-{f}") for f in ("Limit", "Remaining", "Reset"))
+    expect(ietf == legacy, f"{what}: want X-RateLimit-* equal to RateLimit {ietf}", status, headers)
+    return ietf
 
 user = f"smoke-{name}"
 for i in range(1, capacity + 1):
     status, h = get(user)
     what = f"request {i} of {capacity + 1}"
     expect(status == 200, f"{what}: want 200", status, h)
-    expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
-    expect(num(h, "RateLimit-Remaining") == capacity - i,
-           f"{what}: want RateLimit-Remaining {capacity - i}", status, h)
-    expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+    limit, remaining, reset = fields(status, h, what)
+    expect(limit == capacity, f"{what}: want limit (q) {capacity}", status, h)
+    expect(remaining == capacity - i, f"{what}: want remaining (r) {capacity - i}", status, h)
+    expect(reset >= 1, f"{what}: want reset (t) >= 1", status, h)
     expect(h.get("Retry-After") is None, f"{what}: want no Retry-After when allowed", status, h)
 
 status, h = get(user)
 what = f"request {capacity + 1} of {capacity + 1}"
 expect(status == 429, f"{what}: want 429", status, h)
-expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
-expect(num(h, "RateLimit-Remaining") == 0, f"{what}: want RateLimit-Remaining 0", status, h)
+limit, remaining, reset = fields(status, h, what)
+expect(limit == capacity, f"{what}: want limit (q) {capacity}", status, h)
+expect(remaining == 0, f"{what}: want remaining (r) 0", status, h)
 expect((num(h, "Retry-After") or 0) >= 1, f"{what}: want Retry-After >= 1", status, h)
-expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+expect(reset >= 1, f"{what}: want reset (t) >= 1", status, h)
 
 status, h = get(user + "-other")
-expect(status == 200 and num(h, "RateLimit-Remaining") == capacity - 1,
-       f"another user: want 200 with RateLimit-Remaining {capacity - 1}", status, h)
+expect(status == 200 and fields(status, h, "another user")[1] == capacity - 1,
+       f"another user: want 200 with remaining (r) {capacity - 1}", status, h)
 
 # Without X-User the key is the client's address (shared by the three examples here).
 status, h = get()
-expect(status == 200 and num(h, "RateLimit-Limit") == capacity,
+expect(status == 200 and fields(status, h, "no X-User")[0] == capacity,
        "no X-User (keyed by address): want 200", status, h)
 PY
 }
@@ -621,15 +636,23 @@ setup_python() {
     rm -rf "$venv" # Debian without python3-venv leaves a venv without pip behind
   fi
   if [ -x "$venv/bin/python" ]; then
-    "$venv/bin/python" -m pip install --quiet -r "$req" || return 1
+    # The typed client from this clone and redis-py, once per run (the Python
+    # examples share the venv).
+    if [ -z "${python_installed:-}" ]; then
+      "$venv/bin/python" -m pip install --quiet "$root/clients/python" -r "$req" || return 1
+      python_installed=1
+    fi
     cmd=("$venv/bin/python" -u "$root/examples/python/app.py")
   else
     # No venv module: install into a plain directory on PYTHONPATH instead.
     local deps=$root/target/examples-pydeps
     python3 -m pip --version >/dev/null 2>&1 ||
       { echo "neither 'python3 -m venv' nor pip works: apt-get install python3-venv (or python3-pip)"; return 1; }
-    rm -rf "$deps"
-    python3 -m pip install --quiet --target "$deps" -r "$req" || return 1
+    if [ -z "${python_installed:-}" ]; then
+      rm -rf "$deps"
+      python3 -m pip install --quiet --target "$deps" "$root/clients/python" -r "$req" || return 1
+      python_installed=1
+    fi
     cmd=(env PYTHONPATH="$deps" python3 -u "$root/examples/python/app.py")
   fi
 }

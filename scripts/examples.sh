@@ -7,8 +7,9 @@
 # examples/node, cargo build into target/examples), starts a redis-server with the
 # module on a free port (RL_MODULE, or target/release/librl.so, built when missing),
 # then starts each example on a free port and checks over HTTP that a user gets
-# `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
-# while another user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
+# `capacity` 200s with the remaining count going down (the typed clients' fields:
+# RateLimit's r, X-RateLimit-Remaining), then a 429 with Retry-After, while another
+# user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
 # runner) is checked against a stub partner API instead: its calls arrive at the
 # declared rate, within a few percent, with no 429. examples/python/login.py
 # (RL.PENALTY) is checked with wrong passwords: a 401 per strike, then a 429 with
@@ -211,10 +212,10 @@ PY
 }
 
 check_policies() {
-  python3 - "$1" "$capacity" <<'PY'
+  python3 - "$1" "$capacity" "${period%s}" <<'PY'
 import re, sys, urllib.request, urllib.error
 
-base, capacity = sys.argv[1], int(sys.argv[2])
+base, capacity, period_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 daily = 1000
 
 def get(path="/"):
@@ -236,7 +237,8 @@ def expect(cond, what, status, headers):
 
 status, h = get()
 expect(status == 200 and remaining(h) == (capacity - 1, daily - 1), "request 1: want 200, r=4 and 999", status, h)
-expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w=300, "daily";q={daily};w=86400',
+# The clients' RateLimit-Policy: each policy's limit (q) and its window or period (w).
+expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w={period_s}, "daily";q={daily};w=86400',
        "request 1: RateLimit-Policy", status, h)
 status, h = get("/fail")
 expect(status == 500, "an upstream failure: want 500", status, h)
@@ -273,13 +275,16 @@ def login(account, password):
 
 def expect(cond, what, status, headers):
     if not cond:
-        shown = {k: headers.get(k) for k in ("RateLimit-Remaining", "Retry-After")}
+        shown = {k: headers.get(k) for k in ("RateLimit", "X-RateLimit-Remaining", "Retry-After")}
         sys.exit(f"{what}: got {status} {shown}")
 
 for i in range(1, 5):
     status, h = login("alice", "guess")
-    expect(status == 401 and h.get("RateLimit-Remaining") == str(5 - i) and "Retry-After" not in h,
-           f"wrong password {i}: want 401 with RateLimit-Remaining {5 - i}", status, h)
+    # The strikes left: the RateLimit field's r (and X-RateLimit-Remaining).
+    left = (h.get("RateLimit") or "").split(";r=")[-1].split(";")[0]
+    expect(status == 401 and left == h.get("X-RateLimit-Remaining") == str(5 - i)
+           and "Retry-After" not in h,
+           f"wrong password {i}: want 401 with {5 - i} strikes left (r={5 - i})", status, h)
 status, h = login("alice", "guess")
 retry = h.get("Retry-After") or ""
 expect(status == 429 and retry.isdigit() and 1 <= int(retry) <= 60,
@@ -775,7 +780,7 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
       show_log "$log"
       failed=$((failed + 1))
     else
-      echo "PASS $name ($backend, said so): RL.PENALTY: 4 wrong passwords 401 (strikes left 4..1), the 5th 429 with Retry-After, the right one while blocked 429, another account 200 ($((SECONDS - started)) s)"
+      echo "PASS $name ($backend, said so): RL.PENALTY: 4 wrong passwords 401 (strikes left r=4..1), the 5th 429 with Retry-After, the right one while blocked 429, another account 200 ($((SECONDS - started)) s)"
       passed=$((passed + 1))
     fi
   elif [ "$name" = policies ]; then
@@ -796,7 +801,7 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
     show_log "$log"
     failed=$((failed + 1))
   else
-    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected; /report: 2 at once, the third 503 with Retry-After and qu=\"concurrent-requests\", a slot free again after ($((SECONDS - started)) s)"
+    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit r=$((capacity - 1))..0), then 429 with Retry-After; other users unaffected; /report: 2 at once, the third 503 with Retry-After and qu=\"concurrent-requests\", a slot free again after ($((SECONDS - started)) s)"
     passed=$((passed + 1))
   fi
   stop "$pid"

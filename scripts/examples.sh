@@ -535,10 +535,11 @@ print(f"{len(cases)} bad inputs: 400 each, naming the problem")
 PY
 }
 
-# check_llm_errors <python…>: the proxy's answer when Redis fails, in process, with a
-# budget that raises what redis-py raises: RL refusing the request's COST (an ERR
-# reply) is a 400 with RL's text; a lost connection, a timeout or a WRONGTYPE key is
-# a 503 (fail closed), never a model call.
+# check_llm_errors <python…>: the proxy's answer when Redis fails, in process, with its
+# budget on the typed client over a redis-py client that raises what redis-py raises:
+# RL refusing the request's COST (an ERR reply) is a 400 with RL's text; a lost
+# connection, a timeout, a WRONGTYPE key or RL missing is a 503 (fail closed), never
+# a model call.
 check_llm_errors() {
   "$@" - "$root/examples/python" <<'PY'
 import io, json, logging, sys
@@ -546,14 +547,19 @@ import io, json, logging, sys
 sys.path.insert(0, sys.argv[1])
 import redis
 import llm_proxy
+from rl_client import RateLimiter
 
 logging.disable(logging.WARNING)  # the proxy's warnings: expected here
 
-class Budget:
+class Raising:
+    """A redis-py client whose every command raises err."""
     def __init__(self, err):
         self.err = err
-    def reserve(self, user, tokens):
+    def execute_command(self, *args, **options):
         raise self.err
+
+def budget_raising(err):
+    return llm_proxy.TokenBudget(RateLimiter(Raising(err), backend="module"), 10000, 1000, "1s")
 
 cases = [
     (redis.ResponseError("COST must be an integer from 0 to 9007199254740991"), "400",
@@ -565,7 +571,7 @@ cases = [
     (redis.ResponseError("unknown command 'RL.GCRA'"), "503", "try again shortly"),
 ]
 for err, want_status, want_error in cases:
-    proxy = llm_proxy.Proxy(Budget(err), "http://127.0.0.1:9/never-called")
+    proxy = llm_proxy.Proxy(budget_raising(err), "http://127.0.0.1:9/never-called")
     body = b'{"max_tokens": 100}'
     environ = {"PATH_INFO": "/v1/completions", "REQUEST_METHOD": "POST",
                "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}

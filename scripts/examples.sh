@@ -7,8 +7,9 @@
 # examples/node, cargo build into target/examples), starts a redis-server with the
 # module on a free port (RL_MODULE, or target/release/librl.so, built when missing),
 # then starts each example on a free port and checks over HTTP that a user gets
-# `capacity` 200s with RateLimit-Remaining counting down, then a 429 with Retry-After,
-# while another user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
+# `capacity` 200s with the remaining count going down (the typed clients' fields:
+# RateLimit's r, X-RateLimit-Remaining), then a 429 with Retry-After, while another
+# user is unaffected. examples/python/worker.py (RL.GCRA … DELAY, a job
 # runner) is checked against a stub partner API instead: its calls arrive at the
 # declared rate, within a few percent, with no 429. examples/python/login.py
 # (RL.PENALTY) is checked with wrong passwords: a 401 per strike, then a 429 with
@@ -99,9 +100,12 @@ show_log() { # show_log <file>: the end of a log, indented
 # --- the HTTP check ---------------------------------------------------------------
 
 # check <base url> <name>: the contract every example must meet (standard library only).
+# The fields are those of RL's typed clients: RateLimit-Policy ("default";q=<limit>;w=…)
+# and RateLimit ("default";r=<remaining>;t=<reset s>) from the IETF draft, the same
+# numbers as X-RateLimit-Limit, -Remaining and -Reset, and Retry-After when refused.
 check() {
   python3 - "$1" "$2" "$capacity" <<'PY'
-import sys, urllib.request, urllib.error
+import re, sys, urllib.request, urllib.error
 
 base, name, capacity = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -113,42 +117,54 @@ def get(user=None):
     except urllib.error.HTTPError as e:
         return e.code, e.headers
 
+FIELDS = ("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+          "X-RateLimit-Reset", "Retry-After")
+
 def expect(cond, what, status, headers):
     if not cond:
-        shown = {k: headers.get(k) for k in
-                 ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After")}
-        sys.exit(f"{what}: got {status} {shown}")
+        sys.exit(f"{what}: got {status} {({k: headers.get(k) for k in FIELDS})}")
 
 def num(headers, field):
     value = headers.get(field)
     return int(value) if value is not None and value.isdigit() else None
+
+def fields(status, headers, what):
+    """(limit, remaining, reset s): the IETF fields, which must agree with X-RateLimit-*."""
+    policy = re.fullmatch(r'"default";q=(\d+);w=\d+', headers.get("RateLimit-Policy") or "")
+    state = re.fullmatch(r'"default";r=(\d+);t=(\d+)', headers.get("RateLimit") or "")
+    expect(policy and state, f"{what}: want RateLimit-Policy and RateLimit", status, headers)
+    ietf = (int(policy[1]), int(state[1]), int(state[2]))
+    legacy = tuple(num(headers, f"X-RateLimit-{f}") for f in ("Limit", "Remaining", "Reset"))
+    expect(ietf == legacy, f"{what}: want X-RateLimit-* equal to RateLimit {ietf}", status, headers)
+    return ietf
 
 user = f"smoke-{name}"
 for i in range(1, capacity + 1):
     status, h = get(user)
     what = f"request {i} of {capacity + 1}"
     expect(status == 200, f"{what}: want 200", status, h)
-    expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
-    expect(num(h, "RateLimit-Remaining") == capacity - i,
-           f"{what}: want RateLimit-Remaining {capacity - i}", status, h)
-    expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+    limit, remaining, reset = fields(status, h, what)
+    expect(limit == capacity, f"{what}: want limit (q) {capacity}", status, h)
+    expect(remaining == capacity - i, f"{what}: want remaining (r) {capacity - i}", status, h)
+    expect(reset >= 1, f"{what}: want reset (t) >= 1", status, h)
     expect(h.get("Retry-After") is None, f"{what}: want no Retry-After when allowed", status, h)
 
 status, h = get(user)
 what = f"request {capacity + 1} of {capacity + 1}"
 expect(status == 429, f"{what}: want 429", status, h)
-expect(num(h, "RateLimit-Limit") == capacity, f"{what}: want RateLimit-Limit {capacity}", status, h)
-expect(num(h, "RateLimit-Remaining") == 0, f"{what}: want RateLimit-Remaining 0", status, h)
+limit, remaining, reset = fields(status, h, what)
+expect(limit == capacity, f"{what}: want limit (q) {capacity}", status, h)
+expect(remaining == 0, f"{what}: want remaining (r) 0", status, h)
 expect((num(h, "Retry-After") or 0) >= 1, f"{what}: want Retry-After >= 1", status, h)
-expect((num(h, "RateLimit-Reset") or 0) >= 1, f"{what}: want RateLimit-Reset >= 1", status, h)
+expect(reset >= 1, f"{what}: want reset (t) >= 1", status, h)
 
 status, h = get(user + "-other")
-expect(status == 200 and num(h, "RateLimit-Remaining") == capacity - 1,
-       f"another user: want 200 with RateLimit-Remaining {capacity - 1}", status, h)
+expect(status == 200 and fields(status, h, "another user")[1] == capacity - 1,
+       f"another user: want 200 with remaining (r) {capacity - 1}", status, h)
 
 # Without X-User the key is the client's address (shared by the three examples here).
 status, h = get()
-expect(status == 200 and num(h, "RateLimit-Limit") == capacity,
+expect(status == 200 and fields(status, h, "no X-User")[0] == capacity,
        "no X-User (keyed by address): want 200", status, h)
 PY
 }
@@ -196,10 +212,10 @@ PY
 }
 
 check_policies() {
-  python3 - "$1" "$capacity" <<'PY'
+  python3 - "$1" "$capacity" "${period%s}" <<'PY'
 import re, sys, urllib.request, urllib.error
 
-base, capacity = sys.argv[1], int(sys.argv[2])
+base, capacity, period_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 daily = 1000
 
 def get(path="/"):
@@ -221,7 +237,8 @@ def expect(cond, what, status, headers):
 
 status, h = get()
 expect(status == 200 and remaining(h) == (capacity - 1, daily - 1), "request 1: want 200, r=4 and 999", status, h)
-expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w=300, "daily";q={daily};w=86400',
+# The clients' RateLimit-Policy: each policy's limit (q) and its window or period (w).
+expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w={period_s}, "daily";q={daily};w=86400',
        "request 1: RateLimit-Policy", status, h)
 status, h = get("/fail")
 expect(status == 500, "an upstream failure: want 500", status, h)
@@ -258,13 +275,16 @@ def login(account, password):
 
 def expect(cond, what, status, headers):
     if not cond:
-        shown = {k: headers.get(k) for k in ("RateLimit-Remaining", "Retry-After")}
+        shown = {k: headers.get(k) for k in ("RateLimit", "X-RateLimit-Remaining", "Retry-After")}
         sys.exit(f"{what}: got {status} {shown}")
 
 for i in range(1, 5):
     status, h = login("alice", "guess")
-    expect(status == 401 and h.get("RateLimit-Remaining") == str(5 - i) and "Retry-After" not in h,
-           f"wrong password {i}: want 401 with RateLimit-Remaining {5 - i}", status, h)
+    # The strikes left: the RateLimit field's r (and X-RateLimit-Remaining).
+    left = (h.get("RateLimit") or "").split(";r=")[-1].split(";")[0]
+    expect(status == 401 and left == h.get("X-RateLimit-Remaining") == str(5 - i)
+           and "Retry-After" not in h,
+           f"wrong password {i}: want 401 with {5 - i} strikes left (r={5 - i})", status, h)
 status, h = login("alice", "guess")
 retry = h.get("Retry-After") or ""
 expect(status == 429 and retry.isdigit() and 1 <= int(retry) <= 60,
@@ -515,10 +535,11 @@ print(f"{len(cases)} bad inputs: 400 each, naming the problem")
 PY
 }
 
-# check_llm_errors <python…>: the proxy's answer when Redis fails, in process, with a
-# budget that raises what redis-py raises: RL refusing the request's COST (an ERR
-# reply) is a 400 with RL's text; a lost connection, a timeout or a WRONGTYPE key is
-# a 503 (fail closed), never a model call.
+# check_llm_errors <python…>: the proxy's answer when Redis fails, in process, with its
+# budget on the typed client over a redis-py client that raises what redis-py raises:
+# RL refusing the request's COST (an ERR reply) is a 400 with RL's text; a lost
+# connection, a timeout, a WRONGTYPE key or RL missing is a 503 (fail closed), never
+# a model call.
 check_llm_errors() {
   "$@" - "$root/examples/python" <<'PY'
 import io, json, logging, sys
@@ -526,14 +547,19 @@ import io, json, logging, sys
 sys.path.insert(0, sys.argv[1])
 import redis
 import llm_proxy
+from rl_client import RateLimiter
 
 logging.disable(logging.WARNING)  # the proxy's warnings: expected here
 
-class Budget:
+class Raising:
+    """A redis-py client whose every command raises err."""
     def __init__(self, err):
         self.err = err
-    def reserve(self, user, tokens):
+    def execute_command(self, *args, **options):
         raise self.err
+
+def budget_raising(err):
+    return llm_proxy.TokenBudget(RateLimiter(Raising(err), backend="module"), 10000, 1000, "1s")
 
 cases = [
     (redis.ResponseError("COST must be an integer from 0 to 9007199254740991"), "400",
@@ -545,7 +571,7 @@ cases = [
     (redis.ResponseError("unknown command 'RL.GCRA'"), "503", "try again shortly"),
 ]
 for err, want_status, want_error in cases:
-    proxy = llm_proxy.Proxy(Budget(err), "http://127.0.0.1:9/never-called")
+    proxy = llm_proxy.Proxy(budget_raising(err), "http://127.0.0.1:9/never-called")
     body = b'{"max_tokens": 100}'
     environ = {"PATH_INFO": "/v1/completions", "REQUEST_METHOD": "POST",
                "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
@@ -621,15 +647,23 @@ setup_python() {
     rm -rf "$venv" # Debian without python3-venv leaves a venv without pip behind
   fi
   if [ -x "$venv/bin/python" ]; then
-    "$venv/bin/python" -m pip install --quiet -r "$req" || return 1
+    # The typed client from this clone and redis-py, once per run (the Python
+    # examples share the venv).
+    if [ -z "${python_installed:-}" ]; then
+      "$venv/bin/python" -m pip install --quiet "$root/clients/python" -r "$req" || return 1
+      python_installed=1
+    fi
     cmd=("$venv/bin/python" -u "$root/examples/python/app.py")
   else
     # No venv module: install into a plain directory on PYTHONPATH instead.
     local deps=$root/target/examples-pydeps
     python3 -m pip --version >/dev/null 2>&1 ||
       { echo "neither 'python3 -m venv' nor pip works: apt-get install python3-venv (or python3-pip)"; return 1; }
-    rm -rf "$deps"
-    python3 -m pip install --quiet --target "$deps" -r "$req" || return 1
+    if [ -z "${python_installed:-}" ]; then
+      rm -rf "$deps"
+      python3 -m pip install --quiet --target "$deps" "$root/clients/python" -r "$req" || return 1
+      python_installed=1
+    fi
     cmd=(env PYTHONPATH="$deps" python3 -u "$root/examples/python/app.py")
   fi
 }
@@ -752,7 +786,7 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
       show_log "$log"
       failed=$((failed + 1))
     else
-      echo "PASS $name ($backend, said so): RL.PENALTY: 4 wrong passwords 401 (strikes left 4..1), the 5th 429 with Retry-After, the right one while blocked 429, another account 200 ($((SECONDS - started)) s)"
+      echo "PASS $name ($backend, said so): RL.PENALTY: 4 wrong passwords 401 (strikes left r=4..1), the 5th 429 with Retry-After, the right one while blocked 429, another account 200 ($((SECONDS - started)) s)"
       passed=$((passed + 1))
     fi
   elif [ "$name" = policies ]; then
@@ -773,7 +807,7 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
     show_log "$log"
     failed=$((failed + 1))
   else
-    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit-Remaining $((capacity - 1))..0), then 429 with Retry-After; other users unaffected; /report: 2 at once, the third 503 with Retry-After and qu=\"concurrent-requests\", a slot free again after ($((SECONDS - started)) s)"
+    echo "PASS $name ($backend, said so): $capacity x 200 (RateLimit r=$((capacity - 1))..0), then 429 with Retry-After; other users unaffected; /report: 2 at once, the third 503 with Retry-After and qu=\"concurrent-requests\", a slot free again after ($((SECONDS - started)) s)"
     passed=$((passed + 1))
   fi
   stop "$pid"

@@ -1,12 +1,13 @@
-"""Rate-limited HTTP server: a WSGI middleware that calls RL.BUCKET per request,
-and a route (/report) of which at most RL_CONCURRENT run at once per user
-(RL.ACQUIRE at the start of the request, RL.RELEASE when it ends).
+"""Rate-limited HTTP server on RL's typed client (rl_client): a WSGI middleware that
+takes one unit of the caller's token bucket per request (RL.BUCKET), and a route
+(/report) of which at most RL_CONCURRENT run at once per user (a lease: RL.ACQUIRE
+at the start of the request, RL.RELEASE when it ends).
 
-Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused, RL's
-Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one the
-server has at start, and says so.
+Works unchanged with the RL module or, where MODULE LOAD is refused, RL's Functions
+library (functions/rl.lua): the client finds out which one the server has, and this
+server says so at start.
 
-Run:  pip install -r requirements.txt && python app.py
+Run:  pip install ../../clients/python -r requirements.txt && python app.py
 Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
       RL_CAPACITY (5), RL_TOKENS (1), RL_PERIOD (1s): a burst of 5, then 1 per second;
       RL_CONCURRENT (2) reports at once, each taking RL_REPORT_MS (1000).
@@ -15,129 +16,90 @@ Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
 import logging
 import os
 import time
-import uuid
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIServer, make_server
 
 import redis
+from rl_client import RateLimiter
 
 log = logging.getLogger(__name__)
 
 
-def detect_backend(client):
-    """("module", ...) if the server has RL.BUCKET, else ("library", ...) for FCALL rl_bucket."""
-    probe = ("rl:probe", 1, 1, "1s", "COST", 0)  # COST 0 writes nothing
-    try:
-        client.execute_command("RL.BUCKET", *probe)
-        return "module", lambda key, *args: client.execute_command("RL.BUCKET", key, *args)
-    except redis.ResponseError as err:
-        if "unknown command" not in str(err).lower():
-            raise
-    # No module: the library (loaded with FUNCTION LOAD), same arguments and reply.
-    client.execute_command("FCALL", "rl_bucket", 1, *probe)
-    return "library", lambda key, *args: client.execute_command("FCALL", "rl_bucket", 1, key, *args)
-
-
-def lease_commands(client, backend):
-    """RL.ACQUIRE and RL.RELEASE (or the library's rl_acquire and rl_release)."""
-    if backend == "module":
-        return (lambda key, *args: client.execute_command("RL.ACQUIRE", key, *args),
-                lambda key, lease: client.execute_command("RL.RELEASE", key, lease))
-    return (lambda key, *args: client.execute_command("FCALL", "rl_acquire", 1, key, *args),
-            lambda key, lease: client.execute_command("FCALL", "rl_release", 1, key, lease))
-
-
-def ceil_seconds(ms):
-    # Headers count whole seconds; round up so a client never retries too early.
-    return str(-(-ms // 1000))
+def user_of(environ):
+    # X-User stands in for an authenticated user id; trust such a header only
+    # behind your own auth. Without it, limit by the client's address.
+    return environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
 
 
 class RateLimit:
     """WSGI middleware: wraps any WSGI app (Flask, Django, ...) the same way."""
 
-    def __init__(self, app, bucket, capacity, tokens, period):
-        self.app = app
-        self.bucket = bucket  # RL.BUCKET or FCALL rl_bucket: detect_backend()
+    def __init__(self, app, rl, capacity, tokens, period):
+        self.app, self.rl = app, rl
         self.capacity, self.tokens, self.period = capacity, tokens, period
 
     def __call__(self, environ, start_response):
-        # X-User stands in for an authenticated user id; trust such a header only
-        # behind your own auth. Without it, limit by the client's address.
-        user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
-        try:
-            # One command: Redis reads, decides and writes atomically, so every
-            # instance of this app shares the same bucket without races.
-            allowed, limit, remaining, retry_ms, reset_ms = self.bucket(
-                f"rl:api:{user}", self.capacity, self.tokens, self.period
-            )
-        except redis.RedisError as err:
-            # Fail open: a Redis outage should not take the whole API down.
-            # Answer 503 here instead if the limit protects something costly.
-            log.warning("rate limiter unavailable (%s); letting the request through", err)
+        # One command: Redis reads, decides and writes atomically, so every instance
+        # of this app shares the same bucket without races.
+        d = self.rl.bucket(f"rl:api:{user_of(environ)}", self.capacity, self.tokens, self.period)
+        if d.error is not None:
+            # Redis did not answer and the limiter fails open (see main()).
+            log.warning("rate limiter unavailable (%s); letting the request through", d.error)
             return self.app(environ, start_response)
-
-        headers = [
-            ("RateLimit-Limit", str(limit)),
-            ("RateLimit-Remaining", str(remaining)),
-            ("RateLimit-Reset", ceil_seconds(reset_ms)),
-        ]
-        if not allowed:
-            # retry_ms is -1 when the call can never succeed (cost > capacity).
-            if retry_ms >= 0:
-                headers.append(("Retry-After", ceil_seconds(retry_ms)))
+        # RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected:
+        # on every response, so clients can pace themselves before they are refused.
+        headers = list(d.headers().items())
+        if not d.allowed:
             start_response("429 Too Many Requests", [("Content-Type", "text/plain")] + headers)
             return [b"Too Many Requests\n"]
 
-        # Allowed: pass the RateLimit-* headers on so clients can pace themselves.
         def start_with_headers(status, response_headers, exc_info=None):
             return start_response(status, response_headers + headers, exc_info)
 
         return self.app(environ, start_with_headers)
 
 
-class ConcurrencyLimit:
-    """WSGI middleware: at most `limit` requests of `path` in flight at once per
-    user; 503 when all slots are taken. Each request holds a lease named by its
-    own id; the lease ends by itself after `ttl` (the longest a request may run),
-    so a worker that crashes mid-request never keeps its slot."""
+def concurrency_fields(lease):
+    """The IETF fields for a limit on requests at once. (The client's headers()
+    describe a rate, q units per w seconds; a lease limit is q at once, which
+    draft-ietf-httpapi-ratelimit-headers writes with the unit "concurrent-requests".)"""
+    retry = lease.headers().get("Retry-After")  # when the soonest lease ends
+    fields = [
+        ("RateLimit-Policy", f'"concurrency";q={lease.limit};qu="concurrent-requests"'),
+        ("RateLimit", f'"concurrency";r={lease.remaining}' + (f";t={retry}" if retry else "")),
+    ]
+    return fields + ([("Retry-After", retry)] if retry else [])
 
-    def __init__(self, app, acquire, release, path, limit, ttl):
-        self.app, self.acquire, self.release = app, acquire, release
+
+class ConcurrencyLimit:
+    """WSGI middleware: at most `limit` requests of `path` in flight at once per user;
+    503 when all slots are taken. Each request holds a lease of its own, which ends by
+    itself after `ttl` (the longest a request may run): a worker that crashes
+    mid-request never keeps its slot."""
+
+    def __init__(self, app, rl, path, limit, ttl):
+        self.app, self.rl = app, rl
         self.path, self.limit, self.ttl = path, limit, ttl
 
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") != self.path:
             return self.app(environ, start_response)
-        user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
-        key, lease = f"rl:concurrent:{user}", uuid.uuid4().hex
-        try:
-            allowed, limit, remaining, retry_ms, _ = self.acquire(key, self.limit, self.ttl, lease)
-        except redis.RedisError as err:
-            log.warning("concurrency limiter unavailable (%s); letting the request through", err)
-            return self.app(environ, start_response)
-        # IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers), counted in
-        # concurrent requests.
-        state = f'"concurrency";r={remaining}' + ("" if allowed else f";t={ceil_seconds(retry_ms)}")
-        headers = [
-            ("RateLimit-Policy", f'"concurrency";q={limit};qu="concurrent-requests"'),
-            ("RateLimit", state),
-        ]
-        if not allowed:
-            headers.append(("Retry-After", ceil_seconds(retry_ms)))
-            start_response("503 Service Unavailable", [("Content-Type", "text/plain")] + headers)
-            return [b"Too many reports running; try again shortly\n"]
+        # RL.ACQUIRE here, RL.RELEASE when the block ends (also on an exception).
+        with self.rl.lease(f"rl:concurrent:{user_of(environ)}", self.limit, self.ttl) as lease:
+            if lease.decision.error is not None:
+                log.warning("concurrency limiter unavailable (%s); letting the request through",
+                            lease.decision.error)
+                return self.app(environ, start_response)
+            headers = concurrency_fields(lease)
+            if not lease.allowed:
+                start_response("503 Service Unavailable", [("Content-Type", "text/plain")] + headers)
+                return [b"Too many reports running; try again shortly\n"]
 
-        def start_with_headers(status, response_headers, exc_info=None):
-            return start_response(status, response_headers + headers, exc_info)
+            def start_with_headers(status, response_headers, exc_info=None):
+                return start_response(status, response_headers + headers, exc_info)
 
-        try:
             # The body is produced here, so the slot is held for the whole work.
             return list(self.app(environ, start_with_headers))
-        finally:
-            try:
-                self.release(key, lease)
-            except redis.RedisError as err:
-                log.warning("could not release %s (it ends by itself): %s", lease, err)
 
 
 def router(report_ms):
@@ -148,15 +110,10 @@ def router(report_ms):
             time.sleep(report_ms / 1000)  # stands in for a slow export
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"Report ready\n"]
-        return hello(environ, start_response)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"Hello!\n"]
 
     return app
-
-
-def hello(environ, start_response):
-    """The application being protected."""
-    start_response("200 OK", [("Content-Type", "text/plain")])
-    return [b"Hello!\n"]
 
 
 class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
@@ -167,25 +124,25 @@ class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
 
 def main():
     logging.basicConfig(level=logging.INFO)
-    # from_url gives a thread-safe connection pool shared by all requests.
+    # from_url gives a thread-safe connection pool shared by all requests. Fail open:
+    # a Redis outage should not take the whole API down ("deny" where the limit
+    # protects something costly). RL's own errors (a bad setting) always raise.
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    backend, bucket = detect_backend(client)
-    if backend == "module":
-        log.info("rate limiter: the RL module (RL.BUCKET)")
+    rl = RateLimiter(client, on_connection_error="allow")
+    if rl.detect() == "module":
+        log.info("rate limiter: the RL module")
     else:
-        log.info("rate limiter: RL's Functions library (FCALL rl_bucket), no module")
-    acquire, release = lease_commands(client, backend)
+        log.info("rate limiter: RL's Functions library, no module")
     reports = ConcurrencyLimit(
         router(int(os.environ.get("RL_REPORT_MS", "1000"))),
-        acquire,
-        release,
+        rl,
         path="/report",
         limit=int(os.environ.get("RL_CONCURRENT", "2")),
         ttl="30s",  # the longest a report may run: a crashed worker's slot frees then
     )
     app = RateLimit(
         reports,
-        bucket,
+        rl,
         capacity=int(os.environ.get("RL_CAPACITY", "5")),
         tokens=int(os.environ.get("RL_TOKENS", "1")),
         period=os.environ.get("RL_PERIOD", "1s"),  # RL durations: 1500ms, 60, 1m, ...

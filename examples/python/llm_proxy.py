@@ -20,10 +20,10 @@ object, a max_tokens that is not an integer from 1 to 2^53 - 1 (the largest cost
 RL counts), or one above the burst (it could never fit). When Redis cannot be
 reached the proxy fails closed: 503, as tokens cost money.
 
-Works unchanged with the RL module (RL.GCRA) or RL's Functions library (FCALL
-rl_gcra): it finds out which one the server has at start, and says so.
+Works unchanged with the RL module or RL's Functions library: the typed client
+(rl_client) finds out which one the server has, and the proxy says so at start.
 
-Run:  pip install -r requirements.txt && python llm_proxy.py
+Run:  pip install ../../clients/python -r requirements.txt && python llm_proxy.py
       curl -i -H 'X-User: ada' -d '{"prompt": "hi", "max_tokens": 100}' \\
         http://127.0.0.1:8000/v1/completions
 Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
@@ -41,25 +41,12 @@ from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIServer, make_server
 
 import redis
+from rl_client import ArgumentError, RateLimiter, RLError
 
 log = logging.getLogger("llm_proxy")
 
 # The largest COST, REFUND or DEBIT RL takes (2^53 - 1).
 MAX_COUNT = 2**53 - 1
-
-
-def detect_backend(client):
-    """("module", call) if the server has RL.GCRA, else ("library", call) for FCALL
-    rl_gcra (same arguments and reply)."""
-    probe = ("rl:probe", 1, 1, "1s", "COST", 0)  # COST 0 writes nothing
-    try:
-        client.execute_command("RL.GCRA", *probe)
-        return "module", lambda key, *args: client.execute_command("RL.GCRA", key, *args)
-    except redis.ResponseError as err:
-        if "unknown command" not in str(err).lower():
-            raise
-    client.execute_command("FCALL", "rl_gcra", 1, *probe)
-    return "library", lambda key, *args: client.execute_command("FCALL", "rl_gcra", 1, key, *args)
 
 
 def max_tokens_of(body):
@@ -74,39 +61,33 @@ def max_tokens_of(body):
 def refused_cost(err):
     """RL's text when it refused the request's own number (an ERR reply naming COST,
     the one argument a request sets, e.g. "COST must be an integer from 0 to ..."):
-    the client's error. None for any other error: an outage or the setup's fault.
-    (redis-py drops the ERR code word from the text; other codes, WRONGTYPE, stay.)"""
-    text = str(err)
-    return text if type(err) is redis.ResponseError and text.startswith("COST ") else None
-
-
-def ceil_seconds(ms):
-    # Headers count whole seconds; round up so a client never retries too early.
-    return str(-(-ms // 1000))
+    the client's error. None for any other error: an outage or the setup's fault."""
+    text = str(err).removeprefix("ERR ")
+    return text if isinstance(err, ArgumentError) and text.startswith("COST ") else None
 
 
 class TokenBudget:
     """A user's tokens: reserve() before the model runs, settle() after."""
 
-    def __init__(self, gcra, burst, rate, period):
-        self.gcra = gcra
+    def __init__(self, rl, burst, rate, period):
+        self.rl = rl
         self.params = (burst, rate, period)
 
     def check(self):
-        """Raises redis.ResponseError (RL's text) if RL refuses the burst, rate or
-        period: a wrong setting stops the proxy at start, not every request later."""
-        self.gcra("rl:probe", *self.params, "COST", 0)  # COST 0 writes nothing
+        """Raises ArgumentError (RL's text) if RL refuses the burst, rate or period:
+        a wrong setting stops the proxy at start, not every request later."""
+        self.rl.gcra("rl:probe", *self.params, cost=0)  # COST 0 writes nothing
 
     def reserve(self, user, tokens):
-        return self.gcra(f"rl:tokens:{user}", *self.params, "COST", tokens)
+        return self.rl.gcra(f"rl:tokens:{user}", *self.params, cost=tokens)
 
     def settle(self, user, reserved, used):
         """Gives back what was reserved but not used, or charges what was used
         beyond it (into debt if need be). None when the estimate was exact."""
         if used < reserved:
-            return self.gcra(f"rl:tokens:{user}", *self.params, "REFUND", reserved - used)
+            return self.rl.gcra(f"rl:tokens:{user}", *self.params, refund=reserved - used)
         if used > reserved:
-            return self.gcra(f"rl:tokens:{user}", *self.params, "DEBIT", used - reserved)
+            return self.rl.gcra(f"rl:tokens:{user}", *self.params, debit=used - reserved)
         return None
 
 
@@ -117,15 +98,6 @@ def call_model(url, body):
     )
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.load(response)
-
-
-def rate_headers(reply):
-    _allowed, limit, remaining, _retry_ms, reset_ms = reply
-    return [
-        ("RateLimit-Limit", str(limit)),
-        ("RateLimit-Remaining", str(remaining)),
-        ("RateLimit-Reset", ceil_seconds(reset_ms)),
-    ]
 
 
 def answer(start_response, status, body, headers=()):
@@ -144,7 +116,7 @@ class Proxy:
         failed: the reservation then stays charged at the estimate)."""
         try:
             return self.budget.settle(user, reserved, used)
-        except redis.RedisError as err:
+        except (RLError, redis.RedisError) as err:
             log.warning("could not settle %d of %d tokens (%s)", used, reserved, err)
             return None
 
@@ -168,21 +140,21 @@ class Proxy:
 
         # 1. Reserve the worst case. One command: atomic across every proxy instance.
         try:
-            reply = self.budget.reserve(user, reserved)
-        except redis.RedisError as err:
+            d = self.budget.reserve(user, reserved)
+        except (RLError, redis.RedisError) as err:
             refused = refused_cost(err)
             if refused is not None:  # RL refused this request's number: still the client's
                 return answer(start_response, "400 Bad Request", {"error": f"max_tokens: {refused}"})
             # Fail closed: tokens cost money. (app.py fails open instead.)
             log.warning("rate limiter unavailable (%s); refusing the request", err)
             return answer(start_response, "503 Service Unavailable", {"error": "try again shortly"})
-        allowed, _limit, _remaining, retry_ms, _reset = reply
-        if not allowed:
-            if retry_ms < 0:  # more than the burst: it can never fit
+        # RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected.
+        if not d.allowed:
+            if d.retry_after is None:  # more than the burst: it can never fit
                 return answer(start_response, "400 Bad Request",
-                              {"error": "max_tokens is above the token limit"}, rate_headers(reply))
+                              {"error": "max_tokens is above the token limit"}, d.headers().items())
             return answer(start_response, "429 Too Many Requests", {"error": "token limit reached"},
-                          rate_headers(reply) + [("Retry-After", ceil_seconds(retry_ms))])
+                          d.headers().items())
 
         # 2. The model call, holding the reservation. A failure gives it all back.
         try:
@@ -194,8 +166,8 @@ class Proxy:
             return answer(start_response, "502 Bad Gateway", {"error": "the model failed"})
 
         # 3. Settle the real cost: REFUND the difference, or DEBIT it.
-        settled = self.settle(user, reserved, used) or reply
-        headers = rate_headers(settled) + [
+        settled = self.settle(user, reserved, used) or d
+        headers = list(settled.headers().items()) + [
             ("X-Tokens-Reserved", str(reserved)),
             ("X-Tokens-Used", str(used)),
         ]
@@ -210,20 +182,20 @@ class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
 def main():
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    backend, gcra = detect_backend(client)
-    if backend == "module":
+    rl = RateLimiter(client)  # a connection error raises: the proxy fails closed
+    if rl.detect() == "module":
         log.info("rate limiter: the RL module (RL.GCRA … COST, then REFUND or DEBIT)")
     else:
         log.info("rate limiter: RL's Functions library (FCALL rl_gcra), no module")
     budget = TokenBudget(
-        gcra,
+        rl,
         burst=int(os.environ.get("RL_BURST", "10000")),
         rate=int(os.environ.get("RL_RATE", "1000")),
         period=os.environ.get("RL_PERIOD", "1s"),  # an RL duration: 1500ms, 60, 1m, ...
     )
     try:
         budget.check()
-    except redis.ResponseError as err:
+    except RLError as err:
         raise SystemExit(f"llm_proxy: RL_BURST, RL_RATE or RL_PERIOD: {err}")
     app = Proxy(budget, os.environ.get("MODEL_URL", "http://127.0.0.1:9000/v1/completions"))
     port = int(os.environ.get("PORT", "8000"))

@@ -18,11 +18,11 @@ Keying on account and address together keeps one attacker from locking the real
 user out from elsewhere. A successful login does not clear earlier strikes: they
 expire by themselves.
 
-Works unchanged with the RL module (RL.PENALTY) or, where MODULE LOAD is refused,
-RL's Functions library (FCALL rl_penalty, functions/rl.lua): it finds out which one
-the server has at start, and says so.
+Works unchanged with the RL module or, where MODULE LOAD is refused, RL's Functions
+library (functions/rl.lua): the typed client (rl_client) finds out which one the
+server has, and this server says so at start.
 
-Run:  pip install -r requirements.txt && python login.py
+Run:  pip install ../../clients/python -r requirements.txt && python login.py
 Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000),
       RL_STRIKES (5), RL_WINDOW (15m), RL_BLOCK (1m), RL_MAX (1h).
 Try:  curl -i -d 'account=alice&password=guess' http://127.0.0.1:8000/login
@@ -36,50 +36,22 @@ from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIServer, make_server
 
 import redis
+from rl_client import Gcra, Penalty, RateLimiter, RLError
 
 log = logging.getLogger(__name__)
 
 # Stands in for your user store (which keeps password hashes, never passwords).
 USERS = {"alice": "wonderland", "bob": "builder"}
 
-
 # Ten attempts at once, then one every six seconds, per account and address.
-ATTEMPTS = ("GCRA", 10, 1, "6s")
-
-
-def detect(client):
-    """("module", penalty, all) if the server has RL.PENALTY, else ("library", ...)
-    for FCALL rl_penalty / rl_all: same arguments after the keys, same replies."""
-    probe = ("rl:probe", 1, "1s", "1s", "1s", "COST", 0)  # COST 0 writes nothing
-    try:
-        client.execute_command("RL.PENALTY", *probe)
-        return (
-            "module",
-            lambda key, *args: client.execute_command("RL.PENALTY", key, *args),
-            lambda keys, *args: client.execute_command("RL.ALL", len(keys), *keys, *args),
-        )
-    except redis.ResponseError as err:
-        if "unknown command" not in str(err).lower():
-            raise
-    client.execute_command("FCALL", "rl_penalty", 1, *probe)
-    return (
-        "library",
-        lambda key, *args: client.execute_command("FCALL", "rl_penalty", 1, key, *args),
-        lambda keys, *args: client.execute_command("FCALL", "rl_all", len(keys), *keys, *args),
-    )
-
-
-def ceil_seconds(ms):
-    # Headers count whole seconds; round up so a client never retries too early.
-    return str(-(-ms // 1000))
+ATTEMPTS = Gcra(10, 1, "6s")
 
 
 class Login:
     """The WSGI app: POST /login with form fields account and password."""
 
-    def __init__(self, penalty, check, policy):
-        self.penalty = penalty  # RL.PENALTY or FCALL rl_penalty: detect()
-        self.check = check  # RL.ALL or FCALL rl_all
+    def __init__(self, rl, policy):
+        self.rl = rl
         self.policy = policy  # strikes, window, block, max
 
     def __call__(self, environ, start_response):
@@ -92,30 +64,25 @@ class Login:
         # One hash tag: both keys live on one cluster node, as RL.ALL needs.
         who = f"{{{account}:{environ.get('REMOTE_ADDR', 'unknown')}}}"
         strikes, attempts = f"rl:login:{who}:strikes", f"rl:login:{who}:attempts"
-        failed = False
         try:
             # One call: blocked? If not, take this attempt from the rate limit. The
-            # PENALTY policy is only looked at (RL.ALL never strikes); the combined
-            # reply's limit and remaining are the attempts', its Retry-After the
+            # Penalty policy is only looked at (RL.ALL never strikes); the combined
+            # decision's limit and remaining are the attempts', its retry_after the
             # block's rest when blocked.
-            reply = self.check((strikes, attempts), "PENALTY", *self.policy, *ATTEMPTS)[0]
-            if reply[0] and not password_ok(account, password):
+            d = self.rl.all({strikes: Penalty(*self.policy), attempts: ATTEMPTS})
+            if d.allowed and not password_ok(account, password):
                 # One strike, answered with the strikes left. The strike that reaches
                 # the limit starts the block and is answered like any attempt while
                 # blocked.
-                reply = self.penalty(strikes, *self.policy)
-                failed = True
-        except redis.RedisError as err:
+                d = self.rl.penalty(strikes, *self.policy)
+                return answer(start_response, d, "strikes", "401 Unauthorized",
+                              b"Wrong account or password\n")
+        except (RLError, redis.RedisError) as err:
             # Fail closed: without the limiter, passwords could be guessed freely.
             log.warning("login limiter unavailable: %s", err)
             start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
             return [b"Try again later\n"]
-        if not reply[0]:
-            return answer(start_response, "429 Too Many Requests", reply,
-                          b"Too many failed attempts; try again later\n")
-        if failed:
-            return answer(start_response, "401 Unauthorized", reply, b"Wrong account or password\n")
-        return answer(start_response, "200 OK", reply, b"Welcome!\n")
+        return answer(start_response, d, "attempts", "200 OK", b"Welcome!\n")
 
 
 def read_body(environ):
@@ -132,20 +99,13 @@ def password_ok(account, password):
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
 
-def answer(start_response, status, reply, body):
-    """The status, with the reply as RateLimit fields (the attempts left, or after
-    a wrong password the strikes left before a block) and, when rejected,
-    Retry-After."""
-    allowed, limit, remaining, retry_ms, reset_ms = reply
-    headers = [
-        ("Content-Type", "text/plain"),
-        ("RateLimit-Limit", str(limit)),
-        ("RateLimit-Remaining", str(remaining)),
-        ("RateLimit-Reset", ceil_seconds(reset_ms)),
-    ]
-    if not allowed:
-        headers.append(("Retry-After", ceil_seconds(retry_ms)))
-    start_response(status, headers)
+def answer(start_response, d, policy, status, body):
+    """`status` when the decision allows, else 429; with the decision's RateLimit
+    fields (the attempts left, or after a wrong password the strikes left before a
+    block) and, when rejected, Retry-After."""
+    if not d.allowed:
+        status, body = "429 Too Many Requests", b"Too many failed attempts; try again later\n"
+    start_response(status, [("Content-Type", "text/plain")] + list(d.headers(policy).items()))
     return [body]
 
 
@@ -159,8 +119,8 @@ def main():
     logging.basicConfig(level=logging.INFO)
     # from_url gives a thread-safe connection pool shared by all requests.
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    backend, penalty, check = detect(client)
-    if backend == "module":
+    rl = RateLimiter(client)  # a connection error raises: this route fails closed
+    if rl.detect() == "module":
         log.info("login limiter: the RL module (RL.ALL, RL.PENALTY)")
     else:
         log.info("login limiter: RL's Functions library (FCALL rl_all, rl_penalty), no module")
@@ -171,8 +131,7 @@ def main():
         os.environ.get("RL_MAX", "1h"),
     )
     port = int(os.environ.get("PORT", "8000"))
-    app = Login(penalty, check, policy)
-    with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
+    with make_server("127.0.0.1", port, Login(rl, policy), server_class=ThreadingWSGIServer) as server:
         log.info("listening on http://127.0.0.1:%d", port)
         server.serve_forever()
 

@@ -16,10 +16,10 @@ NGINX's `limit_req zone=… rate=r; limit_req burst=b delay=d;` is
 `RL.GCRA key (d+1) r 1s DELAY <1000*(b-d)/r>ms`; Go's rate.Limiter.Reserve() is the same
 reservation.
 
-Works unchanged with the RL module (RL.GCRA) or RL's Functions library (FCALL
-rl_gcra): it finds out which one the server has at start, and says so.
+Works unchanged with the RL module or RL's Functions library: the typed client
+(rl_client) finds out which one the server has, and the worker says so at start.
 
-Run:  pip install -r requirements.txt && python worker.py
+Run:  pip install ../../clients/python -r requirements.txt && python worker.py
 Env:  REDIS_URL (redis://127.0.0.1:6379), PARTNER_URL (http://127.0.0.1:9000/),
       RL_RATE (20 calls per second), RL_BURST (1: no burst), RL_MAX_WAIT (10s),
       JOBS (60), WORKERS (4).
@@ -35,40 +35,27 @@ import urllib.request
 from collections import Counter
 
 import redis
+from rl_client import RateLimiter
 
 log = logging.getLogger("worker")
-
-
-def detect_backend(client):
-    """("module", call) if the server has RL.GCRA, else ("library", call) for FCALL
-    rl_gcra (same arguments and reply)."""
-    probe = ("rl:probe", 1, 1, "1s", "COST", 0)  # COST 0 writes nothing
-    try:
-        client.execute_command("RL.GCRA", *probe)
-        return "module", lambda key, *args: client.execute_command("RL.GCRA", key, *args)
-    except redis.ResponseError as err:
-        if "unknown command" not in str(err).lower():
-            raise
-    client.execute_command("FCALL", "rl_gcra", 1, *probe)
-    return "library", lambda key, *args: client.execute_command("FCALL", "rl_gcra", 1, key, *args)
 
 
 class Schedule:
     """A rate shared by every worker: reserve() blocks until this caller's turn."""
 
-    def __init__(self, gcra, key, rate, burst, max_wait):
-        self.gcra, self.key = gcra, key
-        self.args = (burst, rate, "1s", "DELAY", max_wait)
+    def __init__(self, rl, key, rate, burst, max_wait):
+        self.rl, self.key = rl, key
+        self.rate, self.burst, self.max_wait = rate, burst, max_wait
 
     def reserve(self):
         while True:
-            allowed, _limit, _remaining, retry_ms, _reset_ms = self.gcra(self.key, *self.args)
-            if retry_ms < 0:
+            d = self.rl.gcra(self.key, self.burst, self.rate, "1s", delay=self.max_wait)
+            if d.retry_after is None:
                 raise ValueError("a job can never fit: the burst is below 1")
-            # Allowed: our turn comes in retry_ms (0: now). Rejected: the queue is
-            # longer than max_wait; try again when it has shrunk enough.
-            time.sleep(retry_ms / 1000)
-            if allowed:
+            # Allowed: our turn comes in retry_after ms (0: now). Rejected: the queue
+            # is longer than max_wait; try again when it has shrunk enough.
+            time.sleep(d.retry_after / 1000)
+            if d.allowed:
                 return
 
 
@@ -85,15 +72,15 @@ def send(url, job):
 def main():
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    backend, gcra = detect_backend(client)
-    if backend == "module":
+    rl = RateLimiter(client)
+    if rl.detect() == "module":
         log.info("rate limiter: the RL module (RL.GCRA … DELAY)")
     else:
         log.info("rate limiter: RL's Functions library (FCALL rl_gcra … DELAY), no module")
     url = os.environ.get("PARTNER_URL", "http://127.0.0.1:9000/")
     rate = int(os.environ.get("RL_RATE", "20"))
     schedule = Schedule(
-        gcra,
+        rl,
         "rl:partner:example",
         rate=rate,
         burst=int(os.environ.get("RL_BURST", "1")),

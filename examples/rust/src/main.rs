@@ -1,10 +1,11 @@
-//! Rate-limited HTTP server: tiny_http, the redis crate and one RL.BUCKET call per request,
-//! and a route (/report) of which at most RL_CONCURRENT run at once per user (RL.ACQUIRE
-//! when the request starts, RL.RELEASE when it ends).
+//! Rate-limited HTTP server: tiny_http, the redis crate and RL's typed client (rl-client):
+//! one token-bucket call per request (RL.BUCKET), and a route (/report) of which at most
+//! RL_CONCURRENT run at once per user (a lease: RL.ACQUIRE when the request starts,
+//! RL.RELEASE when it ends).
 //!
-//! Works unchanged with the RL module (RL.BUCKET) or, where MODULE LOAD is refused,
-//! RL's Functions library (FCALL rl_bucket, functions/rl.lua): it finds out which one
-//! the server has at start, and says so.
+//! Works unchanged with the RL module or, where MODULE LOAD is refused, RL's Functions
+//! library (functions/rl.lua): the client finds out which one the server has, and this
+//! server says so at start.
 //!
 //! Run:  cargo run --release
 //! Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8080),
@@ -15,97 +16,59 @@ use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use std::{env, sync::Arc, thread};
+
+use rl_client::{Acquire, Backend, Bucket, Decision, Error, Limiter};
 use tiny_http::{Header, Request, Response, Server};
 
-/// The reply of every RL command: allowed, limit, remaining, retry_after_ms, reset_after_ms.
-type Decision = (i64, u64, u64, i64, u64);
+/// A response with its body in memory.
+type Reply = Response<Cursor<Vec<u8>>>;
 
-/// Which RL the server has: the same arguments and reply either way.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    /// The module: `RL.BUCKET key …`.
-    Module,
-    /// The Functions library: `FCALL rl_bucket 1 key …`.
-    Library,
-}
-
-impl Backend {
-    /// The module if the server has RL.BUCKET, else the library. The probe takes
-    /// COST 0, which writes nothing.
-    fn detect(con: &mut redis::Connection) -> redis::RedisResult<Backend> {
-        let probe = ("rl:probe", 1, 1, "1s", "COST", 0);
-        match redis::cmd("RL.BUCKET")
-            .arg(probe)
-            .query::<redis::Value>(con)
-        {
-            Ok(_) => Ok(Backend::Module),
-            Err(e) if e.to_string().to_lowercase().contains("unknown command") => {
-                redis::cmd("FCALL")
-                    .arg("rl_bucket")
-                    .arg(1)
-                    .arg(probe)
-                    .query::<redis::Value>(con)?;
-                Ok(Backend::Library)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The call of RL command `name` (`RL.BUCKET`, or `FCALL rl_bucket 1`) for
-    /// `key`; the caller adds the parameters.
-    fn command(self, name: &str, key: String) -> redis::Cmd {
-        match self {
-            Backend::Module => {
-                let mut c = redis::cmd(name);
-                c.arg(key);
-                c
-            }
-            Backend::Library => {
-                let mut c = redis::cmd("FCALL");
-                c.arg(name.to_lowercase().replace('.', "_")).arg(1).arg(key);
-                c
-            }
-        }
-    }
-}
-
-struct Limiter {
+/// What every worker shares.
+struct Config {
     client: redis::Client,
     backend: Backend,
-    capacity: u64,
-    tokens: u64,
-    period: String, // RL durations: 1500ms, 60, 1m, ...
+    bucket: Bucket,
     concurrent: u64,
     report_ms: u64,
 }
 
-impl Limiter {
-    /// One command: Redis reads, decides and writes atomically, so every instance
-    /// of this server shares the same bucket without races.
-    fn check(
-        &self,
-        con: &mut Option<redis::Connection>,
-        user: &str,
-    ) -> redis::RedisResult<Decision> {
-        let mut call = self.backend.command("RL.BUCKET", format!("rl:api:{user}"));
-        call.arg(self.capacity).arg(self.tokens).arg(&self.period);
-        self.query(con, &call)
+/// One worker thread's limiter on its own connection (the sync client is one
+/// connection, not a pool), opened again after a connection error.
+struct Worker {
+    config: Arc<Config>,
+    rl: Option<Limiter<redis::Connection>>,
+}
+
+impl Worker {
+    /// The limiter, connecting first when there is none. The backend was found at
+    /// start, so no worker asks the server again.
+    fn limiter(&mut self) -> rl_client::Result<&mut Limiter<redis::Connection>> {
+        let rl = match self.rl.take() {
+            Some(rl) => rl,
+            None => {
+                let con = self
+                    .config
+                    .client
+                    .get_connection()
+                    .map_err(Error::Connection)?;
+                Limiter::with_backend(con, self.config.backend)
+            }
+        };
+        Ok(self.rl.insert(rl))
     }
 
-    /// Runs `call` on the worker's connection; opens it again after an error.
-    fn query<T: redis::FromRedisValue>(
-        &self,
-        con: &mut Option<redis::Connection>,
-        call: &redis::Cmd,
-    ) -> redis::RedisResult<T> {
-        if con.is_none() {
-            *con = Some(self.client.get_connection()?);
+    /// The answer to an error: `None` when Redis did not answer, to let the request
+    /// through (fail open: a Redis outage should not take the whole API down; answer
+    /// 503 instead where the limit protects something costly), and the next call opens
+    /// a new connection. RL's own errors (a bad setting) are a 500.
+    fn failed(&mut self, err: Error, what: &str) -> Option<Reply> {
+        if err.is_connection() {
+            self.rl = None;
+            eprintln!("{what} unavailable; letting the request through: {err}");
+            return None;
         }
-        let result = call.query(con.as_mut().unwrap());
-        if result.is_err() {
-            *con = None;
-        }
-        result
+        eprintln!("{what}: {err}");
+        Some(Response::from_string("rate limiter misconfigured\n").with_status_code(500))
     }
 }
 
@@ -119,97 +82,83 @@ fn lease_id() -> String {
     format!("{}-{nanos}-{n}", std::process::id())
 }
 
-/// Headers count whole seconds; round up so a client never retries too early.
-fn ceil_seconds(ms: u64) -> String {
-    ms.div_ceil(1000).to_string()
-}
-
 fn header(name: &str, value: impl Into<String>) -> Header {
     Header::from_bytes(name.as_bytes(), value.into().as_bytes()).unwrap()
 }
 
-/// A response with its body in memory.
-type Reply = Response<Cursor<Vec<u8>>>;
-
-/// The application's signature: the request, the limiter and this worker's Redis
-/// connection (for /report's leases), the user.
-type App = fn(&Request, &Limiter, &mut Option<redis::Connection>, &str) -> Reply;
-
 /// The application being protected: /report takes a while (at most
-/// `limiter.concurrent` at once per user), anything else answers at once.
-fn app(
-    request: &Request,
-    limiter: &Limiter,
-    con: &mut Option<redis::Connection>,
-    user: &str,
-) -> Response<Cursor<Vec<u8>>> {
+/// `config.concurrent` at once per user), anything else answers at once.
+fn app(request: &Request, worker: &mut Worker, user: &str) -> Reply {
     if request.url() != "/report" {
         return Response::from_string("Hello!\n");
     }
-    concurrency_limited(limiter, con, user, || {
-        thread::sleep(Duration::from_millis(limiter.report_ms)); // a slow export
+    let report_ms = worker.config.report_ms;
+    concurrency_limited(worker, user, || {
+        thread::sleep(Duration::from_millis(report_ms)); // a slow export
         Response::from_string("Report ready\n")
     })
 }
 
-/// Middleware: at most `limiter.concurrent` runs of `work` at once per user; 503 when
-/// all slots are taken. Each run holds a lease named by its own id, which ends by
-/// itself after 30 s (the longest a report may run): a crash never keeps a slot.
-fn concurrency_limited(
-    limiter: &Limiter,
-    con: &mut Option<redis::Connection>,
-    user: &str,
-    work: impl FnOnce() -> Response<Cursor<Vec<u8>>>,
-) -> Response<Cursor<Vec<u8>>> {
-    let (key, lease) = (format!("rl:concurrent:{user}"), lease_id());
-    let mut acquire = limiter.backend.command("RL.ACQUIRE", key.clone());
-    acquire.arg(limiter.concurrent).arg("30s").arg(&lease);
-    let (allowed, limit, remaining, retry_after_ms, _): Decision =
-        match limiter.query(con, &acquire) {
-            Ok(decision) => decision,
-            Err(err) => {
-                eprintln!("concurrency limiter unavailable; letting the request through: {err}");
-                return work();
-            }
-        };
-    let retry = ceil_seconds(u64::try_from(retry_after_ms).unwrap_or(0));
-    let mut response = if allowed == 1 {
-        let response = work();
-        let mut release = limiter.backend.command("RL.RELEASE", key);
-        release.arg(&lease);
-        if let Err(err) = limiter.query::<i64>(con, &release) {
-            eprintln!("could not release {lease} (it ends by itself): {err}");
-        }
-        response
-    } else {
-        Response::from_string("Too many reports running; try again shortly\n")
-            .with_status_code(503)
-            .with_header(header("Retry-After", retry.clone()))
-    };
-    // IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers), in concurrent requests.
-    response.add_header(header(
-        "RateLimit-Policy",
-        format!("\"concurrency\";q={limit};qu=\"concurrent-requests\""),
-    ));
-    let wait = if allowed == 1 {
-        String::new()
-    } else {
-        format!(";t={retry}")
-    };
-    response.add_header(header(
-        "RateLimit",
-        format!("\"concurrency\";r={remaining}{wait}"),
-    ));
-    response
+/// The IETF fields for a limit on requests at once. (The client's headers() describe a
+/// rate, q units per w seconds; a lease limit is q at once, which
+/// draft-ietf-httpapi-ratelimit-headers writes with the unit "concurrent-requests".)
+fn concurrency_fields(d: &Decision) -> Vec<Header> {
+    let retry = d
+        .headers()
+        .into_iter()
+        .find(|(name, _)| *name == "Retry-After"); // when the soonest lease ends
+    let wait = retry
+        .as_ref()
+        .map_or(String::new(), |(_, s)| format!(";t={s}"));
+    let mut fields = vec![
+        header(
+            "RateLimit-Policy",
+            format!("\"concurrency\";q={};qu=\"concurrent-requests\"", d.limit),
+        ),
+        header(
+            "RateLimit",
+            format!("\"concurrency\";r={}{wait}", d.remaining),
+        ),
+    ];
+    fields.extend(retry.map(|(name, value)| header(name, value)));
+    fields
 }
 
-/// Middleware: asks the limiter, then answers 429 or runs `app`, with RateLimit-* headers on both.
-fn rate_limited(
-    request: &Request,
-    limiter: &Limiter,
-    con: &mut Option<redis::Connection>,
-    app: App,
-) -> Response<Cursor<Vec<u8>>> {
+/// Middleware: at most `config.concurrent` runs of `work` at once per user; 503 when
+/// all slots are taken. Each run holds a lease named by its own id, which ends by
+/// itself after 30 s (the longest a report may run): a crash never keeps a slot.
+fn concurrency_limited(worker: &mut Worker, user: &str, work: impl FnOnce() -> Reply) -> Reply {
+    let key = format!("rl:concurrent:{user}");
+    let acquire = Acquire::new(worker.config.concurrent, "30s", lease_id());
+    let err = match worker.limiter().and_then(|rl| rl.lease(&key, &acquire)) {
+        Ok(lease) => {
+            let fields = concurrency_fields(lease.decision());
+            let mut response = if lease.held() {
+                let response = work();
+                // Also released when `lease` is dropped, but then an error goes unseen.
+                if let Err(err) = lease.release() {
+                    eprintln!("could not release {key} (it ends by itself): {err}");
+                }
+                response
+            } else {
+                Response::from_string("Too many reports running; try again shortly\n")
+                    .with_status_code(503)
+            };
+            for field in fields {
+                response.add_header(field);
+            }
+            return response;
+        }
+        Err(err) => err,
+    };
+    worker
+        .failed(err, "concurrency limiter")
+        .unwrap_or_else(work)
+}
+
+/// Middleware: asks the limiter, then answers 429 or runs `app`, with the client's
+/// RateLimit fields on both.
+fn rate_limited(request: &Request, worker: &mut Worker) -> Reply {
     // X-User stands in for an authenticated user id; trust such a header only
     // behind your own auth. Without it, limit by the client's address.
     let user = request
@@ -220,31 +169,30 @@ fn rate_limited(
         .or_else(|| request.remote_addr().map(|a| a.ip().to_string()))
         .unwrap_or_else(|| "unknown".into());
 
-    let (allowed, limit, remaining, retry_after_ms, reset_after_ms) =
-        match limiter.check(con, &user) {
-            Ok(decision) => decision,
-            Err(err) => {
-                // Fail open: a Redis outage should not take the whole API down.
-                // Answer 503 here instead if the limit protects something costly.
-                eprintln!("rate limiter unavailable; letting the request through: {err}");
-                return app(request, limiter, con, &user);
-            }
-        };
-
-    let mut response = if allowed == 1 {
-        app(request, limiter, con, &user)
-    } else {
-        let mut response = Response::from_string("Too Many Requests\n").with_status_code(429);
-        // retry_after_ms is -1 when the call can never succeed (cost > capacity).
-        if let Ok(ms) = u64::try_from(retry_after_ms) {
-            response.add_header(header("Retry-After", ceil_seconds(ms)));
+    // One command: Redis reads, decides and writes atomically, so every instance
+    // of this server shares the same bucket without races.
+    let bucket = worker.config.bucket.clone();
+    let d = match worker
+        .limiter()
+        .and_then(|rl| rl.bucket(format!("rl:api:{user}"), &bucket))
+    {
+        Ok(d) => d,
+        Err(err) => {
+            return worker
+                .failed(err, "rate limiter")
+                .unwrap_or_else(|| app(request, worker, &user))
         }
-        response
     };
-    // Set on every response, so clients can pace themselves before hitting 429.
-    response.add_header(header("RateLimit-Limit", limit.to_string()));
-    response.add_header(header("RateLimit-Remaining", remaining.to_string()));
-    response.add_header(header("RateLimit-Reset", ceil_seconds(reset_after_ms)));
+    let mut response = if d.allowed {
+        app(request, worker, &user)
+    } else {
+        Response::from_string("Too Many Requests\n").with_status_code(429)
+    };
+    // RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected: on
+    // every response, so clients can pace themselves before they are refused.
+    for (name, value) in d.headers() {
+        response.add_header(header(name, value));
+    }
     response
 }
 
@@ -261,23 +209,24 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 fn main() {
     let url: String = env_or("REDIS_URL", "redis://127.0.0.1:6379".into());
     let client = redis::Client::open(url).expect("REDIS_URL is not a valid Redis URL");
+    // Which RL the server has, asked once: the module or the Functions library.
     let backend = client
         .get_connection()
-        .and_then(|mut con| Backend::detect(&mut con))
-        .expect("cannot reach Redis to find RL (module or library)");
+        .map_err(Error::Connection)
+        .and_then(|con| Limiter::new(con).backend())
+        .unwrap_or_else(|err| panic!("cannot find RL on the server: {err}"));
     println!(
         "{}",
         match backend {
-            Backend::Module => "rate limiter: the RL module (RL.BUCKET)",
-            Backend::Library => "rate limiter: RL's Functions library (FCALL rl_bucket), no module",
+            Backend::Module => "rate limiter: the RL module",
+            Backend::Library => "rate limiter: RL's Functions library, no module",
         }
     );
-    let limiter = Arc::new(Limiter {
+    let period: String = env_or("RL_PERIOD", "1s".into()); // RL durations: 1500ms, 60, 1m, ...
+    let config = Arc::new(Config {
         client,
         backend,
-        capacity: env_or("RL_CAPACITY", 5),
-        tokens: env_or("RL_TOKENS", 1),
-        period: env_or("RL_PERIOD", "1s".into()),
+        bucket: Bucket::new(env_or("RL_CAPACITY", 5), env_or("RL_TOKENS", 1), period),
         concurrent: env_or("RL_CONCURRENT", 2),
         report_ms: env_or("RL_REPORT_MS", 1000),
     });
@@ -285,15 +234,17 @@ fn main() {
     let server = Arc::new(Server::http(&addr).expect("cannot listen"));
     println!("listening on http://{addr}");
 
-    // A few worker threads, each with its own Redis connection (the sync client
-    // is one connection, not a pool).
+    // A few worker threads, each with its own limiter and connection.
     let workers: Vec<_> = (0..4)
         .map(|_| {
-            let (server, limiter) = (server.clone(), limiter.clone());
+            let server = server.clone();
+            let mut worker = Worker {
+                config: config.clone(),
+                rl: None,
+            };
             thread::spawn(move || {
-                let mut con = None;
                 for request in server.incoming_requests() {
-                    let response = rate_limited(&request, &limiter, &mut con, app);
+                    let response = rate_limited(&request, &mut worker);
                     let _ = request.respond(response); // the client may have gone
                 }
             })

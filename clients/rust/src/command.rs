@@ -165,7 +165,7 @@ pub(crate) fn throttle(backend: Backend, key: &[u8], t: &Throttle) -> Result<Pre
     }
     let mut c = cmd("CL.THROTTLE");
     c.arg(key);
-    t.write_params(&mut c);
+    t.write_fields(&mut c);
     Ok(Prepared {
         cmd: c,
         expect: Expect::Throttle,

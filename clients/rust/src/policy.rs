@@ -56,6 +56,20 @@ pub(crate) trait Params {
 }
 
 macro_rules! charges {
+    (units) => {
+        charges! {
+            cost => Cost, "`COST n`: take n units (0 inspects).";
+            refund => Refund, "`REFUND n`: give back up to n units.";
+            debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
+        }
+    };
+    (tokens) => {
+        charges! {
+            cost => Cost, "`COST n`: take n tokens (0 inspects).";
+            refund => Refund, "`REFUND n`: give back up to n tokens.";
+            debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
+        }
+    };
     ($($method:ident => $variant:ident, $doc:literal;)*) => {
         $(
             #[doc = $doc]
@@ -106,61 +120,37 @@ macro_rules! kind {
     (convert bytes, $v:expr) => { $v.as_ref().to_vec() };
 }
 
+/// `Params::charge` of a struct that keeps a charge (the default answers none).
+macro_rules! charged {
+    () => {
+        fn charge(&self) -> Option<Charge> {
+            self.charge
+        }
+    };
+}
+
+macro_rules! uncharged {
+    () => {};
+}
+
 /// Declares a command's parameter struct: its required fields (the constructor's
-/// arguments, sent in this order), its optional ones (each with a builder, sent
-/// after, behind its word if it has one), its `COST`/`REFUND`/`DEBIT` builders
-/// (the struct then keeps a private charge), and with `names` its [`Params`].
+/// arguments, sent in this order), its `COST`/`REFUND`/`DEBIT` builders (the struct
+/// then keeps a private charge), its optional fields (each with a builder, sent
+/// after the required ones, behind its word if it has one), and with `names` its
+/// [`Params`].
 macro_rules! params {
     (
-        $(#[$meta:meta])*
-        struct $name:ident { $($fields:tt)* }
-        $(options { $($options:tt)* })?
-        $(#[$new_doc:meta])*
-        fn new;
-        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident;)?
-        charges { $($charges:tt)+ }
-    ) => {
-        params! {
-            @decl [charge: Option<Charge>,] [charge: None,] [$($charges)+]
-            $(#[$meta])* struct $name { $($fields)* }
-            $(options { $($options)* })?
-            $(#[$new_doc])* fn new;
-        }
-        $(params! {
-            @impl $name, $command, $function, $word, $limit, $window,
-            fn charge(&self) -> Option<Charge> {
-                self.charge
-            }
-        })?
-    };
-    (
-        $(#[$meta:meta])*
-        struct $name:ident { $($fields:tt)* }
-        $(options { $($options:tt)* })?
-        $(#[$new_doc:meta])*
-        fn new;
-        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident;)?
-    ) => {
-        params! {
-            @decl [] [] []
-            $(#[$meta])* struct $name { $($fields)* }
-            $(options { $($options)* })?
-            $(#[$new_doc])* fn new;
-        }
-        $(params! { @impl $name, $command, $function, $word, $limit, $window, })?
-    };
-    (
-        @decl [$($charge_field:tt)*] [$($charge_init:tt)*] [$($charges:tt)*]
-        $(#[$meta:meta])*
-        struct $name:ident {
+        @decl [$(#[$meta:meta])* struct $name:ident {
             $($(#[$doc:meta])* $field:ident: $kind:ident,)*
-        }
+        }]
+        [$($charge_field:tt)*] [$($charge_init:tt)*] $charged:ident [$($charges:tt)*]
         $(options {
             $($(#[$odoc:meta])* $opt:ident: $okind:ident $([$oword:literal])?,
                 $(#[$bdoc:meta])* fn $builder_arg:ident;)*
         })?
         $(#[$new_doc:meta])*
         fn new;
+        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident;)?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,6 +169,7 @@ macro_rules! params {
                     $($charge_init)*
                 }
             }
+            charges! { $($charges)* }
             $($(
                 $(#[$bdoc])*
                 #[must_use]
@@ -187,7 +178,6 @@ macro_rules! params {
                     self
                 }
             )*)?
-            charges! { $($charges)* }
 
             /// The arguments after the key (and, for a GCRA, its DELAY).
             pub(crate) fn write_fields(&self, cmd: &mut Cmd) {
@@ -200,30 +190,37 @@ macro_rules! params {
                 )*)?
             }
         }
-    };
-    (
-        @impl $name:ident, $command:literal, $function:literal, $word:literal, $limit:ident, $window:ident,
-        $($charge:tt)*
-    ) => {
-        impl Params for $name {
-            fn names(&self) -> Names {
-                Names {
-                    command: $command,
-                    function: $function,
-                    word: $word,
+
+        $(
+            impl Params for $name {
+                fn names(&self) -> Names {
+                    Names {
+                        command: $command,
+                        function: $function,
+                        word: $word,
+                    }
+                }
+                fn write_params(&self, cmd: &mut Cmd) {
+                    self.write_fields(cmd);
+                }
+                $charged!();
+                fn limit(&self) -> u64 {
+                    self.$limit
+                }
+                fn window(&self) -> Option<Duration> {
+                    self.$window.as_duration()
                 }
             }
-            fn write_params(&self, cmd: &mut Cmd) {
-                self.write_fields(cmd);
-            }
-            $($charge)*
-            fn limit(&self) -> u64 {
-                self.$limit
-            }
-            fn window(&self) -> Option<Duration> {
-                self.$window.as_duration()
-            }
+        )?
+    };
+    ($(#[$meta:meta])* struct $name:ident $fields:tt charges { $($charges:tt)+ } $($rest:tt)*) => {
+        params! {
+            @decl [$(#[$meta])* struct $name $fields]
+            [charge: Option<Charge>,] [charge: None,] charged [$($charges)+] $($rest)*
         }
+    };
+    ($(#[$meta:meta])* struct $name:ident $fields:tt $($rest:tt)*) => {
+        params! { @decl [$(#[$meta])* struct $name $fields] [] [] uncharged [] $($rest)* }
     };
 }
 
@@ -235,14 +232,10 @@ params! {
         /// The window (RL.PENALTY: the window strikes are counted in).
         window: period,
     }
+    charges { units }
     /// `limit` units per `window` (epoch-aligned windows).
     fn new;
     names "RL.FIXED", "rl_fixed", "FIXED"; limit limit; window window;
-    charges {
-        cost => Cost, "`COST n`: take n units (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n units.";
-        debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
-    }
 }
 
 params! {
@@ -253,13 +246,13 @@ params! {
         /// The window (RL.PENALTY: the window strikes are counted in).
         window: period,
     }
-    /// At most `limit` units in any `window`.
-    fn new;
-    names "RL.SLIDING", "rl_sliding", "SLIDING"; limit limit; window window;
     charges {
         cost => Cost, "`COST n`: take n units (0 inspects).";
         refund => Refund, "`REFUND n`: give back up to n units (the newest).";
     }
+    /// At most `limit` units in any `window`.
+    fn new;
+    names "RL.SLIDING", "rl_sliding", "SLIDING"; limit limit; window window;
 }
 
 params! {
@@ -271,14 +264,10 @@ params! {
         /// The window (RL.PENALTY: the window strikes are counted in).
         window: period,
     }
+    charges { units }
     /// About `limit` units in any `window`.
     fn new;
     names "RL.SLIDINGCOUNTER", "rl_slidingcounter", "SLIDINGCOUNTER"; limit limit; window window;
-    charges {
-        cost => Cost, "`COST n`: take n units (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n units.";
-        debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
-    }
 }
 
 params! {
@@ -291,14 +280,14 @@ params! {
         /// The period tokens are added over.
         period: period,
     }
-    /// At most `capacity` tokens, `tokens` more every `period`.
-    fn new;
-    names "RL.BUCKET", "rl_bucket", "BUCKET"; limit capacity; window period;
     charges {
         cost => Cost, "`COST n`: take n tokens (0 inspects).";
         refund => Refund, "`REFUND n`: give back up to n tokens.";
         debit => Debit, "`DEBIT n`: take n tokens even below zero.";
     }
+    /// At most `capacity` tokens, `tokens` more every `period`.
+    fn new;
+    names "RL.BUCKET", "rl_bucket", "BUCKET"; limit capacity; window period;
 }
 
 params! {
@@ -312,6 +301,7 @@ params! {
         /// The period tokens are added over.
         period: period,
     }
+    charges { tokens }
     options {
         /// `DELAY max`: schedule instead of reject, up to `max` ahead (the reply's
         /// retry_after is then the wait before acting).
@@ -322,11 +312,6 @@ params! {
     /// `capacity` at once, `tokens` more every `period`.
     fn new;
     names "RL.GCRA", "rl_gcra", "GCRA"; limit capacity; window period;
-    charges {
-        cost => Cost, "`COST n`: take n tokens (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n tokens.";
-        debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
-    }
 }
 
 params! {
@@ -358,12 +343,12 @@ params! {
         /// The longest block; also how long a blocked offender is remembered.
         max: period,
     }
-    /// Block after `strikes` strikes in `window`, for `block`, doubling up to `max`.
-    fn new;
-    names "RL.PENALTY", "rl_penalty", "PENALTY"; limit strikes; window window;
     charges {
         cost => Cost, "`COST n`: record n strikes (0 only looks).";
     }
+    /// Block after `strikes` strikes in `window`, for `block`, doubling up to `max`.
+    fn new;
+    names "RL.PENALTY", "rl_penalty", "PENALTY"; limit strikes; window window;
 }
 
 params! {
@@ -384,15 +369,11 @@ params! {
         /// The period tokens are added over.
         period: period,
     }
+    charges { tokens }
     /// `tenant` (1 to 256 bytes) with `weight` in a limiter of `capacity` at once,
     /// `tokens` more every `period`.
     fn new;
     names "RL.SHARE", "rl_share", "SHARE"; limit capacity; window period;
-    charges {
-        cost => Cost, "`COST n`: take n tokens (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n tokens.";
-        debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
-    }
 }
 
 params! {

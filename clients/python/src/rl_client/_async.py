@@ -5,7 +5,6 @@ Only the I/O: the commands, their replies and what a failure becomes are in ``_c
 from __future__ import annotations
 
 import uuid
-from types import TracebackType
 from typing import Any, Awaitable, Optional, Union
 
 from ._core import (
@@ -110,12 +109,7 @@ class AsyncPipeline(PipelineBase["AsyncPipeline"]):
     async def __aenter__(self) -> "AsyncPipeline":
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.reset()
 
 
@@ -149,10 +143,5 @@ class AsyncLease(LeaseBase[AsyncRateLimiter]):
         await self.acquire()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.release()

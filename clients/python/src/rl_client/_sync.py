@@ -5,7 +5,6 @@ replies and what a failure becomes are in ``_core``."""
 from __future__ import annotations
 
 import uuid
-from types import TracebackType
 from typing import Any, Optional, Union
 
 from ._core import (
@@ -119,12 +118,7 @@ class Pipeline(PipelineBase["Pipeline"]):
     def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.reset()
 
 
@@ -153,10 +147,5 @@ class Lease(LeaseBase[RateLimiter]):
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()

@@ -623,50 +623,38 @@ function fallback(argv, plan, allowed, error) {
   return result;
 }
 
+// `limit window` commands (RL.FIXED, RL.SLIDING, RL.SLIDINGCOUNTER): their builder.
+function windowed(command, fn) {
+  return (lib, key, limit, window, opts) => {
+    const k = keyArg(key);
+    const l = intArg(limit, 'limit');
+    const w = durationArg(window, 'window');
+    const argv = lib ? ['FCALL', fn, '1', k, l, w] : [command, k, l, w];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
+  };
+}
+
+// `capacity tokens period` commands (RL.BUCKET, RL.GCRA with its DELAY): their builder.
+function rated(command, fn, allowDelay) {
+  return (lib, key, capacity, tokens, period, opts) => {
+    const k = keyArg(key);
+    const c = intArg(capacity, 'capacity');
+    const t = intArg(tokens, 'tokens');
+    const p = durationArg(period, 'period');
+    const argv = lib ? ['FCALL', fn, '1', k, c, t, p] : [command, k, c, t, p];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, allowDelay);
+    return argv;
+  };
+}
+
 // Argument builders, shared by RateLimiter and Pipeline; `lib`: build the library form.
 const build = {
-  fixed(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_fixed', '1', k, l, w] : ['RL.FIXED', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  sliding(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_sliding', '1', k, l, w] : ['RL.SLIDING', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  slidingCounter(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_slidingcounter', '1', k, l, w] : ['RL.SLIDINGCOUNTER', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  bucket(lib, key, capacity, tokens, period, opts) {
-    const k = keyArg(key);
-    const c = intArg(capacity, 'capacity');
-    const t = intArg(tokens, 'tokens');
-    const p = durationArg(period, 'period');
-    const argv = lib ? ['FCALL', 'rl_bucket', '1', k, c, t, p] : ['RL.BUCKET', k, c, t, p];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  gcra(lib, key, capacity, tokens, period, opts) {
-    const k = keyArg(key);
-    const c = intArg(capacity, 'capacity');
-    const t = intArg(tokens, 'tokens');
-    const p = durationArg(period, 'period');
-    const argv = lib ? ['FCALL', 'rl_gcra', '1', k, c, t, p] : ['RL.GCRA', k, c, t, p];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, true);
-    return argv;
-  },
+  fixed: windowed('RL.FIXED', 'rl_fixed'),
+  sliding: windowed('RL.SLIDING', 'rl_sliding'),
+  slidingCounter: windowed('RL.SLIDINGCOUNTER', 'rl_slidingcounter'),
+  bucket: rated('RL.BUCKET', 'rl_bucket', false),
+  gcra: rated('RL.GCRA', 'rl_gcra', true),
   // Always the module form: the library has no CL.THROTTLE (refused at send time).
   throttle(lib, key, maxBurst, count, period, quantity) {
     const argv = ['CL.THROTTLE', keyArg(key), intArg(maxBurst, 'maxBurst'), intArg(count, 'count'), durationArg(period, 'period')];

@@ -60,7 +60,7 @@ impl<C: ConnectionLike> AsyncLimiter<C> {
         }
     }
 
-    limiter_api!([async] [.await] query_async);
+    limiter_api!(async [async] [.await] query_async);
 
     /// The backend: detected once (`COMMAND INFO rl.gcra`, else `FUNCTION LIST
     /// LIBRARYNAME rl`), then cached for this limiter and its clones.

@@ -72,11 +72,31 @@ impl Reply {
     }
 }
 
+/// The one-key calls of a limiter, blocking (`sync`) or `async`: each decides with
+/// its parameters.
+macro_rules! decision_calls {
+    ($mode:ident; $($method:ident($t:ty) $doc:literal;)*) => {
+        $(decision_calls!(@one $mode $method $t, $doc);)*
+    };
+    (@one sync $method:ident $t:ty, $doc:literal) => {
+        #[doc = $doc]
+        pub fn $method(&mut self, key: impl AsRef<[u8]>, params: &$t) -> Result<Decision> {
+            self.decide(key.as_ref(), params)
+        }
+    };
+    (@one async $method:ident $t:ty, $doc:literal) => {
+        #[doc = $doc]
+        pub async fn $method(&mut self, key: impl AsRef<[u8]>, params: &$t) -> Result<Decision> {
+            self.decide(key.as_ref(), params).await
+        }
+    };
+}
+
 /// The methods of a limiter (a struct with `con`, `fail` and a `backend()` method),
-/// given `[async]` or nothing, `[.await]` or nothing, and the `redis::Cmd` and
-/// `redis::Pipeline` query method to send with.
+/// given `sync` or `async`, `[async]` or nothing, `[.await]` or nothing, and the
+/// `redis::Cmd` and `redis::Pipeline` query method to send with.
 macro_rules! limiter_api {
-    ([$($async:tt)*] [$($await:tt)*] $query:ident) => {
+    ($mode:ident [$($async:tt)*] [$($await:tt)*] $query:ident) => {
         /// What a connection error becomes (default [`FailMode::Error`]).
         #[must_use]
         pub fn fail_mode(mut self, mode: FailMode) -> Self {
@@ -155,45 +175,16 @@ macro_rules! limiter_api {
             self.call(|b| Ok(command::single(b, key, params)))$($await)*?.into_decision()
         }
 
-        /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`.
-        pub $($async)* fn fixed(&mut self, key: impl AsRef<[u8]>, params: &Fixed) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.SLIDING key limit window [COST n | REFUND n]`.
-        pub $($async)* fn sliding(&mut self, key: impl AsRef<[u8]>, params: &Sliding) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`.
-        pub $($async)* fn sliding_counter(&mut self, key: impl AsRef<[u8]>, params: &SlidingCounter) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`.
-        pub $($async)* fn bucket(&mut self, key: impl AsRef<[u8]>, params: &Bucket) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`.
-        pub $($async)* fn gcra(&mut self, key: impl AsRef<[u8]>, params: &Gcra) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.ACQUIRE key limit ttl id`: take or renew a lease (see [`Self::lease`] for
-        /// a guard).
-        pub $($async)* fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.PENALTY key strikes window block max [COST n]`.
-        pub $($async)* fn penalty(&mut self, key: impl AsRef<[u8]>, params: &Penalty) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
-        }
-
-        /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`.
-        pub $($async)* fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
-            self.decide(key.as_ref(), params)$($await)*
+        decision_calls! {
+            $mode;
+            fixed(Fixed) "`RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`.";
+            sliding(Sliding) "`RL.SLIDING key limit window [COST n | REFUND n]`.";
+            sliding_counter(SlidingCounter) "`RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`.";
+            bucket(Bucket) "`RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`.";
+            gcra(Gcra) "`RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`.";
+            acquire(Acquire) "`RL.ACQUIRE key limit ttl id`: take or renew a lease (see [`Self::lease`] for a guard).";
+            penalty(Penalty) "`RL.PENALTY key strikes window block max [COST n]`.";
+            share(Share) "`RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`.";
         }
 
         /// `CL.THROTTLE key max_burst count period [quantity]` (module only:

@@ -55,7 +55,7 @@ impl<C: ConnectionLike> Limiter<C> {
         }
     }
 
-    limiter_api!([] [] query);
+    limiter_api!(sync [] [] query);
 
     /// The backend: detected once (`COMMAND INFO rl.gcra`, else `FUNCTION LIST
     /// LIBRARYNAME rl`), then cached. [`Error::NotLoaded`] when neither is there.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import (
     Any,
     Callable,
+    Generator,
     Generic,
     Iterable,
     Literal,
@@ -180,13 +181,18 @@ def has_command(info: Any) -> bool:
     return bool(info)
 
 
-#: The probes of detection, in order: the module's command, else the library.
-PROBE_MODULE: tuple[str, ...] = ("COMMAND INFO", "rl.gcra")
-PROBE_LIBRARY: tuple[str, ...] = ("FUNCTION LIST", "LIBRARYNAME", "rl")
-
-
 def not_loaded() -> NotLoadedError:
     return NotLoadedError(NOT_LOADED_HELP)
+
+
+def detection() -> Generator[tuple[str, ...], Any, Backend]:
+    """Backend detection without its I/O: yields each probe to send and takes its reply;
+    returns the backend (``NotLoadedError`` when neither is there)."""
+    if has_command((yield ("COMMAND INFO", "rl.gcra"))):
+        return "module"
+    if (yield ("FUNCTION LIST", "LIBRARYNAME", "rl")):
+        return "library"
+    raise not_loaded()
 
 
 def raise_typed(err: BaseException) -> NoReturn:

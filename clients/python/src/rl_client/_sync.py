@@ -7,19 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Optional, Union
 
-from ._core import (
-    PROBE_LIBRARY,
-    PROBE_MODULE,
-    Backend,
-    LeaseBase,
-    LimiterBase,
-    PipelineBase,
-    Spec,
-    has_command,
-    not_loaded,
-    raise_typed,
-    results,
-)
+from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Spec, detection, raise_typed, results
 from ._types import AllDecision, Decision, Duration, Key, Throttle
 
 __all__ = ["RateLimiter", "Pipeline", "Lease"]
@@ -45,19 +33,17 @@ class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
         it has neither."""
         if self._backend is not None:
             return self._backend
-        client, kw = self.client, self._probe
+        client, kw, steps = self.client, self._probe, detection()
         try:
-            backend: Backend
-            if has_command(client.execute_command(*PROBE_MODULE, **kw)):
-                backend = "module"
-            elif client.execute_command(*PROBE_LIBRARY, **kw):
-                backend = "library"
-            else:
-                raise not_loaded()
+            reply = None
+            while True:
+                reply = client.execute_command(*steps.send(reply), **kw)
+        except StopIteration as done:
+            backend: Backend = done.value
+            self._backend = backend
+            return backend
         except Exception as err:
             raise_typed(err)
-        self._backend = backend
-        return backend
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
         try:

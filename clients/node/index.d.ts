@@ -59,26 +59,31 @@ export interface RateLimitHeaders {
   [name: string]: string | undefined;
 }
 
-/** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
-export declare class Decision {
-  constructor(reply: ArrayLike<number>, window?: Duration | null);
-  /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
-  readonly reply: ArrayLike<number>;
+/** What Decision and ThrottleDecision share: a typed five-integer reply. */
+export interface FiveIntegers {
   readonly allowed: boolean;
   readonly limit: number;
   readonly remaining: number;
-  /** ms until the same call can pass; 0 when allowed (with DELAY: the wait); null when it never can. */
-  readonly retryAfter: number | null;
-  /** ms until the limiter is back to its initial state. */
-  readonly resetAfter: number;
   /** The call's window / period / ttl in ms, when known (RateLimit-Policy's w). */
   readonly window: number | null;
   /** Set when the decision was made up after a connection error (onConnectionError allow/deny). */
   readonly error?: RLConnectionError;
   /** RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected and a retry can pass. */
   headers(policyName?: string): RateLimitHeaders;
+}
+
+/** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
+export declare class Decision {
+  constructor(reply: ArrayLike<number>, window?: Duration | null);
+  /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
+  readonly reply: ArrayLike<number>;
+  /** ms until the same call can pass; 0 when allowed (with DELAY: the wait); null when it never can. */
+  readonly retryAfter: number | null;
+  /** ms until the limiter is back to its initial state. */
+  readonly resetAfter: number;
   toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null };
 }
+export interface Decision extends FiveIntegers {}
 
 /** RL.ALL: the combined decision, and each key's (decisions[i] for keys[i]). */
 export declare class AllDecision extends Decision {
@@ -92,16 +97,11 @@ export declare class ThrottleDecision {
   /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
   readonly reply: ArrayLike<number>;
   readonly limited: boolean;
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
   /** Seconds until a retry can pass; null when allowed, or when it never can. */
   readonly retryAfterSeconds: number | null;
   readonly resetAfterSeconds: number;
-  readonly window: number | null;
-  readonly error?: RLConnectionError;
-  headers(policyName?: string): RateLimitHeaders;
 }
+export interface ThrottleDecision extends FiveIntegers {}
 
 /** One RL.ALL policy, built by `policies.*`. */
 export declare class Policy {

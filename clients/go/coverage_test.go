@@ -2,6 +2,7 @@ package rl
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"reflect"
 	"testing"

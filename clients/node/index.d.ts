@@ -59,26 +59,31 @@ export interface RateLimitHeaders {
   [name: string]: string | undefined;
 }
 
-/** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
-export declare class Decision {
-  constructor(reply: ArrayLike<number>, window?: Duration | null);
-  /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
-  readonly reply: ArrayLike<number>;
+/** What Decision and ThrottleDecision share: a typed five-integer reply. */
+export interface FiveIntegers {
   readonly allowed: boolean;
   readonly limit: number;
   readonly remaining: number;
-  /** ms until the same call can pass; 0 when allowed (with DELAY: the wait); null when it never can. */
-  readonly retryAfter: number | null;
-  /** ms until the limiter is back to its initial state. */
-  readonly resetAfter: number;
   /** The call's window / period / ttl in ms, when known (RateLimit-Policy's w). */
   readonly window: number | null;
   /** Set when the decision was made up after a connection error (onConnectionError allow/deny). */
   readonly error?: RLConnectionError;
   /** RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected and a retry can pass. */
   headers(policyName?: string): RateLimitHeaders;
+}
+
+/** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
+export declare class Decision {
+  constructor(reply: ArrayLike<number>, window?: Duration | null);
+  /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
+  readonly reply: ArrayLike<number>;
+  /** ms until the same call can pass; 0 when allowed (with DELAY: the wait); null when it never can. */
+  readonly retryAfter: number | null;
+  /** ms until the limiter is back to its initial state. */
+  readonly resetAfter: number;
   toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null };
 }
+export interface Decision extends FiveIntegers {}
 
 /** RL.ALL: the combined decision, and each key's (decisions[i] for keys[i]). */
 export declare class AllDecision extends Decision {
@@ -92,16 +97,11 @@ export declare class ThrottleDecision {
   /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
   readonly reply: ArrayLike<number>;
   readonly limited: boolean;
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
   /** Seconds until a retry can pass; null when allowed, or when it never can. */
   readonly retryAfterSeconds: number | null;
   readonly resetAfterSeconds: number;
-  readonly window: number | null;
-  readonly error?: RLConnectionError;
-  headers(policyName?: string): RateLimitHeaders;
 }
+export interface ThrottleDecision extends FiveIntegers {}
 
 /** One RL.ALL policy, built by `policies.*`. */
 export declare class Policy {
@@ -177,61 +177,31 @@ export declare class Lease {
 /** A result slot of Pipeline.exec(): the call's result, or the error it got. */
 export type Settled<T> = T | RLError;
 
-/** Queued calls, sent in one round trip by exec(). */
-export declare class Pipeline<R extends unknown[] = []> {
-  readonly length: number;
-  fixed(key: Key, limit: Integer, window: Duration, opts?: CostOptions): Pipeline<[...R, Decision]>;
-  sliding(key: Key, limit: Integer, window: Duration, opts?: SlidingOptions): Pipeline<[...R, Decision]>;
-  slidingCounter(key: Key, limit: Integer, window: Duration, opts?: CostOptions): Pipeline<[...R, Decision]>;
-  bucket(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: CostOptions): Pipeline<[...R, Decision]>;
-  gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: GcraOptions): Pipeline<[...R, Decision]>;
-  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): Pipeline<[...R, ThrottleDecision]>;
-  all(entries: readonly AllEntry[], opts?: CostOptions): Pipeline<[...R, AllDecision]>;
-  acquire(key: Key, limit: Integer, ttl: Duration, id: string | Buffer): Pipeline<[...R, Decision]>;
-  release(key: Key, id: string | Buffer): Pipeline<[...R, boolean]>;
-  penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, opts?: PenaltyOptions): Pipeline<[...R, Decision]>;
-  share(
-    key: Key,
-    tenant: string | Buffer,
-    weight: Integer,
-    capacity: Integer,
-    tokens: Integer,
-    period: Duration,
-    opts?: CostOptions,
-  ): Pipeline<[...R, Decision]>;
-  /** One result per queued call, in order: its decision, or the RLError it got. */
-  exec(): Promise<{ [K in keyof R]: Settled<R[K]> }>;
-}
-
-export declare class RateLimiter {
-  constructor(client: RedisLike, options?: LimiterOptions);
-  readonly adapter: Adapter;
-  /** 'module' or 'library', learnt on first use and cached (or forced). */
-  backend(): Promise<Backend>;
-  /** Whether the server's RL has `command`, e.g. 'RL.SHARE'. */
-  supports(command: string): Promise<boolean>;
-  pipeline(): Pipeline<[]>;
-
+/**
+ * Every RL command, as RateLimiter and Pipeline have them. What a call returns: `D` for a
+ * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.
+ */
+export interface Commands<D, A, T, B> {
   /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n] */
-  fixed(key: Key, limit: Integer, window: Duration, opts?: CostOptions): Promise<Decision>;
+  fixed(key: Key, limit: Integer, window: Duration, opts?: CostOptions): D;
   /** RL.SLIDING key limit window [COST n | REFUND n] */
-  sliding(key: Key, limit: Integer, window: Duration, opts?: SlidingOptions): Promise<Decision>;
+  sliding(key: Key, limit: Integer, window: Duration, opts?: SlidingOptions): D;
   /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] */
-  slidingCounter(key: Key, limit: Integer, window: Duration, opts?: CostOptions): Promise<Decision>;
+  slidingCounter(key: Key, limit: Integer, window: Duration, opts?: CostOptions): D;
   /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] */
-  bucket(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: CostOptions): Promise<Decision>;
+  bucket(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: CostOptions): D;
   /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max] */
-  gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: GcraOptions): Promise<Decision>;
+  gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: GcraOptions): D;
   /** CL.THROTTLE key max_burst count period [quantity]: the module only (RLUnsupportedError on the library). */
-  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): Promise<ThrottleDecision>;
+  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;
   /** RL.ALL: every [key, policy] all or nothing. */
-  all(entries: readonly AllEntry[], opts?: CostOptions): Promise<AllDecision>;
+  all(entries: readonly AllEntry[], opts?: CostOptions): A;
   /** RL.ACQUIRE key limit ttl id */
-  acquire(key: Key, limit: Integer, ttl: Duration, id: string | Buffer): Promise<Decision>;
+  acquire(key: Key, limit: Integer, ttl: Duration, id: string | Buffer): D;
   /** RL.RELEASE key id: true if the lease was held and is now released. */
-  release(key: Key, id: string | Buffer): Promise<boolean>;
+  release(key: Key, id: string | Buffer): B;
   /** RL.PENALTY key strikes window block max [COST n] */
-  penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, opts?: PenaltyOptions): Promise<Decision>;
+  penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, opts?: PenaltyOptions): D;
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] */
   share(
     key: Key,
@@ -241,7 +211,31 @@ export declare class RateLimiter {
     tokens: Integer,
     period: Duration,
     opts?: CostOptions,
-  ): Promise<Decision>;
+  ): D;
+}
+
+/** Queued calls, sent in one round trip by exec(). */
+export declare class Pipeline<R extends unknown[] = []> {
+  readonly length: number;
+  /** One result per queued call, in order: its decision, or the RLError it got. */
+  exec(): Promise<{ [K in keyof R]: Settled<R[K]> }>;
+}
+export interface Pipeline<R extends unknown[] = []>
+  extends Commands<
+    Pipeline<[...R, Decision]>,
+    Pipeline<[...R, AllDecision]>,
+    Pipeline<[...R, ThrottleDecision]>,
+    Pipeline<[...R, boolean]>
+  > {}
+
+export declare class RateLimiter {
+  constructor(client: RedisLike, options?: LimiterOptions);
+  readonly adapter: Adapter;
+  /** 'module' or 'library', learnt on first use and cached (or forced). */
+  backend(): Promise<Backend>;
+  /** Whether the server's RL has `command`, e.g. 'RL.SHARE'. */
+  supports(command: string): Promise<boolean>;
+  pipeline(): Pipeline<[]>;
 
   /** RL.ACQUIRE as a Lease (id: a random UUID when omitted). */
   lease(key: Key, limit: Integer, ttl: Duration, id?: string | Buffer | null): Promise<Lease>;
@@ -254,6 +248,9 @@ export declare class RateLimiter {
     fn: (lease: Lease) => T | Promise<T>,
   ): Promise<T>;
 }
+
+export interface RateLimiter
+  extends Commands<Promise<Decision>, Promise<AllDecision>, Promise<ThrottleDecision>, Promise<boolean>> {}
 
 export declare function createLimiter(client: RedisLike, options?: LimiterOptions): RateLimiter;
 

@@ -323,20 +323,13 @@ function headersOf(name, allowed, limit, remaining, retryS, resetS, windowMs) {
   return h;
 }
 
-/**
- * The typed five-integer reply. Times are in milliseconds; `retryAfter` is null when the
- * call can never pass (it asked for more than the limit), 0 when allowed (with DELAY: the wait).
- * It keeps the server's reply (`reply`) and reads the fields from it.
- */
-class Decision {
+/** What Decision and ThrottleDecision share: a reply of five integers, read on demand. */
+class FiveIntegers {
   /** reply: the five integers; window: the call's window, period or ttl (ms or "1m"). */
   constructor(reply, window) {
-    /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
+    /** The server's reply: [verdict, limit, remaining, retry_after, reset_after]. */
     this.reply = reply;
     this._window = window;
-  }
-  get allowed() {
-    return Number(this.reply[0]) === 1;
   }
   get limit() {
     return Number(this.reply[1]);
@@ -344,16 +337,32 @@ class Decision {
   get remaining() {
     return Number(this.reply[2]);
   }
-  get retryAfter() {
-    const retry = Number(this.reply[3]);
-    return retry < 0 ? null : retry;
-  }
-  get resetAfter() {
-    return Number(this.reply[4]);
-  }
   /** The call's window, period or ttl in ms (RateLimit-Policy's w), when known. */
   get window() {
     return durationMs(this._window);
+  }
+  /** retry_after, null when negative. */
+  _retry() {
+    const retry = Number(this.reply[3]);
+    return retry < 0 ? null : retry;
+  }
+}
+
+/**
+ * The typed five-integer reply. Times are in milliseconds; `retryAfter` is null when the
+ * call can never pass (it asked for more than the limit), 0 when allowed (with DELAY: the wait).
+ * It keeps the server's reply (`reply`: [allowed, limit, remaining, retry_after_ms,
+ * reset_after_ms]) and reads the fields from it.
+ */
+class Decision extends FiveIntegers {
+  get allowed() {
+    return Number(this.reply[0]) === 1;
+  }
+  get retryAfter() {
+    return this._retry();
+  }
+  get resetAfter() {
+    return Number(this.reply[4]);
   }
 
   /**
@@ -407,35 +416,23 @@ class AllDecision extends Decision {
   }
 }
 
-/** CL.THROTTLE's reply (redis-cell's form): times in whole seconds. */
-class ThrottleDecision {
-  constructor(reply, period) {
-    /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
-    this.reply = reply;
-    this._window = period;
-  }
+/**
+ * CL.THROTTLE's reply (redis-cell's form): times in whole seconds (`reply`: [limited,
+ * limit, remaining, retry_after_s, reset_after_s]).
+ */
+class ThrottleDecision extends FiveIntegers {
   get limited() {
     return Number(this.reply[0]) === 1;
   }
   get allowed() {
     return Number(this.reply[0]) !== 1;
   }
-  get limit() {
-    return Number(this.reply[1]);
-  }
-  get remaining() {
-    return Number(this.reply[2]);
-  }
   /** Seconds until a retry can pass; null when allowed (-1) or when it never can. */
   get retryAfterSeconds() {
-    const retry = Number(this.reply[3]);
-    return retry < 0 ? null : retry;
+    return this._retry();
   }
   get resetAfterSeconds() {
     return Number(this.reply[4]);
-  }
-  get window() {
-    return durationMs(this._window);
   }
   headers(policyName = 'default') {
     return headersOf(policyName, this.allowed, this.limit, this.remaining, this.retryAfterSeconds, this.resetAfterSeconds, this.window);
@@ -626,50 +623,38 @@ function fallback(argv, plan, allowed, error) {
   return result;
 }
 
+// `limit window` commands (RL.FIXED, RL.SLIDING, RL.SLIDINGCOUNTER): their builder.
+function windowed(command, fn) {
+  return (lib, key, limit, window, opts) => {
+    const k = keyArg(key);
+    const l = intArg(limit, 'limit');
+    const w = durationArg(window, 'window');
+    const argv = lib ? ['FCALL', fn, '1', k, l, w] : [command, k, l, w];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
+    return argv;
+  };
+}
+
+// `capacity tokens period` commands (RL.BUCKET, RL.GCRA with its DELAY): their builder.
+function rated(command, fn, allowDelay) {
+  return (lib, key, capacity, tokens, period, opts) => {
+    const k = keyArg(key);
+    const c = intArg(capacity, 'capacity');
+    const t = intArg(tokens, 'tokens');
+    const p = durationArg(period, 'period');
+    const argv = lib ? ['FCALL', fn, '1', k, c, t, p] : [command, k, c, t, p];
+    if (opts !== undefined && opts !== null) pushOptions(argv, opts, allowDelay);
+    return argv;
+  };
+}
+
 // Argument builders, shared by RateLimiter and Pipeline; `lib`: build the library form.
 const build = {
-  fixed(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_fixed', '1', k, l, w] : ['RL.FIXED', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  sliding(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_sliding', '1', k, l, w] : ['RL.SLIDING', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  slidingCounter(lib, key, limit, window, opts) {
-    const k = keyArg(key);
-    const l = intArg(limit, 'limit');
-    const w = durationArg(window, 'window');
-    const argv = lib ? ['FCALL', 'rl_slidingcounter', '1', k, l, w] : ['RL.SLIDINGCOUNTER', k, l, w];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  bucket(lib, key, capacity, tokens, period, opts) {
-    const k = keyArg(key);
-    const c = intArg(capacity, 'capacity');
-    const t = intArg(tokens, 'tokens');
-    const p = durationArg(period, 'period');
-    const argv = lib ? ['FCALL', 'rl_bucket', '1', k, c, t, p] : ['RL.BUCKET', k, c, t, p];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, false);
-    return argv;
-  },
-  gcra(lib, key, capacity, tokens, period, opts) {
-    const k = keyArg(key);
-    const c = intArg(capacity, 'capacity');
-    const t = intArg(tokens, 'tokens');
-    const p = durationArg(period, 'period');
-    const argv = lib ? ['FCALL', 'rl_gcra', '1', k, c, t, p] : ['RL.GCRA', k, c, t, p];
-    if (opts !== undefined && opts !== null) pushOptions(argv, opts, true);
-    return argv;
-  },
+  fixed: windowed('RL.FIXED', 'rl_fixed'),
+  sliding: windowed('RL.SLIDING', 'rl_sliding'),
+  slidingCounter: windowed('RL.SLIDINGCOUNTER', 'rl_slidingcounter'),
+  bucket: rated('RL.BUCKET', 'rl_bucket', false),
+  gcra: rated('RL.GCRA', 'rl_gcra', true),
   // Always the module form: the library has no CL.THROTTLE (refused at send time).
   throttle(lib, key, maxBurst, count, period, quantity) {
     const argv = ['CL.THROTTLE', keyArg(key), intArg(maxBurst, 'maxBurst'), intArg(count, 'count'), durationArg(period, 'period')];

@@ -111,17 +111,23 @@ def test_sliding_counter(rl: Any, raw: redis.Redis, key: Key) -> None:
     assert rl.sliding_counter(k, 2, "1d", cost=3).retry_after is None
 
 
-def test_bucket(rl: Any, raw: redis.Redis, key: Key) -> None:
-    k = key()
-    d = rl.bucket(k, 2, 1, "1h")
+def two_then_an_hour(call: Callable[..., Any]) -> None:
+    """RL.BUCKET's and RL.GCRA's common sequence with capacity 2 and 1 token an hour: two
+    calls pass, the third waits about an hour; COST 0 inspects; REFUND 2 fills it again."""
+    d = call()
     check(d, True, 2, 1)
     assert d.reset_after == HOUR and d.window == HOUR
-    check(rl.bucket(k, 2, 1, "1h"), True, 2, 0)
-    d = rl.bucket(k, 2, 1, "1h")
+    check(call(), True, 2, 0)
+    d = call()
     check(d, False, 2, 0)
     assert d.retry_after is not None and HOUR - 1000 < d.retry_after <= HOUR
-    check(rl.bucket(k, 2, 1, "1h", cost=0), True, 2, 0)
-    check(rl.bucket(k, 2, 1, "1h", refund=2), True, 2, 2)
+    check(call(cost=0), True, 2, 0)
+    check(call(refund=2), True, 2, 2)
+
+
+def test_bucket(rl: Any, raw: redis.Redis, key: Key) -> None:
+    k = key()
+    two_then_an_hour(lambda **opts: rl.bucket(k, 2, 1, "1h", **opts))
     assert raw.exists(k) == 0  # back to the initial state: deleted
     check(rl.bucket(k, 2, 1, "1h", debit=3), True, 2, 0)
     assert raw.hget(k, "tokens") == "-1"
@@ -131,15 +137,7 @@ def test_bucket(rl: Any, raw: redis.Redis, key: Key) -> None:
 
 def test_gcra(rl: Any, raw: redis.Redis, key: Key) -> None:
     k = key()
-    d = rl.gcra(k, 2, 1, "1h")
-    check(d, True, 2, 1)
-    assert d.reset_after == HOUR and d.window == HOUR
-    check(rl.gcra(k, 2, 1, "1h"), True, 2, 0)
-    d = rl.gcra(k, 2, 1, "1h")
-    check(d, False, 2, 0)
-    assert d.retry_after is not None and HOUR - 1000 < d.retry_after <= HOUR
-    check(rl.gcra(k, 2, 1, "1h", cost=0), True, 2, 0)
-    check(rl.gcra(k, 2, 1, "1h", refund=2), True, 2, 2)
+    two_then_an_hour(lambda **opts: rl.gcra(k, 2, 1, "1h", **opts))
     check(rl.gcra(k, 2, 1, "1h", debit=3), True, 2, 0)
     d = rl.gcra(k, 2, 1, "1h")
     check(d, False, 2, 0)

@@ -165,7 +165,7 @@ pub(crate) fn throttle(backend: Backend, key: &[u8], t: &Throttle) -> Result<Pre
     }
     let mut c = cmd("CL.THROTTLE");
     c.arg(key);
-    t.write_params(&mut c);
+    t.write_fields(&mut c);
     Ok(Prepared {
         cmd: c,
         expect: Expect::Throttle,
@@ -463,22 +463,8 @@ mod tests {
             limits: vec![1, 1],
             windows: vec![None, None],
         }));
-        let one_key = Value::Array(vec![
-            Value::Array(vec![
-                Value::Int(1),
-                Value::Int(1),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(0),
-            ]),
-            Value::Array(vec![
-                Value::Int(1),
-                Value::Int(1),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(0),
-            ]),
-        ]);
+        let decision = Value::Array([1, 1, 0, 0, 0].map(Value::Int).to_vec());
+        let one_key = Value::Array(vec![decision.clone(), decision]);
         assert!(parse(&two, &one_key).is_none());
     }
 

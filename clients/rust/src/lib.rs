@@ -30,6 +30,8 @@
 
 #![warn(missing_docs)]
 
+#[macro_use]
+mod api;
 #[cfg(feature = "aio")]
 mod aio;
 mod batch;

@@ -45,7 +45,10 @@ pub(crate) trait Params {
     fn names(&self) -> Names;
     /// The arguments after the key (and, for a GCRA, its DELAY).
     fn write_params(&self, cmd: &mut Cmd);
-    fn charge(&self) -> Option<Charge>;
+    /// The call's charge; none for a command that takes none.
+    fn charge(&self) -> Option<Charge> {
+        None
+    }
     /// The limit the reply will carry (for a fail-open or fail-closed decision).
     fn limit(&self) -> u64;
     /// The window or period, for the `RateLimit-Policy` header.
@@ -53,6 +56,20 @@ pub(crate) trait Params {
 }
 
 macro_rules! charges {
+    (units) => {
+        charges! {
+            cost => Cost, "`COST n`: take n units (0 inspects).";
+            refund => Refund, "`REFUND n`: give back up to n units.";
+            debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
+        }
+    };
+    (tokens) => {
+        charges! {
+            cost => Cost, "`COST n`: take n tokens (0 inspects).";
+            refund => Refund, "`REFUND n`: give back up to n tokens.";
+            debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
+        }
+    };
     ($($method:ident => $variant:ident, $doc:literal;)*) => {
         $(
             #[doc = $doc]
@@ -65,453 +82,319 @@ macro_rules! charges {
     };
 }
 
-macro_rules! names {
-    ($command:literal, $function:literal, $word:literal) => {
-        fn names(&self) -> Names {
-            Names {
-                command: $command,
-                function: $function,
-                word: $word,
-            }
+/// A parameter as stored in a struct and appended to the command.
+trait Arg {
+    fn write_arg(&self, cmd: &mut Cmd);
+}
+
+impl Arg for u64 {
+    fn write_arg(&self, cmd: &mut Cmd) {
+        cmd.arg(*self);
+    }
+}
+
+impl Arg for Vec<u8> {
+    fn write_arg(&self, cmd: &mut Cmd) {
+        cmd.arg(self.as_slice());
+    }
+}
+
+impl Arg for Period {
+    fn write_arg(&self, cmd: &mut Cmd) {
+        Period::write_arg(self, cmd);
+    }
+}
+
+/// The three kinds of parameter: a number (`num`), a duration (`period`), bytes
+/// (`bytes`); each with its stored type, the type its builder takes, and the
+/// conversion from one to the other.
+macro_rules! kind {
+    (stored num) => { u64 };
+    (stored period) => { Period };
+    (stored bytes) => { Vec<u8> };
+    (taken num) => { u64 };
+    (taken period) => { impl Into<Period> };
+    (taken bytes) => { impl AsRef<[u8]> };
+    (convert num, $v:expr) => { $v };
+    (convert period, $v:expr) => { $v.into() };
+    (convert bytes, $v:expr) => { $v.as_ref().to_vec() };
+}
+
+/// `Params::charge` of a struct that keeps a charge (the default answers none).
+macro_rules! charged {
+    () => {
+        fn charge(&self) -> Option<Charge> {
+            self.charge
         }
     };
 }
 
-/// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`: a fixed window counter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fixed {
-    /// The most units per window (leases at once for RL.ACQUIRE).
-    pub limit: u64,
-    /// The window (RL.PENALTY: the window strikes are counted in).
-    pub window: Period,
-    charge: Option<Charge>,
+macro_rules! uncharged {
+    () => {};
 }
 
-impl Fixed {
+/// Declares a command's parameter struct: its required fields (the constructor's
+/// arguments, sent in this order), its `COST`/`REFUND`/`DEBIT` builders (the struct
+/// then keeps a private charge), its optional fields (each with a builder, sent
+/// after the required ones, behind its word if it has one), and with `names` its
+/// [`Params`].
+macro_rules! params {
+    (
+        @decl [$(#[$meta:meta])* struct $name:ident {
+            $($(#[$doc:meta])* $field:ident: $kind:ident,)*
+        }]
+        [$($charge_field:tt)*] [$($charge_init:tt)*] $charged:ident [$($charges:tt)*]
+        $(options {
+            $($(#[$odoc:meta])* $opt:ident: $okind:ident $([$oword:literal])?,
+                $(#[$bdoc:meta])* fn $builder_arg:ident;)*
+        })?
+        $(#[$new_doc:meta])*
+        fn new;
+        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident;)?
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$doc])* pub $field: kind!(stored $kind),)*
+            $($($(#[$odoc])* pub $opt: Option<kind!(stored $okind)>,)*)?
+            $($charge_field)*
+        }
+
+        impl $name {
+            $(#[$new_doc])*
+            pub fn new($($field: kind!(taken $kind)),*) -> Self {
+                $name {
+                    $($field: kind!(convert $kind, $field),)*
+                    $($($opt: None,)*)?
+                    $($charge_init)*
+                }
+            }
+            charges! { $($charges)* }
+            $($(
+                $(#[$bdoc])*
+                #[must_use]
+                pub fn $opt(mut self, $builder_arg: kind!(taken $okind)) -> Self {
+                    self.$opt = Some(kind!(convert $okind, $builder_arg));
+                    self
+                }
+            )*)?
+
+            /// The arguments after the key (and, for a GCRA, its DELAY).
+            pub(crate) fn write_fields(&self, cmd: &mut Cmd) {
+                $(self.$field.write_arg(cmd);)*
+                $($(
+                    if let Some(v) = &self.$opt {
+                        $(cmd.arg($oword);)?
+                        v.write_arg(cmd);
+                    }
+                )*)?
+            }
+        }
+
+        $(
+            impl Params for $name {
+                fn names(&self) -> Names {
+                    Names {
+                        command: $command,
+                        function: $function,
+                        word: $word,
+                    }
+                }
+                fn write_params(&self, cmd: &mut Cmd) {
+                    self.write_fields(cmd);
+                }
+                $charged!();
+                fn limit(&self) -> u64 {
+                    self.$limit
+                }
+                fn window(&self) -> Option<Duration> {
+                    self.$window.as_duration()
+                }
+            }
+        )?
+    };
+    ($(#[$meta:meta])* struct $name:ident $fields:tt charges { $($charges:tt)+ } $($rest:tt)*) => {
+        params! {
+            @decl [$(#[$meta])* struct $name $fields]
+            [charge: Option<Charge>,] [charge: None,] charged [$($charges)+] $($rest)*
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident $fields:tt $($rest:tt)*) => {
+        params! { @decl [$(#[$meta])* struct $name $fields] [] [] uncharged [] $($rest)* }
+    };
+}
+
+params! {
+    /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`: a fixed window counter.
+    struct Fixed {
+        /// The most units per window (leases at once for RL.ACQUIRE).
+        limit: num,
+        /// The window (RL.PENALTY: the window strikes are counted in).
+        window: period,
+    }
+    charges { units }
     /// `limit` units per `window` (epoch-aligned windows).
-    pub fn new(limit: u64, window: impl Into<Period>) -> Self {
-        Fixed {
-            limit,
-            window: window.into(),
-            charge: None,
-        }
-    }
-    charges! {
-        cost => Cost, "`COST n`: take n units (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n units.";
-        debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
-    }
+    fn new;
+    names "RL.FIXED", "rl_fixed", "FIXED"; limit limit; window window;
 }
 
-impl Params for Fixed {
-    names!("RL.FIXED", "rl_fixed", "FIXED");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.limit);
-        self.window.write_arg(cmd);
+params! {
+    /// `RL.SLIDING key limit window [COST n | REFUND n]`: an exact sliding log.
+    struct Sliding {
+        /// The most units per window (leases at once for RL.ACQUIRE).
+        limit: num,
+        /// The window (RL.PENALTY: the window strikes are counted in).
+        window: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
-    }
-    fn limit(&self) -> u64 {
-        self.limit
-    }
-    fn window(&self) -> Option<Duration> {
-        self.window.as_duration()
-    }
-}
-
-/// `RL.SLIDING key limit window [COST n | REFUND n]`: an exact sliding log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sliding {
-    /// The most units per window (leases at once for RL.ACQUIRE).
-    pub limit: u64,
-    /// The window (RL.PENALTY: the window strikes are counted in).
-    pub window: Period,
-    charge: Option<Charge>,
-}
-
-impl Sliding {
-    /// At most `limit` units in any `window`.
-    pub fn new(limit: u64, window: impl Into<Period>) -> Self {
-        Sliding {
-            limit,
-            window: window.into(),
-            charge: None,
-        }
-    }
-    charges! {
+    charges {
         cost => Cost, "`COST n`: take n units (0 inspects).";
         refund => Refund, "`REFUND n`: give back up to n units (the newest).";
     }
+    /// At most `limit` units in any `window`.
+    fn new;
+    names "RL.SLIDING", "rl_sliding", "SLIDING"; limit limit; window window;
 }
 
-impl Params for Sliding {
-    names!("RL.SLIDING", "rl_sliding", "SLIDING");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.limit);
-        self.window.write_arg(cmd);
+params! {
+    /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: a sliding
+    /// window counter (an estimate in constant memory).
+    struct SlidingCounter {
+        /// The most units per window (leases at once for RL.ACQUIRE).
+        limit: num,
+        /// The window (RL.PENALTY: the window strikes are counted in).
+        window: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
-    }
-    fn limit(&self) -> u64 {
-        self.limit
-    }
-    fn window(&self) -> Option<Duration> {
-        self.window.as_duration()
-    }
-}
-
-/// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: a sliding
-/// window counter (an estimate in constant memory).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlidingCounter {
-    /// The most units per window (leases at once for RL.ACQUIRE).
-    pub limit: u64,
-    /// The window (RL.PENALTY: the window strikes are counted in).
-    pub window: Period,
-    charge: Option<Charge>,
-}
-
-impl SlidingCounter {
+    charges { units }
     /// About `limit` units in any `window`.
-    pub fn new(limit: u64, window: impl Into<Period>) -> Self {
-        SlidingCounter {
-            limit,
-            window: window.into(),
-            charge: None,
-        }
-    }
-    charges! {
-        cost => Cost, "`COST n`: take n units (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n units.";
-        debit => Debit, "`DEBIT n`: take n units even beyond the limit.";
-    }
+    fn new;
+    names "RL.SLIDINGCOUNTER", "rl_slidingcounter", "SLIDINGCOUNTER"; limit limit; window window;
 }
 
-impl Params for SlidingCounter {
-    names!("RL.SLIDINGCOUNTER", "rl_slidingcounter", "SLIDINGCOUNTER");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.limit);
-        self.window.write_arg(cmd);
+params! {
+    /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`: a token bucket.
+    struct Bucket {
+        /// The most tokens at once (the reply's limit).
+        capacity: num,
+        /// Tokens added every period.
+        tokens: num,
+        /// The period tokens are added over.
+        period: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
-    }
-    fn limit(&self) -> u64 {
-        self.limit
-    }
-    fn window(&self) -> Option<Duration> {
-        self.window.as_duration()
-    }
-}
-
-/// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`: a token bucket.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bucket {
-    /// The most tokens at once (the reply's limit).
-    pub capacity: u64,
-    /// Tokens added every period.
-    pub tokens: u64,
-    /// The period tokens are added over.
-    pub period: Period,
-    charge: Option<Charge>,
-}
-
-impl Bucket {
-    /// At most `capacity` tokens, `tokens` more every `period`.
-    pub fn new(capacity: u64, tokens: u64, period: impl Into<Period>) -> Self {
-        Bucket {
-            capacity,
-            tokens,
-            period: period.into(),
-            charge: None,
-        }
-    }
-    charges! {
+    charges {
         cost => Cost, "`COST n`: take n tokens (0 inspects).";
         refund => Refund, "`REFUND n`: give back up to n tokens.";
         debit => Debit, "`DEBIT n`: take n tokens even below zero.";
     }
+    /// At most `capacity` tokens, `tokens` more every `period`.
+    fn new;
+    names "RL.BUCKET", "rl_bucket", "BUCKET"; limit capacity; window period;
 }
 
-impl Params for Bucket {
-    names!("RL.BUCKET", "rl_bucket", "BUCKET");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.capacity).arg(self.tokens);
-        self.period.write_arg(cmd);
+params! {
+    /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`:
+    /// the generic cell rate algorithm (RL.BUCKET's decisions in one integer).
+    struct Gcra {
+        /// The most tokens at once (the reply's limit).
+        capacity: num,
+        /// Tokens added every period.
+        tokens: num,
+        /// The period tokens are added over.
+        period: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
+    charges { tokens }
+    options {
+        /// `DELAY max`: schedule instead of reject, up to `max` ahead (the reply's
+        /// retry_after is then the wait before acting).
+        delay: period ["DELAY"],
+            /// `DELAY max`: queue a call that does not fit yet, up to `max` ahead.
+            fn max;
     }
-    fn limit(&self) -> u64 {
-        self.capacity
-    }
-    fn window(&self) -> Option<Duration> {
-        self.period.as_duration()
-    }
-}
-
-/// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`:
-/// the generic cell rate algorithm (RL.BUCKET's decisions in one integer).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Gcra {
-    /// The most tokens at once (the reply's limit).
-    pub capacity: u64,
-    /// Tokens added every period.
-    pub tokens: u64,
-    /// The period tokens are added over.
-    pub period: Period,
-    /// `DELAY max`: schedule instead of reject, up to `max` ahead (the reply's
-    /// retry_after is then the wait before acting).
-    pub delay: Option<Period>,
-    charge: Option<Charge>,
-}
-
-impl Gcra {
     /// `capacity` at once, `tokens` more every `period`.
-    pub fn new(capacity: u64, tokens: u64, period: impl Into<Period>) -> Self {
-        Gcra {
-            capacity,
-            tokens,
-            period: period.into(),
-            delay: None,
-            charge: None,
-        }
-    }
-    /// `DELAY max`: queue a call that does not fit yet, up to `max` ahead.
-    #[must_use]
-    pub fn delay(mut self, max: impl Into<Period>) -> Self {
-        self.delay = Some(max.into());
-        self
-    }
-    charges! {
-        cost => Cost, "`COST n`: take n tokens (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n tokens.";
-        debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
-    }
+    fn new;
+    names "RL.GCRA", "rl_gcra", "GCRA"; limit capacity; window period;
 }
 
-impl Params for Gcra {
-    names!("RL.GCRA", "rl_gcra", "GCRA");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.capacity).arg(self.tokens);
-        self.period.write_arg(cmd);
-        if let Some(delay) = &self.delay {
-            cmd.arg("DELAY");
-            delay.write_arg(cmd);
-        }
+params! {
+    /// `RL.ACQUIRE key limit ttl id`: a lease on one of `limit` slots, ending by itself
+    /// after `ttl` unless renewed (the same call with the same id).
+    struct Acquire {
+        /// The most units per window (leases at once for RL.ACQUIRE).
+        limit: num,
+        /// How long a lease lasts unless renewed or released.
+        ttl: period,
+        /// The lease's name (1 to 256 bytes).
+        id: bytes,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
-    }
-    fn limit(&self) -> u64 {
-        self.capacity
-    }
-    fn window(&self) -> Option<Duration> {
-        self.period.as_duration()
-    }
-}
-
-/// `RL.ACQUIRE key limit ttl id`: a lease on one of `limit` slots, ending by itself
-/// after `ttl` unless renewed (the same call with the same id).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Acquire {
-    /// The most units per window (leases at once for RL.ACQUIRE).
-    pub limit: u64,
-    /// How long a lease lasts unless renewed or released.
-    pub ttl: Period,
-    /// The lease's name (1 to 256 bytes).
-    pub id: Vec<u8>,
-}
-
-impl Acquire {
     /// At most `limit` leases at once; this one named `id` (1 to 256 bytes).
-    pub fn new(limit: u64, ttl: impl Into<Period>, id: impl AsRef<[u8]>) -> Self {
-        Acquire {
-            limit,
-            ttl: ttl.into(),
-            id: id.as_ref().to_vec(),
-        }
-    }
+    fn new;
+    names "RL.ACQUIRE", "rl_acquire", "ACQUIRE"; limit limit; window ttl;
 }
 
-impl Params for Acquire {
-    names!("RL.ACQUIRE", "rl_acquire", "ACQUIRE");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.limit);
-        self.ttl.write_arg(cmd);
-        cmd.arg(self.id.as_slice());
+params! {
+    /// `RL.PENALTY key strikes window block max [COST n]`: `strikes` strikes within
+    /// `window` block the key for `block`, doubling per repeat up to `max`.
+    struct Penalty {
+        /// Strikes within the window that start a block.
+        strikes: num,
+        /// The window (RL.PENALTY: the window strikes are counted in).
+        window: period,
+        /// The first block's length.
+        block: period,
+        /// The longest block; also how long a blocked offender is remembered.
+        max: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        None
-    }
-    fn limit(&self) -> u64 {
-        self.limit
-    }
-    fn window(&self) -> Option<Duration> {
-        self.ttl.as_duration()
-    }
-}
-
-/// `RL.PENALTY key strikes window block max [COST n]`: `strikes` strikes within
-/// `window` block the key for `block`, doubling per repeat up to `max`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Penalty {
-    /// Strikes within the window that start a block.
-    pub strikes: u64,
-    /// The window (RL.PENALTY: the window strikes are counted in).
-    pub window: Period,
-    /// The first block's length.
-    pub block: Period,
-    /// The longest block; also how long a blocked offender is remembered.
-    pub max: Period,
-    charge: Option<Charge>,
-}
-
-impl Penalty {
-    /// Block after `strikes` strikes in `window`, for `block`, doubling up to `max`.
-    pub fn new(
-        strikes: u64,
-        window: impl Into<Period>,
-        block: impl Into<Period>,
-        max: impl Into<Period>,
-    ) -> Self {
-        Penalty {
-            strikes,
-            window: window.into(),
-            block: block.into(),
-            max: max.into(),
-            charge: None,
-        }
-    }
-    charges! {
+    charges {
         cost => Cost, "`COST n`: record n strikes (0 only looks).";
     }
+    /// Block after `strikes` strikes in `window`, for `block`, doubling up to `max`.
+    fn new;
+    names "RL.PENALTY", "rl_penalty", "PENALTY"; limit strikes; window window;
 }
 
-impl Params for Penalty {
-    names!("RL.PENALTY", "rl_penalty", "PENALTY");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.strikes);
-        self.window.write_arg(cmd);
-        self.block.write_arg(cmd);
-        self.max.write_arg(cmd);
+params! {
+    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`:
+    /// one rate shared by tenants in proportion to their weights.
+    ///
+    /// Needs a server whose RL has RL.SHARE (module) or `rl_share` (library); an older
+    /// one answers [`Error::Unsupported`](crate::Error::Unsupported).
+    struct Share {
+        /// The tenant (1 to 256 bytes).
+        tenant: bytes,
+        /// The tenant's weight (1 to 10000).
+        weight: num,
+        /// The most tokens at once (the reply's limit).
+        capacity: num,
+        /// Tokens added every period.
+        tokens: num,
+        /// The period tokens are added over.
+        period: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
-    }
-    fn limit(&self) -> u64 {
-        self.strikes
-    }
-    fn window(&self) -> Option<Duration> {
-        self.window.as_duration()
-    }
-}
-
-/// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`:
-/// one rate shared by tenants in proportion to their weights.
-///
-/// Needs a server whose RL has RL.SHARE (module) or `rl_share` (library); an older
-/// one answers [`Error::Unsupported`](crate::Error::Unsupported).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Share {
-    /// The tenant (1 to 256 bytes).
-    pub tenant: Vec<u8>,
-    /// The tenant's weight (1 to 10000).
-    pub weight: u64,
-    /// The most tokens at once (the reply's limit).
-    pub capacity: u64,
-    /// Tokens added every period.
-    pub tokens: u64,
-    /// The period tokens are added over.
-    pub period: Period,
-    charge: Option<Charge>,
-}
-
-impl Share {
+    charges { tokens }
     /// `tenant` (1 to 256 bytes) with `weight` in a limiter of `capacity` at once,
     /// `tokens` more every `period`.
-    pub fn new(
-        tenant: impl AsRef<[u8]>,
-        weight: u64,
-        capacity: u64,
-        tokens: u64,
-        period: impl Into<Period>,
-    ) -> Self {
-        Share {
-            tenant: tenant.as_ref().to_vec(),
-            weight,
-            capacity,
-            tokens,
-            period: period.into(),
-            charge: None,
-        }
-    }
-    charges! {
-        cost => Cost, "`COST n`: take n tokens (0 inspects).";
-        refund => Refund, "`REFUND n`: give back up to n tokens.";
-        debit => Debit, "`DEBIT n`: take n tokens even beyond the limit.";
-    }
+    fn new;
+    names "RL.SHARE", "rl_share", "SHARE"; limit capacity; window period;
 }
 
-impl Params for Share {
-    names!("RL.SHARE", "rl_share", "SHARE");
-    fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.tenant.as_slice())
-            .arg(self.weight)
-            .arg(self.capacity)
-            .arg(self.tokens);
-        self.period.write_arg(cmd);
+params! {
+    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's command
+    /// (module only; its reply is a [`ThrottleDecision`](crate::ThrottleDecision)).
+    struct Throttle {
+        /// max_burst + 1 calls at once.
+        max_burst: num,
+        /// Calls allowed per period.
+        count: num,
+        /// The period tokens are added over.
+        period: period,
     }
-    fn charge(&self) -> Option<Charge> {
-        self.charge
+    options {
+        /// The units this call takes (default 1).
+        quantity: num,
+            /// The units this call takes (default 1; 0 inspects).
+            fn n;
     }
-    fn limit(&self) -> u64 {
-        self.capacity
-    }
-    fn window(&self) -> Option<Duration> {
-        self.period.as_duration()
-    }
-}
-
-/// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's command
-/// (module only; its reply is a [`ThrottleDecision`](crate::ThrottleDecision)).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Throttle {
-    /// max_burst + 1 calls at once.
-    pub max_burst: u64,
-    /// Calls allowed per period.
-    pub count: u64,
-    /// The period tokens are added over.
-    pub period: Period,
-    /// The units this call takes (default 1).
-    pub quantity: Option<u64>,
-}
-
-impl Throttle {
     /// `max_burst + 1` at once, `count` more every `period`.
-    pub fn new(max_burst: u64, count: u64, period: impl Into<Period>) -> Self {
-        Throttle {
-            max_burst,
-            count,
-            period: period.into(),
-            quantity: None,
-        }
-    }
-    /// The units this call takes (default 1; 0 inspects).
-    #[must_use]
-    pub fn quantity(mut self, n: u64) -> Self {
-        self.quantity = Some(n);
-        self
-    }
-    pub(crate) fn write_params(&self, cmd: &mut Cmd) {
-        cmd.arg(self.max_burst).arg(self.count);
-        self.period.write_arg(cmd);
-        if let Some(q) = self.quantity {
-            cmd.arg(q);
-        }
-    }
+    fn new;
 }
 
 /// One key's policy inside RL.ALL.

@@ -4,7 +4,7 @@ use redis::{ConnectionLike, Value};
 
 use crate::batch::Batch;
 use crate::command::{self, probe, Backend, FailMode, Prepared, Reply};
-use crate::error::{is_connection_error, Error, Result, NOT_LOADED};
+use crate::error::{Error, Result, NOT_LOADED};
 use crate::policy::{
     Acquire, All, Bucket, Fixed, Gcra, Params, Penalty, Share, Sliding, SlidingCounter, Throttle,
 };
@@ -36,17 +36,6 @@ pub struct Limiter<C> {
     fail: FailMode,
 }
 
-macro_rules! decision_calls {
-    ($($method:ident($t:ty) $doc:literal;)*) => {
-        $(
-            #[doc = $doc]
-            pub fn $method(&mut self, key: impl AsRef<[u8]>, params: &$t) -> Result<Decision> {
-                self.decide(key.as_ref(), params)
-            }
-        )*
-    };
-}
-
 impl<C: ConnectionLike> Limiter<C> {
     /// Wraps a connection; the backend is detected on first use.
     pub fn new(con: C) -> Self {
@@ -66,27 +55,7 @@ impl<C: ConnectionLike> Limiter<C> {
         }
     }
 
-    /// What a connection error becomes (default [`FailMode::Error`]).
-    #[must_use]
-    pub fn fail_mode(mut self, mode: FailMode) -> Self {
-        self.fail = mode;
-        self
-    }
-
-    /// Changes the fail mode.
-    pub fn set_fail_mode(&mut self, mode: FailMode) {
-        self.fail = mode;
-    }
-
-    /// The wrapped connection, for other commands.
-    pub fn connection(&mut self) -> &mut C {
-        &mut self.con
-    }
-
-    /// Gives the connection back.
-    pub fn into_inner(self) -> C {
-        self.con
-    }
+    limiter_api!(sync [] [] query);
 
     /// The backend: detected once (`COMMAND INFO rl.gcra`, else `FUNCTION LIST
     /// LIBRARYNAME rl`), then cached. [`Error::NotLoaded`] when neither is there.
@@ -97,126 +66,6 @@ impl<C: ConnectionLike> Limiter<C> {
         let b = self.detect()?;
         self.backend = Some(b);
         Ok(b)
-    }
-
-    fn probe(&mut self, cmd: &redis::Cmd) -> Result<Option<Value>> {
-        match cmd.query::<Value>(&mut self.con) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if is_connection_error(&e) => Err(Error::Connection(e)),
-            // An error (FUNCTION on a server before 7.0, an ACL refusal): not there.
-            Err(_) => Ok(None),
-        }
-    }
-
-    fn detect(&mut self) -> Result<Backend> {
-        if let Some(v) = self.probe(&probe::command_info("rl.gcra"))? {
-            if probe::has_command(&v) {
-                return Ok(Backend::Module);
-            }
-        }
-        if let Some(v) = self.probe(&probe::function_list())? {
-            if probe::library_functions(&v).is_some() {
-                return Ok(Backend::Library);
-            }
-        }
-        Err(Error::NotLoaded(NOT_LOADED.into()))
-    }
-
-    /// Whether this server's RL has `command` (`"RL.SHARE"`, `"CL.THROTTLE"`, …) on
-    /// the detected backend.
-    pub fn supports(&mut self, command: &str) -> Result<bool> {
-        match self.backend()? {
-            Backend::Module => Ok(self
-                .probe(&probe::command_info(command))?
-                .is_some_and(|v| probe::has_command(&v))),
-            Backend::Library => {
-                let Some(function) = probe::function_of(command) else {
-                    return Ok(false);
-                };
-                Ok(self
-                    .probe(&probe::function_list())?
-                    .and_then(|v| probe::library_functions(&v))
-                    .is_some_and(|fs| fs.contains(&function)))
-            }
-        }
-    }
-
-    /// Runs one call; a connection error goes through the fail mode.
-    fn run_one(&mut self, p: Prepared) -> Result<Reply> {
-        match p.cmd.query::<Value>(&mut self.con) {
-            Ok(v) => command::parse_reply(&p, &v),
-            Err(e) => self.failed(Error::from_redis(e, p.command), &p),
-        }
-    }
-
-    fn failed(&self, err: Error, p: &Prepared) -> Result<Reply> {
-        if err.is_connection() {
-            if let Some(reply) = command::fallback(self.fail, &p.expect) {
-                return Ok(reply);
-            }
-        }
-        Err(err)
-    }
-
-    /// Builds a call for the backend, detecting it first; a connection error while
-    /// detecting goes through the fail mode like the call's own.
-    fn call(&mut self, build: impl Fn(Backend) -> Result<Prepared>) -> Result<Reply> {
-        match self.backend() {
-            Ok(b) => self.run_one(build(b)?),
-            Err(e) => {
-                let p = build(Backend::Module)?;
-                self.failed(e, &p)
-            }
-        }
-    }
-
-    fn decide(&mut self, key: &[u8], params: &dyn Params) -> Result<Decision> {
-        match self.call(|b| Ok(command::single(b, key, params)))? {
-            Reply::Decision(d) => Ok(d),
-            other => Err(unexpected(other)),
-        }
-    }
-
-    decision_calls! {
-        fixed(Fixed) "`RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`.";
-        sliding(Sliding) "`RL.SLIDING key limit window [COST n | REFUND n]`.";
-        sliding_counter(SlidingCounter) "`RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`.";
-        bucket(Bucket) "`RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`.";
-        gcra(Gcra) "`RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]`.";
-        acquire(Acquire) "`RL.ACQUIRE key limit ttl id`: take or renew a lease (see [`Limiter::lease`] for a guard that releases it).";
-        penalty(Penalty) "`RL.PENALTY key strikes window block max [COST n]`.";
-        share(Share) "`RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`.";
-    }
-
-    /// `CL.THROTTLE key max_burst count period [quantity]` (module only:
-    /// [`Error::Unsupported`] on the library).
-    pub fn throttle(
-        &mut self,
-        key: impl AsRef<[u8]>,
-        params: &Throttle,
-    ) -> Result<ThrottleDecision> {
-        let backend = self.backend()?;
-        match self.run_one(command::throttle(backend, key.as_ref(), params)?)? {
-            Reply::Throttle(t) => Ok(t),
-            other => Err(unexpected(other)),
-        }
-    }
-
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: all or nothing.
-    pub fn all(&mut self, all: &All) -> Result<AllDecision> {
-        match self.call(|b| command::all(b, all))? {
-            Reply::All(a) => Ok(a),
-            other => Err(unexpected(other)),
-        }
-    }
-
-    /// `RL.RELEASE key id`: true if `id` held a live lease, now released.
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
-        let backend = self.backend()?;
-        match self.run_one(command::release(backend, key.as_ref(), id.as_ref()))? {
-            Reply::Released(r) => Ok(r),
-            other => Err(unexpected(other)),
-        }
     }
 
     /// `RL.ACQUIRE` as a guard: the lease is released by [`Lease::release`] or,
@@ -248,21 +97,6 @@ impl<C: ConnectionLike> Limiter<C> {
             decision,
         })
     }
-
-    /// A batch for this server's backend (detected first). Run it with
-    /// [`Limiter::run`].
-    pub fn batch(&mut self) -> Result<Batch> {
-        Ok(Batch::new(self.backend()?))
-    }
-
-    /// Runs a batch on this connection.
-    pub fn run(&mut self, batch: &Batch) -> Result<Vec<Reply>> {
-        batch.query(&mut self.con)
-    }
-}
-
-pub(crate) fn unexpected(reply: Reply) -> Error {
-    Error::UnexpectedReply(format!("{reply:?}"))
 }
 
 /// A lease taken by [`Limiter::lease`]: released by [`release`](Lease::release) or,
@@ -277,38 +111,7 @@ pub struct Lease<'a, C: ConnectionLike> {
 }
 
 impl<C: ConnectionLike> Lease<'_, C> {
-    /// Whether the lease was granted and is not released yet.
-    pub fn held(&self) -> bool {
-        self.held
-    }
-
-    /// RL.ACQUIRE's decision (when rejected: retry_after says when a slot frees up).
-    pub fn decision(&self) -> &Decision {
-        &self.decision
-    }
-
-    /// The lease set's key.
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-
-    /// The lease's id.
-    pub fn id(&self) -> &[u8] {
-        &self.params.id
-    }
-
-    /// The limiter, for other calls while the lease is held.
-    pub fn limiter(&mut self) -> &mut Limiter<C> {
-        self.limiter
-    }
-
-    /// Renews the lease (the same RL.ACQUIRE: its end moves to now + ttl).
-    pub fn renew(&mut self) -> Result<&Decision> {
-        let d = self.limiter.acquire(&self.key, &self.params)?;
-        self.held = d.allowed;
-        self.decision = d;
-        Ok(&self.decision)
-    }
+    lease_api!(Limiter [] []);
 
     /// Releases the lease: true if it was still live. A guard that holds nothing
     /// answers false without a call.
@@ -332,16 +135,7 @@ impl<C: ConnectionLike> Drop for Lease<'_, C> {
     }
 }
 
-impl<C: ConnectionLike> std::fmt::Debug for Lease<'_, C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
-            .field("key", &String::from_utf8_lossy(&self.key))
-            .field("id", &String::from_utf8_lossy(&self.params.id))
-            .field("held", &self.held)
-            .field("decision", &self.decision)
-            .finish()
-    }
-}
+lease_debug!(Lease, ConnectionLike);
 
 impl<C> std::fmt::Debug for Limiter<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,10 +9,12 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	rl "github.com/rl-rate/rl/clients/go"
+	"github.com/rl-rate/rl/clients/go/internal/itest"
 )
 
 // The client over redigo: a Doer (one command on a pooled connection) and a
-// Pipeliner (a batch on one connection), then one call and its headers.
+// Pipeliner (a batch on one connection), as itest.Doer and itest.Pipeliner
+// write them (redigo.go), then one call and its headers.
 func Example_redigo() {
 	url := os.Getenv("RL_TEST_MODULE_URL")
 	if url == "" {
@@ -21,42 +23,7 @@ func Example_redigo() {
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.DialURL(url) }, MaxIdle: 4}
 	defer pool.Close()
 
-	limiter := rl.New(
-		rl.DoFunc(func(ctx context.Context, args ...any) (any, error) {
-			conn, err := pool.GetContext(ctx)
-			if err != nil {
-				return nil, err
-			}
-			defer conn.Close()
-			return conn.Do(args[0].(string), args[1:]...)
-		}),
-		rl.WithPipeliner(rl.PipelineFunc(func(ctx context.Context, cmds [][]any) ([]any, error) {
-			conn, err := pool.GetContext(ctx)
-			if err != nil {
-				return nil, err
-			}
-			defer conn.Close()
-			for _, c := range cmds {
-				if err := conn.Send(c[0].(string), c[1:]...); err != nil {
-					return nil, err
-				}
-			}
-			if err := conn.Flush(); err != nil {
-				return nil, err
-			}
-			out := make([]any, len(cmds))
-			for i := range cmds {
-				r, err := conn.Receive()
-				if e, ok := err.(redis.Error); ok {
-					r = e // this command's error reply, in its slot
-				} else if err != nil {
-					return nil, err
-				}
-				out[i] = r
-			}
-			return out, nil
-		})),
-	)
+	limiter := rl.New(itest.Doer(pool), rl.WithPipeliner(itest.Pipeliner(pool)))
 
 	ctx := context.Background()
 	key := fmt.Sprintf("example:%d", time.Now().UnixNano())

@@ -6,6 +6,7 @@ client, with the RL module or RL's Functions library (picked once, at the first 
     d = rl.gcra("rl:api:ada", 20, 100, "1m")   # d.allowed, d.remaining, d.headers()
 """
 
+from . import _async, _errors, _sync, _types
 from ._async import AsyncLease, AsyncPipeline, AsyncRateLimiter
 from ._core import Backend, OnConnectionError
 from ._errors import (
@@ -36,35 +37,9 @@ from ._types import (
 )
 from ._version import __version__
 
-__all__ = [
-    "__version__",
-    "RateLimiter",
-    "AsyncRateLimiter",
-    "Pipeline",
-    "AsyncPipeline",
-    "Lease",
-    "AsyncLease",
-    "Backend",
-    "OnConnectionError",
-    "Decision",
-    "AllDecision",
-    "Throttle",
-    "Duration",
-    "Key",
-    "Policy",
-    "Fixed",
-    "Sliding",
-    "SlidingCounter",
-    "Bucket",
-    "Gcra",
-    "Acquire",
-    "Penalty",
-    "Share",
-    "RLError",
-    "ArgumentError",
-    "WrongTypeError",
-    "OutOfMemoryError",
-    "ServerError",
-    "NotLoadedError",
-    "UnsupportedCommandError",
-]
+# Each module's public names, as its own __all__ lists them.
+__all__ = ["__version__", "Backend", "OnConnectionError"]
+__all__ += _sync.__all__
+__all__ += _async.__all__
+__all__ += _types.__all__
+__all__ += _errors.__all__

@@ -6,16 +6,26 @@ from __future__ import annotations
 from typing import (
     Any,
     Callable,
+    Generator,
     Generic,
     Iterable,
     Literal,
     Mapping,
+    NoReturn,
     Optional,
     TypeVar,
     Union,
 )
 
-from ._errors import NOT_LOADED_HELP, ArgumentError, NotLoadedError, UnsupportedCommandError, translate
+from ._errors import (
+    CONNECTION_ERRORS,
+    NOT_LOADED_HELP,
+    ArgumentError,
+    NotLoadedError,
+    RLError,
+    UnsupportedCommandError,
+    translate,
+)
 from ._types import AllDecision, Decision, Duration, Key, Policy, Throttle, duration
 
 Backend = Literal["module", "library"]
@@ -175,6 +185,25 @@ def not_loaded() -> NotLoadedError:
     return NotLoadedError(NOT_LOADED_HELP)
 
 
+def detection() -> Generator[tuple[str, ...], Any, Backend]:
+    """Backend detection without its I/O: yields each probe to send and takes its reply;
+    returns the backend (``NotLoadedError`` when neither is there)."""
+    if has_command((yield ("COMMAND INFO", "rl.gcra"))):
+        return "module"
+    if (yield ("FUNCTION LIST", "LIBRARYNAME", "rl")):
+        return "library"
+    raise not_loaded()
+
+
+def raise_typed(err: BaseException) -> NoReturn:
+    """Raise a client's exception as RL's typed error (an error reply) or as it is (RL's
+    own errors, connection errors, anything else)."""
+    typed = translate(err)
+    if typed is err:
+        raise err
+    raise typed from err
+
+
 def check_backend(backend: Optional[str]) -> Optional[Backend]:
     if backend is None:
         return None
@@ -215,6 +244,26 @@ class Api(Generic[D, A, T, R]):
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
         raise NotImplementedError
 
+    def _limiter(
+        self,
+        spec: Spec,
+        key: Key,
+        head: tuple[object, ...],
+        period: Duration,
+        limit: int,
+        cost: Optional[int],
+        refund: Optional[int] = None,
+        debit: Optional[int] = None,
+        delay: Optional[Duration] = None,
+    ) -> D:
+        """A one-key limiter: ``spec key head... period [options]``; the reply's window is
+        ``period``."""
+        p, ms = duration(period)
+        args = head + (p,)
+        if cost is not None or refund is not None or debit is not None or delay is not None:
+            args += _options(cost, refund, debit, delay)
+        return self._submit(spec, key, args, ms, limit)  # type: ignore[no-any-return]
+
     def fixed(
         self,
         key: Key,
@@ -226,11 +275,7 @@ class Api(Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> D:
         """``RL.FIXED key limit window [COST n | REFUND n | DEBIT n]``: a fixed window counter."""
-        w, ms = duration(window)
-        args: tuple[object, ...] = (limit, w)
-        if cost is not None or refund is not None or debit is not None:
-            args += _options(cost, refund, debit)
-        return self._submit(FIXED, key, args, ms, limit)  # type: ignore[no-any-return]
+        return self._limiter(FIXED, key, (limit,), window, limit, cost, refund, debit)
 
     def sliding(
         self,
@@ -242,11 +287,7 @@ class Api(Generic[D, A, T, R]):
         refund: Optional[int] = None,
     ) -> D:
         """``RL.SLIDING key limit window [COST n | REFUND n]``: an exact sliding log."""
-        w, ms = duration(window)
-        args: tuple[object, ...] = (limit, w)
-        if cost is not None or refund is not None:
-            args += _options(cost, refund, None)
-        return self._submit(SLIDING, key, args, ms, limit)  # type: ignore[no-any-return]
+        return self._limiter(SLIDING, key, (limit,), window, limit, cost, refund)
 
     def sliding_counter(
         self,
@@ -259,11 +300,7 @@ class Api(Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> D:
         """``RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]``."""
-        w, ms = duration(window)
-        args: tuple[object, ...] = (limit, w)
-        if cost is not None or refund is not None or debit is not None:
-            args += _options(cost, refund, debit)
-        return self._submit(SLIDINGCOUNTER, key, args, ms, limit)  # type: ignore[no-any-return]
+        return self._limiter(SLIDINGCOUNTER, key, (limit,), window, limit, cost, refund, debit)
 
     def bucket(
         self,
@@ -277,11 +314,7 @@ class Api(Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> D:
         """``RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]``."""
-        p, ms = duration(period)
-        args: tuple[object, ...] = (capacity, tokens, p)
-        if cost is not None or refund is not None or debit is not None:
-            args += _options(cost, refund, debit)
-        return self._submit(BUCKET, key, args, ms, capacity)  # type: ignore[no-any-return]
+        return self._limiter(BUCKET, key, (capacity, tokens), period, capacity, cost, refund, debit)
 
     def gcra(
         self,
@@ -297,11 +330,7 @@ class Api(Generic[D, A, T, R]):
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]``.
         With ``delay``, an allowed decision's ``retry_after`` is the wait before acting."""
-        p, ms = duration(period)
-        args: tuple[object, ...] = (capacity, tokens, p)
-        if cost is not None or refund is not None or debit is not None or delay is not None:
-            args += _options(cost, refund, debit, delay)
-        return self._submit(GCRA, key, args, ms, capacity)  # type: ignore[no-any-return]
+        return self._limiter(GCRA, key, (capacity, tokens), period, capacity, cost, refund, debit, delay)
 
     def throttle(
         self,
@@ -390,11 +419,40 @@ class Api(Generic[D, A, T, R]):
     ) -> D:
         """``RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]``
         (servers whose RL has it; else ``UnsupportedCommandError``)."""
-        p, ms = duration(period)
-        args: tuple[object, ...] = (tenant, weight, capacity, tokens, p)
-        if cost is not None or refund is not None or debit is not None:
-            args += _options(cost, refund, debit)
-        return self._submit(SHARE, key, args, ms, capacity)  # type: ignore[no-any-return]
+        return self._limiter(
+            SHARE, key, (tenant, weight, capacity, tokens), period, capacity, cost, refund, debit
+        )
+
+
+class LimiterBase(Api[D, A, T, R]):
+    """What the sync and asyncio limiters share: their options and what a failed call
+    becomes; each of them is only its I/O (``detect`` and ``_submit``)."""
+
+    __slots__ = ("client", "_backend", "_on_error", "_probe")
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        backend: Optional[Backend] = None,
+        on_connection_error: OnConnectionError = "raise",
+    ) -> None:
+        self.client = client
+        self._backend: Optional[Backend] = check_backend(backend)
+        self._on_error = check_on_error(on_connection_error)
+        self._probe: dict[str, Any] = {"target_nodes": "random"} if is_cluster(client) else {}
+
+    @property
+    def backend(self) -> Optional[Backend]:
+        """``"module"`` or ``"library"`` once known (forced or detected), else None."""
+        return self._backend
+
+    def _failed(self, spec: Spec, meta: Any, limit: Any, err: BaseException) -> Any:
+        """A call that raised ``err``: the fail mode's decision for a connection error
+        (unless it is ``"raise"``), else the typed error raised."""
+        if self._on_error != "raise" and isinstance(err, CONNECTION_ERRORS):
+            return fallback(spec.parse, self._on_error == "allow", meta, limit, err)
+        raise_typed(err)
 
 
 # ---- pipelines -----------------------------------------------------------------------
@@ -468,6 +526,14 @@ class PipelineBase(Api[P, P, P, P]):
         self._pending = []
         return ops
 
+    def _failed(self, ops: list[Any], err: BaseException) -> list[Any]:
+        """A batch that raised ``err``: the fail mode's decisions for a connection error
+        (unless it is ``"raise"``), else the typed error raised."""
+        on_error = self.limiter._on_error
+        if on_error != "raise" and isinstance(err, CONNECTION_ERRORS):
+            return fallbacks(ops, on_error == "allow", err)
+        raise_typed(err)
+
 
 def _stage(pipe: Any) -> Any:
     """How to queue a command on the client's pipeline: its ``execute_command``, or for a
@@ -515,3 +581,66 @@ def fallbacks(ops: list[Any], allow: bool, err: BaseException) -> list[Any]:
         err if parse is None else fallback(parse, allow, meta, limit, err)
         for parse, meta, limit in zip(ops[0::3], ops[1::3], ops[2::3])
     ]
+
+
+# ---- leases --------------------------------------------------------------------------
+
+L = TypeVar("L")
+
+
+class LeaseBase(Generic[L]):
+    """What the sync and asyncio leases share: their state and the view of their last
+    decision (``allowed``, ``limit``, ``remaining``, ``retry_after``, ``reset_after``,
+    ``headers()``)."""
+
+    __slots__ = ("limiter", "key", "limit_arg", "ttl", "id", "decision", "released")
+
+    #: The error's text when a field is read before the lease was acquired.
+    _not_acquired = "the lease was not acquired yet"
+
+    def __init__(self, limiter: L, key: Key, limit: int, ttl: Duration, id: Union[str, bytes]) -> None:
+        self.limiter = limiter
+        self.key = key
+        self.limit_arg = limit
+        self.ttl = ttl
+        #: The lease's name (the RL.ACQUIRE id).
+        self.id = id
+        #: The last RL.ACQUIRE decision, None before the first.
+        self.decision: Optional[Decision] = None
+        self.released = False
+
+    def _to_release(self) -> bool:
+        """Whether a release is due (once, for a lease that was granted); marks it done."""
+        d = self.decision
+        if self.released or d is None or not d.allowed or d.error is not None:
+            return False
+        self.released = True
+        return True
+
+    def _d(self) -> Decision:
+        if self.decision is None:
+            raise RLError(self._not_acquired)
+        return self.decision
+
+    @property
+    def allowed(self) -> bool:
+        return self._d().allowed
+
+    @property
+    def limit(self) -> int:
+        return self._d().limit
+
+    @property
+    def remaining(self) -> int:
+        return self._d().remaining
+
+    @property
+    def retry_after(self) -> Optional[int]:
+        return self._d().retry_after
+
+    @property
+    def reset_after(self) -> int:
+        return self._d().reset_after
+
+    def headers(self, policy: str = "default") -> dict[str, str]:
+        return self._d().headers(policy)

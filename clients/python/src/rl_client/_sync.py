@@ -1,34 +1,19 @@
 """The limiter over a synchronous client: redis.Redis, redis.cluster.RedisCluster,
-valkey.Valkey, valkey.cluster.ValkeyCluster."""
+valkey.Valkey, valkey.cluster.ValkeyCluster. Only the I/O: the commands, their
+replies and what a failure becomes are in ``_core``."""
 
 from __future__ import annotations
 
 import uuid
-from types import TracebackType
 from typing import Any, Optional, Union
 
-from ._core import (
-    Api,
-    Backend,
-    OnConnectionError,
-    PipelineBase,
-    Spec,
-    check_backend,
-    check_on_error,
-    fallback,
-    fallbacks,
-    has_command,
-    is_cluster,
-    not_loaded,
-    results,
-)
-from ._errors import CONNECTION_ERRORS, RLError, translate
+from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Spec, detection, raise_typed, results
 from ._types import AllDecision, Decision, Duration, Key, Throttle
 
 __all__ = ["RateLimiter", "Pipeline", "Lease"]
 
 
-class RateLimiter(Api[Decision, AllDecision, Throttle, bool]):
+class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
     """RL's commands over your own synchronous redis-py (or valkey-py) client.
 
     ``backend``: ``"module"`` or ``"library"`` to skip detection; by default the first
@@ -41,66 +26,31 @@ class RateLimiter(Api[Decision, AllDecision, Throttle, bool]):
     RL's own errors always raise.
     """
 
-    __slots__ = ("client", "_backend", "_on_error", "_probe")
-
-    def __init__(
-        self,
-        client: Any,
-        *,
-        backend: Optional[Backend] = None,
-        on_connection_error: OnConnectionError = "raise",
-    ) -> None:
-        self.client = client
-        self._backend: Optional[Backend] = check_backend(backend)
-        self._on_error = check_on_error(on_connection_error)
-        self._probe: dict[str, Any] = {"target_nodes": "random"} if is_cluster(client) else {}
-
-    @property
-    def backend(self) -> Optional[Backend]:
-        """``"module"`` or ``"library"`` once known (forced or detected), else None."""
-        return self._backend
+    __slots__ = ()
 
     def detect(self) -> Backend:
         """Which backend the server has (asked once, then cached); ``NotLoadedError`` when
         it has neither."""
         if self._backend is not None:
             return self._backend
-        client, kw = self.client, self._probe
+        client, kw, steps = self.client, self._probe, detection()
         try:
-            backend: Backend
-            if has_command(client.execute_command("COMMAND INFO", "rl.gcra", **kw)):
-                backend = "module"
-            elif client.execute_command("FUNCTION LIST", "LIBRARYNAME", "rl", **kw):
-                backend = "library"
-            else:
-                raise not_loaded()
-        except RLError:
-            raise
-        except CONNECTION_ERRORS:
-            raise
+            reply = None
+            while True:
+                reply = client.execute_command(*steps.send(reply), **kw)
+        except StopIteration as done:
+            backend: Backend = done.value
+            self._backend = backend
+            return backend
         except Exception as err:
-            typed = translate(err)
-            if typed is err:
-                raise
-            raise typed from err
-        self._backend = backend
-        return backend
+            raise_typed(err)
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
         try:
             backend = self._backend or self.detect()
             reply = self.client.execute_command(*spec.command(backend, key, args))
-        except CONNECTION_ERRORS as err:
-            if self._on_error == "raise":
-                raise
-            return fallback(spec.parse, self._on_error == "allow", meta, limit, err)
-        except RLError:
-            raise
         except Exception as err:
-            typed = translate(err)
-            if typed is err:
-                raise
-            raise typed from err
+            return self._failed(spec, meta, limit, err)
         return spec.parse(reply, meta)
 
     def lease(
@@ -140,19 +90,10 @@ class Pipeline(PipelineBase["Pipeline"]):
                 self._flush(limiter._backend or limiter.detect())
             self._take()
             replies = pipe.execute(raise_on_error=raise_on_error)
-        except CONNECTION_ERRORS as err:
-            self._take()
-            pipe.reset()
-            if limiter._on_error == "raise":
-                raise
-            return fallbacks(ops, limiter._on_error == "allow", err)
         except Exception as err:
             self._take()
             pipe.reset()
-            typed = translate(err)
-            if typed is err:
-                raise
-            raise typed from err
+            return self._failed(ops, err)
         return results(ops, replies)
 
     def reset(self) -> None:
@@ -163,32 +104,18 @@ class Pipeline(PipelineBase["Pipeline"]):
     def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.reset()
 
 
-class Lease:
+class Lease(LeaseBase[RateLimiter]):
     """An RL.ACQUIRE lease held for a ``with`` block. Until entered (or ``acquire()``d)
     it holds nothing. Its decision's fields are readable on it: ``allowed``, ``limit``,
     ``remaining``, ``retry_after``, ``reset_after``, ``headers()``."""
 
-    __slots__ = ("limiter", "key", "limit_arg", "ttl", "id", "decision", "released")
+    __slots__ = ()
 
-    def __init__(self, limiter: RateLimiter, key: Key, limit: int, ttl: Duration, id: Union[str, bytes]) -> None:
-        self.limiter = limiter
-        self.key = key
-        self.limit_arg = limit
-        self.ttl = ttl
-        #: The lease's name (the RL.ACQUIRE id).
-        self.id = id
-        #: The last RL.ACQUIRE decision, None before the first.
-        self.decision: Optional[Decision] = None
-        self.released = False
+    _not_acquired = "the lease was not acquired yet: use it in a with block or call acquire()"
 
     def acquire(self) -> Decision:
         """Take the lease, or renew it (a new ttl from now) when held."""
@@ -200,48 +127,11 @@ class Lease:
 
     def release(self) -> bool:
         """Give the lease back now (once); True if it was still held."""
-        d = self.decision
-        if self.released or d is None or not d.allowed or d.error is not None:
-            return False
-        self.released = True
-        return self.limiter.release(self.key, self.id)
+        return self._to_release() and self.limiter.release(self.key, self.id)
 
     def __enter__(self) -> "Lease":
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
-
-    def _d(self) -> Decision:
-        if self.decision is None:
-            raise RLError("the lease was not acquired yet: use it in a with block or call acquire()")
-        return self.decision
-
-    @property
-    def allowed(self) -> bool:
-        return self._d().allowed
-
-    @property
-    def limit(self) -> int:
-        return self._d().limit
-
-    @property
-    def remaining(self) -> int:
-        return self._d().remaining
-
-    @property
-    def retry_after(self) -> Optional[int]:
-        return self._d().retry_after
-
-    @property
-    def reset_after(self) -> int:
-        return self._d().reset_after
-
-    def headers(self, policy: str = "default") -> dict[str, str]:
-        return self._d().headers(policy)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
-from typing import Optional, Union
+from typing import Any, ClassVar, Optional, Union, cast
 
 from ._errors import ArgumentError
 
@@ -240,108 +240,101 @@ class Throttle:
 
 
 class Policy:
-    """One key's policy in ``RateLimiter.all``."""
+    """One key's policy in ``RateLimiter.all``: a dataclass whose fields are RL.ALL's
+    arguments after its word, in order (a ``Duration`` sent as RL takes it; an
+    ``Optional[Duration]``, when set, behind its name: ``DELAY max``)."""
 
     __slots__ = ()
 
+    #: The policy's word in RL.ALL.
+    _word: ClassVar[str]
+    #: The fields that are its limit and its window.
+    _quota: ClassVar[tuple[str, str]]
+
     def args(self) -> list[object]:
         """The policy's words, as RL.ALL takes them."""
-        raise NotImplementedError
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        """(its limit, its window in ms or None)."""
-        raise NotImplementedError
-
-
-@dataclass(frozen=True, slots=True)
-class Fixed(Policy):
-    """``FIXED limit window``."""
-
-    limit: int
-    window: Duration
-
-    def args(self) -> list[object]:
-        return ["FIXED", self.limit, duration(self.window)[0]]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.limit, duration(self.window)[1]
-
-
-@dataclass(frozen=True, slots=True)
-class Sliding(Policy):
-    """``SLIDING limit window``."""
-
-    limit: int
-    window: Duration
-
-    def args(self) -> list[object]:
-        return ["SLIDING", self.limit, duration(self.window)[0]]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.limit, duration(self.window)[1]
-
-
-@dataclass(frozen=True, slots=True)
-class SlidingCounter(Policy):
-    """``SLIDINGCOUNTER limit window``."""
-
-    limit: int
-    window: Duration
-
-    def args(self) -> list[object]:
-        return ["SLIDINGCOUNTER", self.limit, duration(self.window)[0]]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.limit, duration(self.window)[1]
-
-
-@dataclass(frozen=True, slots=True)
-class Bucket(Policy):
-    """``BUCKET capacity tokens period``."""
-
-    capacity: int
-    tokens: int
-    period: Duration
-
-    def args(self) -> list[object]:
-        return ["BUCKET", self.capacity, self.tokens, duration(self.period)[0]]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.capacity, duration(self.period)[1]
-
-
-@dataclass(frozen=True, slots=True)
-class Gcra(Policy):
-    """``GCRA capacity tokens period [DELAY max]``."""
-
-    capacity: int
-    tokens: int
-    period: Duration
-    delay: Optional[Duration] = None
-
-    def args(self) -> list[object]:
-        out: list[object] = ["GCRA", self.capacity, self.tokens, duration(self.period)[0]]
-        if self.delay is not None:
-            out += ["DELAY", duration(self.delay)[0]]
+        out: list[object] = [self._word]
+        for f in fields(cast(Any, self)):
+            value = getattr(self, f.name)
+            if f.type == "Duration":
+                out.append(duration(value)[0])
+            elif f.type == "Optional[Duration]":
+                if value is not None:
+                    out += [f.name.upper(), duration(value)[0]]
+            else:
+                out.append(value)
         return out
 
     def quota(self) -> tuple[int, Optional[int]]:
-        return self.capacity, duration(self.period)[1]
+        """(its limit, its window in ms or None)."""
+        limit, window = self._quota
+        return getattr(self, limit), duration(getattr(self, window))[1]
+
+
+@dataclass(frozen=True, slots=True)
+class _Window(Policy):
+    """A policy of ``limit`` units per ``window``."""
+
+    _quota = ("limit", "window")
+    limit: int
+    window: Duration
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed(_Window):
+    """``FIXED limit window``."""
+
+    _word = "FIXED"
+
+
+@dataclass(frozen=True, slots=True)
+class Sliding(_Window):
+    """``SLIDING limit window``."""
+
+    _word = "SLIDING"
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingCounter(_Window):
+    """``SLIDINGCOUNTER limit window``."""
+
+    _word = "SLIDINGCOUNTER"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rate(Policy):
+    """A policy of ``capacity`` at once, ``tokens`` more every ``period``."""
+
+    _quota = ("capacity", "period")
+    capacity: int
+    tokens: int
+    period: Duration
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket(_Rate):
+    """``BUCKET capacity tokens period``."""
+
+    _word = "BUCKET"
+
+
+@dataclass(frozen=True, slots=True)
+class Gcra(_Rate):
+    """``GCRA capacity tokens period [DELAY max]``."""
+
+    _word = "GCRA"
+    delay: Optional[Duration] = None
 
 
 @dataclass(frozen=True, slots=True)
 class Acquire(Policy):
     """``ACQUIRE limit ttl id``: one lease named ``id`` (end it with ``release``)."""
 
+    _word = "ACQUIRE"
+    _quota = ("limit", "ttl")
     limit: int
     ttl: Duration
     id: Union[str, bytes]
-
-    def args(self) -> list[object]:
-        return ["ACQUIRE", self.limit, duration(self.ttl)[0], self.id]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.limit, duration(self.ttl)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,43 +342,22 @@ class Penalty(Policy):
     """``PENALTY strikes window block max``: only looked at (the call needs ``cost=0``);
     a blocked offender makes the call rejected."""
 
+    _word = "PENALTY"
+    _quota = ("strikes", "window")
     strikes: int
     window: Duration
     block: Duration
     max: Duration
-
-    def args(self) -> list[object]:
-        return [
-            "PENALTY",
-            self.strikes,
-            duration(self.window)[0],
-            duration(self.block)[0],
-            duration(self.max)[0],
-        ]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.strikes, duration(self.window)[1]
 
 
 @dataclass(frozen=True, slots=True)
 class Share(Policy):
     """``SHARE tenant weight capacity tokens period``."""
 
+    _word = "SHARE"
+    _quota = ("capacity", "period")
     tenant: Union[str, bytes]
     weight: int
     capacity: int
     tokens: int
     period: Duration
-
-    def args(self) -> list[object]:
-        return [
-            "SHARE",
-            self.tenant,
-            self.weight,
-            self.capacity,
-            self.tokens,
-            duration(self.period)[0],
-        ]
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        return self.capacity, duration(self.period)[1]

@@ -16,13 +16,17 @@ fn bad_argument_leaves_the_key_unchanged() {
         let mut rl = t.limiter();
         let k = key("bad-argument");
         rl.fixed(&k, &Fixed::new(5, "3650d").cost(2)).unwrap();
-        let before: (String, i64) = redis::pipe()
-            .cmd("GET")
-            .arg(&k)
-            .cmd("PEXPIRETIME")
-            .arg(&k)
-            .query(rl.connection())
-            .unwrap();
+        // The key's value and expiry.
+        let state = |rl: &mut rl_client::Limiter<redis::Connection>| -> (String, i64) {
+            redis::pipe()
+                .cmd("GET")
+                .arg(&k)
+                .cmd("PEXPIRETIME")
+                .arg(&k)
+                .query(rl.connection())
+                .unwrap()
+        };
+        let before = state(&mut rl);
         let err = rl.fixed(&k, &Fixed::new(0, "3650d")).unwrap_err();
         assert!(
             matches!(&err, Error::BadArgument(m) if m.starts_with("ERR limit must be an integer from 1")),
@@ -38,13 +42,7 @@ fn bad_argument_leaves_the_key_unchanged() {
             .sliding(&k, &Sliding::new(100_000_000, "1m"))
             .unwrap_err();
         assert!(matches!(&err, Error::BadArgument(_)), "{err:?}");
-        let after: (String, i64) = redis::pipe()
-            .cmd("GET")
-            .arg(&k)
-            .cmd("PEXPIRETIME")
-            .arg(&k)
-            .query(rl.connection())
-            .unwrap();
+        let after = state(&mut rl);
         assert_eq!(before, after);
         assert_eq!(after.0, "2");
         // A policy carrying its own charge inside RL.ALL is refused before sending.

@@ -161,7 +161,9 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         ..table::ALL.takes()
     };
     let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
-        Error::NotApplicable { option: "DELAY", .. } => Error::DelayWithoutGcra,
+        Error::NotApplicable {
+            option: "DELAY", ..
+        } => Error::DelayWithoutGcra,
         e => e,
     })?;
     if let Some(max_ms) = options.delay {

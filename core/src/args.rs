@@ -4,9 +4,9 @@
 //! exactly the accepted form is an error naming the argument.
 
 use crate::algorithms::{Amount, Cost, Count, Interval, MAX_DURATION_MS};
-use crate::table::Opt;
 use crate::decimal;
 use crate::error::{Error, Result};
+use crate::table::Opt;
 
 /// A limit, capacity or refill amount: 1 ..= 2^53 - 1.
 pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
@@ -120,7 +120,11 @@ impl Takes {
             Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         };
         if self.has(Opt::Delay) {
-            text.push_str(if text.is_empty() { "DELAY max" } else { ", or DELAY max" });
+            text.push_str(if text.is_empty() {
+                "DELAY max"
+            } else {
+                ", or DELAY max"
+            });
         }
         if text.is_empty() {
             text.push_str("no options");
@@ -175,7 +179,9 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             }
             // Named in a fixed order: COST, REFUND, DEBIT.
             return Err(match (given, option) {
-                (Opt::Debit, first) | (first, Opt::Debit) => Error::Exclusive(first.word(), "DEBIT"),
+                (Opt::Debit, first) | (first, Opt::Debit) => {
+                    Error::Exclusive(first.word(), "DEBIT")
+                }
                 _ => Error::Exclusive("COST", "REFUND"),
             });
         }

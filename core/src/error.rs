@@ -62,10 +62,7 @@ pub enum Error {
 
     /// `expected` lists the command's options (RL.GCRA's include DELAY).
     #[error("syntax error: unknown option '{option}', expected {expected}")]
-    UnknownOption {
-        option: String,
-        expected: String,
-    },
+    UnknownOption { option: String, expected: String },
 
     #[error("tenant must be 1 to 256 bytes")]
     BadTenant,

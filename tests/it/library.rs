@@ -161,8 +161,7 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
 /// Whether a command logs one sorted-set member per unit of its cost (RL.SLIDING;
 /// not RL.ACQUIRE, one per lease, which takes no cost).
 fn per_unit(name: &str) -> bool {
-    let takes_cost =
-        table::find(name.as_bytes()).is_some_and(|c| c.takes_option(Opt::Refund));
+    let takes_cost = table::find(name.as_bytes()).is_some_and(|c| c.takes_option(Opt::Refund));
     command(name).native_type == "zset" && takes_cost
 }
 

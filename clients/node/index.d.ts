@@ -64,7 +64,11 @@ export interface FiveIntegers {
   readonly allowed: boolean;
   readonly limit: number;
   readonly remaining: number;
-  /** The call's window / period / ttl in ms, when known (RateLimit-Policy's w). */
+  /**
+   * RateLimit-Policy's w in ms, when known: the call's window (or RL.ACQUIRE's ttl); for a
+   * bucket (bucket, gcra, share, throttle), the time it takes to refill from empty,
+   * ceil(capacity * period / tokens) (throttle: capacity maxBurst + 1, tokens count).
+   */
   readonly window: number | null;
   /** Set when the decision was made up after a connection error (onConnectionError allow/deny). */
   readonly error?: RLConnectionError;
@@ -108,6 +112,7 @@ export declare class Policy {
   readonly word: string;
   readonly command: string;
   readonly args: Array<string | Buffer>;
+  /** RateLimit-Policy's w in ms, when known: the window or ttl; a bucket's time to refill from empty. */
   readonly window: number | null;
 }
 

@@ -270,6 +270,38 @@ function durationMs(value) {
   return ms;
 }
 
+// The longest refill time reported (ms, about 292 years); the same in every RL client.
+const MAX_REFILL_MS = 9223372036854;
+
+// A count as a BigInt, or null when it is not a whole number.
+function countOf(value) {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : null;
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'string' && /^[0-9]+$/.test(value)) return BigInt(value);
+  return null;
+}
+
+// A bucket's window for RateLimit-Policy (ms): the time it takes to refill from empty,
+// ceil(capacity * period / tokens), at most MAX_REFILL_MS, so that q=capacity per it never
+// advertises more than the sustained rate. The period's own when the counts are not
+// positive integers (the server refuses such a call); null when the period is unknown.
+function refillMs(capacity, tokens, period) {
+  const p = durationMs(period);
+  if (p === null) return null;
+  if (Number.isSafeInteger(capacity) && Number.isSafeInteger(tokens) && capacity >= 1 && tokens >= 1 && p >= 0) {
+    const cp = capacity * p;
+    if (Number.isSafeInteger(cp)) {
+      const r = cp % tokens;
+      return Math.min((cp - r) / tokens + (r > 0 ? 1 : 0), MAX_REFILL_MS);
+    }
+  }
+  const c = countOf(capacity);
+  const t = countOf(tokens);
+  if (c === null || t === null || c < 1n || t < 1n || !Number.isSafeInteger(p) || p < 0) return p;
+  const w = (c * BigInt(p) + t - 1n) / t;
+  return w > BigInt(MAX_REFILL_MS) ? MAX_REFILL_MS : Number(w);
+}
+
 function textArg(value, what) {
   if (typeof value === 'string' || Buffer.isBuffer(value)) return value;
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
@@ -456,11 +488,15 @@ function checkDecisionReply(reply, command) {
 // Policies for RL.ALL
 
 class Policy {
+  /** window: the policy's window or ttl; for a bucket, its time to refill from empty (ms). */
   constructor(word, command, args, window) {
     this.word = word;
     this.command = command;
     this.args = args;
-    /** The policy's window, period or ttl in ms, when known. */
+    /**
+     * RateLimit-Policy's w in ms, when known: the window (or ttl); for a bucket (BUCKET, GCRA,
+     * SHARE), the time it takes to refill from empty, ceil(capacity * period / tokens).
+     */
     this.window = durationMs(window);
   }
 }
@@ -476,7 +512,7 @@ const policies = {
       'BUCKET',
       'RL.BUCKET',
       [intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period')],
-      period,
+      refillMs(capacity, tokens, period),
     ),
   gcra: (capacity, tokens, period, opts) => {
     const args = [intArg(capacity, 'capacity'), intArg(tokens, 'tokens'), durationArg(period, 'period')];
@@ -487,7 +523,7 @@ const policies = {
         args.push('DELAY', durationArg(opts.delay, 'delay'));
       }
     }
-    return new Policy('GCRA', 'RL.GCRA', args, period);
+    return new Policy('GCRA', 'RL.GCRA', args, refillMs(capacity, tokens, period));
   },
   acquire: (limit, ttl, id) =>
     new Policy('ACQUIRE', 'RL.ACQUIRE', [intArg(limit, 'limit'), durationArg(ttl, 'ttl'), textArg(id, 'id')], ttl),
@@ -509,7 +545,7 @@ const policies = {
         intArg(tokens, 'tokens'),
         durationArg(period, 'period'),
       ],
-      period,
+      refillMs(capacity, tokens, period),
     ),
 };
 
@@ -575,10 +611,13 @@ function argsFor(argv, backend) {
   return ['FCALL', fn, '1', ...argv.slice(1)];
 }
 
-// A throttle's plan.
+// A throttle's plan: its window, the time its bucket (max_burst + 1, count per period)
+// takes to refill from empty.
 class ThrottlePlan {
-  constructor(period) {
-    this.period = period;
+  constructor(maxBurst, count, period) {
+    const burst = typeof maxBurst === 'number' ? maxBurst : countOf(maxBurst);
+    const capacity = burst === null ? null : typeof burst === 'bigint' ? burst + 1n : burst + 1;
+    this.window = refillMs(capacity, count, period);
   }
 }
 
@@ -587,7 +626,7 @@ class ThrottlePlan {
 function settlePlan(plan, reply, argv) {
   if (typeof plan !== 'object' || plan === null) return new Decision(checkDecisionReply(reply, argv), plan);
   if (plan === RELEASED) return Number(reply) === 1;
-  if (plan instanceof ThrottlePlan) return new ThrottleDecision(checkDecisionReply(reply, argv), plan.period);
+  if (plan instanceof ThrottlePlan) return new ThrottleDecision(checkDecisionReply(reply, argv), plan.window);
   if (plan instanceof AllPlan) {
     if (!Array.isArray(reply) || reply.length !== plan.keys.length + 1) {
       throw new RLError(`RL.ALL: unexpected reply ${JSON.stringify(reply)}`, { command: 'RL.ALL' });
@@ -616,7 +655,7 @@ function fallback(argv, plan, allowed, error) {
     const limit = numberOr0(argv[(isFcall(argv) ? 3 : 1) + (LIMIT_AT[command] || 1)]);
     result =
       plan instanceof ThrottlePlan
-        ? new ThrottleDecision([1 - a, limit + 1, allowed ? limit + 1 : 0, -1, 0], plan.period)
+        ? new ThrottleDecision([1 - a, limit + 1, allowed ? limit + 1 : 0, -1, 0], plan.window)
         : new Decision(reply(limit), plan);
   }
   result.error = error;
@@ -932,15 +971,15 @@ class RateLimiter {
   }
   /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] */
   async bucket(key, capacity, tokens, period, opts) {
-    return this._run(build.bucket(this._lib, key, capacity, tokens, period, opts), planOf(period));
+    return this._run(build.bucket(this._lib, key, capacity, tokens, period, opts), refillMs(capacity, tokens, period));
   }
   /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max] */
   async gcra(key, capacity, tokens, period, opts) {
-    return this._run(build.gcra(this._lib, key, capacity, tokens, period, opts), planOf(period));
+    return this._run(build.gcra(this._lib, key, capacity, tokens, period, opts), refillMs(capacity, tokens, period));
   }
   /** CL.THROTTLE key max_burst count period [quantity] (module only) */
   async throttle(key, maxBurst, count, period, quantity) {
-    return this._run(build.throttle(this._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(period));
+    return this._run(build.throttle(this._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(maxBurst, count, period));
   }
   /** RL.ALL: [[key, policy], ...] all or nothing [COST n | REFUND n | DEBIT n] */
   async all(entries, opts) {
@@ -961,7 +1000,10 @@ class RateLimiter {
   }
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] */
   async share(key, tenant, weight, capacity, tokens, period, opts) {
-    return this._run(build.share(this._lib, key, tenant, weight, capacity, tokens, period, opts), planOf(period));
+    return this._run(
+      build.share(this._lib, key, tenant, weight, capacity, tokens, period, opts),
+      refillMs(capacity, tokens, period),
+    );
   }
 
   // ---- leases
@@ -1070,13 +1112,13 @@ class Pipeline {
     return this._add(build.slidingCounter(this.limiter._lib, key, limit, window, opts), planOf(window));
   }
   bucket(key, capacity, tokens, period, opts) {
-    return this._add(build.bucket(this.limiter._lib, key, capacity, tokens, period, opts), planOf(period));
+    return this._add(build.bucket(this.limiter._lib, key, capacity, tokens, period, opts), refillMs(capacity, tokens, period));
   }
   gcra(key, capacity, tokens, period, opts) {
-    return this._add(build.gcra(this.limiter._lib, key, capacity, tokens, period, opts), planOf(period));
+    return this._add(build.gcra(this.limiter._lib, key, capacity, tokens, period, opts), refillMs(capacity, tokens, period));
   }
   throttle(key, maxBurst, count, period, quantity) {
-    return this._add(build.throttle(this.limiter._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(period));
+    return this._add(build.throttle(this.limiter._lib, key, maxBurst, count, period, quantity), new ThrottlePlan(maxBurst, count, period));
   }
   all(entries, opts) {
     const plan = build.all(this.limiter._lib, entries, opts);
@@ -1094,7 +1136,7 @@ class Pipeline {
   share(key, tenant, weight, capacity, tokens, period, opts) {
     return this._add(
       build.share(this.limiter._lib, key, tenant, weight, capacity, tokens, period, opts),
-      planOf(period),
+      refillMs(capacity, tokens, period),
     );
   }
   /**

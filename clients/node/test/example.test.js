@@ -48,7 +48,8 @@ describe('examples/node/express-rl.js', { skip: SKIP_SERVERS || (!fs.existsSync(
         for (let i = 0; i < 5; i++) {
           const r = await get();
           assert.equal(r.status, 200, out);
-          assert.equal(r.headers.get('ratelimit-policy'), '"default";q=5;w=3600');
+          // A bucket's w: the time it takes to refill from empty (5 tokens at 1 per hour).
+          assert.equal(r.headers.get('ratelimit-policy'), '"default";q=5;w=18000');
           assert.equal(r.headers.get('x-ratelimit-remaining'), String(4 - i));
           assert.equal(r.headers.get('retry-after'), null);
           await r.text();

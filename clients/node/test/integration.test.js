@@ -3,6 +3,8 @@
 // one with only the Functions library, through node-redis and through ioredis.
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const { BACKENDS, SKIP_SERVERS, CLIENTS, raw, unique } = require('./helpers');
 const {
   createLimiter,
@@ -239,6 +241,8 @@ for (const { backend, url } of BACKENDS) {
         // The combined limit/remaining are the first rate limit's with the smallest remaining.
         assert.deepEqual([take.limit, take.remaining, take.window], [5, 3, 315360000000]);
         assert.equal(take.headers()['RateLimit-Policy'], '"default";q=5;w=315360000');
+        // Each key's own: a bucket's w is its time to refill from empty (capacity * period / tokens).
+        assert.deepEqual(take.decisions.map((d) => d.window), [315360000000, 3600000, 315360000000, 8000, 9000, 60000, 60000]);
 
         // A blocked offender makes the call rejected, and nothing is taken.
         const blocked = await rl.penalty(strikes, 1, '1m', '1m', '1h');
@@ -391,6 +395,23 @@ for (const { backend, url } of BACKENDS) {
         assert.equal(lease.allowed, true);
         assert.equal(p.length, 0);
         assert.deepEqual(await p.exec(), []);
+      });
+
+      test('clients/headers.json: the RateLimit-Policy every typed client gives', async () => {
+        const { calls } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'headers.json'), 'utf8'));
+        assert.ok(calls.length >= 10);
+        for (const [i, { call, policy, module_only: moduleOnly }] of calls.entries()) {
+          if (moduleOnly && backend !== 'module') continue;
+          const [name, ...args] = call;
+          const key = k(`vector-${i}`);
+          let d;
+          if (name === 'all') {
+            d = await rl.all(args.map(([word, ...nums], j) => [`{${key}}:${j}`, policies[word](...nums)]));
+          } else {
+            d = await rl[name](key, ...args);
+          }
+          assert.equal(d.headers()['RateLimit-Policy'], policy, JSON.stringify(call));
+        }
       });
 
       test('headers of a rejected call', async () => {

@@ -249,7 +249,8 @@ describe('the commands as sent', () => {
     assert.ok(d instanceof AllDecision);
     assert.equal(d.allowed, false);
     assert.deepEqual(d.decisions.map((x) => x.allowed), [false, true]);
-    assert.equal(d.window, 1000);
+    // The GCRA's window: its time to refill from empty (2 tokens at 1 per second).
+    assert.equal(d.window, 2000);
   });
 
   test('RL.ALL: the combined window is the rate limit the combined limit comes from, not a PENALTY policy', async () => {
@@ -264,8 +265,9 @@ describe('the commands as sent', () => {
       ['{u}:r', policies.gcra(10, 1, '1s')],
     ]);
     assert.deepEqual(adapter.sent[0], ['FCALL', 'rl_all', '2', '{u}:p', '{u}:r', 'PENALTY', '3', '15m', '1m', '1h', 'GCRA', '10', '1', '1s']);
-    assert.deepEqual([d.limit, d.remaining, d.window], [10, 8, 1000]);
-    assert.equal(d.headers()['RateLimit-Policy'], '"default";q=10;w=1');
+    // A bucket's window is its time to refill from empty: 10 tokens at 1 per second.
+    assert.deepEqual([d.limit, d.remaining, d.window], [10, 8, 10000]);
+    assert.equal(d.headers()['RateLimit-Policy'], '"default";q=10;w=10');
   });
 
   test('bigint and string counts; durations in ms, strings as given', async () => {
@@ -277,6 +279,16 @@ describe('the commands as sent', () => {
       ['RL.BUCKET', 'k', '9007199254740991', '3', '250ms'],
       ['RL.PENALTY', 'k', '3', '1m', '60000ms', '1h', 'COST', '0'],
     ]);
+    // A bucket's window (RateLimit-Policy's w): ceil(capacity * period / tokens) ms, exact
+    // for bigint and string counts, at most 9223372036854 ms.
+    assert.equal((await limiter.bucket('k', 10n, '3', '1s')).window, 3334);
+    assert.equal((await limiter.gcra('k', '10', 3n, 1000)).window, 3334);
+    assert.equal((await limiter.bucket('k', 9007199254740991n, 1, '3650d')).window, 9223372036854);
+    assert.equal((await limiter.bucket('k', 4503599627370496, 10000, 3)).window, 1351079888212);
+    assert.equal((await limiter.throttle('k', 15, 30, '1m')).window, 32000);
+    assert.equal((await limiter.throttle('k', '15', 30n, 60000)).window, 32000);
+    assert.equal(policies.share('t', 1, 6, 2, '1m').window, 180000);
+    assert.equal((await limiter.pipeline().gcra('k', 5, 1, '1s').exec())[0].window, 5000);
     assert.equal(durationMs('1500ms'), 1500);
     assert.equal(durationMs('60'), 60000);
     assert.equal(durationMs('2H'), 7200000);

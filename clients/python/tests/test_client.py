@@ -4,6 +4,8 @@ choice, on both backends (sync and asyncio)."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -14,6 +16,7 @@ from rl_client import (
     AllDecision,
     ArgumentError,
     AsyncRateLimiter,
+    Bucket,
     Decision,
     Fixed,
     Gcra,
@@ -206,6 +209,11 @@ def test_headers_throttle_and_all() -> None:
         "X-RateLimit-Remaining": "0",
         "X-RateLimit-Reset": "60",
     }
+    # RL.ALL's bucket policies: w is the refill time from empty, ceil(capacity * period / tokens).
+    assert Bucket(5, 1, "1s").quota() == (5, 5000)
+    assert Gcra(10, 3, 1, delay="2s").quota() == (10, 3334)
+    assert Bucket(9_007_199_254_740_991, 1, "3650d").quota() == (9_007_199_254_740_991, 9_223_372_036_854)
+    assert Fixed(5, "1m").quota() == (5, 60_000)
     combined = Decision(False, 2, 0, 1000, 60_000, 1000)
     r = AllDecision(combined, [Decision(False, 2, 0, 1000, 1000, 1000), Decision(True, 3, 1, 0, 60_000, 60_000)], ["a", "b"])
     assert r.headers() == combined.headers()
@@ -216,9 +224,52 @@ def test_headers_live(rl: Any, key: Key) -> None:
     rl.gcra(k, 1, 1, "1m")
     h = rl.gcra(k, 1, 1, "1m").headers()
     assert h["RateLimit-Policy"] == '"default";q=1;w=60'
+    # A bucket's w is the time it takes to refill from empty: 5 per 5 s, not 5 per 1 s.
+    assert rl.gcra(key("g"), 5, 1, "1s").headers()["RateLimit-Policy"] == '"default";q=5;w=5'
+    assert rl.bucket(key("b"), 10, 3, "1s").window == 3334
     assert h["RateLimit"] == '"default";r=0;t=60'
     assert 59 <= int(h["Retry-After"]) <= 60
     assert h["X-RateLimit-Reset"] == "60"
+
+
+HEADERS = Path(__file__).resolve().parents[2] / "headers.json"
+_POLICIES = {"bucket": Bucket, "gcra": Gcra, "fixed": Fixed}
+
+
+def _ms(n: int) -> str:
+    return f"{n}ms"
+
+
+def test_headers_vector(rl: Any, backend: str, key: Key) -> None:
+    """clients/headers.json: the RateLimit-Policy every typed client gives for the same calls."""
+    cases = json.loads(HEADERS.read_text())["calls"]
+    assert len(cases) >= 10
+    for i, case in enumerate(cases):
+        if case.get("module_only") and backend != "module":
+            continue
+        name, *args = case["call"]
+        k = key(str(i))
+        if name in ("gcra", "bucket"):
+            d = getattr(rl, name)(k, args[0], args[1], _ms(args[2]))
+        elif name == "throttle":
+            d = rl.throttle(k, args[0], args[1], _ms(args[2]))
+        elif name in ("fixed", "sliding"):
+            d = getattr(rl, name)(k, args[0], _ms(args[1]))
+        elif name == "slidingCounter":
+            d = rl.sliding_counter(k, args[0], _ms(args[1]))
+        elif name == "penalty":
+            d = rl.penalty(k, args[0], *map(_ms, args[1:]))
+        elif name == "acquire":
+            d = rl.acquire(k, args[0], _ms(args[1]), args[2])
+        else:
+            assert name == "all"
+            d = rl.all(
+                [
+                    (key(f"{i}.{j}"), _POLICIES[word](*nums[:-1], _ms(nums[-1])))
+                    for j, (word, *nums) in enumerate(args)
+                ]
+            )
+        assert d.headers()["RateLimit-Policy"] == case["policy"], case
 
 
 # ---- pipelines -----------------------------------------------------------------------
@@ -352,13 +403,13 @@ def test_connection_error_raises_by_default(dead_client: redis.Redis) -> None:
 def test_fail_open(dead_client: redis.Redis) -> None:
     rl = RateLimiter(dead_client, on_connection_error="allow")
     d = rl.gcra("k", 5, 1, "1s")
-    assert (d.allowed, d.limit, d.remaining, d.retry_after, d.window) == (True, 5, 5, 0, 1000)
+    assert (d.allowed, d.limit, d.remaining, d.retry_after, d.window) == (True, 5, 5, 0, 5000)
     assert isinstance(d.error, redis.ConnectionError)
     assert rl.backend is None  # nothing was learnt
     r = rl.all({"a": Fixed(2, "1s"), "b": Gcra(9, 1, "1s")})
     assert r.allowed and r.limit == 2 and [d.limit for d in r.decisions] == [2, 9]
     t = rl.throttle("k", 4, 1, 1)
-    assert t.allowed and t.limit == 5 and t.error is not None
+    assert t.allowed and t.limit == 5 and t.error is not None and t.window == 5000
     out = rl.pipeline().fixed("k", 3, "1s").execute()
     assert out[0].allowed and out[0].error is not None
     with rl.lease("k", 1, "1h") as lease:  # nothing taken, nothing to give back

@@ -116,7 +116,8 @@ def two_then_an_hour(call: Callable[..., Any]) -> None:
     calls pass, the third waits about an hour; COST 0 inspects; REFUND 2 fills it again."""
     d = call()
     check(d, True, 2, 1)
-    assert d.reset_after == HOUR and d.window == HOUR
+    # w: the time the bucket takes to refill from empty, 2 tokens at 1 an hour.
+    assert d.reset_after == HOUR and d.window == 2 * HOUR
     check(call(), True, 2, 0)
     d = call()
     check(d, False, 2, 0)
@@ -177,7 +178,7 @@ def test_throttle(rl: Any, key: Key, backend: str) -> None:
     assert (t.limited, t.allowed, t.limit, t.remaining, t.retry_after, t.reset_after) == (
         False, True, 1, 0, None, 2
     )
-    assert t.window == 2000
+    assert t.window == 2000  # its bucket (1 token, 1 per 2 s) refills from empty in 2 s
     t = rl.throttle(k, 0, 1, 2)
     assert (t.limited, t.limit, t.remaining, t.retry_after, t.reset_after) == (True, 1, 0, 2, 2)
     # quantity 0 looks; a quantity above the limit can never pass.
@@ -233,7 +234,8 @@ def test_all_policies(rl: Any, raw: redis.Redis, key: Key) -> None:
     assert r.allowed and len(r.decisions) == 6
     assert [d.limit for d in r.decisions] == [5, 5, 5, 5, 4, 1]
     assert [d.remaining for d in r.decisions] == [4, 4, 4, 4, 3, 0]
-    assert [d.window for d in r.decisions] == [DAY, HOUR, DAY, HOUR, HOUR, HOUR]
+    # A bucket's window is its time to refill from empty: capacity * period / tokens.
+    assert [d.window for d in r.decisions] == [DAY, HOUR, DAY, 5 * HOUR, 4 * HOUR, HOUR]
     # The combined limit and remaining are those of the tightest key: the lease.
     check(r.combined, True, 1, 0)
     assert r.combined.window == HOUR
@@ -319,7 +321,7 @@ def test_durations(rl: Any, key: Key) -> None:
         d = rl.fixed(key(f"w{window!r}"), 5, window)
         assert d.allowed and d.window == 90_000, window
     d = rl.bucket(key("ms"), 5, 1, timedelta(milliseconds=1500))
-    assert d.window == 1500 and d.reset_after == 1500
+    assert d.window == 7500 and d.reset_after == 1500  # w: 5 tokens at 1 per 1.5 s
     with pytest.raises(ArgumentError, match="whole number of milliseconds"):
         rl.fixed(key("bad"), 5, 0.0005)
     with pytest.raises(ArgumentError, match="whole number of milliseconds"):

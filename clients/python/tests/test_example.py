@@ -29,7 +29,7 @@ def test_fastapi_example(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         for _ in range(6):
             response = client.get("/", headers={"X-User": user})
             codes.append(response.status_code)
-            assert response.headers["RateLimit-Policy"] == '"default";q=5;w=1'
+            assert response.headers["RateLimit-Policy"] == '"default";q=5;w=5'  # 5 at 1 per s
             assert response.headers["X-RateLimit-Limit"] == "5"
         assert codes == [200] * 5 + [429]
         assert response.headers["Retry-After"] == "1"

@@ -26,7 +26,7 @@ from ._errors import (
     UnsupportedCommandError,
     translate,
 )
-from ._types import AllDecision, Decision, Duration, Key, Policy, Throttle, duration
+from ._types import AllDecision, Decision, Duration, Key, Policy, Throttle, duration, refill_ms
 
 Backend = Literal["module", "library"]
 OnConnectionError = Literal["raise", "allow", "deny"]
@@ -255,13 +255,17 @@ class Api(Generic[D, A, T, R]):
         refund: Optional[int] = None,
         debit: Optional[int] = None,
         delay: Optional[Duration] = None,
+        tokens: Optional[int] = None,
     ) -> D:
         """A one-key limiter: ``spec key head... period [options]``; the reply's window is
-        ``period``."""
+        ``period``, or with ``tokens`` (a bucket of ``limit`` refilled by ``tokens`` per
+        ``period``) the time it takes to refill from empty."""
         p, ms = duration(period)
         args = head + (p,)
         if cost is not None or refund is not None or debit is not None or delay is not None:
             args += _options(cost, refund, debit, delay)
+        if tokens is not None:
+            ms = refill_ms(limit, tokens, ms)
         return self._submit(spec, key, args, ms, limit)  # type: ignore[no-any-return]
 
     def fixed(
@@ -314,7 +318,9 @@ class Api(Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> D:
         """``RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]``."""
-        return self._limiter(BUCKET, key, (capacity, tokens), period, capacity, cost, refund, debit)
+        return self._limiter(
+            BUCKET, key, (capacity, tokens), period, capacity, cost, refund, debit, tokens=tokens
+        )
 
     def gcra(
         self,
@@ -330,7 +336,9 @@ class Api(Generic[D, A, T, R]):
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]``.
         With ``delay``, an allowed decision's ``retry_after`` is the wait before acting."""
-        return self._limiter(GCRA, key, (capacity, tokens), period, capacity, cost, refund, debit, delay)
+        return self._limiter(
+            GCRA, key, (capacity, tokens), period, capacity, cost, refund, debit, delay, tokens
+        )
 
     def throttle(
         self,
@@ -343,10 +351,12 @@ class Api(Generic[D, A, T, R]):
         """``CL.THROTTLE key max_burst count period [quantity]`` (redis-cell's command and
         reply; the module only: on the library, ``UnsupportedCommandError``)."""
         p, ms = duration(period)
+        limit = max_burst + 1
+        ms = refill_ms(limit, count, ms)
         args: tuple[object, ...] = (max_burst, count, p)
         if quantity is not None:
             args += (quantity,)
-        return self._submit(THROTTLE, key, args, ms, max_burst + 1)  # type: ignore[no-any-return]
+        return self._submit(THROTTLE, key, args, ms, limit)  # type: ignore[no-any-return]
 
     def all(
         self,
@@ -420,7 +430,8 @@ class Api(Generic[D, A, T, R]):
         """``RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]``
         (servers whose RL has it; else ``UnsupportedCommandError``)."""
         return self._limiter(
-            SHARE, key, (tenant, weight, capacity, tokens), period, capacity, cost, refund, debit
+            SHARE, key, (tenant, weight, capacity, tokens), period, capacity, cost, refund, debit,
+            tokens=tokens,
         )
 
 

@@ -89,6 +89,28 @@ def _ceil_s(ms: int) -> int:
     return -(-ms // 1000)
 
 
+#: The longest refill time reported (ms, about 292 years); the same in every RL client.
+MAX_REFILL_MS = 9_223_372_036_854
+
+
+def refill_ms(capacity: object, tokens: object, period_ms: Optional[int]) -> Optional[int]:
+    """A bucket's window for ``RateLimit-Policy``: the time it takes to refill from empty,
+    ``ceil(capacity * period / tokens)`` ms (at most ``MAX_REFILL_MS``), so that ``q=capacity``
+    per it never advertises more than the sustained rate. ``period_ms`` when the counts are
+    not positive integers (the server refuses such a call), None when the period is unknown."""
+    if period_ms is None:
+        return None
+    if (
+        type(capacity) is not int
+        or type(tokens) is not int
+        or capacity < 1
+        or tokens < 1
+        or period_ms < 0
+    ):
+        return period_ms
+    return min(-(-(capacity * period_ms) // tokens), MAX_REFILL_MS)
+
+
 def _headers(
     policy: str,
     allowed: bool,
@@ -128,7 +150,9 @@ class Decision:
     retry_after: Optional[int]
     #: ms until the limiter is back to its initial state.
     reset_after: int
-    #: The call's window or period in ms (for ``RateLimit-Policy``), when known.
+    #: ``RateLimit-Policy``'s w in ms, when known: the call's window (RL.FIXED, RL.SLIDING,
+    #: RL.SLIDINGCOUNTER, RL.PENALTY) or ttl (RL.ACQUIRE); for a bucket (RL.BUCKET, RL.GCRA,
+    #: RL.SHARE) the time it takes to refill from empty, ``ceil(capacity * period / tokens)``.
     window: Optional[int] = None
     #: Set only on a decision made up by the limiter's ``on_connection_error`` choice
     #: ("allow" or "deny") because Redis did not answer: the error it got.
@@ -216,7 +240,8 @@ class Throttle:
     retry_after: Optional[int]
     #: Seconds until the limiter is back to its initial state.
     reset_after: int
-    #: The period in ms, when known.
+    #: ``RateLimit-Policy``'s w in ms, when known: the time the bucket takes to refill from
+    #: empty, ``ceil((max_burst + 1) * period / count)``.
     window: Optional[int] = None
     error: Optional[BaseException] = field(default=None, compare=False)
 
@@ -266,9 +291,19 @@ class Policy:
         return out
 
     def quota(self) -> tuple[int, Optional[int]]:
-        """(its limit, its window in ms or None)."""
+        """(its limit, its window in ms or None: for a bucket, its refill time)."""
         limit, window = self._quota
         return getattr(self, limit), duration(getattr(self, window))[1]
+
+
+class _Refilled(Policy):
+    """A bucket policy: its window is the time it takes to refill from empty."""
+
+    __slots__ = ()
+
+    def quota(self) -> tuple[int, Optional[int]]:
+        capacity, tokens, period = (getattr(self, f) for f in ("capacity", "tokens", "period"))
+        return capacity, refill_ms(capacity, tokens, duration(period)[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +337,7 @@ class SlidingCounter(_Window):
 
 
 @dataclass(frozen=True, slots=True)
-class _Rate(Policy):
+class _Rate(_Refilled):
     """A policy of ``capacity`` at once, ``tokens`` more every ``period``."""
 
     _quota = ("capacity", "period")
@@ -351,7 +386,7 @@ class Penalty(Policy):
 
 
 @dataclass(frozen=True, slots=True)
-class Share(Policy):
+class Share(_Refilled):
     """``SHARE tenant weight capacity tokens period``."""
 
     _word = "SHARE"

@@ -18,7 +18,7 @@ func (k *call) windowed(key string, limit int64, window time.Duration, opts []Op
 }
 
 func (k *call) bucket(key string, capacity, tokens int64, period time.Duration, opts []Option) *call {
-	k.window, k.limit = period, capacity
+	k.window, k.limit = refillWindow(capacity, tokens, period), capacity
 	k.add(key)
 	k.int(capacity)
 	k.int(tokens)
@@ -28,7 +28,7 @@ func (k *call) bucket(key string, capacity, tokens int64, period time.Duration, 
 }
 
 func (k *call) throttle(key string, maxBurst, count int64, period time.Duration, quantity int64) *call {
-	k.window, k.limit = period, maxBurst+1
+	k.window, k.limit = refillWindow(maxBurst+1, count, period), maxBurst+1
 	k.add(key)
 	k.int(maxBurst)
 	k.int(count)
@@ -84,7 +84,7 @@ func (k *call) penalty(key string, strikes int64, window, block, max time.Durati
 }
 
 func (k *call) share(key, tenant string, weight, capacity, tokens int64, period time.Duration, opts []Option) *call {
-	k.window, k.limit = period, capacity
+	k.window, k.limit = refillWindow(capacity, tokens, period), capacity
 	k.add(key, tenant)
 	k.int(weight)
 	k.int(capacity)

@@ -28,8 +28,11 @@ type Decision struct {
 	// ResetAfter is how long until the limiter is back to its initial state
 	// (Remaining = Limit) if nothing else happens.
 	ResetAfter time.Duration
-	// Window is the call's window, period or ttl, as given: the w of the
-	// RateLimit-Policy header.
+	// Window is the w of the RateLimit-Policy header: the call's window
+	// (Fixed, Sliding, SlidingCounter, Penalty) or ttl (Acquire); for a
+	// bucket (Bucket, GCRA, Share, Throttle) the time it takes to refill from
+	// empty, ceil(capacity * period / tokens) in whole ms (Throttle: capacity
+	// maxBurst + 1, tokens count), at most about 292 years.
 	Window time.Duration
 	// Unavailable is set, with Allowed decided by the client's fail mode
 	// (WithFailOpen, WithFailClosed), when Redis could not be reached: the
@@ -74,7 +77,7 @@ const (
 // HeaderPairs gives the HTTP fields of this decision, names spelled as above,
 // in this order:
 //
-//	RateLimit-Policy: "default";q=<limit>;w=<ceil(window s)>
+//	RateLimit-Policy: "default";q=<limit>;w=<ceil(Window s)>
 //	RateLimit: "default";r=<remaining>;t=<ceil(reset_after s)>
 //	Retry-After: <ceil(retry_after s)>        (only when rejected and retryable)
 //	X-RateLimit-Limit: <limit>

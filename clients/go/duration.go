@@ -2,6 +2,7 @@ package rl
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,35 @@ func msArg(cmd, name string, d time.Duration) (string, error) {
 	b := strconv.AppendInt(buf[:0], int64(d/time.Millisecond), 10)
 	b = append(b, 'm', 's')
 	return string(b), nil
+}
+
+// maxRefillMs is the longest refill time reported, in ms (about 292 years, the
+// most whole milliseconds a time.Duration holds); the same in every RL client.
+const maxRefillMs = int64(1<<63-1) / int64(time.Millisecond)
+
+// refillWindow is a bucket's window for RateLimit-Policy: the time a bucket of
+// capacity, refilled by tokens per period, takes to refill from empty,
+// ceil(capacity * period / tokens) in whole ms (at most maxRefillMs), so that
+// q=capacity per it never advertises more than the sustained rate. The period
+// itself when the counts are not positive (the server refuses such a call).
+func refillWindow(capacity, tokens int64, period time.Duration) time.Duration {
+	if capacity < 1 || tokens < 1 || period < 0 {
+		return period
+	}
+	hi, lo := bits.Mul64(uint64(capacity), uint64(period/time.Millisecond))
+	t := uint64(tokens)
+	if hi >= t {
+		// The quotient does not fit 64 bits.
+		return time.Duration(maxRefillMs) * time.Millisecond
+	}
+	q, r := bits.Div64(hi, lo, t)
+	if q >= uint64(maxRefillMs) {
+		return time.Duration(maxRefillMs) * time.Millisecond
+	}
+	if r != 0 {
+		q++
+	}
+	return time.Duration(q) * time.Millisecond
 }
 
 // ceilSeconds is ceil(d / 1s) for d >= 0, 0 below.

@@ -51,7 +51,7 @@ func SlidingCounter(limit int64, window time.Duration) Policy {
 
 // Bucket is the policy BUCKET capacity tokens period (as Client.Bucket).
 func Bucket(capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "BUCKET", wordV: "BUCKET", window: period, limit: capacity, args: make([]any, 0, 3)}
+	p := Policy{word: "BUCKET", wordV: "BUCKET", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 3)}
 	p.args = append(p.args, capacity, tokens)
 	p.dur("period", period)
 	return p
@@ -60,7 +60,7 @@ func Bucket(capacity, tokens int64, period time.Duration) Policy {
 // GCRA is the policy GCRA capacity tokens period [DELAY max] (as
 // Client.GCRA); the only option it takes is Delay.
 func GCRA(capacity, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := Policy{word: "GCRA", wordV: "GCRA", window: period, limit: capacity, args: make([]any, 0, 3+2*len(opts))}
+	p := Policy{word: "GCRA", wordV: "GCRA", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 3+2*len(opts))}
 	p.args = append(p.args, capacity, tokens)
 	p.dur("period", period)
 	for _, o := range opts {
@@ -99,7 +99,7 @@ func Penalty(strikes int64, window, block, max time.Duration) Policy {
 // Share is the policy SHARE tenant weight capacity tokens period (as
 // Client.Share).
 func Share(tenant string, weight, capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "SHARE", wordV: "SHARE", window: period, limit: capacity, args: make([]any, 0, 5)}
+	p := Policy{word: "SHARE", wordV: "SHARE", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 5)}
 	p.args = append(p.args, tenant, weight, capacity, tokens)
 	p.dur("period", period)
 	return p

@@ -122,7 +122,7 @@ func TestModuleDetectedOnceAndCommandsRendered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !d.Allowed || d.Limit != 5 || d.Remaining != 4 || d.RetryAfter != 0 || d.ResetAfter != time.Second || d.Window != time.Second {
+		if !d.Allowed || d.Limit != 5 || d.Remaining != 4 || d.RetryAfter != 0 || d.ResetAfter != time.Second || d.Window != 5*time.Second {
 			t.Fatalf("decision %+v", d)
 		}
 	}
@@ -306,7 +306,7 @@ func TestFailModes(t *testing.T) {
 	// Open.
 	c = New(&fake{down: down}, WithFailOpen())
 	d, err := c.GCRA(bg, "k", 5, 1, time.Second)
-	if err != nil || !d.Allowed || d.Limit != 5 || d.Remaining != 5 || d.Unavailable != down || d.Window != time.Second {
+	if err != nil || !d.Allowed || d.Limit != 5 || d.Remaining != 5 || d.Unavailable != down || d.Window != 5*time.Second {
 		t.Fatalf("open: %+v %v", d, err)
 	}
 	// Closed.
@@ -316,7 +316,7 @@ func TestFailModes(t *testing.T) {
 		t.Fatalf("closed: %+v %v", d, err)
 	}
 	all, err := c.All(bg, []KeyPolicy{Key("a", Fixed(3, time.Minute)), Key("b", Bucket(9, 1, time.Second))})
-	if err != nil || all.Allowed || len(all.Keys) != 2 || all.Keys[1].Window != time.Second || all.Limit != 3 {
+	if err != nil || all.Allowed || len(all.Keys) != 2 || all.Keys[1].Window != 9*time.Second || all.Limit != 3 {
 		t.Fatalf("closed RL.ALL: %+v %v", all, err)
 	}
 	// RL's own errors are never turned into a decision.
@@ -358,8 +358,9 @@ func TestAllRenderedAndParsed(t *testing.T) {
 	if got := f.last(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("sent %v\nwant %v", got, want)
 	}
-	if d.Allowed || d.Remaining != 0 || d.Window != time.Minute || len(d.Keys) != 2 ||
-		!d.Keys[0].Allowed || d.Keys[0].Window != time.Second || d.Keys[1].Allowed {
+	// A bucket's window is its time to refill from empty: capacity * period / tokens.
+	if d.Allowed || d.Remaining != 0 || d.Window != 5*time.Minute || len(d.Keys) != 2 ||
+		!d.Keys[0].Allowed || d.Keys[0].Window != 10*time.Second || d.Keys[1].Allowed {
 		t.Fatalf("decision %+v", d)
 	}
 	f.library, f.module = true, false
@@ -377,7 +378,7 @@ func TestThrottleReply(t *testing.T) {
 	i := 0
 	c := New(&fake{module: true, reply: func([]any) (any, error) { i++; return replies[i-1], nil }})
 	d, _ := c.Throttle(bg, "k", 15, 30, time.Minute, 1)
-	if !d.Allowed || d.Limit != 16 || d.Remaining != 15 || d.RetryAfter != 0 || d.ResetAfter != 2*time.Second || d.Window != time.Minute {
+	if !d.Allowed || d.Limit != 16 || d.Remaining != 15 || d.RetryAfter != 0 || d.ResetAfter != 2*time.Second || d.Window != 32*time.Second {
 		t.Fatalf("allowed: %+v", d)
 	}
 	d, _ = c.Throttle(bg, "k", 0, 1, time.Minute, 1)

@@ -40,7 +40,8 @@ func TestMiddleware(t *testing.T) {
 				if res.StatusCode != want {
 					t.Fatalf("request %d: %d, want %d", i+1, res.StatusCode, want)
 				}
-				if got := res.Header.Get("RateLimit-Policy"); got != `"default";q=2;w=3600` {
+				// w: the bucket's time to refill from empty (2 tokens at 1 an hour).
+				if got := res.Header.Get("RateLimit-Policy"); got != `"default";q=2;w=7200` {
 					t.Fatalf("RateLimit-Policy %q", got)
 				}
 				if want == 429 && res.Header.Get("Retry-After") != "3600" {

@@ -35,5 +35,5 @@ func Example_redigo() {
 	h := http.Header{}
 	d.SetHeaders(h)
 	fmt.Println(d.Allowed, d.Limit, d.Remaining, h.Get("RateLimit-Policy"))
-	// Output: true 20 19 "default";q=20;w=60
+	// Output: true 20 19 "default";q=20;w=12
 }

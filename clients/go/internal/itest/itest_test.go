@@ -535,7 +535,7 @@ func TestHeadersOfARealDecision(t *testing.T) {
 			t.Fatalf("%v %v", d, err)
 		}
 		want := [][2]string{
-			{"RateLimit-Policy", `"default";q=2;w=3600`},
+			{"RateLimit-Policy", `"default";q=2;w=7200`}, // 2 tokens at 1 an hour
 			{"RateLimit", `"default";r=0;t=7200`},
 			{"Retry-After", "3600"},
 			{"X-RateLimit-Limit", "2"},

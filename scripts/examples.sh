@@ -34,6 +34,7 @@ root=$PWD
 # The examples run with a slow refill (1 token a minute) so that no token comes back
 # while the test runs, however slow the machine: the countdown is then exact.
 capacity=5
+tokens=1
 period=60s
 
 say() { echo "examples: $*"; }
@@ -212,10 +213,10 @@ PY
 }
 
 check_policies() {
-  python3 - "$1" "$capacity" "${period%s}" <<'PY'
+  python3 - "$1" "$capacity" "$tokens" "${period%s}" <<'PY'
 import re, sys, urllib.request, urllib.error
 
-base, capacity, period_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+base, capacity, tokens, period_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 daily = 1000
 
 def get(path="/"):
@@ -237,8 +238,10 @@ def expect(cond, what, status, headers):
 
 status, h = get()
 expect(status == 200 and remaining(h) == (capacity - 1, daily - 1), "request 1: want 200, r=4 and 999", status, h)
-# The clients' RateLimit-Policy: each policy's limit (q) and its window or period (w).
-expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w={period_s}, "daily";q={daily};w=86400',
+# The clients' RateLimit-Policy: each policy's limit (q) and its window (w); for the
+# bucket, its time to refill from empty, ceil(capacity * period / tokens).
+refill_s = -(-capacity * period_s // tokens)
+expect(h.get("RateLimit-Policy") == f'"burst";q={capacity};w={refill_s}, "daily";q={daily};w=86400',
        "request 1: RateLimit-Policy", status, h)
 status, h = get("/fail")
 expect(status == 500, "an upstream failure: want 500", status, h)
@@ -767,7 +770,7 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
     continue
   fi
   port=$(free_port)
-  REDIS_URL=$redis_url PORT=$port RL_CAPACITY=$capacity RL_TOKENS=1 RL_PERIOD=$period \
+  REDIS_URL=$redis_url PORT=$port RL_CAPACITY=$capacity RL_TOKENS=$tokens RL_PERIOD=$period \
     RL_CONCURRENT=2 RL_REPORT_MS=1500 \
     "${cmd[@]}" >"$log" 2>&1 &
   pid=$!

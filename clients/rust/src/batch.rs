@@ -258,7 +258,8 @@ mod tests {
         let Reply::Decision(d) = &replies[0] else {
             panic!("{replies:?}")
         };
-        assert_eq!(d.window, Some(std::time::Duration::from_secs(1)));
+        // A GCRA's window: its time to refill from empty (5 tokens at 1 per second).
+        assert_eq!(d.window, Some(std::time::Duration::from_secs(5)));
         assert_eq!(replies[1], Reply::Released(true));
         assert!(matches!(&replies[2], Reply::All(a) if a.keys.len() == 1));
         // Too few replies, or one of the wrong shape.

@@ -69,6 +69,22 @@ impl Period {
     }
 }
 
+/// The longest refill time reported, in ms (about 292 years); the same in every RL client.
+pub(crate) const MAX_REFILL_MS: u64 = 9_223_372_036_854;
+
+/// A bucket's window for `RateLimit-Policy`: the time a bucket of `capacity`, refilled
+/// by `tokens` per `period_ms`, takes to refill from empty, `ceil(capacity × period /
+/// tokens)` ms (at most [`MAX_REFILL_MS`]), so that `q=capacity` per it never advertises
+/// more than the sustained rate. The period itself when a count is 0 (the server refuses
+/// such a call).
+pub(crate) fn refill_ms(capacity: u64, tokens: u64, period_ms: u64) -> u64 {
+    if capacity == 0 || tokens == 0 {
+        return period_ms;
+    }
+    let w = (u128::from(capacity) * u128::from(period_ms)).div_ceil(u128::from(tokens));
+    u64::try_from(w).map_or(MAX_REFILL_MS, |w| w.min(MAX_REFILL_MS))
+}
+
 /// Writes `<n>ms` into `buf` (22 bytes hold u64::MAX and the unit); returns its length.
 fn ms_text(mut n: u64, buf: &mut [u8; 22]) -> usize {
     let mut digits = [0u8; 20];
@@ -170,6 +186,20 @@ mod tests {
             redis::Arg::Cursor => Vec::new(),
         });
         arg.unwrap_or_default()
+    }
+
+    #[test]
+    fn a_buckets_window_is_its_time_to_refill_from_empty() {
+        assert_eq!(refill_ms(5, 1, 1000), 5000);
+        assert_eq!(refill_ms(10, 3, 1000), 3334);
+        assert_eq!(refill_ms(5, 10, 1000), 500);
+        assert_eq!(refill_ms(1, 1, 0), 0);
+        assert_eq!(refill_ms((1 << 53) - 1, 1, 315_360_000_000), MAX_REFILL_MS);
+        assert_eq!(refill_ms(u64::MAX, 1, u64::MAX), MAX_REFILL_MS);
+        assert_eq!(refill_ms(1 << 52, 10_000, 3), 1_351_079_888_212);
+        // A count of 0 (refused by the server): the period.
+        assert_eq!(refill_ms(0, 1, 1000), 1000);
+        assert_eq!(refill_ms(5, 0, 1000), 1000);
     }
 
     #[test]

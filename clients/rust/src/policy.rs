@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::Cmd;
 
-use crate::period::Period;
+use crate::period::{refill_ms, Period};
 
 /// How many units a call takes or gives back (`COST n`, `REFUND n`, `DEBIT n`).
 ///
@@ -51,7 +51,8 @@ pub(crate) trait Params {
     }
     /// The limit the reply will carry (for a fail-open or fail-closed decision).
     fn limit(&self) -> u64;
-    /// The window or period, for the `RateLimit-Policy` header.
+    /// The `w` of the `RateLimit-Policy` header: the window or ttl; a bucket's time to
+    /// refill from empty.
     fn window(&self) -> Option<Duration>;
 }
 
@@ -150,7 +151,7 @@ macro_rules! params {
         })?
         $(#[$new_doc:meta])*
         fn new;
-        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident;)?
+        $(names $command:literal, $function:literal, $word:literal; limit $limit:ident; window $window:ident $(per $tokens:ident)?;)?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,7 +209,10 @@ macro_rules! params {
                     self.$limit
                 }
                 fn window(&self) -> Option<Duration> {
-                    self.$window.as_duration()
+                    let ms = self.$window.as_millis()?;
+                    // A bucket's: its time to refill from empty.
+                    $(let ms = refill_ms(self.$limit, self.$tokens, ms);)?
+                    Some(Duration::from_millis(ms))
                 }
             }
         )?
@@ -287,7 +291,7 @@ params! {
     }
     /// At most `capacity` tokens, `tokens` more every `period`.
     fn new;
-    names "RL.BUCKET", "rl_bucket", "BUCKET"; limit capacity; window period;
+    names "RL.BUCKET", "rl_bucket", "BUCKET"; limit capacity; window period per tokens;
 }
 
 params! {
@@ -311,7 +315,7 @@ params! {
     }
     /// `capacity` at once, `tokens` more every `period`.
     fn new;
-    names "RL.GCRA", "rl_gcra", "GCRA"; limit capacity; window period;
+    names "RL.GCRA", "rl_gcra", "GCRA"; limit capacity; window period per tokens;
 }
 
 params! {
@@ -373,7 +377,7 @@ params! {
     /// `tenant` (1 to 256 bytes) with `weight` in a limiter of `capacity` at once,
     /// `tokens` more every `period`.
     fn new;
-    names "RL.SHARE", "rl_share", "SHARE"; limit capacity; window period;
+    names "RL.SHARE", "rl_share", "SHARE"; limit capacity; window period per tokens;
 }
 
 params! {

@@ -19,8 +19,11 @@ pub struct Decision {
     pub retry_after: Option<Duration>,
     /// How long until the limiter is back to its initial state (remaining = limit).
     pub reset_after: Duration,
-    /// The call's window or period, for the `RateLimit-Policy` header (`None` when
-    /// the decision was parsed without its call, or the window was not a duration).
+    /// The `w` of the `RateLimit-Policy` header: the call's window (RL.FIXED,
+    /// RL.SLIDING, RL.SLIDINGCOUNTER, RL.PENALTY) or ttl (RL.ACQUIRE); for a bucket
+    /// (RL.BUCKET, RL.GCRA, RL.SHARE) the time it takes to refill from empty,
+    /// `ceil(capacity × period / tokens)` in whole ms, at most about 292 years (`None`
+    /// when the decision was parsed without its call, or the window was not a duration).
     pub window: Option<Duration>,
     /// The decision was made by the limiter's [`FailMode`](crate::FailMode) after a
     /// connection error, not by the server.
@@ -64,7 +67,8 @@ impl Decision {
     /// The HTTP response headers for this decision, in this order:
     ///
     /// - `RateLimit-Policy: "default";q=<limit>;w=<window s>` (the IETF draft;
-    ///   `;w=` only when the window is known), `RateLimit: "default";r=<remaining>;t=<reset s>`;
+    ///   `;w=` only when [`window`](Self::window) is known: for a bucket, its time to
+    ///   refill from empty), `RateLimit: "default";r=<remaining>;t=<reset s>`;
     /// - `Retry-After: <s>` only when rejected and a retry can pass;
     /// - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset: <reset s>`.
     ///

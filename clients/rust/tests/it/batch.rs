@@ -30,9 +30,10 @@ fn pipelined_decisions() {
         assert!(decisions[5..]
             .iter()
             .all(|d| !d.allowed && d.retry_after.is_some()));
+        // w: the bucket's time to refill from empty (5 tokens at 1 an hour).
         assert!(decisions
             .iter()
-            .all(|d| d.window == Some(Duration::from_secs(3600))));
+            .all(|d| d.window == Some(Duration::from_secs(5 * 3600))));
         // The same batch runs again (nothing left).
         assert!(rl.run(&batch).unwrap().iter().all(|r| !r.allowed()));
     }

@@ -494,3 +494,68 @@ fn raw_replies_parse() {
         assert_eq!((d.allowed, d.limit, d.remaining), (true, 5, 4));
     }
 }
+
+/// clients/headers.json: the same calls give the same `RateLimit-Policy` in every RL
+/// client. CL.THROTTLE's reply here has no headers, so its call is left out.
+#[test]
+fn headers_vector() {
+    let _g = shared();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../headers.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let calls = file["calls"].as_array().unwrap();
+    assert!(calls.len() >= 10);
+    let num = |v: &serde_json::Value| v.as_u64().unwrap();
+    let ms = |v: &serde_json::Value| Duration::from_millis(v.as_u64().unwrap());
+    for t in targets("headers_vector") {
+        let mut rl = t.limiter();
+        let mut checked = 0;
+        for (i, case) in calls.iter().enumerate() {
+            let call = case["call"].as_array().unwrap();
+            let (name, a) = (call[0].as_str().unwrap(), &call[1..]);
+            let k = key(&format!("vector-{i}"));
+            let d = match name {
+                "gcra" => rl.gcra(&k, &Gcra::new(num(&a[0]), num(&a[1]), ms(&a[2]))),
+                "bucket" => rl.bucket(&k, &Bucket::new(num(&a[0]), num(&a[1]), ms(&a[2]))),
+                "throttle" => continue,
+                "fixed" => rl.fixed(&k, &Fixed::new(num(&a[0]), ms(&a[1]))),
+                "sliding" => rl.sliding(&k, &Sliding::new(num(&a[0]), ms(&a[1]))),
+                "slidingCounter" => {
+                    rl.sliding_counter(&k, &SlidingCounter::new(num(&a[0]), ms(&a[1])))
+                }
+                "penalty" => rl.penalty(
+                    &k,
+                    &Penalty::new(num(&a[0]), ms(&a[1]), ms(&a[2]), ms(&a[3])),
+                ),
+                "acquire" => rl.acquire(
+                    &k,
+                    &Acquire::new(num(&a[0]), ms(&a[1]), a[2].as_str().unwrap()),
+                ),
+                "all" => {
+                    let mut all = All::new();
+                    for (j, p) in a.iter().enumerate() {
+                        let p = p.as_array().unwrap();
+                        let policy: rl_client::Policy = match p[0].as_str().unwrap() {
+                            "bucket" => Bucket::new(num(&p[1]), num(&p[2]), ms(&p[3])).into(),
+                            "gcra" => Gcra::new(num(&p[1]), num(&p[2]), ms(&p[3])).into(),
+                            "fixed" => Fixed::new(num(&p[1]), ms(&p[2])).into(),
+                            other => panic!("policy {other}"),
+                        };
+                        all = all.key(format!("{{{k}}}:{j}"), policy);
+                    }
+                    rl.all(&all).map(|d| d.combined)
+                }
+                other => panic!("call {other}"),
+            }
+            .unwrap_or_else(|e| panic!("{call:?}: {e}"));
+            assert_eq!(
+                header(&d, "RateLimit-Policy").as_deref(),
+                case["policy"].as_str(),
+                "{call:?} on {:?}",
+                t.backend
+            );
+            checked += 1;
+        }
+        assert!(checked >= 10);
+    }
+}

@@ -357,7 +357,10 @@ function headersOf(name, allowed, limit, remaining, retryS, resetS, windowMs) {
 
 /** What Decision and ThrottleDecision share: a reply of five integers, read on demand. */
 class FiveIntegers {
-  /** reply: the five integers; window: the call's window, period or ttl (ms or "1m"). */
+  /**
+   * reply: the five integers; window: RateLimit-Policy's w (ms or "1m"): the call's window
+   * or ttl, a bucket's time to refill from empty.
+   */
   constructor(reply, window) {
     /** The server's reply: [verdict, limit, remaining, retry_after, reset_after]. */
     this.reply = reply;
@@ -369,7 +372,7 @@ class FiveIntegers {
   get remaining() {
     return Number(this.reply[2]);
   }
-  /** The call's window, period or ttl in ms (RateLimit-Policy's w), when known. */
+  /** RateLimit-Policy's w in ms, when known: the call's window or ttl; for a bucket, its time to refill from empty. */
   get window() {
     return durationMs(this._window);
   }
@@ -621,8 +624,9 @@ class ThrottlePlan {
   }
 }
 
-// The result of a reply. A plain decision's plan is its window argument itself (a
-// string, a number or null), so queuing one allocates nothing but its arguments.
+// The result of a reply. A plain decision's plan is its window argument itself, or a
+// bucket's refill time in ms (a string, a number or null), so queuing one allocates
+// nothing but its arguments.
 function settlePlan(plan, reply, argv) {
   if (typeof plan !== 'object' || plan === null) return new Decision(checkDecisionReply(reply, argv), plan);
   if (plan === RELEASED) return Number(reply) === 1;

@@ -75,6 +75,33 @@ fn cheap(mut amount: Vec<String>, sliding: bool, limit: u64) -> Vec<String> {
     amount
 }
 
+/// An RL.SHARE tenant: a few short names (so tenants meet on a budget), and the
+/// longest.
+fn tenant(rng: &mut Rng) -> String {
+    rng.pick(&["a", "b", "c", "a b", LONGEST_TENANT])
+        .to_string()
+}
+
+/// An RL.SHARE weight, 1 ..= 10,000.
+fn weight(rng: &mut Rng) -> String {
+    match rng.below(3) {
+        0 => 1 + rng.below(4),
+        1 => 10_000,
+        _ => 1 + rng.below(10_000),
+    }
+    .to_string()
+}
+
+/// The commands of [`SINGLE`], and RL.SHARE unless the library has no `rl_share`
+/// yet ([`PENDING`]).
+fn singles() -> Vec<&'static str> {
+    let mut names = SINGLE.to_vec();
+    if !library_source_lacks("rl_share") {
+        names.push("RL.SHARE");
+    }
+    names
+}
+
 /// The policy words of one command after the key: (words, limit, window ms).
 fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
     let (d, ms) = duration(rng);
@@ -111,6 +138,18 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
                 (block.0, max.0)
             };
             (vec![strikes.to_string(), d, block, max], strikes, ms)
+        }
+        "RL.SHARE" => {
+            let capacity = count(rng);
+            // Mostly rates the budget can hold (≤ 1 per ns), sometimes not.
+            let tokens = if rng.below(8) != 0 {
+                rng.magnitude((ms * 1_000_000).min(MAX))
+            } else {
+                count(rng)
+            };
+            let mut words = vec![tenant(rng), weight(rng)];
+            words.extend([capacity.to_string(), tokens.to_string(), d]);
+            (words, capacity, ms)
         }
         "RL.SLIDING" => {
             let limit = match rng.below(3) {
@@ -246,6 +285,25 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
                 &format!("@ms+{expiry}"),
             ])
         }
+        "RL.SHARE" => {
+            // A budget's global record (a never-used one, one in debt with no
+            // tenant, or none RL wrote) and a tenant record, or an index entry.
+            let g = match rng.below(4) {
+                0 => "0 0 0 0 0 0 0 0 0 0 0 0".to_string(),
+                1 => format!(
+                    "@ms+{}000000 0 0 0 0 0 0 0 0 0 0 0",
+                    rng.below(window_ms.min(MAX_DURATION_MS) * 2)
+                ),
+                2 => format!("@ms+{}000000 0 1 1 1 0 0 @ms+1 1 1 0 0", rng.below(1000)),
+                _ => rng.pick(&["abc", "1 2 3", ""]).to_string(),
+            };
+            let (field, value) = match rng.below(3) {
+                0 => ("t:a", format!("@ms+{}000000 1 0 0", rng.below(1000))),
+                1 => ("t:a", "x".to_string()),
+                _ => ("i:0", "a".to_string()),
+            };
+            strings(&["hash", "g", &g, field, &value, &format!("@ms+{expiry}")])
+        }
         _ => {
             let mut recipe = strings(&["zset"]);
             for i in 0..1 + rng.below(6) {
@@ -301,7 +359,16 @@ for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   local content = {}
   if kind == 'string' then content = {redis.call('GET', key)}
-  elseif kind == 'hash' then content = redis.call('HGETALL', key)
+  elseif kind == 'hash' then
+    -- Sorted: a hash table (an RL.SHARE budget) lists its fields in an order
+    -- of its own.
+    local h, fields = redis.call('HGETALL', key), {}
+    for i = 1, #h, 2 do fields[#fields + 1] = {h[i], h[i + 1]} end
+    table.sort(fields, function(x, y) return x[1] < y[1] end)
+    for _, f in ipairs(fields) do
+      content[#content + 1] = f[1]
+      content[#content + 1] = f[2]
+    end
   elseif kind == 'zset' then content = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES') end
   out[#out + 1] = {kind, content, redis.call('PEXPIRETIME', key)}
 end
@@ -452,8 +519,9 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
     let mut rng = Rng(seed);
     let (a, b) = (strings(&["m"]), strings(&["l"]));
     let mut compared = 0;
+    let singles = singles();
     for _ in 0..scenarios {
-        let name = *rng.pick(SINGLE);
+        let name = *rng.pick(&singles);
         let (mut words, mut limit, mut window) = params(&mut rng, name);
         let mut shortest = window;
         let setup = if rng.below(2) == 0 {
@@ -466,6 +534,11 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
             if rng.below(4) == 0 {
                 (words, limit, window) = params(&mut rng, name);
                 shortest = shortest.min(window);
+            }
+            if name == "RL.SHARE" && rng.below(2) == 0 {
+                // Another tenant on the same budget.
+                words[0] = tenant(&mut rng);
+                words[1] = weight(&mut rng);
             }
             let mut line = vec![name.to_string()];
             line.extend(words.iter().cloned());
@@ -500,6 +573,7 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
     let mut c = s.conn();
     let mut rng = Rng(seed);
     let mut compared = 0;
+    let singles = singles();
     for _ in 0..scenarios {
         let n = 1 + rng.below(3) as usize;
         let a: Vec<String> = (0..n).map(|i| format!("{{t}}m{i}")).collect();
@@ -509,7 +583,7 @@ fn rl_all_agrees_with_the_module_over_the_full_ranges() {
         let mut smallest = MAX;
         let mut shortest = u64::MAX;
         for i in 0..n {
-            let name = *rng.pick(SINGLE);
+            let name = *rng.pick(&singles);
             let (words, limit, window) = params(&mut rng, name);
             smallest = smallest.min(limit);
             shortest = shortest.min(window);
@@ -638,23 +712,31 @@ fn bad_input_gets_the_module_s_error_texts() {
         let _: () = command_of(cmdline).query(&mut c).unwrap();
     }
     let keys = ["k", "list", "text", "hash", "zfrac", "absent"];
+    // RL.SHARE, and its policy word, once the library has rl_share.
+    let lacks_share = library_source_lacks("rl_share");
+    let mut names = vec![
+        "RL.FIXED",
+        "RL.SLIDING",
+        "RL.BUCKET",
+        "RL.GCRA",
+        "RL.SLIDINGCOUNTER",
+        "RL.ALL",
+        "RL.ACQUIRE",
+        "RL.RELEASE",
+        "RL.PENALTY",
+    ];
+    let mut pool = pool.to_vec();
+    if !lacks_share {
+        names.push("RL.SHARE");
+        pool.extend([&b"SHARE"[..], b"share", b"10000", b"10001"]);
+    }
     for _ in 0..env("RL_SWEEP_SCENARIOS", 2500) * 2 {
-        let name = *rng.pick(&[
-            "RL.FIXED",
-            "RL.SLIDING",
-            "RL.BUCKET",
-            "RL.GCRA",
-            "RL.SLIDINGCOUNTER",
-            "RL.ALL",
-            "RL.ACQUIRE",
-            "RL.RELEASE",
-            "RL.PENALTY",
-        ]);
+        let name = *rng.pick(&names);
         let mut args: Vec<Vec<u8>> = Vec::new();
         let key = rng.pick(&keys).to_string();
         let n = rng.below(8) as usize;
         for _ in 0..n {
-            args.push(rng.pick(pool).to_vec());
+            args.push(rng.pick(&pool).to_vec());
         }
         let mut module = redis::cmd(name);
         let mut library = redis::cmd("FCALL");
@@ -679,8 +761,12 @@ fn bad_input_gets_the_module_s_error_texts() {
         }
         module.arg(&args);
         library.arg(&args);
-        let m = error_text(module.query::<Value>(&mut c));
+        let mut m = error_text(module.query::<Value>(&mut c));
         let l = error_text(library.query::<Value>(&mut c));
+        if lacks_share {
+            // A library without RL.SHARE yet lists the policies but SHARE.
+            m = m.map(|m| m.replace("ACQUIRE, PENALTY or SHARE", "ACQUIRE or PENALTY"));
+        }
         if let Some(l) = &l {
             assert!(
                 !l.contains("internal error") && !l.contains("user_function"),
@@ -712,6 +798,7 @@ fn same_names(mut text: String) -> String {
         "rl.acquire",
         "rl.release",
         "rl.penalty",
+        "rl.share",
     ] {
         let function = name.replace('.', "_");
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));

@@ -8,6 +8,7 @@
 #   BENCH_SHAPES=a,b   only these shapes (names as in the table titles' first words:
 #                      pipelined, "pipelined, hot key", unpipelined, "unpipelined, hot key",
 #                      "pipelined, replica", "unpipelined, replica")
+#   BENCH_WORKLOADS="a;b" only these workloads (names as in the tables' first column)
 #   BENCH_QUICK=1      smoke mode used by `make test`: one short round of everything
 #   BENCH_CELL=0       skip redis-cell (otherwise built by scripts/redis-cell.sh, from RL_VENDOR)
 #   BENCH_LIBRARY=path the Functions library (default functions/rl.lua when present)

@@ -18,7 +18,18 @@ fn fold(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() {
         return None;
     }
-    bytes.iter().try_fold(0u128, |acc, &b| {
+    // Up to 19 digits fit a u64 whatever they are (10^19 − 1 < 2^64): the common
+    // case, read without u128 arithmetic; the rest with overflow checks.
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let mut small = 0u64;
+    for &b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        small = small * 10 + u64::from(digit);
+    }
+    tail.iter().try_fold(u128::from(small), |acc, &b| {
         let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
         acc.checked_mul(10)?.checked_add(digit)
     })

@@ -71,11 +71,24 @@ fn store(key: &Key, changes: &Changes) -> Result<()> {
     if !matches!(key.kind(), Kind::Empty | Kind::Hash) {
         return Err(Error::WrongType);
     }
-    // Field, value, field, value …: what HSET propagates.
-    let mut pairs = Vec::with_capacity(changes.set.len() * 2);
+    // Field, value, field, value …: what HSET propagates. The global record's
+    // field, which every write sets, is a constant string.
+    let global = StrRef::shared(&names().share_global);
+    let mut owned = Vec::with_capacity(changes.set.len() * 2);
     for (field, value) in &changes.set {
-        pairs.push(string(field)?);
-        pairs.push(string(value)?);
+        if global.is_none() || field.as_slice() != GLOBAL_FIELD {
+            owned.push(string(field)?);
+        }
+        owned.push(string(value)?);
+    }
+    let mut owned_refs = owned.iter().map(ServerString::as_ref);
+    let mut pairs = Vec::with_capacity(changes.set.len() * 2);
+    for (field, _) in &changes.set {
+        match global {
+            Some(g) if field.as_slice() == GLOBAL_FIELD => pairs.push(g),
+            _ => pairs.extend(owned_refs.next()),
+        }
+        pairs.extend(owned_refs.next());
     }
     let deleting = changes
         .del
@@ -83,8 +96,7 @@ fn store(key: &Key, changes: &Changes) -> Result<()> {
         .map(|f| string(f))
         .collect::<Result<Vec<_>>>()?;
     for (i, pair) in pairs.chunks_exact(2).enumerate() {
-        let refused =
-            (i == 0 && injected(key, "hset")) || !key.hash_set(pair[0].as_ref(), pair[1].as_ref());
+        let refused = (i == 0 && injected(key, "hset")) || !key.hash_set(pair[0], pair[1]);
         if refused {
             return if i == 0 {
                 Err(Error::WriteFailed("setting the fields"))
@@ -102,7 +114,6 @@ fn store(key: &Key, changes: &Changes) -> Result<()> {
     if injected(key, "expiry") || !key.set_expires_at(changes.expires_at) {
         return undo(key, "setting the expiry");
     }
-    let pairs: Vec<StrRef<'_>> = pairs.iter().map(ServerString::as_ref).collect();
     if !pairs.is_empty() {
         effects::hset(key, &pairs)?;
     }

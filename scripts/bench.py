@@ -20,7 +20,8 @@ waits for a core, so its ratios hold even when other work shares the machine.
 Shapes: pipelined (-P 16) and unpipelined (-P 1); 100,000 random keys and one hot
 key; without and with a replica attached to each server (effects are then
 propagated for real; every run ends with WAIT so the replica has caught up before
-the next one starts).
+the next one starts). RL.SHARE's budget is one key in every shape (a budget is
+shared), its tenant drawn from 10 or 10,000 names.
 
 Baselines in the same run: INCR and native writes, FLOOR.FIXED, FLOOR.GCRA,
 FLOOR.BUCKET, FLOOR.ACQUIRE and FLOOR.PENALTY (a bench-only module making exactly the module-API
@@ -159,13 +160,14 @@ PENALTY_ARGS = ["1000000000", "1h", "1m", "1h"]
 
 
 class Workload:
-    def __init__(self, name, argv, stat, server="rl", ratios=(), library=None):
+    def __init__(self, name, argv, stat, server="rl", ratios=(), library=None, keys=KEYS):
         self.name = name
         self.argv = argv  # KEY stands for the key
         self.stat = stat.lower()
         self.server = server
         self.ratios = list(ratios)  # (column, baseline workload name)
         self.library = library  # the FCALL twin's workload name
+        self.keys = keys  # how many values __rand_int__ takes (redis-benchmark -r)
         self.n = {}
 
 
@@ -184,18 +186,19 @@ def workloads(have_floor, have_cell, library_functions):
         function = "rl_" + command.split(".")[1].lower()
         return function if function in library_functions else None
 
-    def rl(name, argv, ratios=()):
-        w = Workload(name, argv, argv[0], ratios=ratios)
-        function = twin(name)
+    def rl(name, argv, ratios=(), keys=KEYS, twin_name=None):
+        w = Workload(name, argv, argv[0], ratios=ratios, keys=keys)
+        function = twin(argv[0])
         if function:
-            w.ratios.append(("× library", f"FCALL {function}"))
+            w.ratios.append(("× library", twin_name or f"FCALL {function}"))
         return w
 
-    def fcall(command, argv):
+    def fcall(command, argv, keys=KEYS, name=None):
         function = twin(command)
         if not function:
             return []
-        return [Workload(f"FCALL {function}", ["FCALL", function, "1"] + argv[1:], "fcall")]
+        return [Workload(name or f"FCALL {function}", ["FCALL", function, "1"] + argv[1:], "fcall",
+                         keys=keys)]
 
     fixed = ["RL.FIXED", "KEY"] + FIXED_ARGS
     counter = ["RL.SLIDINGCOUNTER", "KEY"] + FIXED_ARGS
@@ -261,6 +264,17 @@ def workloads(have_floor, have_cell, library_functions):
     # RL.ALL over the two keys RL.FIXED and RL.GCRA run on alone, against those two
     # calls (a pair of them: 1 / (1/fixed + 1/gcra) pairs per second). Distinct
     # suffixes: the two placeholders draw their numbers independently.
+    # RL.SHARE: one budget (a fixed key, whatever the shape) with a slow refill, so
+    # every call is an allowed write (HSET of the tenant's record and the budget's,
+    # PEXPIREAT), its tenant drawn from 10 and from 10,000 names (weight 1 each). A
+    # run starts from an empty key, so its first calls also add each tenant (and
+    # its index entry) once. Against RL.GCRA, the one-budget limiter it extends.
+    for tenants in (10, 10_000):
+        share = ["RL.SHARE", "bench:budget", "t__rand_int__", "1"] + RATE_ARGS
+        name = f"RL.SHARE ({tenants:,} tenants)"
+        fname = f"FCALL rl_share ({tenants:,} tenants)"
+        w.append(rl(name, share, [("× RL.GCRA", "RL.GCRA")], keys=tenants, twin_name=fname))
+        w += fcall("RL.SHARE", share, keys=tenants, name=fname)
     w.append(Workload("RL.ALL (FIXED + GCRA)",
                       ["RL.ALL", "2", "KEY:f", "KEY:g", "FIXED"] + FIXED_ARGS + ["GCRA"] + RATE_ARGS,
                       "RL.ALL", ratios=[("× the pair", ("RL.FIXED", "RL.GCRA"))]))
@@ -332,7 +346,7 @@ def run_once(w, servers, replicas, shape, n):
     cpu_before = server_cpu(conn)
     key = "bench:hot" if hot else "bench:__rand_int__"
     argv = [key + a[3:] if a.startswith("KEY") else a for a in w.argv]
-    cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(n), "-r", str(KEYS),
+    cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(n), "-r", str(w.keys),
            "-P", str(pipeline), "-c", str(CLIENTS), "--csv"] + argv
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     rps = 0.0
@@ -479,6 +493,9 @@ EXPECT = [
     ("RL.BUCKET", "FCALL rl_bucket", 2.0),
     ("RL.SLIDING", "FCALL rl_sliding", 2.0),
     ("RL.ALL (FIXED + GCRA)", ("RL.FIXED", "RL.GCRA"), 0.8),
+    ("RL.SHARE (10 tenants)", "RL.GCRA", 0.9),
+    ("RL.SHARE (10,000 tenants)", "RL.GCRA", 0),
+    ("RL.SHARE (10 tenants)", "FCALL rl_share (10 tenants)", 2.0),
     ("RL.ACQUIRE", "FLOOR.ACQUIRE", 0.9),
     ("RL.ACQUIRE", "RL.SLIDING", 0.8),
     ("RL.ACQUIRE", "FCALL rl_acquire", 3.0),
@@ -608,6 +625,13 @@ def memory(servers, library_functions):
         rl.ok("RL.SLIDING", k, "100000", "1h", "COST", str(units))
         b = rl.ok("MEMORY", "USAGE", k)
         rows.append((f"RL.SLIDING, {units} units", "", b, f"{b / units:.1f}", ""))
+    for tenants in (1, 10, 1000):
+        k = key21(f"rl:share:{tenants}:")
+        for t in range(tenants):
+            rl.ok("RL.SHARE", k, f"tenant{t}", "1", "1000000", "1000", "1h")
+        b = rl.ok("MEMORY", "USAGE", k)
+        rows.append((f"RL.SHARE, {tenants} tenant(s)", "", b, f"{b / tenants:.1f}",
+                     "a hash table: `g` is longer than hash-max-listpack-value"))
     k = key21("native:int:")
     rl.ok("SET", k, "1", "PX", "60000")
     row("native SET of an integer (int-encoded)", rl, k)

@@ -11,7 +11,9 @@
 # module's own code: parsing, deciding, formatting, glue). The floor module (scripts/floor.sh) runs
 # in RL's server; redis-cell (scripts/redis-cell.sh) in a server of its own.
 # Needs valgrind (apt-get install valgrind). PROFILE_ONLY="RL.FIXED FLOOR.FIXED"
-# limits the workloads (names as below).
+# limits the workloads (names as below, `_` for a space). RL.SHARE's budget is one
+# key, its tenant drawn from 10 or 10,000 names (the optional fifth field: how many
+# values __rand_int__ takes, 100,000 unless given).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 module="${RL_MODULE:-$PWD/target/release/librl.so}"
@@ -21,7 +23,7 @@ cell=$(scripts/redis-cell.sh 2>/dev/null || true)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# name|modules|command (KEY stands for the key)|the command's function in the profile
+# name|modules|command (KEY stands for the key)|the command's function in the profile[|-r]
 workloads=(
   "INCR|rl|INCR KEY|incrCommand"
   "SET PX|rl|SET KEY 1 PX 60000|setCommand"
@@ -40,10 +42,12 @@ workloads=(
   "RL.SLIDING|rl|RL.SLIDING KEY 128 1m|RedisModuleCommandDispatcher"
   "FLOOR.ACQUIRE|rl|FLOOR.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
   "RL.ACQUIRE|rl|RL.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
+  "RL.SHARE (10 tenants)|rl|RL.SHARE bench:budget t__rand_int__ 1 1000000000 1000 1h|RedisModuleCommandDispatcher|10"
+  "RL.SHARE (10,000 tenants)|rl|RL.SHARE bench:budget t__rand_int__ 1 1000000000 1000 1h|RedisModuleCommandDispatcher|10000"
 )
 
-profile() { # <index> <name> <modules> <command> <function>
-  local i=$1 name=$2 mods=$3 command=$4 fn=$5 port load=()
+profile() { # <index> <name> <modules> <command> <function> [<range>]
+  local i=$1 name=$2 mods=$3 command=$4 fn=$5 range=${6:-100000} port load=()
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   if [ "$mods" = cell ]; then
     [ -n "$cell" ] || { echo "(redis-cell not built: skipped)" >"$out/$i.txt"; return; }
@@ -57,7 +61,7 @@ profile() { # <index> <name> <modules> <command> <function>
   local pid=$!
   for _ in $(seq 1 300); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   # shellcheck disable=SC2086 # the command is split into words on purpose
-  redis-benchmark -p "$port" -n "$calls" -r 100000 -P 16 -c 50 -q ${command//KEY/key:__rand_int__} >/dev/null 2>&1
+  redis-benchmark -p "$port" -n "$calls" -r "$range" -P 16 -c 50 -q ${command//KEY/key:__rand_int__} >/dev/null 2>&1
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
   callgrind_annotate --inclusive=yes "$out/$i.cg" 2>/dev/null |
@@ -79,10 +83,10 @@ only="${PROFILE_ONLY:-}"
 pids=()
 i=0
 for w in "${workloads[@]}"; do
-  IFS='|' read -r name mods command fn <<<"$w"
+  IFS='|' read -r name mods command fn range <<<"$w"
   i=$((i + 1))
   if [ -n "$only" ] && ! grep -qxF "$name" <<<"$(tr ' ' '\n' <<<"$only" | sed 's/_/ /g')"; then continue; fi
-  profile "$i" "$name" "$mods" "$command" "$fn" &
+  profile "$i" "$name" "$mods" "$command" "$fn" "$range" &
   pids+=($!)
   # Two at a time: instruction counts do not depend on the load, elapsed time does.
   if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi

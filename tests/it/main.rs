@@ -32,6 +32,7 @@ mod replication;
 mod robustness;
 mod server_time;
 mod settings;
+mod share;
 mod sliding;
 mod sliding_counter;
 mod table;

@@ -439,7 +439,7 @@ fn only_allowed_calls_count_as_changes_since_the_last_save() {
 // ---------------------------------------------------------------- AOF contents
 
 /// A server that appends every write to its AOF before replying.
-const AOF_ARGS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+pub(crate) const AOF_ARGS: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
 
 /// The raw AOF increment files of a Redis 7 server, in manifest order.
 fn aof_increments(dir: &Path) -> Vec<Vec<u8>> {
@@ -492,7 +492,7 @@ fn parse_aof(mut rest: &[u8]) -> Vec<Vec<String>> {
     commands
 }
 
-fn aof_commands(dir: &Path) -> Vec<Vec<String>> {
+pub(crate) fn aof_commands(dir: &Path) -> Vec<Vec<String>> {
     aof_increments(dir)
         .iter()
         .flat_map(|f| parse_aof(f))

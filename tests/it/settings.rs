@@ -308,3 +308,75 @@ fn the_ratelimit_acl_category_survives_module_unload_and_load() {
         assert!(reply.is_ok(), "{args:?}: {reply:?}");
     }
 }
+
+#[test]
+fn rl_share_max_tenants_is_validated_like_every_setting() {
+    if module_only("module arguments and settings") {
+        return;
+    }
+    let range = "rl.share-max-tenants must be an integer from 1 to 1000000";
+    for module_args in [
+        &["share-max-tenants", "0"][..],
+        &["share-max-tenants", "1000001"],
+        &["share-max-tenants", "x"],
+        &["sliding-max-limit", "5", "share-max-tenants", "-1"],
+    ] {
+        let log = refused_start(&load_args(module_args));
+        assert!(
+            log.contains(&format!("rl: not loaded: {range}")),
+            "{module_args:?}:\n{log}"
+        );
+    }
+    let log = refused_start(&load_args(&[
+        "share-max-tenants",
+        "5",
+        "share-max-tenants",
+        "6",
+    ]));
+    assert!(
+        log.contains("module argument share-max-tenants given more than once"),
+        "{log}"
+    );
+    let log = refused_start(&[
+        "--loadmodule".to_string(),
+        module_path().display().to_string(),
+        "--rl.share-max-tenants".to_string(),
+        "0".to_string(),
+    ]);
+    assert!(
+        log.contains(&format!(
+            "rl: not loaded: rl.share-max-tenants 0, given in redis.conf or MODULE LOADEX, is out of range: {range}"
+        )),
+        "{log}"
+    );
+    // Both settings at once, one as an argument and one as a config line.
+    let s = Server::with(Options {
+        without_module: true,
+        args: vec![
+            "--loadmodule".into(),
+            module_path().display().to_string(),
+            "share-max-tenants".into(),
+            "7".into(),
+            "--rl.sliding-max-limit".into(),
+            "42".into(),
+        ],
+        ..Options::default()
+    });
+    let got: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("rl.*")
+        .query(&mut s.conn())
+        .unwrap();
+    let mut pairs: Vec<(String, String)> = got
+        .chunks_exact(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    pairs.sort();
+    assert_eq!(
+        pairs,
+        [
+            ("rl.share-max-tenants".to_string(), "7".to_string()),
+            ("rl.sliding-max-limit".to_string(), "42".to_string()),
+        ]
+    );
+}

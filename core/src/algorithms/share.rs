@@ -79,7 +79,8 @@ pub fn index_field(position: u64) -> Vec<u8> {
 }
 
 fn numbered(prefix: &[u8], n: u64) -> Vec<u8> {
-    let mut f = prefix.to_vec();
+    let mut f = Vec::with_capacity(prefix.len() + 20);
+    f.extend_from_slice(prefix);
     f.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     f
 }
@@ -252,7 +253,10 @@ impl Global {
     /// The record as stored; counts and times are clamped to 2^53 − 1, which only
     /// a clock far outside any real server's could reach, so it always reads back.
     pub fn format(&self) -> Vec<u8> {
-        let mut out = itoa::Buffer::new().format(self.tat).as_bytes().to_vec();
+        // Two TATs of up to 39 digits and ten numbers of up to 16, spaced: one
+        // allocation for any record.
+        let mut out = Vec::with_capacity(2 * 40 + 10 * 17);
+        out.extend_from_slice(itoa::Buffer::new().format(self.tat).as_bytes());
         out.push(b' ');
         out.extend_from_slice(itoa::Buffer::new().format(self.debt_end).as_bytes());
         for v in [
@@ -309,7 +313,8 @@ impl Member {
     }
 
     pub fn format(&self) -> Vec<u8> {
-        let mut out = itoa::Buffer::new().format(self.tat).as_bytes().to_vec();
+        let mut out = Vec::with_capacity(40 + 3 * 17);
+        out.extend_from_slice(itoa::Buffer::new().format(self.tat).as_bytes());
         for v in [self.weight, self.seq, self.index] {
             push_small(&mut out, v);
         }
@@ -337,10 +342,12 @@ impl Slot {
     }
 
     pub fn format(&self) -> Vec<u8> {
-        let mut out = itoa::Buffer::new()
-            .format(self.end.min(MAX_COUNT))
-            .as_bytes()
-            .to_vec();
+        let mut out = Vec::with_capacity(3 * 17);
+        out.extend_from_slice(
+            itoa::Buffer::new()
+                .format(self.end.min(MAX_COUNT))
+                .as_bytes(),
+        );
         push_small(&mut out, self.weight);
         push_small(&mut out, self.tenants);
         out
@@ -418,8 +425,9 @@ impl<'f, F: Fields> Txn<'f, F> {
 
     fn changes(self, expires_at: Millis) -> Changes {
         let mut c = Changes {
+            set: Vec::with_capacity(self.touched.len()),
+            del: Vec::new(),
             expires_at,
-            ..Changes::default()
         };
         for (name, value) in self.touched {
             match value {
@@ -633,7 +641,8 @@ pub fn call<F: Fields>(
         .transpose()?;
     let mut t = Txn {
         fields,
-        touched: Vec::new(),
+        // Two in steady use, four when a tenant joins or a slot closes.
+        touched: Vec::with_capacity(4),
     };
     let mut g = stored.unwrap_or_default();
     forget(&mut t, &mut g, p.period_ms, now_ms)?;

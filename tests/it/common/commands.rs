@@ -564,6 +564,11 @@ const KNOWN: &[&Command] = &[
 fn has_test_row(row: &table::Command) -> bool {
     matches!(row.keys, Keys::First)
         && matches!(row.reply, table::Reply::Decision | table::Reply::Throttle)
+        // RL.SHARE is tested in its own file (tests/it/share.rs: the vector, errors,
+        // replication, AOF, keyspace events, the tenant limit): its parameters (a
+        // tenant, a weight) and its joining call (a newcomer's rejected call writes)
+        // are not yet in this table's shape.
+        && row.name != table::SHARE.name
 }
 
 /// The test row of a table row; panics (failing the test) when it has none.

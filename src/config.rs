@@ -22,16 +22,29 @@ pub const SLIDING_MAX_LIMIT_CEILING: i64 = 10_000_000;
 /// unit, so it bounds the memory and the work of one key.
 pub static SLIDING_MAX_LIMIT: AtomicI64 = AtomicI64::new(rl_core::table::SLIDING_MAX_LIMIT as i64);
 
+/// Highest value `share-max-tenants` accepts.
+pub const SHARE_MAX_TENANTS_CEILING: i64 = 1_000_000;
+
+/// `rl.share-max-tenants`: the most tenants an RL.SHARE budget remembers at once.
+/// It bounds the fields of one budget's hash.
+pub static SHARE_MAX_TENANTS: AtomicI64 =
+    AtomicI64::new(rl_core::algorithms::share::DEFAULT_MAX_TENANTS as i64);
+
 /// The settings a call is parsed under.
 #[inline]
 pub fn settings() -> rl_core::command::Settings {
     rl_core::command::Settings {
         sliding_max: sliding_max_limit(),
+        share_max_tenants: share_max_tenants(),
     }
 }
 
 pub fn sliding_max_limit() -> u64 {
     u64::try_from(SLIDING_MAX_LIMIT.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+pub fn share_max_tenants() -> u64 {
+    u64::try_from(SHARE_MAX_TENANTS.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
 /// One integer setting.
@@ -45,13 +58,22 @@ pub struct Setting {
 }
 
 /// Every setting the module has.
-pub static SETTINGS: [Setting; 1] = [Setting {
-    name: c"sliding-max-limit",
-    default: rl_core::table::SLIDING_MAX_LIMIT as i64,
-    min: 1,
-    max: SLIDING_MAX_LIMIT_CEILING,
-    value: &SLIDING_MAX_LIMIT,
-}];
+pub static SETTINGS: [Setting; 2] = [
+    Setting {
+        name: c"sliding-max-limit",
+        default: rl_core::table::SLIDING_MAX_LIMIT as i64,
+        min: 1,
+        max: SLIDING_MAX_LIMIT_CEILING,
+        value: &SLIDING_MAX_LIMIT,
+    },
+    Setting {
+        name: c"share-max-tenants",
+        default: rl_core::algorithms::share::DEFAULT_MAX_TENANTS as i64,
+        min: 1,
+        max: SHARE_MAX_TENANTS_CEILING,
+        value: &SHARE_MAX_TENANTS,
+    },
+];
 
 impl Setting {
     fn name_str(&self) -> &'static str {

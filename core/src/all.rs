@@ -161,7 +161,9 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         ..table::ALL.takes()
     };
     let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
-        Error::NotApplicable { option: "DELAY", .. } => Error::DelayWithoutGcra,
+        Error::NotApplicable {
+            option: "DELAY", ..
+        } => Error::DelayWithoutGcra,
         e => e,
     })?;
     if let Some(max_ms) = options.delay {
@@ -452,7 +454,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
             ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
@@ -488,7 +490,7 @@ mod tests {
             ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
             // No other numkeys fits: the count, or the word that is no policy.
             ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
-            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"),
+            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"),
         ];
         for (line, want) in cases {
             assert_eq!(

@@ -6,22 +6,26 @@
 //! dispatch by name — is written once, over any backend, from the one list in
 //! [`crate::commands`].
 
-use crate::algorithms::{Amount, Decision, Millis, Outcome};
+use crate::algorithms::{share, Amount, Decision, Millis, Outcome};
 use crate::error::Result;
 use crate::params;
 use crate::table::{Command, SLIDING_MAX_LIMIT};
 
 /// The settings a call is parsed under: the module's (`rl.sliding-max-limit`,
-/// configurable), or their defaults (the library, the in-memory executor).
+/// `rl.share-max-tenants`, configurable), or their defaults (the library, the
+/// in-memory executor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// The largest RL.SLIDING limit and RL.ACQUIRE lease count.
     pub sliding_max: u64,
+    /// The most tenants an RL.SHARE budget remembers at once.
+    pub share_max_tenants: u64,
 }
 
 impl Settings {
     pub const DEFAULT: Settings = Settings {
         sliding_max: SLIDING_MAX_LIMIT,
+        share_max_tenants: share::DEFAULT_MAX_TENANTS,
     };
 }
 

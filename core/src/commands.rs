@@ -10,6 +10,7 @@ use crate::algorithms::bucket::TokenBucket;
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
 use crate::algorithms::penalty::{self, EscalatingBlocks};
+use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Quota, Rate};
@@ -27,7 +28,7 @@ use crate::table::{self, Command};
 macro_rules! each_command {
     ($callback:ident) => {
         $callback! {
-            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty],
+            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share],
             singles: [Throttle],
             others: [All(ALL) => all, Release(RELEASE) => release],
         }
@@ -145,6 +146,20 @@ impl Spec for Acquire {
     }
 }
 
+/// `RL.SHARE key tenant weight capacity tokens period`: one budget shared by
+/// weight, its state a hash read field by field.
+pub struct Share;
+
+impl Spec for Share {
+    const ROW: &'static Command = &table::SHARE;
+    type Params = share::Share;
+    type Write = share::Write;
+
+    fn params(args: &[&[u8]], settings: Settings) -> Result<share::Share> {
+        params::share(args, settings.share_max_tenants)
+    }
+}
+
 /// What an RL.ACQUIRE key takes for `amount`: COST 0 inspects, any other cost
 /// counts one lease; REFUND and DEBIT do not apply to a lease.
 pub fn lease_cost(amount: Amount) -> Result<Cost> {
@@ -182,7 +197,11 @@ macro_rules! generate {
             $(assert!($single::ROW.policy.is_none());)*
         };
 
-        /// One RL.ALL key's limit: its command's parameters.
+        /// One RL.ALL key's limit: its command's parameters. A SHARE policy holds
+        /// its tenant's name inline (up to 256 bytes, so its parameters are
+        /// `Copy` like every command's): a call has at most 16 policies, and
+        /// boxing would cost every RL.SHARE call an allocation.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum Policy {
             $($policy(<$policy as Spec>::Params)),*

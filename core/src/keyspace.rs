@@ -279,6 +279,24 @@ impl Keyspace {
         }
     }
 
+    /// HDEL of one field: true when it was there. The last field's removal deletes
+    /// the key.
+    pub fn hash_del(&mut self, key: &[u8], field: &[u8], now: i64) -> Result<bool, WrongType> {
+        let removed = match self.get_mut(key, now).map(|slot| &mut slot.value) {
+            None => false,
+            Some(Stored::Hash(fields)) => match fields.iter().position(|(f, _)| f == field) {
+                Some(i) => {
+                    fields.remove(i);
+                    true
+                }
+                None => false,
+            },
+            Some(_) => return Err(WrongType),
+        };
+        self.drop_if_empty(key);
+        Ok(removed)
+    }
+
     fn zset(&self, key: &[u8], now: i64) -> Result<Option<&Zset>, WrongType> {
         match self.get(key, now).map(|slot| &slot.value) {
             None => Ok(None),

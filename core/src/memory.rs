@@ -17,6 +17,7 @@ use crate::algorithms::bucket::{self, TokenBucket};
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::Gcra as GcraAlgorithm;
 use crate::algorithms::penalty::EscalatingBlocks;
+use crate::algorithms::share::{self, Fields};
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Change, Millis, Outcome, Quota, Rate, MAX_COUNT};
@@ -220,6 +221,65 @@ impl Runs<commands::Bucket> for Memory<'_> {
                 ks.hash_set(key, b"ts", ts.format(bucket.ts).as_bytes(), now)
                     .map_err(wrong)?;
                 ks.set_expiry(key, Some(expires_at), now);
+            }
+            Change::Delete => {
+                ks.delete(key, now);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An RL.SHARE budget's hash, read one field at a time (no key: no fields).
+struct HashFields<'k> {
+    ks: &'k Keyspace,
+    key: &'k [u8],
+    now: Millis,
+}
+
+impl Fields for HashFields<'_> {
+    fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
+        // The key's type is checked before: a hash, or no key.
+        self.ks
+            .hash_get(self.key, name, self.now)
+            .ok()
+            .flatten()
+            .map(<[u8]>::to_vec)
+    }
+}
+
+/// RL.SHARE: one hash, read and written field by field.
+impl Runs<commands::Share> for Memory<'_> {
+    fn decide(
+        &mut self,
+        key: &Vec<u8>,
+        params: &share::Share,
+        now: Millis,
+        amount: Amount,
+    ) -> Result<Outcome<share::Write>> {
+        match self.ks.kind(key, now) {
+            Kind::Empty | Kind::Hash => {}
+            _ => return Err(Error::WrongType),
+        }
+        let fields = HashFields {
+            ks: self.ks,
+            key,
+            now,
+        };
+        share::call(&fields, now, params, amount)
+    }
+
+    fn store(&mut self, key: &Vec<u8>, write: share::Write) -> Result<()> {
+        let (ks, now) = (&mut *self.ks, self.now);
+        match write {
+            Change::Set(changes) => {
+                for (field, value) in &changes.set {
+                    ks.hash_set(key, field, value, now).map_err(wrong)?;
+                }
+                for field in &changes.del {
+                    ks.hash_del(key, field, now).map_err(wrong)?;
+                }
+                ks.set_expiry(key, Some(changes.expires_at), now);
             }
             Change::Delete => {
                 ks.delete(key, now);

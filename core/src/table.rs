@@ -7,6 +7,7 @@
 use std::ffi::CStr;
 
 use crate::algorithms::acquire::MAX_ID_LEN;
+use crate::algorithms::share::{MAX_TENANT_LEN, MAX_WEIGHT};
 use crate::algorithms::MAX_COUNT;
 use crate::args::Takes;
 use crate::error::Error;
@@ -532,6 +533,31 @@ pub const PENALTY: Command = Command {
     .function("rl_penalty")
 };
 
+/// One budget shared by weight across tenants.
+pub const SHARE: Command = Command::rl(
+    c"RL.SHARE",
+    c"write deny-oom fast",
+    c"Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares",
+    c"O(1): a bounded number of fields, whatever the number of tenants",
+    &[
+        Arg::new(c"key", ArgKind::Key),
+        Arg::new(c"tenant", ArgKind::Text { max: MAX_TENANT_LEN }),
+        Arg::new(
+            c"weight",
+            ArgKind::Integer {
+                min: 1,
+                max: Max::Value(MAX_WEIGHT),
+            },
+        ),
+        Arg::new(c"capacity", COUNT),
+        Arg::new(c"tokens", COUNT),
+        Arg::new(c"period", ArgKind::Duration),
+    ],
+)
+.taking(COST_REFUND_DEBIT)
+.policy(c"SHARE")
+.function("rl_share");
+
 /// Every command, in the order the module registers them and INFO lists them.
 pub static COMMANDS: &[&Command] = &[
     &FIXED,
@@ -544,6 +570,7 @@ pub static COMMANDS: &[&Command] = &[
     &ACQUIRE,
     &RELEASE,
     &PENALTY,
+    &SHARE,
 ];
 
 /// The commands RL.ALL takes as policies, in the table's order.
@@ -588,7 +615,7 @@ mod tests {
     fn policy_words_read_as_a_list() {
         assert_eq!(
             policy_words(),
-            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY"
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
         );
     }
 

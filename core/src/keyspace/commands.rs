@@ -52,6 +52,7 @@ const COMMANDS: &[CommandInfo] = &[
     cmd("pttl", 2, false),
     cmd("persist", 2, true),
     cmd("hset", -4, true),
+    cmd("hdel", -3, true),
     cmd("hget", 3, false),
     cmd("hmget", -3, false),
     cmd("hgetall", 2, false),
@@ -233,6 +234,14 @@ impl Keyspace {
                 Ok(Value::Int(i64::from(had.is_some())))
             }
             "hset" => self.hset(argv, now),
+            "hdel" => {
+                self.hash(key, now).map_err(wrong_type)?;
+                let mut removed = 0;
+                for field in &argv[2..] {
+                    removed += usize::from(self.hash_del(key, field, now).map_err(wrong_type)?);
+                }
+                Ok(int(removed))
+            }
             "hget" => {
                 let v = self.hash_get(key, argv[2], now).map_err(wrong_type)?;
                 Ok(v.map_or(Value::Nil, |v| Value::Bulk(v.to_vec())))

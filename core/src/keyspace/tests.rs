@@ -168,6 +168,48 @@ fn hashes() {
 }
 
 #[test]
+fn hdel_counts_the_fields_removed_and_the_last_one_deletes_the_hash() {
+    let mut ks = Keyspace::new();
+    ok(&mut ks, NOW, &["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    ok(
+        &mut ks,
+        NOW,
+        &["PEXPIREAT", "h", &(NOW + 100_000).to_string()],
+    );
+    // A field named twice counts once; an absent one not at all.
+    assert_eq!(
+        ok(&mut ks, NOW, &["HDEL", "h", "a", "a", "x"]),
+        Value::Int(1)
+    );
+    assert_eq!(
+        ok(&mut ks, NOW, &["HGETALL", "h"]),
+        bulks(&["b", "2", "c", "3"])
+    );
+    assert_eq!(
+        ok(&mut ks, NOW, &["PEXPIRETIME", "h"]),
+        Value::Int(NOW + 100_000),
+        "the expiry stays"
+    );
+    assert_eq!(ok(&mut ks, NOW, &["hdel", "h", "b", "c"]), Value::Int(2));
+    assert_eq!(ok(&mut ks, NOW, &["EXISTS", "h"]), Value::Int(0));
+    assert_eq!(ks.kind(b"h", NOW), Kind::Empty);
+    assert_eq!(ok(&mut ks, NOW, &["HDEL", "nokey", "a"]), Value::Int(0));
+    ok(&mut ks, NOW, &["SET", "s", "x"]);
+    assert_eq!(
+        run(&mut ks, NOW, &["HDEL", "s", "a"]),
+        Err(WRONGTYPE.to_string())
+    );
+    assert_eq!(
+        run(&mut ks, NOW, &["HDEL", "s"]),
+        Err("ERR wrong number of arguments for 'hdel' command".into())
+    );
+    // An expired hash is no hash.
+    ok(&mut ks, NOW, &["HSET", "e", "a", "1"]);
+    ok(&mut ks, NOW, &["PEXPIREAT", "e", &(NOW + 10).to_string()]);
+    assert_eq!(ok(&mut ks, NOW + 11, &["HDEL", "e", "a"]), Value::Int(0));
+}
+
+#[test]
 fn the_last_member_removed_deletes_the_set() {
     let mut ks = Keyspace::new();
     assert_eq!(

@@ -87,7 +87,9 @@ fn function_list() {
             } else {
                 vec!["allow-oom"]
             };
-            c.function.map(|f| (f.to_string(), flags))
+            c.function
+                .filter(|_| crate::twin::library_runs(c))
+                .map(|f| (f.to_string(), flags))
         })
         .collect();
     expected.insert("rl_version".into(), vec!["no-writes", "allow-stale"]);

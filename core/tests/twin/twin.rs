@@ -377,7 +377,37 @@ fn script_error(function: &str, error: &LuaValue) -> String {
     error_line(&line)
 }
 
+/// Functions the command table names that functions/rl.lua may not register yet
+/// (RL.SHARE's, ported to Lua separately): while the library lacks one, the tests
+/// that hold the library to the core skip its calls, and say so; once it has it,
+/// they run them. Any other missing function fails those tests.
+pub const PENDING: &[&str] = &["rl_share"];
+
+/// Whether the library runs `command`'s calls: its row names a function (not
+/// CL.THROTTLE, the module's alone), and that function is not a [`PENDING`] one
+/// functions/rl.lua does not register yet.
+pub fn library_runs(command: &rl_core::table::Command) -> bool {
+    static MISSING: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let missing = MISSING.get_or_init(|| {
+        let lua = LuaTwin::rl();
+        let missing: Vec<&'static str> = PENDING.iter().copied().filter(|f| !lua.has(f)).collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "functions/rl.lua does not register {} yet: the library's side of its calls is skipped",
+                missing.join(", ")
+            );
+        }
+        missing
+    });
+    command.function.is_some_and(|f| !missing.contains(&f))
+}
+
 impl LuaTwin {
+    /// Whether the library registers `function`.
+    pub fn has(&self, function: &str) -> bool {
+        self.functions.contains_key(function)
+    }
+
     /// FUNCTION LOAD of `source` (with its `#!lua name=…` line) into a new Lua
     /// state. The error is the one FUNCTION LOAD answers.
     pub fn load(source: &str) -> Result<LuaTwin, String> {

@@ -3,7 +3,7 @@
 //! parsers, algorithms and state formats) and by the Functions library
 //! (functions/rl.lua, in-process). Both must answer every call as the file says.
 
-use crate::twin::LuaTwin;
+use crate::twin::{library_runs, LuaTwin};
 use crate::vectors_file::{self as vectors, Call};
 use rl_core::keyspace::{Keyspace, Value};
 use rl_core::{memory, table};
@@ -53,12 +53,20 @@ fn the_library_answers_every_vector_of_its_commands() {
     let mut lua = LuaTwin::rl();
     let mut ran = 0;
     for v in vectors::all() {
+        // A vector of a command the library does not run (CL.THROTTLE's) is the
+        // core's alone: its native reads follow the states those calls write.
+        let skipped = v
+            .calls
+            .iter()
+            .any(|c| table::find(&c.argv[0]).is_some_and(|command| !library_runs(command)));
+        if skipped {
+            continue;
+        }
         let mut ks = Keyspace::new();
         for (i, c) in v.calls.iter().enumerate() {
             let argv: Vec<&[u8]> = c.argv.iter().map(Vec::as_slice).collect();
             let now = epoch + c.t;
             let got = match table::find(argv[0]) {
-                Some(command) if command.function.is_none() => continue,
                 Some(_) => fcall(&mut lua, &mut ks, now, &argv).expect("a library call"),
                 None => ks.command(now, &argv),
             };

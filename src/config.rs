@@ -274,5 +274,32 @@ mod tests {
             "unchanged"
         );
         assert_eq!(SETTINGS[0].check(0), Err(range.into()));
+
+        // rl.share-max-tenants: 1 ..= 1,000,000, default 10,000; naming one
+        // setting resets the other to its default.
+        let tenants = || SHARE_MAX_TENANTS.load(Ordering::Relaxed);
+        assert_eq!(apply(&["share-max-tenants", "7"]), Ok(100_000));
+        assert_eq!(tenants(), 7);
+        assert_eq!(apply(&["sliding-max-limit", "9"]), Ok(9));
+        assert_eq!(tenants(), 10_000);
+        assert_eq!(
+            apply(&["share-max-tenants", "1000000", "sliding-max-limit", "3"]),
+            Ok(3)
+        );
+        assert_eq!(tenants(), 1_000_000);
+        assert_eq!(settings().share_max_tenants, 1_000_000);
+        let range = "rl.share-max-tenants must be an integer from 1 to 1000000";
+        for bad in ["0", "-1", "1000001", "x", ""] {
+            assert_eq!(
+                apply(&["share-max-tenants", bad]),
+                Err(range.into()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(tenants(), 1_000_000, "unchanged");
+        assert_eq!(SETTINGS[1].check(1_000_001), Err(range.into()));
+        assert!(apply(&["foo", "1"])
+            .unwrap_err()
+            .contains("share-max-tenants"));
     }
 }

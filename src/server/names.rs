@@ -27,6 +27,8 @@ pub struct Names {
     pub ts: Shared,
     pub pxat: Shared,
     pub neg_inf: Shared,
+    /// RL.SHARE's global record's field.
+    pub share_global: Shared,
 }
 
 /// The strings of this load, or null before the first use and after unload.
@@ -63,6 +65,7 @@ pub fn names() -> &'static Names {
         ts: create("ts"),
         pxat: create("PXAT"),
         neg_inf: create("-inf"),
+        share_global: create("g"),
     }));
     // Only the main thread loads, unloads and runs commands: no other store races.
     NAMES.store(fresh, Ordering::Release);
@@ -78,7 +81,7 @@ pub fn release() {
     }
     // SAFETY: the Box `names` leaked, taken out of NAMES so nothing reads it again.
     let n = unsafe { Box::from_raw(current) };
-    for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf] {
+    for s in [&n.tokens, &n.ts, &n.pxat, &n.neg_inf, &n.share_global] {
         if let Some(free) = optional!(RedisModule_FreeString) {
             // SAFETY: each string was created once by `create` with no context and
             // is never used again: the module is being unloaded.

@@ -98,6 +98,24 @@ pub struct StrRef<'a> {
     _owner: PhantomData<&'a ServerString>,
 }
 
+impl StrRef<'_> {
+    /// The string for an API call that only borrows it.
+    pub(super) fn ptr(self) -> *mut RedisModuleString {
+        self.ptr.as_ptr()
+    }
+}
+
+impl StrRef<'static> {
+    /// One of this load's constant strings ([`super::names::names`]); None only if
+    /// the server could not create it.
+    pub fn shared(s: &'static super::names::Shared) -> Option<Self> {
+        NonNull::new(s.ptr()).map(|ptr| StrRef {
+            ptr,
+            _owner: PhantomData,
+        })
+    }
+}
+
 /// The bytes of a server string (empty for NULL).
 ///
 /// # Safety

@@ -44,6 +44,22 @@ pub fn hset_bucket(key: &Key, tokens: &[u8], ts: Millis) -> Result<()> {
     Ok(())
 }
 
+/// `HSET key field value [field value …]` (the pairs laid out in `pairs`): event
+/// `hset`.
+pub fn hset(key: &Key, pairs: &[StrRef<'_>]) -> Result<()> {
+    replicate!(key, c"HSET"; strings(pairs))?;
+    key.notify(Class::Hash, c"hset");
+    Ok(())
+}
+
+/// `HDEL key field [field …]` that deleted them all (never the last field): event
+/// `hdel`.
+pub fn hdel(key: &Key, fields: &[StrRef<'_>]) -> Result<()> {
+    replicate!(key, c"HDEL"; strings(fields))?;
+    key.notify(Class::Hash, c"hdel");
+    Ok(())
+}
+
 /// `ZREMRANGEBYSCORE key -inf max` that removed something: event
 /// `zremrangebyscore`, then `del` if it emptied the set.
 pub fn zremrangebyscore(key: &Key, max: Millis, emptied: bool) -> Result<()> {

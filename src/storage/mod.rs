@@ -3,7 +3,7 @@
 //! Everything here goes through the module key API (no `RedisModule_Call` on the
 //! hot path) and replicates effects with absolute times, never the RL command.
 //! Modules are named after the limiter whose state they hold (`sliding`, `bucket`,
-//! `acquire`); `record` is the string with an expiry that RL.FIXED, RL.GCRA,
+//! `acquire`, `share`); `record` is the string with an expiry that RL.FIXED, RL.GCRA,
 //! RL.SLIDINGCOUNTER and RL.PENALTY share, `effects` what a write propagates, `zset`
 //! the sorted-set pieces the sliding log and the lease set share.
 //!
@@ -14,6 +14,7 @@ pub mod acquire;
 pub mod bucket;
 mod effects;
 pub mod record;
+pub mod share;
 pub mod sliding;
 mod zset;
 
@@ -40,7 +41,8 @@ impl Backend for Server {
 
 /// The commands whose state an algorithm reads from one [`Storage`] and writes
 /// back: a string ([`Record`]) or RL.BUCKET's hash ([`Hash`]). RL.SLIDING's log and
-/// RL.ACQUIRE's leases are read in place (`sliding`, `acquire`).
+/// RL.ACQUIRE's leases are read in place (`sliding`, `acquire`), RL.SHARE's budget
+/// field by field (`share`).
 macro_rules! stored {
     ($($command:ident => $storage:ty),* $(,)?) => {$(
         impl Runs<commands::$command> for Server {
@@ -113,7 +115,8 @@ pub fn change<S>(
 /// Test builds only: a key whose name starts with `__rl_fail_<step>__` makes that
 /// write step fail as if the server had refused it, so tests can follow a failed
 /// write through to what is replied and propagated. Steps: `resize` and `expiry`
-/// (records), `hset` and `expiry` (buckets), `remove` and `add` (sliding logs; they
+/// (records), `hset` and `expiry` (buckets; RL.SHARE budgets, whose `hset` fails
+/// the first field), `remove` and `add` (sliding logs; they
 /// fail at the second member, after one succeeded) and `expiry`, `remove` (at the
 /// second member), `add` and `expiry` (lease sets), and `delete` (a refund back to
 /// the initial state, a release of the last lease).

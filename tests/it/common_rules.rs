@@ -9,6 +9,10 @@ const BAD_COUNTS: &[&str] = &["0", "-1", "1.5", "9007199254740992", "abc", ""];
 /// CL.THROTTLE's max_burst: 0 ..= 2^53−2.
 const BAD_BURSTS: &[&str] = &["-1", "1.5", "9007199254740991", "abc", ""];
 const BAD_DURATIONS: &[&str] = &["0", "0ms", "-1", "1.5s", "1w", "315360000001ms", "ms", ""];
+/// RL.SHARE's tenant: 1 ..= 256 bytes.
+const BAD_TENANTS: &[&str] = &["", TOO_LONG_TENANT];
+/// RL.SHARE's weight: 1 ..= 10,000.
+const BAD_WEIGHTS: &[&str] = &["0", "-1", "10001", "01", "1.5", "abc", ""];
 
 /// Calls on byte keys with the table's valid parameters.
 trait Rules {
@@ -215,6 +219,8 @@ fn bad_counts_and_durations_are_errors_naming_the_argument() {
                 Kind::Count => BAD_COUNTS,
                 Kind::Burst => BAD_BURSTS,
                 Kind::Duration => BAD_DURATIONS,
+                Kind::Tenant => BAD_TENANTS,
+                Kind::Weight => BAD_WEIGHTS,
             };
             for value in bad {
                 let mut params = lim.valid_params();

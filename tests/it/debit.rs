@@ -381,8 +381,9 @@ fn debt_is_repaid_by_time_on_every_limiter() {
         // Bucket and GCRA: 5 units of 100 ms; fixed window: its end; sliding
         // counter: the end of the next window.
         let want = match l.name {
-            // Capacity 2, 2 per 300 ms: 5 units of 150 ms.
-            "RL.BUCKET" | "RL.GCRA" => 750,
+            // Capacity 2, 2 per 300 ms: 5 units of 150 ms (a budget's one tenant
+            // owes as much, and is remembered for less).
+            "RL.BUCKET" | "RL.GCRA" | "RL.SHARE" => 750,
             "RL.FIXED" => 300 - i.now % 300,
             _ => 600 - i.now % 300,
         };

@@ -193,8 +193,9 @@ fn rejected_calls_cost_0_and_errors_fire_nothing() {
     for l in COMMANDS {
         let full = l.call(&mut c, l.short, &long(l, 1), None);
         assert_eq!(full.allowed, 0, "{} full", l.name);
-        // A blocking limiter blocks a new key at once (a write): its own key, blocked.
-        let key = if l.blocks { l.short } else { "new" };
+        // A blocking limiter blocks a new key at once (a write), and a budget's
+        // newcomer joins (a write): their own key, where the tenant is known.
+        let key = if l.blocks || l.joins { l.short } else { "new" };
         let above = l.call(&mut c, key, &long(l, 1), Some(2));
         assert_eq!(above.allowed, 0, "{} cost above the limit", l.name);
     }

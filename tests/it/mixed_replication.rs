@@ -162,7 +162,7 @@ fn snapshots(c: &mut Connection, keys: &BTreeSet<String>) -> BTreeMap<String, Sn
         .map(|(key, v)| {
             let dump = redis::from_redis_value(&v[0]).expect("DUMP");
             let at = redis::from_redis_value(&v[1]).expect("PEXPIRETIME");
-            (key.clone(), (dump, at))
+            (key.clone(), (comparable(c, key.as_bytes(), dump), at))
         })
         .collect()
 }
@@ -237,7 +237,12 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
                 *outcomes
                     .entry((call.policy.command.name, outcome))
                     .or_default() += 1;
-                let wrote = outcome == "allowed" || call.started_a_block(reply);
+                // A budget's tenant (always `t`) joins with its first call even
+                // when rejected, and a day-long one stays remembered.
+                let joined = call.policy.command.joins
+                    && matches!(outcome, "rejected" | "never")
+                    && !written_for_a_day.contains(&call.key);
+                let wrote = outcome == "allowed" || call.started_a_block(reply) || joined;
                 if wrote && call.policy.lifetime == "day" {
                     written_for_a_day.insert(call.key.clone());
                 }

@@ -209,7 +209,8 @@ fn mixed_workload(c: &mut Connection) -> Vec<String> {
             "{}",
             what("COST above the limit")
         );
-        if l.blocks {
+        // So is a budget's newcomer, which joins even when rejected.
+        if l.blocks || l.joins {
             live.push(l.key("never"));
         }
 
@@ -590,6 +591,28 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
                 assert_eq!(command[2], "-inf", "{command:?}");
                 assert!(time(3) > started - HOUR_MS, "absolute bound in {command:?}");
             }
+            "HSET" if command[1].starts_with("share:") => {
+                // A budget's fields: the global record first written with its
+                // absolute TAT (ns) and slot end (ms).
+                assert!(command.len() >= 4 && command.len() % 2 == 0, "{command:?}");
+                for f in command[2..].iter().step_by(2) {
+                    assert!(
+                        f == "g" || ["t:", "i:", "s:"].iter().any(|p| f.starts_with(p)),
+                        "{command:?}"
+                    );
+                }
+                if let Some(g) = command.iter().position(|f| f == "g") {
+                    let record: Vec<i64> = command[g + 1]
+                        .split(' ')
+                        .map(|v| v.parse::<i128>().map_or(-1, |v| (v / 1_000_000) as i64))
+                        .collect();
+                    // 0: a newcomer rejected at once, who joined a budget never used.
+                    assert!(
+                        record[0] == 0 || record[0] >= started,
+                        "absolute TAT in {command:?}"
+                    );
+                }
+            }
             "HSET" => {
                 assert_eq!(
                     (&command[2][..], &command[4][..]),
@@ -598,6 +621,7 @@ fn aof_records_native_effects_with_absolute_times_never_rl_commands() {
                 );
                 assert!(time(5) >= started, "absolute ts in {command:?}");
             }
+            "HDEL" => assert!(command[1].starts_with("share:"), "{command:?}"),
             _ => panic!("unexpected command in the AOF: {command:?}"),
         }
     }
@@ -622,6 +646,19 @@ fn effects_of_last_write(c: &mut Connection, l: &Command, key: &str) -> Vec<Vec<
         all.push(strings(&["EXEC"]));
         all
     };
+    if l.joins {
+        // A budget written from scratch by its one tenant `t`: its index entry,
+        // its record, the global record (the order RL.SHARE first touches them).
+        let fields: Vec<String> = cmd("HMGET")
+            .arg(&[key, "i:0", "t:t", "g"])
+            .query(c)
+            .expect("HMGET");
+        let mut hset = strings(&["HSET", key]);
+        for (f, v) in ["i:0", "t:t", "g"].into_iter().zip(fields) {
+            hset.extend([f.to_string(), v]);
+        }
+        return wrap(vec![hset, strings(&["PEXPIREAT", key, &at])]);
+    }
     match l.native_type {
         "string" => {
             let used: String = cmd("GET").arg(key).query(c).expect("GET");

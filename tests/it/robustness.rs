@@ -165,6 +165,8 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
                         // 9007199254740991 is one past max_burst's maximum: an error.
                         Kind::Burst => &["0", "4", "100", "9007199254740990", "9007199254740991"],
                         Kind::Duration => &durations,
+                        Kind::Tenant => &["t", "a", "a b", LONGEST_TENANT],
+                        Kind::Weight => &["1", "3", "10000"],
                     };
                     rng.pick(from).to_string()
                 })
@@ -257,13 +259,17 @@ fn random_argument_vectors_never_crash_and_errors_change_nothing() {
         for _ in 0..batch.min(calls - done) {
             let (command, args) = random_call(&mut rng, &pool);
             let key = args[0].clone();
-            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            // DUMP, but a hash table's fields sorted: even a read may rehash one,
+            // which reorders what DUMP writes.
+            pipe.cmd("EVAL").arg(COMPARABLE_DUMP).arg(1).arg(&key);
+            pipe.cmd("PEXPIRETIME").arg(&key);
             let mut cmd = redis::cmd(&command);
             for a in &args {
                 cmd.arg(a.as_slice());
             }
             pipe.add_command(on_backend(&cmd));
-            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            pipe.cmd("EVAL").arg(COMPARABLE_DUMP).arg(1).arg(&key);
+            pipe.cmd("PEXPIRETIME").arg(&key);
             sent.push((command, args));
         }
         // Raw pipelined replies: server errors stay values instead of failing the batch.
@@ -391,6 +397,8 @@ fn extreme_parameters_do_not_overflow() {
                 Kind::Count => ["1", p.max],
                 Kind::Burst => ["0", p.max],
                 Kind::Duration => ["1ms", MAX_DURATION],
+                Kind::Tenant => ["t", p.max],
+                Kind::Weight => ["1", p.max],
             };
             lines = lines
                 .into_iter()
@@ -404,7 +412,13 @@ fn extreme_parameters_do_not_overflow() {
                 .collect();
         }
         for (i, params) in lines.iter().enumerate() {
-            for (j, cost) in ["1", l.params[0].max, max].iter().enumerate() {
+            // The first count's maximum (a limit, a capacity, strikes).
+            let first_count = l
+                .params
+                .iter()
+                .find(|p| matches!(p.kind, Kind::Count | Kind::Burst))
+                .map_or(max, |p| p.max);
+            for (j, cost) in ["1", first_count, max].iter().enumerate() {
                 let key = format!("x:{}:{i}:{j}", l.short);
                 let mut args = l.args(&key, params, None);
                 args.extend(l.cost_args(cost.parse().unwrap()));

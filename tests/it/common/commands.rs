@@ -15,6 +15,10 @@ pub enum Kind {
     Burst,
     /// A positive duration with an optional unit, 1 ms ..= 10 years.
     Duration,
+    /// RL.SHARE's tenant: any bytes, 1 ..= 256 of them.
+    Tenant,
+    /// RL.SHARE's weight: an integer 1 ..= 10,000.
+    Weight,
 }
 
 /// One positional parameter after the key.
@@ -54,6 +58,8 @@ impl Kind {
             Kind::Count => "0",
             Kind::Burst => "-1",
             Kind::Duration => "0ms",
+            Kind::Tenant => "",
+            Kind::Weight => "0",
         }
     }
 }
@@ -124,6 +130,10 @@ pub struct Command {
     /// rejected and writes nothing. Otherwise (false) a call that would pass the
     /// limit is rejected and writes nothing, and COST 0 is always allowed.
     pub blocks: bool,
+    /// RL.SHARE's way: the first call of a tenant the key does not remember writes
+    /// it even when rejected (it joins the budget), so a key only ever rejected
+    /// exists. Otherwise (false) a rejected call writes nothing (see `blocks`).
+    pub joins: bool,
 }
 
 /// Setups of keys of each type at `k`.
@@ -214,6 +224,7 @@ pub const FIXED: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 pub const SLIDING: Command = Command {
@@ -253,6 +264,7 @@ pub const SLIDING: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 pub const BUCKET: Command = Command {
@@ -285,6 +297,7 @@ pub const BUCKET: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 pub const GCRA: Command = Command {
@@ -318,6 +331,7 @@ pub const GCRA: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 /// `max_burst count period`, as CL.THROTTLE takes them: max_burst 4 is a capacity
@@ -361,6 +375,7 @@ pub const THROTTLE: Command = Command {
     conflict: None,
     style: Style::Throttle,
     blocks: false,
+    joins: false,
 };
 
 pub const SLIDINGCOUNTER: Command = Command {
@@ -395,6 +410,7 @@ pub const SLIDINGCOUNTER: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 /// A duration argument in ms, for the forms these tests write (`1ms`, `2s`, `1m`,
@@ -486,6 +502,74 @@ pub const PENALTY: Command = Command {
     )),
     style: Style::CostOnly,
     blocks: true,
+    joins: false,
+};
+
+/// A tenant of the longest name, 256 bytes.
+pub const LONGEST_TENANT: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+
+/// A tenant name one byte too long, 257 bytes.
+pub const TOO_LONG_TENANT: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+
+/// `tenant weight capacity tokens period`, as RL.SHARE takes them.
+const TENANT_WEIGHT_CAPACITY_TOKENS_PERIOD: &[Param] = &[
+    Param {
+        name: "tenant",
+        kind: Kind::Tenant,
+        valid: "t",
+        max: LONGEST_TENANT,
+    },
+    Param {
+        name: "weight",
+        kind: Kind::Weight,
+        valid: "1",
+        max: "10000",
+    },
+    CAPACITY_TOKENS_PERIOD[0],
+    CAPACITY_TOKENS_PERIOD[1],
+    CAPACITY_TOKENS_PERIOD[2],
+];
+
+/// Tenant `t` of weight 1, alone on a budget of capacity `n` refilled with `n`
+/// every `period`: the whole budget is its share.
+fn tenant_capacity_tokens_period(n: u64, period: &str) -> Vec<String> {
+    let mut p = vec!["t".to_string(), "1".to_string()];
+    p.extend(capacity_tokens_period(n, period));
+    p
+}
+
+/// RL.SHARE (docs/commands.md#rlshare): one budget shared by weight; its rows call
+/// as one tenant, `t`, alone. A hash whose `g` field RL.SHARE did not write (or
+/// whose record of the tenant `t`) is content it refuses; other fields are not
+/// read.
+pub const SHARE: Command = Command {
+    name: "RL.SHARE",
+    short: "share",
+    params: TENANT_WEIGHT_CAPACITY_TOKENS_PERIOD,
+    native_type: "hash",
+    read: &["HGETALL", "k"],
+    wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
+    foreign: &[
+        &["HSET", "k", "g", "abc"],
+        &["HSET", "k", "g", ""],
+        &["HSET", "k", "g", "1 2 3"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 0 0"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 -1"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 9007199254740992"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 0", "t:t", "x"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 0", "t:t", "1 2 3"],
+        &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 00 0"],
+    ],
+    holds: "RL.SHARE",
+    policy: tenant_capacity_tokens_period,
+    string_state: None,
+    propagates: &["HSET", "PEXPIREAT"],
+    events: &["hset", "expire"],
+    too_fast: Some("tokens per period is too high"),
+    conflict: None,
+    style: Style::Rl,
+    blocks: false,
+    joins: true,
 };
 
 /// The module's commands outside the table, each with its own test file: RL.ALL
@@ -545,10 +629,12 @@ pub const ACQUIRE: Command = Command {
     conflict: None,
     style: Style::Rl,
     blocks: false,
+    joins: false,
 };
 
 /// Every RL command. A new command is one row: see [`Command`] for its fields.
-/// CL.THROTTLE, the module's alone, stays last.
+/// CL.THROTTLE, the module's alone, stays last, and RL.SHARE just before it
+/// ([`Table`]).
 const EVERY: &[&Command] = &[
     &FIXED,
     &SLIDING,
@@ -556,6 +642,7 @@ const EVERY: &[&Command] = &[
     &GCRA,
     &SLIDINGCOUNTER,
     &PENALTY,
+    &SHARE,
     &THROTTLE,
 ];
 
@@ -567,12 +654,14 @@ pub const EVERY_ROW: &[&Command] = &[
     &GCRA,
     &SLIDINGCOUNTER,
     &PENALTY,
+    &SHARE,
     &THROTTLE,
     &ACQUIRE,
 ];
 
 /// The commands of the backend under test ([`super::backend`]): every row for the
-/// module; for the library all but CL.THROTTLE. Used as a slice.
+/// module; for the library all but CL.THROTTLE (and RL.SHARE while the library
+/// has no `rl_share`, [`super::backend::PENDING`]). Used as a slice.
 #[derive(Clone, Copy, Debug)]
 pub struct Table;
 
@@ -581,7 +670,10 @@ pub const COMMANDS: Table = Table;
 
 impl Table {
     fn rows(self) -> &'static [&'static Command] {
-        if super::is_library() {
+        if super::library_lacks("rl_share") {
+            // RL.SHARE comes just before CL.THROTTLE.
+            &EVERY[..EVERY.len() - 2]
+        } else if super::is_library() {
             &EVERY[..EVERY.len() - 1]
         } else {
             EVERY

@@ -43,6 +43,7 @@ local TWO53 = 9007199254740992
 local MAX_COUNT = 9007199254740991 -- 2^53 - 1
 local MAX_DURATION = 315360000000 -- 10 years in ms
 local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (no config here)
+local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (no config here)
 local MAX_KEYS = 16
 
 -- Errors travel as {rl = "CODE message"} through error(), caught once per call.
@@ -1568,7 +1569,6 @@ do
   local WHAT = "an RL.SHARE budget (a hash of the fields g, t:<tenant>, s:<n> and i:<n> that RL.SHARE writes)"
   local SLOTS = 8 -- time slots per period, and closed slots kept at most
   local SWEEP_STEPS = 2 -- index entries a write examines at most
-  local MAX_TENANTS = 10000 -- rl.share-max-tenants' default (no config here)
   local NS = 1000000 -- ns per ms
   local NO, OWN, SURPLUS = 0, 1, 2 -- how a call passes
 
@@ -1601,7 +1601,7 @@ do
       tolerance = mul(r.capacity, interval),
       period = r.period,
       slot = math.max(ceil(r.period / SLOTS), 1),
-      max_tenants = MAX_TENANTS,
+      max_tenants = SHARE_MAX_TENANTS,
     },
       i + 5
   end

@@ -75,6 +75,17 @@ fn cheap(mut amount: Vec<String>, sliding: bool, limit: u64) -> Vec<String> {
     amount
 }
 
+/// An RL.SHARE tenant and its weight (now and then outside 1 ..= 10,000).
+fn share_tenant(rng: &mut Rng) -> (String, String) {
+    let tenant = rng.pick(&["a", "b", "c", "tier one", "\u{0}é"]).to_string();
+    let weight = match rng.below(8) {
+        0 => rng.pick(&["0", "10001", "10000"]).to_string(),
+        1 => (1 + rng.below(10_000)).to_string(),
+        _ => (1 + rng.below(5)).to_string(),
+    };
+    (tenant, weight)
+}
+
 /// The policy words of one command after the key: (words, limit, window ms).
 fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
     let (d, ms) = duration(rng);
@@ -96,6 +107,18 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
                     _ => duration(rng).0,
                 });
             }
+            (words, capacity, ms)
+        }
+        "RL.SHARE" => {
+            // A tenant and its weight, then a budget as RL.GCRA's (mostly ≤ 1 per ns).
+            let (tenant, weight) = share_tenant(rng);
+            let capacity = count(rng);
+            let tokens = if rng.below(8) != 0 {
+                rng.magnitude((ms * 1_000_000).min(MAX))
+            } else {
+                count(rng)
+            };
+            let words = vec![tenant, weight, capacity.to_string(), tokens.to_string(), d];
             (words, capacity, ms)
         }
         "RL.PENALTY" => {
@@ -207,6 +230,45 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
             );
             strings(&["string", &value, &format!("@ms+{expiry}")])
         }
+        "RL.SHARE" => {
+            // A budget's record and tenant a's: TATs around now (in debt or not; the
+            // test's clock, the server's machine), u128 ones, counts small or at
+            // 2^53 − 1 or past it; a's index entry is absent, so a sweep that
+            // reaches it finds the hash not RL's (the same error from both).
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("a clock after 1970")
+                .as_millis() as i64;
+            let around =
+                |rng: &mut Rng| now + rng.below(window_ms.min(MAX_DURATION_MS) * 2) as i64 - w;
+            let tat = |rng: &mut Rng| -> String {
+                match rng.below(5) {
+                    0 => u128::MAX.to_string(),
+                    1 => "0".to_string(),
+                    _ => format!("{}{:06}", around(rng), rng.below(1_000_000)),
+                }
+            };
+            let number = |rng: &mut Rng| -> String {
+                match rng.below(8) {
+                    0 => MAX.to_string(),
+                    1 => (MAX + 1).to_string(),
+                    _ => rng.below(4).to_string(),
+                }
+            };
+            // As many tenants remembered as the current slot holds (the one
+            // difference docs/library.md lists is for more).
+            let tenants = number(rng);
+            let g = format!(
+                "{} {} {} {tenants} 1 0 0 {} {} {tenants} 0 0",
+                tat(rng),
+                tat(rng),
+                number(rng),
+                around(rng),
+                number(rng)
+            );
+            let a = format!("{} {} 0 0", tat(rng), 1 + rng.below(3));
+            strings(&["hash", "g", &g, "t:a", &a, &format!("@ms+{expiry}")])
+        }
         "RL.BUCKET" => {
             let int = match rng.below(4) {
                 0 => "123456789012345678901234567890".to_string(),
@@ -294,14 +356,23 @@ return now
 "#;
 
 /// KEYS = keys: for each, its type, its whole content and its absolute expiry, read
-/// at one instant.
+/// at one instant. A hash's fields sorted: one kept as a hash table (an RL.SHARE
+/// budget, past the listpack limits) lists them in an order that depends on how
+/// the table grew, not on what it holds.
 const READ: &str = r#"
+local function sorted_hash(key)
+  local h, pairs, out = redis.call('HGETALL', key), {}, {}
+  for i = 1, #h, 2 do pairs[#pairs + 1] = {h[i], h[i + 1]} end
+  table.sort(pairs, function(a, b) return a[1] < b[1] end)
+  for _, p in ipairs(pairs) do out[#out + 1] = p[1]; out[#out + 1] = p[2] end
+  return out
+end
 local out = {}
 for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   local content = {}
   if kind == 'string' then content = {redis.call('GET', key)}
-  elseif kind == 'hash' then content = redis.call('HGETALL', key)
+  elseif kind == 'hash' then content = sorted_hash(key)
   elseif kind == 'zset' then content = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES') end
   out[#out + 1] = {kind, content, redis.call('PEXPIRETIME', key)}
 end
@@ -424,6 +495,7 @@ const SINGLE: &[&str] = &[
     "RL.GCRA",
     "RL.SLIDINGCOUNTER",
     "RL.PENALTY",
+    "RL.SHARE",
 ];
 
 fn env(name: &str, default: u64) -> u64 {
@@ -466,6 +538,10 @@ fn every_command_agrees_with_the_module_over_the_full_ranges() {
             if rng.below(4) == 0 {
                 (words, limit, window) = params(&mut rng, name);
                 shortest = shortest.min(window);
+            }
+            if name == "RL.SHARE" && rng.below(2) == 0 {
+                // Another tenant on the same budget.
+                (words[0], words[1]) = share_tenant(&mut rng);
             }
             let mut line = vec![name.to_string()];
             line.extend(words.iter().cloned());
@@ -617,6 +693,8 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"GCRA",
         b"slidingcounter",
         b"PENALTY",
+        b"SHARE",
+        b"10000",
         b"DEBIT",
         b"2000000",
         b"1000000",
@@ -649,6 +727,7 @@ fn bad_input_gets_the_module_s_error_texts() {
             "RL.ACQUIRE",
             "RL.RELEASE",
             "RL.PENALTY",
+            "RL.SHARE",
         ]);
         let mut args: Vec<Vec<u8>> = Vec::new();
         let key = rng.pick(&keys).to_string();
@@ -712,6 +791,7 @@ fn same_names(mut text: String) -> String {
         "rl.acquire",
         "rl.release",
         "rl.penalty",
+        "rl.share",
     ] {
         let function = name.replace('.', "_");
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));

@@ -6,18 +6,19 @@ replicated effects as the module's commands (docs/library.md):
 
   redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
 -- <generated:usage>
-  FCALL rl_fixed          1 key limit window             [COST n | REFUND n | DEBIT n]
-  FCALL rl_sliding        1 key limit window             [COST n | REFUND n]
-  FCALL rl_bucket         1 key capacity tokens period   [COST n | REFUND n | DEBIT n]
-  FCALL rl_gcra           1 key capacity tokens period   [COST n | REFUND n | DEBIT n] [DELAY max]
-  FCALL rl_slidingcounter 1 key limit window             [COST n | REFUND n | DEBIT n]
+  FCALL rl_fixed          1 key limit window                         [COST n | REFUND n | DEBIT n]
+  FCALL rl_sliding        1 key limit window                         [COST n | REFUND n]
+  FCALL rl_bucket         1 key capacity tokens period               [COST n | REFUND n | DEBIT n]
+  FCALL rl_gcra           1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [DELAY max]
+  FCALL rl_slidingcounter 1 key limit window                         [COST n | REFUND n | DEBIT n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
     (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
-  FCALL rl_penalty        1 key strikes window block max [COST n]
-  FCALL rl_version        0                              the library's version
+  FCALL rl_penalty        1 key strikes window block max             [COST n]
+  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
+  FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
 Lua numbers are doubles, exact only below 2^53. Every quantity that can go beyond
@@ -52,6 +53,7 @@ local MAX_KEYS = 16 -- keys in one rl_all call
 local MAX_ID = 256 -- bytes in a lease id
 local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
 -- </generated:limits>
+local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
 -- <generated:errors>
 local ERRORS = {
   wrong_type = "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -75,7 +77,7 @@ local ERRORS = {
   cost = function(name) return "ERR " .. name .. " must be an integer from 0 to 9007199254740991" end,
   duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
-  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE or PENALTY" end,
+  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE" end,
 }
 -- </generated:errors>
 
@@ -1544,6 +1546,505 @@ local PENALTY = {
   end,
 }
 
+-- RL.SHARE ------------------------------------------------------------------
+
+-- One budget shared by weight across tenants (docs/commands.md#rlshare): the
+-- budget's GCRA, each remembered tenant's own GCRA at its weighted share
+-- (T_i = T·W/w), the surplus lent; tenants remembered in time slots until a
+-- period after their last write; a bounded sweep of forgotten tenants' fields.
+-- TATs, D, T_i and the products are exact integers (N); the counts and times in
+-- the records are plain numbers below 2^53 as read, and N when a sum passes it.
+local SHARE
+do
+  local WHAT = "an RL.SHARE budget (a hash of the fields g, t:<tenant>, s:<n> and i:<n> that RL.SHARE writes)"
+  local SLOTS = 8 -- time slots per period, and closed slots kept at most
+  local SWEEP_STEPS = 2 -- index entries a write examines at most
+  local NS = 1000000 -- ns per ms
+  local NO, OWN, SURPLUS = 0, 1, 2 -- how a call passes
+
+  local function corrupt()
+    fail("ERR key does not hold " .. WHAT)
+  end
+
+  local function params(args, i)
+    local tenant = args[i]
+    if #tenant < 1 or #tenant > 256 then
+      fail("ERR tenant must be 1 to 256 bytes")
+    end
+    local weight = plain_int(args[i + 1])
+    if not weight or weight < 1 or weight > 10000 then
+      fail("ERR weight must be an integer from 1 to 10000")
+    end
+    local r = rate_params(args, i + 2)
+    local interval = div(mul(r.period, NS), r.tokens)
+    if interval == 0 then
+      fail(
+        "ERR tokens per period is too high for an RL.SHARE budget: at most one token per "
+          .. "nanosecond (1000000 per ms)"
+      )
+    end
+    return {
+      tenant = tenant,
+      weight = weight,
+      capacity = r.capacity,
+      interval = interval,
+      tolerance = mul(r.capacity, interval),
+      period = r.period,
+      slot = math.max(ceil(r.period / SLOTS), 1),
+      max_tenants = SHARE_MAX_TENANTS,
+    },
+      i + 5
+  end
+
+  -- Exactly `count` canonical decimals (each at most 2^128 - 1) one space apart,
+  -- or nil; `small`: from the `small`-th on, each at most 2^53 - 1.
+  local function numbers(s, count, small)
+    local out, pos = {}, 1
+    for k = 1, count do
+      local sp = s:find(" ", pos, true)
+      local part
+      if k < count then
+        if not sp then
+          return nil
+        end
+        part, pos = ssub(s, pos, sp - 1), sp + 1
+      elseif sp then
+        return nil
+      else
+        part = ssub(s, pos)
+      end
+      local v = canonical(part)
+      if not v or (k >= small and cmp(v, MAX_COUNT) > 0) then
+        return nil
+      end
+      out[k] = v
+    end
+    return out
+  end
+
+  local G_NAMES = {
+    "tat",
+    "debt_end",
+    "weight",
+    "tenants",
+    "len",
+    "cursor",
+    "seq",
+    "end_",
+    "slot_weight",
+    "slot_tenants",
+    "closed",
+    "oldest_end",
+  }
+
+  local function global_parse(s)
+    local f = numbers(s, 12, 3)
+    if not f then
+      corrupt()
+    end
+    local g = {}
+    for k, name in ipairs(G_NAMES) do
+      g[name] = f[k]
+    end
+    return g
+  end
+
+  local function global_new()
+    local g = {}
+    for _, name in ipairs(G_NAMES) do
+      g[name] = 0
+    end
+    return g
+  end
+
+  -- A count or time as stored: at most 2^53 - 1.
+  local function small(v)
+    return str(nmin(v, MAX_COUNT))
+  end
+
+  local function global_format(g)
+    local out = { str(g.tat), str(g.debt_end) }
+    for k = 3, 12 do
+      out[k] = small(g[G_NAMES[k]])
+    end
+    return tconcat(out, " ")
+  end
+
+  -- Whether a tenant last written in slot `seq` is remembered.
+  local function remembers(g, seq)
+    return cmp(seq, g.seq) == 0 or (cmp(seq, g.seq) < 0 and cmp(sub(g.seq, seq), g.closed) <= 0)
+  end
+
+  local function member_format(m)
+    return str(m.tat) .. " " .. small(m.weight) .. " " .. small(m.seq) .. " " .. small(m.index)
+  end
+
+  local function slot_format(s)
+    return small(s.end_) .. " " .. small(s.weight) .. " " .. small(s.tenants)
+  end
+
+  local function slot_field(seq)
+    return "s:" .. str(fmod(seq, SLOTS))
+  end
+
+  local function index_field(position)
+    return "i:" .. str(position)
+  end
+
+  -- The fields a call reads (HGET, one at a time) and the changes it makes on top
+  -- of them: every field written, in the order first written (false: deleted).
+  local function txn(key)
+    local t = key_type(key)
+    if t ~= "none" and t ~= "hash" then
+      fail(ERRORS.wrong_type)
+    end
+    local present = t == "hash"
+    local x = { key = key, names = {}, values = {}, at = {} }
+    function x.get(name)
+      local k = x.at[name]
+      if k then
+        return x.values[k] or nil
+      end
+      local v = present and redis.call("HGET", key, name)
+      return v or nil
+    end
+    function x.put(name, value)
+      local k = x.at[name]
+      if not k then
+        k = #x.names + 1
+        x.names[k], x.at[name] = name, k
+      end
+      x.values[k] = value
+    end
+    function x.member(tenant)
+      local v = x.get("t:" .. tenant)
+      if v == nil then
+        return nil
+      end
+      local f = numbers(v, 4, 2)
+      if not f then
+        corrupt()
+      end
+      return { tat = f[1], weight = f[2], seq = f[3], index = f[4] }
+    end
+    function x.slot(seq)
+      local v = x.get(slot_field(seq))
+      local f = v and numbers(v, 3, 1)
+      if not f then
+        corrupt()
+      end
+      return { end_ = f[1], weight = f[2], tenants = f[3] }
+    end
+    -- HSET of the fields set, HDEL of those deleted (if any), PEXPIREAT.
+    function x.write(expires_at)
+      return function()
+        local set, del = {}, {}
+        for k, name in ipairs(x.names) do
+          local v = x.values[k]
+          if v then
+            set[#set + 1] = name
+            set[#set + 1] = v
+          else
+            del[#del + 1] = name
+          end
+        end
+        redis.call("HSET", key, unpack(set))
+        if #del > 0 then
+          redis.call("HDEL", key, unpack(del))
+        end
+        redis.call("PEXPIREAT", key, str(expires_at))
+      end
+    end
+    return x
+  end
+
+  -- Forgets the slots that ended at least a period ago (closed ones oldest first,
+  -- then the current one), deleting their fields.
+  local function forget(x, g, period, now)
+    while cmp(g.closed, 0) > 0 and cmp(add(g.oldest_end, period), now) <= 0 do
+      if cmp(g.seq, g.closed) < 0 then
+        corrupt()
+      end
+      local seq = sub(g.seq, g.closed)
+      local slot = x.slot(seq)
+      g.weight = satsub(g.weight, slot.weight)
+      g.tenants = satsub(g.tenants, slot.tenants)
+      x.put(slot_field(seq), false)
+      g.closed = sub(g.closed, 1)
+      g.oldest_end = cmp(g.closed, 0) > 0 and x.slot(add(seq, 1)).end_ or 0
+    end
+    if cmp(g.slot_tenants, 0) > 0 and cmp(add(g.end_, period), now) <= 0 then
+      g.weight = satsub(g.weight, g.slot_weight)
+      g.tenants = satsub(g.tenants, g.slot_tenants)
+      g.slot_weight, g.slot_tenants = 0, 0
+      g.seq = nmin(add(g.seq, 1), MAX_COUNT)
+    end
+  end
+
+  -- A tenant's standing: the budget's debt g, its own d, W with it at this
+  -- call's weight, and T_i = max(floor(T·W/w), 1).
+  local function standing(g, d, total, p)
+    return { g = g, d = d, total = total, own = nmax(div(mul(p.interval, nmax(total, 1)), p.weight), 1) }
+  end
+
+  local function admits(s, p, n)
+    local t, dd = p.interval, p.tolerance
+    local nt = mul(n, t)
+    -- Within the budget: g + n·T <= D (and n <= capacity).
+    if n > p.capacity or cmp(add(s.g, nt), dd) > 0 then
+      return NO
+    end
+    -- Within the share: no debt, or d + n·T_i <= D.
+    if s.d == 0 or cmp(add(s.d, mul(n, s.own)), dd) <= 0 then
+      return OWN
+    end
+    -- From the surplus: W·g <= w·(D - n·T).
+    if cmp(nt, dd) <= 0 and cmp(mul(s.total, s.g), mul(p.weight, sub(dd, nt))) <= 0 then
+      return SURPLUS
+    end
+    return NO
+  end
+
+  local function remaining(s, p)
+    local t, dd, c, w = p.interval, p.tolerance, p.capacity, p.weight
+    local budget = div(satsub(dd, s.g), t)
+    local own = c
+    if s.d ~= 0 then
+      own = div(satsub(dd, s.d), s.own)
+    end
+    local wd, used = mul(w, dd), mul(s.total, s.g)
+    local surplus = 0
+    if cmp(used, wd) <= 0 then
+      surplus = div(sub(wd, used), mul(w, t))
+    end
+    return nmin(nmin(budget, nmax(own, surplus)), c)
+  end
+
+  -- The wait in ns until a call of n (<= capacity) passes if nothing else happens.
+  local function wait(s, p, n)
+    local dd = p.tolerance
+    local nt = mul(n, p.interval)
+    local budget = satsub(nmin(add(s.g, nt), U128_MAX), dd)
+    local share = nmin(s.d, satsub(nmin(add(s.d, mul(n, s.own)), U128_MAX), dd))
+    local room = div(mul(p.weight, satsub(dd, nt)), s.total)
+    return nmax(budget, nmin(share, satsub(s.g, room)))
+  end
+
+  local function reset_after(debt, g, p, now, now_ns)
+    local budget = cap(divceil(debt, NS))
+    local owed = cap(divceil(satsub(g.debt_end, now_ns), NS))
+    local tenants = 0
+    if cmp(g.tenants, 0) > 0 then
+      tenants = satsub(add(g.end_, p.period), now)
+    end
+    return nmin(nmax(nmax(budget, owed), tenants), MAX_COUNT)
+  end
+
+  local function report(s, p, g, now, now_ns, n)
+    local allowed = admits(s, p, n) ~= NO
+    local retry = 0
+    if not allowed then
+      retry = n > p.capacity and -1 or math.max(cap(divceil(wait(s, p, n), NS)), 1)
+    end
+    return {
+      allowed = allowed,
+      limit = p.capacity,
+      remaining = remaining(s, p),
+      retry = retry,
+      reset = reset_after(s.g, g, p, now, now_ns),
+    }
+  end
+
+  -- Removes forgotten tenants' fields: up to SWEEP_STEPS index entries from the
+  -- cursor while the index holds more entries than tenants remembered.
+  local function sweep(x, g, now_ns, max_tenants)
+    for _ = 1, SWEEP_STEPS do
+      if cmp(g.len, g.tenants) <= 0 then
+        break
+      end
+      if cmp(g.cursor, g.len) >= 0 then
+        g.cursor = 0
+      end
+      local at = g.cursor
+      local name = x.get(index_field(at))
+      local record = name and x.member(name)
+      if not record then
+        corrupt()
+      end
+      local crowded = cmp(g.len, max_tenants * 2) > 0
+      if remembers(g, record.seq) or (cmp(record.tat, now_ns) > 0 and not crowded) then
+        g.cursor = add(at, 1)
+      else
+        x.put("t:" .. name, false)
+        local last = sub(g.len, 1)
+        if cmp(at, last) ~= 0 then
+          local moved = x.get(index_field(last))
+          local m = moved and x.member(moved)
+          if not m then
+            corrupt()
+          end
+          m.index = at
+          x.put("t:" .. moved, member_format(m))
+          x.put(index_field(at), moved)
+        end
+        x.put(index_field(last), false)
+        g.len = last
+      end
+    end
+    if cmp(g.cursor, g.len) >= 0 then
+      g.cursor = 0
+    end
+  end
+
+  -- Registers the call's tenant: a new slot if the current one has ended, its
+  -- weight moved into the current slot (or added), its record with own TAT
+  -- `own_tat`, the sweep, the global record.
+  local function join(x, g, member, live, p, now, now_ns, own_tat)
+    if cmp(now, g.end_) >= 0 then
+      local s = p.slot
+      local ends = nmin(add(now - fmod(now, s), s), MAX_COUNT)
+      if cmp(g.slot_tenants, 0) > 0 and cmp(g.closed, SLOTS) < 0 then
+        x.put(slot_field(g.seq), slot_format({ end_ = g.end_, weight = g.slot_weight, tenants = g.slot_tenants }))
+        if cmp(g.closed, 0) == 0 then
+          g.oldest_end = g.end_
+        end
+        g.closed = add(g.closed, 1)
+        g.seq = nmin(add(g.seq, 1), MAX_COUNT)
+        g.slot_weight, g.slot_tenants = 0, 0
+      end
+      g.end_ = ends
+    end
+    local tenant, w = p.tenant, p.weight
+    local index
+    if member and live then
+      if cmp(member.seq, g.seq) == 0 then
+        g.slot_weight = satsub(g.slot_weight, member.weight)
+      else
+        local slot = x.slot(member.seq)
+        slot.weight = satsub(slot.weight, member.weight)
+        slot.tenants = satsub(slot.tenants, 1)
+        x.put(slot_field(member.seq), slot_format(slot))
+        g.slot_tenants = add(g.slot_tenants, 1)
+      end
+      g.weight = satsub(g.weight, member.weight)
+      index = member.index
+    elseif member then
+      -- A forgotten tenant keeps its place in the index.
+      if cmp(member.index, g.len) >= 0 or x.get(index_field(member.index)) ~= tenant then
+        corrupt()
+      end
+      g.tenants = add(g.tenants, 1)
+      g.slot_tenants = add(g.slot_tenants, 1)
+      index = member.index
+    else
+      index = g.len
+      x.put(index_field(index), tenant)
+      g.len = add(g.len, 1)
+      g.tenants = add(g.tenants, 1)
+      g.slot_tenants = add(g.slot_tenants, 1)
+    end
+    g.weight = add(g.weight, w)
+    g.slot_weight = add(g.slot_weight, w)
+    g.debt_end = nmax(g.debt_end, own_tat)
+    x.put("t:" .. tenant, member_format({ tat = own_tat, weight = w, seq = g.seq, index = index }))
+    sweep(x, g, now_ns, p.max_tenants)
+    x.put("g", global_format(g))
+  end
+
+  SHARE = {
+    name = "SHARE",
+    debit = true,
+    params = params,
+    decide = function(key, p, now, amount)
+      now = math.min(math.max(now, 0), MAX_COUNT)
+      local now_ns = mul(now, NS)
+      local x = txn(key)
+      local stored = x.get("g")
+      local g = stored and global_parse(stored) or global_new()
+      forget(x, g, p.period, now)
+      local member = x.member(p.tenant)
+      local live = member ~= nil and remembers(g, member.seq)
+      local w = p.weight
+      local total = add(satsub(g.weight, live and member.weight or 0), w)
+      local function debt(tat)
+        return satsub(tat, now_ns)
+      end
+      -- A forgotten tenant's share no longer counts, but what it owes it still owes.
+      local st = standing(debt(g.tat), member and debt(member.tat) or 0, total, p)
+      local n = amount.n
+      local joins = amount.debit or (not amount.refund and n > 0)
+      if joins and not live and cmp(g.tenants, p.max_tenants) >= 0 then
+        fail(
+          "ERR the budget already remembers "
+            .. p.max_tenants
+            .. " tenants (rl.share-max-tenants): a new tenant is refused until one is forgotten, "
+            .. "a period after its last call"
+        )
+      end
+      if amount.debit then
+        g.tat = nmin(add(nmax(g.tat, now_ns), mul(n, p.interval)), U128_MAX)
+        local own_tat = nmin(add(add(now_ns, st.d), mul(n, st.own)), U128_MAX)
+        join(x, g, member, live, p, now, now_ns, own_tat)
+        local d = refunded(report(standing(debt(g.tat), debt(own_tat), total, p), p, g, now, now_ns, 0))
+        return d, x.write(add(now, d.reset))
+      end
+      if amount.refund then
+        local budget_tat = g.tat
+        if cmp(g.tat, now_ns) > 0 then
+          budget_tat = nmax(satsub(g.tat, mul(n, p.interval)), now_ns)
+        end
+        local own_tat = member and member.tat
+        if member and cmp(member.tat, now_ns) > 0 then
+          own_tat = nmax(satsub(member.tat, mul(n, st.own)), now_ns)
+        end
+        local own_changed = member ~= nil and cmp(own_tat, member.tat) ~= 0
+        local changed = cmp(budget_tat, g.tat) ~= 0 or own_changed
+        g.tat = budget_tat
+        local d = refunded(report(standing(debt(budget_tat), own_tat and debt(own_tat) or 0, total, p), p, g, now, now_ns, 0))
+        if not changed then
+          return d, nil
+        end
+        if cmp(g.tenants, 0) == 0 and cmp(g.tat, now_ns) <= 0 and cmp(g.debt_end, now_ns) <= 0 then
+          return d, function()
+            delete(key)
+          end
+        end
+        if own_changed then
+          x.put(
+            "t:" .. p.tenant,
+            member_format({ tat = own_tat, weight = member.weight, seq = member.seq, index = member.index })
+          )
+        end
+        x.put("g", global_format(g))
+        return d, x.write(add(now, d.reset))
+      end
+      local admission = admits(st, p, n)
+      if n == 0 or (admission == NO and live) then
+        return report(st, p, g, now, now_ns, n), nil
+      end
+      -- Allowed, or a tenant the budget does not remember yet, which joins even
+      -- when rejected (so its share counts from its first call).
+      local own_tat = member and member.tat or 0
+      if admission ~= NO then
+        g.tat = add(nmax(g.tat, now_ns), mul(n, p.interval))
+      end
+      if admission == OWN then
+        -- A call with no debt passes however large: the TAT stops at 2^128 - 1 ns.
+        own_tat = nmin(add(add(now_ns, st.d), mul(n, st.own)), U128_MAX)
+      end
+      join(x, g, member, live, p, now, now_ns, own_tat)
+      local after = standing(debt(g.tat), debt(own_tat), total, p)
+      local d
+      if admission == NO then
+        d = report(after, p, g, now, now_ns, n)
+      else
+        d = refunded(report(after, p, g, now, now_ns, 0))
+      end
+      return d, x.write(add(now, d.reset))
+    end,
+  }
+end
+
 ------------------------------------------------------------------------------
 -- Calls
 ------------------------------------------------------------------------------
@@ -1646,6 +2147,7 @@ local POLICIES = {
   { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, takes = "ERR syntax error: policy SLIDINGCOUNTER takes limit window", debit = true },
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, takes = "ERR syntax error: policy ACQUIRE takes limit ttl id", refund = false },
   { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, watches = true },
+  { word = "SHARE", limiter = SHARE, n = 5, takes = "ERR syntax error: policy SHARE takes tenant weight capacity tokens period", debit = true },
 }
 -- </generated:policies>
 
@@ -1928,6 +2430,11 @@ return {
     refund = false,
     usage = "FCALL rl_penalty 1 key strikes window block max [COST n]",
   }),
+  rl_share = single("rl_share", SHARE, 5, {
+    name = "RL.SHARE",
+    debit = true,
+    usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
+  }),
 }
 -- </generated:functions>
 end
@@ -1959,6 +2466,7 @@ register("rl_all")
 register("rl_acquire")
 register("rl_release", { "allow-oom" })
 register("rl_penalty")
+register("rl_share")
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

@@ -287,6 +287,10 @@ fn the_library_matches_the_core_call_for_call() {
 }
 
 fn run() {
+    run_sequences(steps());
+}
+
+fn run_sequences(steps: impl Strategy<Value = Vec<Step>>) {
     let cases = std::env::var("RL_DIFF_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -299,8 +303,262 @@ fn run() {
         )),
         ..Config::default()
     });
-    let result = runner.run(&steps(), |steps| compare(&mut lua.borrow_mut(), &steps));
+    let result = runner.run(&steps, |steps| compare(&mut lua.borrow_mut(), &steps));
     if let Err(e) = result {
         panic!("{e}");
+    }
+}
+
+// -- RL.SHARE budgets -----------------------------------------------------------
+//
+// Drawn among every command above, an RL.SHARE call seldom meets another tenant on
+// the same budget, so borrowing, forgetting and the sweep would go untested: here
+// whole sequences on one or two budgets, a rate kept for most of a sequence, up to
+// seven tenants of varied weights, RL.ALL with SHARE policies, and hand-made hashes
+// (corrupt fields, a budget at its most tenants, a crowded index, counts at 2^53).
+
+/// A budget's `capacity tokens period`: mostly valid, now and then not.
+fn share_rate() -> impl Strategy<Value = [String; 3]> {
+    (
+        prop::sample::select(vec!["1", "2", "4", "10", "100", "9007199254740991", "0"]),
+        prop::sample::select(vec!["1", "2", "4", "10", "1000", "1000000", "1000001"]),
+        prop::sample::select(vec![
+            "1ms", "80ms", "1s", "1200ms", "10s", "1m", "3650d", "0",
+        ]),
+    )
+        .prop_map(|(c, t, p)| [c.to_string(), t.to_string(), p.to_string()])
+}
+
+/// A tenant and its weight.
+fn share_tenant() -> impl Strategy<Value = [String; 2]> {
+    let long = "t".repeat(256);
+    (
+        prop_oneof![
+            20 => prop::sample::select(vec!["a", "b", "c", "d", "e", "f", "x y"]).prop_map(str::to_string),
+            1 => prop::sample::select(vec![String::new(), long.clone(), long + "t"]),
+        ],
+        prop_oneof![
+            20 => prop::sample::select(vec!["1", "1", "2", "3", "7", "10000"]),
+            1 => prop::sample::select(vec!["0", "10001", "01", "x"]),
+        ],
+    )
+        .prop_map(|(t, w)| [t, w.to_string()])
+}
+
+/// A budget whose index holds 20,001 entries, one more than twice the most
+/// tenants: the first forgotten tenant's debt (a's) is swept, and the last entry
+/// (d, also forgotten in debt) moves into its place, where it is kept. c is
+/// remembered, in the current slot.
+const CROWDED: &[&str] = &[
+    "HSET",
+    "g",
+    "0 0 1 1 20001 0 0 1800100000000 1 1 0 0",
+    "i:0",
+    "a",
+    "t:a",
+    "3600000000000000000 1 5 0",
+    "i:20000",
+    "d",
+    "t:d",
+    "3600000000000000000 1 9 20000",
+    "i:19999",
+    "c",
+    "t:c",
+    "0 1 0 19999",
+];
+
+/// A hash RL.SHARE did not write, or wrote and was then edited.
+fn share_foreign() -> impl Strategy<Value = Vec<String>> {
+    const MAX: &str = "9007199254740991";
+    const U128: &str = "340282366920938463463374607431768211455";
+    let max_g = format!("{U128} {U128} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} 0 0");
+    let heavy_g = format!("0 0 {MAX} 1 1 0 0 {MAX} {MAX} 1 0 0");
+    let heavy_a = format!("0 {MAX} 0 0");
+    let lines: Vec<Vec<String>> = vec![
+        vec!["HSET", "g", "x"],
+        vec!["HSET", "g", "0 0 0 0 0 0 0 0 0 0 0 9007199254740992"],
+        vec!["HSET", "t:a", "5"],
+        vec!["HSET", "t:a", "01 1 0 0"],
+        vec!["HSET", "s:0", "1 2"],
+        vec!["HDEL", "s:0"],
+        vec!["HDEL", "i:0"],
+        // At the most tenants the library remembers (10,000), all in a slot that
+        // ends long after the sequence.
+        vec![
+            "HSET",
+            "g",
+            "0 0 10000 10000 0 0 0 1800100000000 10000 10000 0 0",
+        ],
+        // An index past twice the most tenants: a forgotten debt is swept too,
+        // until the index is back at twice the most.
+        CROWDED.to_vec(),
+        vec!["HSET", "g", &max_g],
+        vec!["HSET", "g", &heavy_g, "i:0", "a", "t:a", &heavy_a],
+    ]
+    .into_iter()
+    .map(|l| l.into_iter().map(str::to_string).collect())
+    .collect();
+    prop::sample::select(lines)
+}
+
+/// The options after a call: none, COST, REFUND or DEBIT.
+fn share_amount() -> impl Strategy<Value = Vec<String>> {
+    let n = prop_oneof![
+        10 => (0u64..=6).prop_map(|n| n.to_string()),
+        1 => prop::sample::select(vec!["100", "9007199254740991"]).prop_map(str::to_string),
+    ];
+    (
+        prop::sample::select(vec!["", "", "COST", "REFUND", "DEBIT"]),
+        n,
+    )
+        .prop_map(|(o, n)| {
+            if o.is_empty() {
+                vec![]
+            } else {
+                vec![o.to_string(), n]
+            }
+        })
+}
+
+fn share_steps() -> impl Strategy<Value = Vec<Step>> {
+    let dt = prop_oneof![
+        6 => Just(0i64),
+        6 => 1i64..=200,
+        3 => 200i64..=3000,
+        1 => 3000i64..=120_000,
+        1 => -2000i64..0,
+    ];
+    // One line: (the call's tenant, its own rate or the sequence's, which key, the
+    // amount, RL.ALL with a second key, a foreign write instead).
+    let line = (
+        share_tenant(),
+        prop::option::weighted(0.1, share_rate()),
+        prop::bool::weighted(0.8),
+        share_amount(),
+        prop::option::weighted(0.1, (share_tenant(), share_rate(), prop::bool::ANY)),
+        prop::option::weighted(0.03, share_foreign()),
+    );
+    (share_rate(), prop::collection::vec((dt, line), 1..40)).prop_map(|(rate, lines)| {
+        lines
+            .into_iter()
+            .map(|(dt, (tenant, own_rate, first, amount, all, foreign))| {
+                let key = KEYS[usize::from(!first)].to_string();
+                let mut policy = vec!["SHARE".to_string()];
+                policy.extend(tenant);
+                policy.extend(own_rate.unwrap_or_else(|| rate.clone()));
+                let argv = match (foreign, all) {
+                    (Some(mut f), _) => {
+                        f.insert(1, key);
+                        f
+                    }
+                    (None, Some((other, other_rate, gcra))) => {
+                        // RL.ALL on both budgets: this SHARE policy and another
+                        // (a SHARE, or a GCRA on the second key).
+                        let mut v =
+                            vec!["RL.ALL".into(), "2".into(), KEYS[0].into(), KEYS[1].into()];
+                        v.extend(policy);
+                        if gcra {
+                            v.push("GCRA".into());
+                            v.extend(other_rate);
+                        } else {
+                            v.push("SHARE".into());
+                            v.extend(other);
+                            v.extend(rate.clone());
+                        }
+                        v.extend(amount);
+                        v
+                    }
+                    (None, None) => {
+                        let mut v = vec!["RL.SHARE".to_string(), key];
+                        v.extend(policy.into_iter().skip(1));
+                        v.extend(amount);
+                        v
+                    }
+                };
+                Step { dt, argv }
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn rl_share_sequences_match_the_core() {
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| run_sequences(share_steps()))
+        .expect("a thread")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
+/// Budgets at the edges, each call checked: tenants whose weights sum past 2^53
+/// (T_i · n past 2^128), counts stored at 2^53 − 1, the crowded index's bound.
+#[test]
+fn rl_share_edges_match_the_core() {
+    const MAX: &str = "9007199254740991";
+    const U128: &str = "340282366920938463463374607431768211455";
+    let heavy_g = format!("0 0 {MAX} 1 1 0 0 {MAX} {MAX} 1 0 0");
+    let heavy_a = format!("0 {MAX} 0 0");
+    let max_g = format!("{U128} {U128} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} {MAX} 0 0");
+    let line = |words: &[&str]| Step {
+        dt: 0,
+        argv: words.iter().map(|w| w.to_string()).collect(),
+    };
+    let huge = ["RL.SHARE", "{k}a", "b", "1", MAX, "1", "3650d"];
+    let with = |extra: &[&'static str]| {
+        let mut v = huge.to_vec();
+        v.extend_from_slice(extra);
+        line(&v)
+    };
+    let sequences = vec![
+        vec![
+            line(&["HSET", "{k}a", "g", &heavy_g, "i:0", "a", "t:a", &heavy_a]),
+            with(&["COST", MAX]),
+            with(&["COST", "0"]),
+            with(&["REFUND", "1"]),
+            with(&["REFUND", MAX]),
+            with(&["DEBIT", MAX]),
+            with(&["DEBIT", MAX]),
+            with(&[]),
+        ],
+        vec![
+            line(&["HSET", "{k}a", "g", &max_g]),
+            with(&["COST", "0"]),
+            with(&["COST", "1"]),
+            with(&["DEBIT", "1"]),
+            with(&["REFUND", "1"]),
+            with(&["REFUND", MAX]),
+        ],
+        vec![
+            line(&[&["HSET", "{k}a"][..], &CROWDED[1..]].concat()),
+            line(&["RL.SHARE", "{k}a", "c", "1", "10", "1", "1s"]),
+            line(&["RL.SHARE", "{k}a", "c", "1", "10", "1", "1s"]),
+            line(&["HGETALL", "{k}a"]),
+        ],
+    ];
+    // A write in each of nine slots of 10 ms in a row keeps eight closed slots;
+    // a longer period then keeps them all, and the current slot grows instead.
+    let tenants = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"];
+    let mut ring: Vec<Step> = tenants
+        .iter()
+        .map(|t| Step {
+            dt: 10,
+            argv: ["RL.SHARE", "{k}a", t, "1", "1000", "1000", "80ms"]
+                .iter()
+                .map(|w| w.to_string())
+                .collect(),
+        })
+        .collect();
+    ring.push(line(&[
+        "RL.SHARE", "{k}a", "late", "1", "1000", "1000", "10s",
+    ]));
+    ring.push(line(&[
+        "RL.SHARE", "{k}a", "a", "1", "1000", "1000", "80ms",
+    ]));
+    let mut sequences = sequences;
+    sequences.push(ring);
+    let mut lua = LuaTwin::rl();
+    for steps in sequences {
+        compare(&mut lua, &steps).unwrap_or_else(|e| panic!("{e}"));
     }
 }

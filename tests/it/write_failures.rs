@@ -215,3 +215,31 @@ fn a_refused_lease_write_propagates_exactly_what_was_written() {
     let left: Vec<String> = cmd("ZRANGE").arg(&[e, "0", "-1"]).query(&mut c).unwrap();
     assert_eq!(left, ["b"]);
 }
+
+#[test]
+fn a_refused_or_failed_budget_write_leaves_primary_and_replica_alike() {
+    if module_only("fault injection is a testing build of the module") {
+        return;
+    }
+    let (primary, replica) = setup();
+    let mut c = connect(&primary);
+    let share =
+        |key: &'static str| -> [&'static str; 7] { ["RL.SHARE", key, "a", "1", "5", "1", "1h"] };
+    // The first field refused: nothing changes and nothing is propagated, on a
+    // hash that exists (a field RL.SHARE does not read) and on a new key.
+    let refused = "__rl_fail_hset__:s";
+    query(&mut c, &["HSET", refused, "x", "1"]);
+    let before = assert_same(&primary, &replica, refused);
+    let offset_before = offset(&mut c);
+    assert_write_failed(&mut c, &share(refused));
+    assert_write_failed(&mut c, &share("__rl_fail_hset__:new"));
+    assert_eq!(offset(&mut c), offset_before, "nothing propagated");
+    assert_eq!(assert_same(&primary, &replica, refused), before);
+    assert!(!exists(&mut c, "__rl_fail_hset__:new"));
+    // The fields written, the expiry refused: the budget is deleted everywhere.
+    let failed = "__rl_fail_expiry__:s";
+    query(&mut c, &["HSET", failed, "x", "1"]);
+    assert!(assert_same(&primary, &replica, failed).0.is_some());
+    assert_write_failed(&mut c, &share(failed));
+    assert_eq!(assert_same(&primary, &replica, failed), (None, -2));
+}

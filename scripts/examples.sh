@@ -20,7 +20,11 @@
 # the model's real tokens per second stay within 5% of the limit; bad input (a max_tokens
 # RL cannot count, not a positive integer, above the burst; a body that is not a JSON
 # object) is a 400 naming it that reaches no model, and Redis only above the burst; in
-# process, RL's COST error is a 400 and a lost connection a 503. Prints PASS/FAIL/SKIP per
+# process, RL's COST error is a 400 and a lost connection a 503.
+# examples/python/llm_gateway.py (RL.ALL with SHARE per tier beside GCRA per customer)
+# is checked against the same stub model with free, pro and enterprise customers at
+# once: the real tokens split 1:4:16 within 15% per tier, and stay within the
+# provider budget. Prints PASS/FAIL/SKIP per
 # example; exits 1 on any failure. Everything it starts is stopped on exit, also on
 # failure or Ctrl-C.
 #
@@ -594,25 +598,40 @@ rl_calls() {
 }
 
 # run_llm <label>: the stub model, the proxy in front of it, then the checks; sets reason.
-run_llm() {
-  local label=$1 model_port model_pid port pid
+# start_behind_model <label> <VAR=value…>: the stub model, then the example (cmd) in
+# front of it with those variables; sets model_port, model_pid, port, pid. Returns 1
+# with reason set when either does not listen, or the example did not say its backend.
+start_behind_model() {
+  local label=$1
+  shift
   model_port=$(free_port)
   stub_model "$model_port" >"$tmp/$label-model.log" 2>&1 &
   model_pid=$!
   pids+=("$model_pid")
+  pid=
   if ! wait_port "$model_pid" "$model_port" 20; then
     reason="the stub model did not listen on port $model_port"
     return 1
   fi
   port=$(free_port)
-  REDIS_URL=$redis_url PORT=$port MODEL_URL="http://127.0.0.1:$model_port/v1/completions" \
-    RL_BURST=$llm_burst RL_RATE=$llm_rate RL_PERIOD=1s "${cmd[@]}" >"$log" 2>&1 &
+  env REDIS_URL="$redis_url" PORT="$port" MODEL_URL="http://127.0.0.1:$model_port/v1/completions" \
+    "$@" "${cmd[@]}" >"$log" 2>&1 &
   pid=$!
   pids+=("$pid")
   if ! wait_port "$pid" "$port" 20; then
-    reason="the proxy did not listen on port $port within 20 s"
+    reason="the example did not listen on port $port within 20 s"
   elif ! grep -q "$said" "$log"; then
     reason="it did not say at start that it uses $said"
+  else
+    return 0
+  fi
+  return 1
+}
+
+run_llm() {
+  local model_port model_pid port pid
+  if ! start_behind_model "$1" RL_BURST=$llm_burst RL_RATE=$llm_rate RL_PERIOD=1s; then
+    :
   elif ! reason=$(check_llm "http://127.0.0.1:$port" "http://127.0.0.1:$model_port" 2>&1); then
     :
   else
@@ -631,9 +650,87 @@ run_llm() {
       return 0
     fi
   fi
-  stop "$pid"
+  [ -z "$pid" ] || stop "$pid"
   stop "$model_pid"
   return 1
+}
+
+# The LLM gateway's run: three tiers (weights 1, 4, 16) of gateway_clients customers
+# each share one provider budget of gateway_rate tokens per second after a burst of
+# gateway_capacity; each customer's own limit is far above it (never the one that binds).
+gateway_seconds=4
+gateway_clients=3
+gateway_rate=600
+gateway_capacity=100
+
+# check_gateway <gateway url>: every customer asks for 4 to 12 tokens at a time, as
+# fast as the gateway lets it (a 429: again 20 ms later), for gateway_seconds. The
+# real tokens each tier got must be its weight's share of all of them within ±15%,
+# and all of them at most the budget: capacity + rate × elapsed, plus what the
+# requests still in flight at the end may DEBIT (each at most half its max_tokens).
+check_gateway() {
+  python3 - "$1" "$gateway_seconds" "$gateway_clients" "$gateway_rate" "$gateway_capacity" <<'PY'
+import json, random, sys, threading, time, urllib.error, urllib.request
+
+gateway = sys.argv[1]
+seconds, clients, rate, capacity = (int(a) for a in sys.argv[2:6])
+weights = {"free": 1, "pro": 4, "enterprise": 16}
+used, statuses, lock = dict.fromkeys(weights, 0), {}, threading.Lock()
+
+def customer(tier, i):
+    rng, end = random.Random(f"{tier}{i}"), time.monotonic() + seconds
+    while time.monotonic() < end:
+        body = json.dumps({"prompt": "hello", "max_tokens": rng.randint(4, 12)}).encode()
+        req = urllib.request.Request(gateway + "/v1/completions", data=body,
+                                     headers={"X-User": f"{tier}-{i}", "X-Tier": tier})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                status, h = r.status, r.headers
+        except urllib.error.HTTPError as e:
+            status, h = e.code, e.headers
+        with lock:
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 200:
+                used[tier] += int(h["X-Tokens-Used"])
+        if status == 429:
+            time.sleep(0.02)
+        elif status != 200:
+            return
+
+threads = [threading.Thread(target=customer, args=(t, i)) for t in weights for i in range(clients)]
+start = time.monotonic()
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+elapsed = time.monotonic() - start
+if set(statuses) != {200, 429}:
+    sys.exit(f"statuses {statuses}: want 200 and 429 (the budget must be short), nothing else")
+total, budget = sum(used.values()), capacity + rate * elapsed
+slack = len(threads) * 12 // 2
+if total > budget + slack:
+    sys.exit(f"{total} tokens in {elapsed:.1f} s: above the budget {budget:.0f} (+{slack} in flight)")
+split = []
+for tier, w in weights.items():
+    share, want = used[tier] / total, w / sum(weights.values())
+    split.append(f"{tier} {used[tier]} ({share:.1%}, want {want:.1%})")
+    if abs(share - want) > 0.15 * want:
+        sys.exit(f"{tier}: {share:.1%} of the tokens, want {want:.1%} ±15% ({', '.join(split)})")
+print(f"{total} real tokens in {elapsed:.1f} s (budget {budget:.0f}): {', '.join(split)}; "
+      f"{statuses[429]} x 429")
+PY
+}
+
+# run_gateway <label>: the stub model, the gateway in front of it, then the check.
+run_gateway() {
+  local model_port model_pid port pid ok=1
+  if start_behind_model "$1" RL_CAPACITY=$gateway_capacity RL_RATE=$gateway_rate RL_PERIOD=1s \
+    RL_CUSTOMER_BURST=1000 RL_CUSTOMER_RATE=1000; then
+    reason=$(check_gateway "http://127.0.0.1:$port" 2>&1) && ok=0
+  fi
+  [ -z "$pid" ] || stop "$pid"
+  stop "$model_pid"
+  return $ok
 }
 
 # --- the examples -----------------------------------------------------------------
@@ -695,6 +792,12 @@ setup_llm() {
   cmd[${#cmd[@]} - 1]=$root/examples/python/llm_proxy.py
 }
 
+# The LLM gateway (RL.ALL … SHARE beside GCRA): the same environment.
+setup_gateway() {
+  setup_python || return
+  cmd[${#cmd[@]} - 1]=$root/examples/python/llm_gateway.py
+}
+
 setup_node() {
   local major
   command -v node >/dev/null 2>&1 ||
@@ -729,7 +832,7 @@ pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 # RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
-for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
+for name in ${RL_EXAMPLES:-python policies login worker llm gateway node rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -745,10 +848,12 @@ for name in ${RL_EXAMPLES:-python policies login worker llm node rust}; do
     failed=$((failed + 1))
     continue
   fi
-  if [ "$name" = llm ]; then
+  if [ "$name" = llm ] || [ "$name" = gateway ]; then
     reason=
-    if run_llm "$backend-$name"; then
-      echo "PASS $name ($backend, said so): COST max_tokens, then REFUND or DEBIT the real cost: $reason ($((SECONDS - started)) s)"
+    if run_"$name" "$backend-$name"; then
+      if [ "$name" = llm ]; then what="COST max_tokens, then REFUND or DEBIT the real cost"; else
+        what="RL.ALL: SHARE by tier (1:4:16) beside GCRA per customer, COST then REFUND or DEBIT"; fi
+      echo "PASS $name ($backend, said so): $what: $reason ($((SECONDS - started)) s)"
       passed=$((passed + 1))
     else
       echo "FAIL $name ($backend): $reason" >&2

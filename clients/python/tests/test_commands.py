@@ -309,7 +309,8 @@ def test_share(rl: Any, key: Key) -> None:
     if not share_supported(rl, k):
         pytest.skip("this server's RL has no RL.SHARE / rl_share yet")
     d = rl.share(k, "ada", 1, 10, 1, "1h")
-    assert isinstance(d, Decision) and d.allowed and d.window == HOUR
+    # w: the budget's time to refill from empty, 10 tokens at 1 an hour.
+    assert isinstance(d, Decision) and d.allowed and d.window == 10 * HOUR
     for option in ({"cost": 0}, {"refund": 1}, {"debit": 1}):
         assert rl.share(k, "ada", 1, 10, 1, "1h", **option).allowed
     r = rl.all({k: Share("ada", 1, 10, 1, "1h")})

@@ -67,9 +67,10 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start <name> [args...]: a server on a free port in its own directory; prints the port.
+# start <name> [args...]: a server on a free port in its own directory; sets `port`.
+# (Not in a $(…) subshell: its pid must reach `pids`, which the exit trap stops.)
 start() {
-  local name=$1 port pid i
+  local name=$1 pid i
   shift
   port=$(free_port)
   mkdir -p "$tmp/$name"
@@ -78,10 +79,7 @@ start() {
   pid=$!
   pids+=("$pid")
   for ((i = 0; i < 100; i++)); do
-    if redis-cli -p "$port" ping >/dev/null 2>&1; then
-      echo "$port"
-      return 0
-    fi
+    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -89,8 +87,10 @@ start() {
   die "the $name server did not start"
 }
 
-module_port=$(start module --loadmodule "$module")
-library_port=$(start library)
+start module --loadmodule "$module"
+module_port=$port
+start library
+library_port=$port
 RL_LIBRARY="$library" scripts/load-library.sh "127.0.0.1:$library_port" >/dev/null
 export RL_TEST_MODULE_URL="redis://127.0.0.1:$module_port"
 export RL_TEST_LIBRARY_URL="redis://127.0.0.1:$library_port"

@@ -59,46 +59,23 @@ fn put_fields(buf: &mut StateBuf, fields: &[u64]) -> usize {
     len
 }
 
-/// Reads exactly `N` canonical decimals one space apart.
-///
-/// [`decimal::canonical`] for each, in one pass over the bytes (RL.SHARE reads a
-/// record of twelve on every call).
+/// Reads exactly `N` canonical decimals one space apart: [`decimal::canonical`] on
+/// each, found in one pass (RL.SHARE reads a record of twelve on every call).
 pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
-    let digit = |i: usize| {
-        bytes
-            .get(i)
-            .map(|b| b.wrapping_sub(b'0'))
-            .filter(|&d| d <= 9)
-    };
     let mut out = [0u128; N];
-    let mut i = 0;
+    let mut rest = bytes;
     for (k, slot) in out.iter_mut().enumerate() {
-        if k > 0 {
-            if bytes.get(i) != Some(&b' ') {
-                return None;
-            }
-            i += 1;
-        }
-        let start = i;
-        // Up to 19 digits fit a u64 whatever they are; more with overflow checks.
-        let mut small = 0u64;
-        while i - start < 19 {
-            let Some(d) = digit(i) else { break };
-            small = small * 10 + u64::from(d);
-            i += 1;
-        }
-        let mut value = u128::from(small);
-        while let Some(d) = digit(i) {
-            value = value.checked_mul(10)?.checked_add(u128::from(d))?;
-            i += 1;
-        }
-        // At least one digit, and no leading zero.
-        if i == start || (i - start > 1 && bytes[start] == b'0') {
-            return None;
-        }
-        *slot = value;
+        // The last field runs to the end (a space there is no digit: refused).
+        let end = if k + 1 == N {
+            rest.len()
+        } else {
+            rest.iter().position(|&b| b == b' ')?
+        };
+        let (field, tail) = rest.split_at(end);
+        *slot = decimal::canonical(field)?;
+        rest = tail.get(1..).unwrap_or_default();
     }
-    (i == bytes.len()).then_some(out)
+    Some(out)
 }
 
 /// RL.FIXED: the units used, on a key expiring at the window's end. The expiry is

@@ -52,7 +52,9 @@ pub fn call(ks: &mut Keyspace, now: Millis, argv: &[&[u8]]) -> std::result::Resu
         memory: Memory { ks, now },
         argv,
     };
-    commands::visit(command, line).map_err(|e| format!("{} {e}", e.code()))
+    commands::visit(command, line)
+        .unwrap_or(Err(Error::Internal("a command outside the list")))
+        .map_err(|e| format!("{} {e}", e.code()))
 }
 
 /// The keyspace at one instant: the in-memory executor's backend.

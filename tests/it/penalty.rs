@@ -10,6 +10,7 @@
 //! (replication, AOF, keyspace events, ACL, cluster…) cover RL.PENALTY through its
 //! row in `common::COMMANDS`.
 
+use crate::common::instant;
 use crate::common::*;
 
 /// Reads TIME (t0); ARGV[1] is `fresh` (delete the key), `keep`, or a value to SET
@@ -72,133 +73,21 @@ fn persistent(value: &str) -> Start {
     }
 }
 
-/// Calls made at one known server millisecond.
-#[derive(Debug)]
-struct Instant {
-    now: i64,
-    replies: Vec<Value>,
-    /// GET of the key after the calls ("" when absent).
-    get: String,
-    pexpiretime: i64,
-}
-
-impl Instant {
-    fn reply(&self, i: usize) -> [i64; 5] {
-        let v: Vec<i64> = redis::from_redis_value(&self.replies[i])
-            .unwrap_or_else(|e| panic!("reply {i} {:?}: {e}", self.replies[i]));
-        v.try_into()
-            .unwrap_or_else(|v| panic!("reply {i} is not five integers: {v:?}"))
-    }
-
-    /// An RL.ALL reply: the combined decision, then each key's.
-    fn all_reply(&self, i: usize) -> Vec<[i64; 5]> {
-        let v: Vec<Vec<i64>> = redis::from_redis_value(&self.replies[i])
-            .unwrap_or_else(|e| panic!("reply {i} {:?}: {e}", self.replies[i]));
-        v.into_iter()
-            .map(|r| r.try_into().expect("five integers"))
-            .collect()
-    }
-
-    /// `template` with its `{±D}` made absolute at this instant.
-    fn at(&self, template: &str) -> String {
-        absolute(template, self.now)
-    }
-}
-
-/// `template` with each `{+D}` / `{-D}` replaced by now ± D.
-fn absolute(template: &str, now: i64) -> String {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let close = rest[open..].find('}').expect("a closing brace") + open;
-        let d: i64 = rest[open + 1..close].parse().expect("{+D} or {-D}");
-        out.push_str(&rest[..open]);
-        out.push_str(&(now + d).to_string());
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
+/// Calls at one known server millisecond, the key's value read back after them.
+type Instant = instant::Instant<String>;
 
 /// The script's first two arguments for `start`.
-fn setup_args(start: &Start) -> [&str; 2] {
+fn setup_args(start: &Start) -> Vec<String> {
     match start {
-        Start::Fresh => ["fresh", ""],
-        Start::Holding { value, pxat } => [value, pxat.as_deref().unwrap_or("")],
+        Start::Fresh => strings(&["fresh", ""]),
+        Start::Holding { value, pxat } => strings(&[value, pxat.as_deref().unwrap_or("")]),
     }
 }
 
 /// Runs `calls` on `key` at one server millisecond after setting the key up.
 fn at_one_instant(c: &mut Connection, key: &str, start: &Start, calls: &[&[&str]]) -> Instant {
-    for _ in 0..200 {
-        let instant = if is_library() {
-            in_multi(c, key, start, calls)
-        } else {
-            in_a_script(c, key, start, calls)
-        };
-        if let Some(i) = instant {
-            return i;
-        }
-    }
-    panic!("{calls:?}: no run within one millisecond in 200 tries");
-}
-
-/// The script with the calls in it (the module's commands).
-fn in_a_script(c: &mut Connection, key: &str, start: &Start, calls: &[&[&str]]) -> Option<Instant> {
-    let mut command = cmd("EVAL");
-    command
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg(&setup_args(start));
-    for call in calls {
-        command.arg(*call).arg("|");
-    }
-    let (t0, t1, replies, get, pexpiretime): (i64, i64, Vec<Value>, String, i64) = command
-        .query(c)
-        .unwrap_or_else(|e| panic!("{calls:?} in a script: {e}"));
-    (t0 == t1).then_some(Instant {
-        now: t0,
-        replies,
-        get,
-        pexpiretime,
-    })
-}
-
-/// For the library, whose FCALL a script cannot make: the script sets the key up,
-/// the calls follow in the same MULTI, and the script runs again (key kept) to
-/// read TIME, the value and the expiry.
-fn in_multi(c: &mut Connection, key: &str, start: &Start, calls: &[&[&str]]) -> Option<Instant> {
-    let mut p = redis::pipe();
-    p.atomic();
-    p.cmd("EVAL")
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg(&setup_args(start));
-    for call in calls {
-        p.add_command(command_of(call));
-    }
-    p.cmd("EVAL")
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg(&["keep", ""]);
-    let mut v: Vec<Value> = p
-        .query(c)
-        .unwrap_or_else(|e| panic!("{calls:?} in a MULTI: {e}"));
-    let (t0, _, _, _, _): (i64, i64, Value, String, i64) =
-        redis::from_redis_value(&v[0]).expect("setup");
-    let (_, t1, _, get, pexpiretime): (i64, i64, Value, String, i64) =
-        redis::from_redis_value(&v[v.len() - 1]).expect("read-back");
-    v.pop();
-    v.remove(0);
-    (t0 == t1).then_some(Instant {
-        now: t0,
-        replies: v,
-        get,
-        pexpiretime,
-    })
+    let calls: Vec<Vec<String>> = calls.iter().map(|call| strings(call)).collect();
+    instant::at_one_instant(c, AT_ONE_INSTANT, key, &setup_args(start), &calls)
 }
 
 /// strikes 3 in 1 min, blocks of 1 min doubling up to 1 h: the reference vector's.
@@ -220,7 +109,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
     // t = 0: the first strike opens a one-minute window.
     let i = at_one_instant(&mut c, "k", &Start::Fresh, &[strike]);
     assert_eq!(i.reply(0), [1, 3, 2, 0, 60_000], "t = 0");
-    assert_eq!(i.get, i.at("1 {+60000} 0 0"));
+    assert_eq!(i.state, i.at("1 {+60000} 0 0"));
     assert_eq!(i.pexpiretime, i.now + 60_000, "the key expires at reset");
     // t = 10 s: the window ends 50 s later.
     let i = at_one_instant(
@@ -230,7 +119,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
         &[strike],
     );
     assert_eq!(i.reply(0), [1, 3, 1, 0, 50_000], "t = 10 s");
-    assert_eq!(i.get, i.at("2 {+50000} 0 0"));
+    assert_eq!(i.state, i.at("2 {+50000} 0 0"));
     // t = 20 s: the third strike blocks for a minute.
     let i = at_one_instant(
         &mut c,
@@ -239,7 +128,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
         &[strike],
     );
     assert_eq!(i.reply(0), [0, 3, 0, 60_000, 3_660_000], "t = 20 s");
-    assert_eq!(i.get, i.at("0 0 1 {+60000}"));
+    assert_eq!(i.state, i.at("0 0 1 {+60000}"));
     assert_eq!(i.pexpiretime, i.now + 3_660_000);
     // t = 30 s: blocked, not counted, nothing written.
     let i = at_one_instant(
@@ -249,7 +138,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
         &[strike],
     );
     assert_eq!(i.reply(0), [0, 3, 0, 50_000, 3_650_000], "t = 30 s");
-    assert_eq!(i.get, i.at("0 0 1 {+50000}"));
+    assert_eq!(i.state, i.at("0 0 1 {+50000}"));
     assert_eq!(i.pexpiretime, i.now + 3_650_000);
     // t = 80 s: the block is over, level 1: the third strike blocks for 2 min.
     let i = at_one_instant(
@@ -261,7 +150,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
     assert_eq!(i.reply(0), [1, 3, 2, 0, 3_600_000], "t = 80 s");
     assert_eq!(i.reply(1), [1, 3, 1, 0, 3_600_000]);
     assert_eq!(i.reply(2), [0, 3, 0, 120_000, 3_720_000]);
-    assert_eq!(i.get, i.at("0 0 2 {+120000}"));
+    assert_eq!(i.state, i.at("0 0 2 {+120000}"));
     assert_eq!(i.pexpiretime, i.now + 3_720_000);
     // t = 3801 s: an hour and a second after that block ended (at 200 s) the key
     // has expired; kept without an expiry, it reads the same: level 0 again.
@@ -269,7 +158,7 @@ fn the_reference_vector_blocks_on_the_third_strike_and_doubles_the_next_block() 
     assert_eq!(i.reply(0), [1, 3, 2, 0, 60_000], "t = 3801 s, expired");
     let i = at_one_instant(&mut c, "k", &persistent("0 0 2 {-3601000}"), &[strike]);
     assert_eq!(i.reply(0), [1, 3, 2, 0, 60_000], "t = 3801 s, no expiry");
-    assert_eq!(i.get, i.at("1 {+60000} 0 {-3601000}"));
+    assert_eq!(i.state, i.at("1 {+60000} 0 {-3601000}"));
     assert_eq!(i.pexpiretime, i.now + 60_000, "the write sets an expiry");
 }
 
@@ -281,11 +170,11 @@ fn an_offender_is_forgiven_exactly_max_after_the_last_block_ended() {
     // The second block ended an hour ago: forgiven, the next block is 1 min.
     let i = at_one_instant(&mut c, "k", &persistent("0 0 2 {-3600000}"), &[&three]);
     assert_eq!(i.reply(0), [0, 3, 0, MINUTE, MINUTE + HOUR]);
-    assert_eq!(i.get, i.at("0 0 1 {+60000}"));
+    assert_eq!(i.state, i.at("0 0 1 {+60000}"));
     // 1 ms less: still remembered, the third block is 4 min.
     let i = at_one_instant(&mut c, "k", &holding("0 0 2 {-3599999}", "{+1}"), &[&three]);
     assert_eq!(i.reply(0), [0, 3, 0, 4 * MINUTE, 4 * MINUTE + HOUR]);
-    assert_eq!(i.get, i.at("0 0 3 {+240000}"));
+    assert_eq!(i.state, i.at("0 0 3 {+240000}"));
     assert_eq!(i.pexpiretime, i.now + 4 * MINUTE + HOUR);
 }
 
@@ -312,13 +201,13 @@ fn blocks_double_up_to_max_at_any_level() {
             "level {level}"
         );
         let next = level.parse::<u64>().unwrap() + 1;
-        assert_eq!(i.get, format!("0 0 {next} {}", i.now + block));
+        assert_eq!(i.state, format!("0 0 {next} {}", i.now + block));
     }
     // At 2^53 − 1 the level stays: still a value every client reads exactly.
     let top = "0 0 9007199254740991 {-1}";
     let i = at_one_instant(&mut c, "k", &holding(top, "{+299999}"), &[strike]);
     assert_eq!(i.reply(0)[3], 5 * MINUTE);
-    assert_eq!(i.get, i.at("0 0 9007199254740991 {+300000}"));
+    assert_eq!(i.state, i.at("0 0 9007199254740991 {+300000}"));
 }
 
 #[test]
@@ -383,7 +272,7 @@ fn cost_zero_reports_the_state_and_writes_nothing() {
     let look = login(&["COST", "0"]);
     let i = at_one_instant(&mut c, "k", &Start::Fresh, &[&look]);
     assert_eq!(i.reply(0), [1, 3, 3, 0, 0], "a clean slate");
-    assert_eq!(i.get, "", "no key is made");
+    assert_eq!(i.state, "", "no key is made");
     let i = at_one_instant(
         &mut c,
         "k",
@@ -391,7 +280,7 @@ fn cost_zero_reports_the_state_and_writes_nothing() {
         &[&look],
     );
     assert_eq!(i.reply(0), [1, 3, 1, 0, 30_000], "two strikes");
-    assert_eq!(i.get, i.at("2 {+30000} 0 0"));
+    assert_eq!(i.state, i.at("2 {+30000} 0 0"));
     assert_eq!(i.pexpiretime, i.now + 30_000);
     let i = at_one_instant(
         &mut c,
@@ -400,7 +289,7 @@ fn cost_zero_reports_the_state_and_writes_nothing() {
         &[&look],
     );
     assert_eq!(i.reply(0), [0, 3, 0, 30_000, 3_630_000], "blocked");
-    assert_eq!(i.get, i.at("0 0 1 {+30000}"));
+    assert_eq!(i.state, i.at("0 0 1 {+30000}"));
     assert_eq!(i.pexpiretime, i.now + 3_630_000);
 }
 
@@ -412,7 +301,7 @@ fn a_cost_of_strikes_or_more_blocks_at_once() {
         let line = login(&["COST", n]);
         let i = at_one_instant(&mut c, "k", &Start::Fresh, &[&line]);
         assert_eq!(i.reply(0), [0, 3, 0, MINUTE, MINUTE + HOUR], "COST {n}");
-        assert_eq!(i.get, i.at("0 0 1 {+60000}"));
+        assert_eq!(i.state, i.at("0 0 1 {+60000}"));
     }
     // Two strikes counted: one more is enough.
     let i = at_one_instant(
@@ -439,7 +328,7 @@ fn a_policy_change_reads_the_live_state_under_the_new_parameters() {
     let longer: &[&str] = &["RL.PENALTY", "k", "10", "1h", "1m", "1h"];
     let i = at_one_instant(&mut c, "k", &four, &[longer]);
     assert_eq!(i.reply(0), [1, 10, 5, 0, 40_000]);
-    assert_eq!(i.get, i.at("5 {+40000} 0 0"));
+    assert_eq!(i.state, i.at("5 {+40000} 0 0"));
     // A lowered max forgives sooner and caps the next block.
     let remembered = holding("0 0 5 {-1000}", "{+3599000}");
     let short: &[&str] = &["RL.PENALTY", "k", "3", "1m", "1m", "2m"];
@@ -462,7 +351,7 @@ fn a_state_without_an_expiry_is_read_and_only_a_write_sets_one() {
     let counting = persistent("1 {+5000} 0 0");
     let i = at_one_instant(&mut c, "k", &counting, &[LOGIN]);
     assert_eq!(i.reply(0), [1, 3, 1, 0, 5_000]);
-    assert_eq!(i.get, i.at("2 {+5000} 0 0"));
+    assert_eq!(i.state, i.at("2 {+5000} 0 0"));
     assert_eq!(i.pexpiretime, i.now + 5_000);
 }
 
@@ -624,7 +513,7 @@ fn rl_all_looks_at_the_block_and_takes_from_the_rate_limit_in_one_call() {
     assert_eq!(r[2], [1, 10, 10, 0, 0], "the rate limit, nothing taken");
     assert_eq!(r[0], [0, 10, 10, 30_000, 0], "combined");
     assert_eq!(
-        i.get,
+        i.state,
         i.at("0 0 1 {+30000}"),
         "the penalty key is unchanged"
     );
@@ -650,7 +539,7 @@ fn rl_all_looks_at_the_block_and_takes_from_the_rate_limit_in_one_call() {
         [1, 10, 8, 0, 2000],
         "combined, second call"
     );
-    assert_eq!(i.get, i.at("2 {+30000} 0 0"), "RL.ALL never strikes");
+    assert_eq!(i.state, i.at("2 {+30000} 0 0"), "RL.ALL never strikes");
     // REFUND and DEBIT settle what was taken, blocked or not.
     let i = at_one_instant(
         &mut c,
@@ -672,7 +561,7 @@ fn rl_all_looks_at_the_block_and_takes_from_the_rate_limit_in_one_call() {
     );
     // COST 0 only looks: blocked, so not allowed, with the rate limit's figures.
     assert_eq!(i.all_reply(3)[0], [0, 10, 7, 30_000, 3000], "COST 0");
-    assert_eq!(i.get, i.at("0 0 1 {+30000}"));
+    assert_eq!(i.state, i.at("0 0 1 {+30000}"));
     // A policy missing an argument is named, whatever was read in its place.
     let before = snapshot(&mut c, b"{u}:pen");
     for (line, want) in [

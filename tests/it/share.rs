@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant as Clock};
 
+use crate::common::instant::{self, absolute};
 use crate::common::*;
 use crate::replication::{aof_commands, AOF_ARGS};
 
@@ -99,141 +100,23 @@ impl Start {
     }
 }
 
-/// Calls made at one known server millisecond.
-#[derive(Debug)]
-struct Instant {
-    now: i64,
-    replies: Vec<Value>,
-    /// The hash after the calls, sorted by field.
-    fields: Vec<(String, String)>,
-    pexpiretime: i64,
+/// Calls at one known server millisecond, the hash read back after them: its
+/// fields and values, sorted by field.
+type Instant = instant::Instant<Vec<(String, String)>>;
+
+/// `expected` (field, template) pairs made absolute at `i`'s instant, sorted.
+fn fields_at(i: &Instant, expected: &[(&str, String)]) -> Vec<(String, String)> {
+    let mut f: Vec<(String, String)> = expected
+        .iter()
+        .map(|(k, v)| (k.to_string(), absolute(v, i.now)))
+        .collect();
+    f.sort();
+    f
 }
 
-impl Instant {
-    fn reply(&self, i: usize) -> [i64; 5] {
-        let v: Vec<i64> = redis::from_redis_value(&self.replies[i])
-            .unwrap_or_else(|e| panic!("reply {i} {:?}: {e}", self.replies[i]));
-        v.try_into()
-            .unwrap_or_else(|v| panic!("reply {i} is not five integers: {v:?}"))
-    }
-
-    /// An RL.ALL reply: the combined decision, then each key's.
-    fn all_reply(&self, i: usize) -> Vec<[i64; 5]> {
-        let v: Vec<Vec<i64>> = redis::from_redis_value(&self.replies[i])
-            .unwrap_or_else(|e| panic!("reply {i} {:?}: {e}", self.replies[i]));
-        v.into_iter()
-            .map(|r| r.try_into().expect("five integers"))
-            .collect()
-    }
-
-    /// `expected` (field, template) pairs made absolute at this instant, sorted.
-    fn fields_at(&self, expected: &[(&str, String)]) -> Vec<(String, String)> {
-        let mut f: Vec<(String, String)> = expected
-            .iter()
-            .map(|(k, v)| (k.to_string(), absolute(v, self.now)))
-            .collect();
-        f.sort();
-        f
-    }
-}
-
-/// `template` with each `{+D}` / `{-D}` replaced by now ± D.
-fn absolute(template: &str, now: i64) -> String {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let close = rest[open..].find('}').expect("a closing brace") + open;
-        let d: i64 = rest[open + 1..close].parse().expect("{+D} or {-D}");
-        out.push_str(&rest[..open]);
-        out.push_str(&(now + d).to_string());
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Runs `calls` on `key` at one server millisecond after setting the key up.
+/// Runs `calls` on `key` at one server millisecond after setting the budget up.
 fn at_one_instant(c: &mut Connection, key: &str, start: &Start, calls: &[Vec<String>]) -> Instant {
-    for _ in 0..200 {
-        let instant = if is_library() {
-            in_multi(c, key, start, calls)
-        } else {
-            in_a_script(c, key, start, calls)
-        };
-        if let Some(i) = instant {
-            return i;
-        }
-    }
-    panic!("{calls:?}: no run within one millisecond in 200 tries");
-}
-
-type Read = (i64, i64, Value, Vec<(String, String)>, i64);
-
-/// The script with the calls in it (the module's commands).
-fn in_a_script(
-    c: &mut Connection,
-    key: &str,
-    start: &Start,
-    calls: &[Vec<String>],
-) -> Option<Instant> {
-    let mut command = cmd("EVAL");
-    command
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg(start.args());
-    for call in calls {
-        command.arg(call).arg("|");
-    }
-    let (t0, t1, replies, fields, pexpiretime): (i64, i64, Vec<Value>, _, i64) = command
-        .query(c)
-        .unwrap_or_else(|e| panic!("{calls:?} in a script: {e}"));
-    (t0 == t1).then_some(Instant {
-        now: t0,
-        replies,
-        fields,
-        pexpiretime,
-    })
-}
-
-/// For the library, whose FCALL a script cannot make: the script sets the key up,
-/// the calls follow in the same MULTI, and the script runs again (key kept) to
-/// read TIME, the hash and the expiry.
-fn in_multi(
-    c: &mut Connection,
-    key: &str,
-    start: &Start,
-    calls: &[Vec<String>],
-) -> Option<Instant> {
-    let mut p = redis::pipe();
-    p.atomic();
-    p.cmd("EVAL")
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg(start.args());
-    for call in calls {
-        p.add_command(command_of(call));
-    }
-    p.cmd("EVAL")
-        .arg(AT_ONE_INSTANT)
-        .arg(1)
-        .arg(key)
-        .arg("keep");
-    let mut v: Vec<Value> = p
-        .query(c)
-        .unwrap_or_else(|e| panic!("{calls:?} in a MULTI: {e}"));
-    let (t0, ..): Read = redis::from_redis_value(&v[0]).expect("setup");
-    let (_, t1, _, fields, pexpiretime): Read =
-        redis::from_redis_value(&v[v.len() - 1]).expect("read-back");
-    v.pop();
-    v.remove(0);
-    (t0 == t1).then_some(Instant {
-        now: t0,
-        replies: v,
-        fields,
-        pexpiretime,
-    })
+    instant::at_one_instant(c, AT_ONE_INSTANT, key, &start.args(), calls)
 }
 
 /// `RL.SHARE key tenant weight 4 4 1200ms`: the vector's budget (T = 300 ms, slots
@@ -299,7 +182,7 @@ fn the_reference_vector_at_exact_instants() {
         ("i:0", "b".to_string()),
         ("i:1", "a".to_string()),
     ];
-    assert_eq!(i.fields, i.fields_at(&expected), "the hash after t = 0");
+    assert_eq!(i.state, fields_at(&i, &expected), "the hash after t = 0");
     assert_eq!(i.pexpiretime, i.now + r, "expires when b is forgotten");
 
     // t = 375 ms: the budget has refilled enough; a takes from the surplus, not
@@ -329,7 +212,7 @@ fn the_reference_vector_at_exact_instants() {
         ("i:0", "b".to_string()),
         ("i:1", "a".to_string()),
     ];
-    assert_eq!(i.fields, i.fields_at(&expected), "the hash after 375 ms");
+    assert_eq!(i.state, fields_at(&i, &expected), "the hash after 375 ms");
     assert_eq!(i.pexpiretime, i.now + r);
 
     // t = 1400 ms: b was forgotten at 1350 ms, so a is alone and its share is the
@@ -356,7 +239,7 @@ fn the_reference_vector_at_exact_instants() {
         ("i:0", "a".to_string()),
         ("i:1", "b".to_string()),
     ];
-    assert_eq!(i.fields, i.fields_at(&expected), "the hash after 1400 ms");
+    assert_eq!(i.state, fields_at(&i, &expected), "the hash after 1400 ms");
     assert_eq!(i.pexpiretime, i.now + r);
 }
 
@@ -739,7 +622,7 @@ fn rl_all_with_a_share_policy_beside_a_fixed_one() {
     );
     assert_eq!(d(3)[0][0], 0);
     assert_eq!(d(3)[2], [1, 10, 8, 0]);
-    let names: Vec<&str> = i.fields.iter().map(|(f, _)| f.as_str()).collect();
+    let names: Vec<&str> = i.state.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(names, ["g", "i:0", "t:u1"], "u2 did not join");
     // The budget rejects: the user's counter is not written either.
     let line = strings(&[

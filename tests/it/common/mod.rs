@@ -25,6 +25,7 @@ pub use redis::{cmd, Connection, Value};
 pub mod backend;
 pub mod commands;
 pub mod helpers;
+pub mod instant;
 pub mod rng;
 pub mod server;
 

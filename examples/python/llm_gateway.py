@@ -23,7 +23,8 @@ What a quiet tier leaves unused goes to the others; the provider budget is never
 exceeded beyond what DEBIT charges for real usage above the reservation.
 
 Both keys carry the hash tag {llm}, as RL.ALL needs its keys in one Cluster slot.
-Everything else (input checks, 400/429/502/503, fail closed) is llm_proxy.py's.
+Everything else (input checks, 400/429/502/503, fail closed, settling) is
+llm_proxy.py's app, which this one extends.
 
 Run:  pip install ../../clients/python -r requirements.txt && python llm_gateway.py
       curl -i -H 'X-User: ada' -H 'X-Tier: pro' -d '{"max_tokens": 100}' \\
@@ -34,7 +35,6 @@ Env:  REDIS_URL (redis://127.0.0.1:6379), PORT (8000), MODEL_URL (as llm_proxy.p
 X-User stands in for an authenticated customer, X-Tier for its tier (free when absent).
 """
 
-import json
 import logging
 import os
 from wsgiref.simple_server import make_server
@@ -42,91 +42,58 @@ from wsgiref.simple_server import make_server
 import redis
 from rl_client import Gcra, RateLimiter, RLError, Share
 
-from llm_proxy import (MAX_COUNT, ThreadingWSGIServer, answer, call_model, max_tokens_of,
-                       refused_cost)
+from llm_proxy import BadInput, Proxy, ThreadingWSGIServer
 
 log = logging.getLogger("llm_gateway")
 
 WEIGHTS = {"free": 1, "pro": 4, "enterprise": 16}
 
 
-class Gateway:
-    """The WSGI app: POST /v1/completions with {"max_tokens": n, ...}."""
+class TierBudget:
+    """The provider's tokens shared by tier, and each customer's own limit, with
+    llm_proxy.TokenBudget's interface: reserve() before the model runs, settle()
+    after; `who` is (customer, tier)."""
 
-    def __init__(self, rl, model_url, capacity, rate, customer_burst, customer_rate, period):
-        self.rl, self.model_url = rl, model_url
+    def __init__(self, rl, capacity, rate, customer_burst, customer_rate, period):
+        self.rl = rl
         self.provider = (capacity, rate, period)
         self.customer = Gcra(customer_burst, customer_rate, period)
 
-    def policies(self, customer, tier):
+    def policies(self, who):
         """The request's two policies, for RL.ALL: the tier's share, the customer's limit."""
+        customer, tier = who
         return {"rl:{llm}:provider": Share(tier, WEIGHTS[tier], *self.provider),
                 f"rl:{{llm}}:customer:{customer}": self.customer}
 
     def check(self):
         """Raises RLError if RL refuses a setting (COST 0 writes nothing)."""
-        self.rl.all(self.policies("probe", "free"), cost=0)
+        self.rl.all(self.policies(("probe", "free")), cost=0)
 
-    def settle(self, policies, reserved, used):
+    def reserve(self, who, tokens):
+        return self.rl.all(self.policies(who), cost=tokens)
+
+    def settle(self, who, reserved, used):
         """Gives back what was not used, or charges what was used beyond the
-        reservation. None when exact, or when Redis failed (logged)."""
-        try:
-            if used < reserved:
-                return self.rl.all(policies, refund=reserved - used)
-            if used > reserved:
-                return self.rl.all(policies, debit=used - reserved)
-        except (RLError, redis.RedisError) as err:
-            log.warning("could not settle %d of %d tokens (%s)", used, reserved, err)
+        reservation, on both policies. None when the estimate was exact."""
+        if used < reserved:
+            return self.rl.all(self.policies(who), refund=reserved - used)
+        if used > reserved:
+            return self.rl.all(self.policies(who), debit=used - reserved)
         return None
 
-    def __call__(self, environ, start_response):
-        if environ.get("PATH_INFO") != "/v1/completions" or environ["REQUEST_METHOD"] != "POST":
-            return answer(start_response, "404 Not Found", {"error": "POST /v1/completions"})
-        customer = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+
+class Gateway(Proxy):
+    """llm_proxy.py's app, charging a TierBudget: the customer from X-User, its tier
+    from X-Tier."""
+
+    def who(self, environ):
         tier = environ.get("HTTP_X_TIER", "free")
         if tier not in WEIGHTS:
-            return answer(start_response, "400 Bad Request", {"error": f"X-Tier: one of {list(WEIGHTS)}"})
-        try:
-            size = int(environ.get("CONTENT_LENGTH") or 0)
-            body = json.loads(environ["wsgi.input"].read(size) or b"{}")
-        except ValueError:
-            return answer(start_response, "400 Bad Request", {"error": "the body must be JSON"})
-        reserved = max_tokens_of(body) if isinstance(body, dict) else None
-        if reserved is None:
-            return answer(start_response, "400 Bad Request",
-                          {"error": f"a JSON object with max_tokens an integer from 1 to {MAX_COUNT}"})
+            raise BadInput(f"X-Tier: one of {list(WEIGHTS)}")
+        return (super().who(environ), tier)
 
-        # 1. Reserve max_tokens from the tier's share and the customer's limit, at once.
-        policies = self.policies(customer, tier)
-        try:
-            d = self.rl.all(policies, cost=reserved)
-        except (RLError, redis.RedisError) as err:
-            refused = refused_cost(err)
-            if refused is not None:
-                return answer(start_response, "400 Bad Request", {"error": f"max_tokens: {refused}"})
-            log.warning("rate limiter unavailable (%s); refusing the request", err)
-            return answer(start_response, "503 Service Unavailable", {"error": "try again shortly"})
-        if not d.allowed:
-            if d.retry_after is None:  # above a capacity: it can never fit
-                return answer(start_response, "400 Bad Request",
-                              {"error": "max_tokens is above the token limit"}, d.headers().items())
-            return answer(start_response, "429 Too Many Requests", {"error": "token limit reached"},
-                          d.headers().items())
-
-        # 2. The model call; a failure gives the whole reservation back.
-        try:
-            result = call_model(self.model_url, body)
-            used = int(result["usage"]["total_tokens"])
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            log.warning("model call failed (%s): its %d tokens given back", err, reserved)
-            self.settle(policies, reserved, 0)
-            return answer(start_response, "502 Bad Gateway", {"error": "the model failed"})
-
-        # 3. Settle the real cost on both policies.
-        settled = self.settle(policies, reserved, used) or d
-        headers = list(settled.headers().items()) + [
-            ("X-Tier", tier), ("X-Tokens-Reserved", str(reserved)), ("X-Tokens-Used", str(used))]
-        return answer(start_response, "200 OK", result, headers)
+    def headers_for(self, who):
+        return [("X-Tier", who[1])]
 
 
 def main():
@@ -138,15 +105,16 @@ def main():
     else:
         log.info("rate limiter: RL's Functions library (FCALL rl_all), no module")
     env = os.environ.get
-    app = Gateway(rl, env("MODEL_URL", "http://127.0.0.1:9000/v1/completions"),
-                  capacity=int(env("RL_CAPACITY", "20000")), rate=int(env("RL_RATE", "100000")),
-                  customer_burst=int(env("RL_CUSTOMER_BURST", "10000")),
-                  customer_rate=int(env("RL_CUSTOMER_RATE", "20000")),
-                  period=env("RL_PERIOD", "1m"))
+    budget = TierBudget(rl, capacity=int(env("RL_CAPACITY", "20000")),
+                        rate=int(env("RL_RATE", "100000")),
+                        customer_burst=int(env("RL_CUSTOMER_BURST", "10000")),
+                        customer_rate=int(env("RL_CUSTOMER_RATE", "20000")),
+                        period=env("RL_PERIOD", "1m"))
     try:
-        app.check()
+        budget.check()
     except RLError as err:
         raise SystemExit(f"llm_gateway: RL_CAPACITY, RL_RATE, RL_CUSTOMER_* or RL_PERIOD: {err}")
+    app = Gateway(budget, env("MODEL_URL", "http://127.0.0.1:9000/v1/completions"))
     port = int(env("PORT", "8000"))
     with make_server("127.0.0.1", port, app, server_class=ThreadingWSGIServer) as server:
         log.info("listening on http://127.0.0.1:%d", port)

@@ -105,11 +105,24 @@ def answer(start_response, status, body, headers=()):
     return [json.dumps(body).encode() + b"\n"]
 
 
+class BadInput(ValueError):
+    """A request header the app refuses: a 400 with this text."""
+
+
 class Proxy:
-    """The WSGI app: POST /v1/completions with {"max_tokens": n, ...}."""
+    """The WSGI app: POST /v1/completions with {"max_tokens": n, ...}. `budget`
+    reserves and settles by who() (llm_gateway.py serves tiers with its own)."""
 
     def __init__(self, budget, model_url):
         self.budget, self.model_url = budget, model_url
+
+    def who(self, environ):
+        """Whose tokens: X-User stands in for an authenticated user id or API key."""
+        return environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+
+    def headers_for(self, who):
+        """Response headers naming who was charged (none here)."""
+        return []
 
     def settle(self, user, reserved, used):
         """The settling call's reply (None if there was nothing to settle or Redis
@@ -123,8 +136,10 @@ class Proxy:
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") != "/v1/completions" or environ["REQUEST_METHOD"] != "POST":
             return answer(start_response, "404 Not Found", {"error": "POST /v1/completions"})
-        # X-User stands in for an authenticated user id or API key.
-        user = environ.get("HTTP_X_USER") or environ.get("REMOTE_ADDR", "unknown")
+        try:
+            user = self.who(environ)
+        except BadInput as err:
+            return answer(start_response, "400 Bad Request", {"error": str(err)})
         # A client's bad input is a 400 and never reaches Redis.
         try:
             size = int(environ.get("CONTENT_LENGTH") or 0)
@@ -167,7 +182,7 @@ class Proxy:
 
         # 3. Settle the real cost: REFUND the difference, or DEBIT it.
         settled = self.settle(user, reserved, used) or d
-        headers = list(settled.headers().items()) + [
+        headers = list(settled.headers().items()) + self.headers_for(user) + [
             ("X-Tokens-Reserved", str(reserved)),
             ("X-Tokens-Used", str(used)),
         ]

@@ -1735,7 +1735,8 @@ do
       end
       return { end_ = f[1], weight = f[2], tenants = f[3] }
     end
-    -- HSET of the fields set, HDEL of those deleted (if any), PEXPIREAT.
+    -- HSET of the fields set, HDEL of those deleted (if any), PEXPIREAT when the
+    -- expiry changes.
     function x.write(expires_at)
       return function()
         local set, del = {}, {}
@@ -1752,10 +1753,20 @@ do
         if #del > 0 then
           redis.call("HDEL", key, unpack(del))
         end
-        redis.call("PEXPIREAT", key, str(expires_at))
+        -- PEXPIRETIME is exact below 2^53 ms, where every real expiry is.
+        if type(expires_at) ~= "number" or redis.call("PEXPIRETIME", key) ~= expires_at then
+          redis.call("PEXPIREAT", key, str(expires_at))
+        end
       end
     end
     return x
+  end
+
+  -- When the key expires: at the end of the slot in which the budget is back at
+  -- its initial state. Rounded up to a slot, the expiry stays the same for the
+  -- calls of a slot, which then set no new one.
+  local function key_expiry(p, now, reset)
+    return mul(divceil(add(now, reset), p.slot), p.slot)
   end
 
   -- Forgets the slots that ended at least a period ago (closed ones oldest first,
@@ -1986,7 +1997,7 @@ do
         local own_tat = nmin(add(add(now_ns, st.d), mul(n, st.own)), U128_MAX)
         join(x, g, member, live, p, now, now_ns, own_tat)
         local d = refunded(report(standing(debt(g.tat), debt(own_tat), total, p), p, g, now, now_ns, 0))
-        return d, x.write(add(now, d.reset))
+        return d, x.write(key_expiry(p, now, d.reset))
       end
       if amount.refund then
         local budget_tat = g.tat
@@ -2016,7 +2027,7 @@ do
           )
         end
         x.put("g", global_format(g))
-        return d, x.write(add(now, d.reset))
+        return d, x.write(key_expiry(p, now, d.reset))
       end
       local admission = admits(st, p, n)
       if n == 0 or (admission == NO and live) then
@@ -2040,7 +2051,7 @@ do
       else
         d = refunded(report(after, p, g, now, now_ns, 0))
       end
-      return d, x.write(add(now, d.reset))
+      return d, x.write(key_expiry(p, now, d.reset))
     end,
   }
 end

@@ -59,23 +59,36 @@ fn put_fields(buf: &mut StateBuf, fields: &[u64]) -> usize {
     len
 }
 
-/// Reads exactly `N` canonical decimals one space apart: [`decimal::canonical`] on
-/// each, found in one pass (RL.SHARE reads a record of twelve on every call).
+/// Reads exactly `N` canonical decimals one space apart, as [`decimal::canonical`]
+/// reads each, in one pass over the bytes (RL.SHARE reads a record of twelve on
+/// every call): a field of up to 19 digits is summed as it goes (it cannot
+/// overflow a u64), a longer one is read again, checked.
 pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
     let mut out = [0u128; N];
-    let mut rest = bytes;
-    for (k, slot) in out.iter_mut().enumerate() {
-        // The last field runs to the end (a space there is no digit: refused).
-        let end = if k + 1 == N {
-            rest.len()
-        } else {
-            rest.iter().position(|&b| b == b' ')?
-        };
-        let (field, tail) = rest.split_at(end);
-        *slot = decimal::canonical(field)?;
-        rest = tail.get(1..).unwrap_or_default();
+    let (mut k, mut start, mut value) = (0, 0, 0u64);
+    for (i, &b) in bytes.iter().enumerate() {
+        let digit = b.wrapping_sub(b'0');
+        if digit <= 9 {
+            value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            continue;
+        }
+        if b != b' ' {
+            return None;
+        }
+        *out.get_mut(k)? = field_value(&bytes[start..i], value)?;
+        (k, start, value) = (k + 1, i + 1, 0);
     }
-    Some(out)
+    *out.get_mut(k)? = field_value(&bytes[start..], value)?;
+    (k + 1 == N).then_some(out)
+}
+
+/// One field of [`fields`]: its digits and, when there are at most 19, their value.
+fn field_value(digits: &[u8], value: u64) -> Option<u128> {
+    match digits {
+        [] | [b'0', _, ..] => None,
+        _ if digits.len() <= 19 => Some(u128::from(value)),
+        _ => decimal::canonical(digits),
+    }
 }
 
 /// RL.FIXED: the units used, on a key expiring at the window's end. The expiry is
@@ -235,6 +248,22 @@ mod tests {
     fn fmt(micros: i128) -> String {
         let mut buf = [0; 48];
         String::from_utf8(format_micros(micros, &mut buf).to_vec()).unwrap()
+    }
+
+    proptest::proptest! {
+        /// The one-pass reader answers as splitting at each space and reading each
+        /// part with decimal::canonical.
+        #[test]
+        fn fields_read_as_canonical_decimals_split_at_spaces(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(b"0123456789 x".to_vec()), 0..70),
+        ) {
+            let parts: Vec<&[u8]> = bytes.split(|&b| b == b' ').collect();
+            let want = (parts.len() == 3)
+                .then(|| parts.iter().map(|p| decimal::canonical(p)).collect::<Option<Vec<_>>>())
+                .flatten();
+            proptest::prop_assert_eq!(fields::<3>(&bytes).map(|f| f.to_vec()), want);
+        }
     }
 
     #[test]

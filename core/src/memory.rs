@@ -239,14 +239,11 @@ struct HashFields<'k> {
     now: Millis,
 }
 
-impl Fields for HashFields<'_> {
-    fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
+impl<'k> Fields for HashFields<'k> {
+    type Value = &'k [u8];
+    fn field(&self, name: &[u8]) -> Option<&'k [u8]> {
         // The key's type is checked before: a hash, or no key.
-        self.ks
-            .hash_get(self.key, name, self.now)
-            .ok()
-            .flatten()
-            .map(<[u8]>::to_vec)
+        self.ks.hash_get(self.key, name, self.now).ok().flatten()
     }
 }
 
@@ -275,10 +272,10 @@ impl Runs<commands::Share> for Memory<'_> {
         let (ks, now) = (&mut *self.ks, self.now);
         match write {
             Change::Set(changes) => {
-                for (field, value) in &changes.set {
+                for (field, value) in changes.set() {
                     ks.hash_set(key, field, value, now).map_err(wrong)?;
                 }
-                for field in &changes.del {
+                for field in changes.deleted() {
                     ks.hash_del(key, field, now).map_err(wrong)?;
                 }
                 ks.set_expiry(key, Some(changes.expires_at), now);

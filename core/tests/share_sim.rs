@@ -365,6 +365,7 @@ struct Counted<'a> {
 }
 
 impl Fields for Counted<'_> {
+    type Value = Vec<u8>;
     fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
         self.reads.set(self.reads.get() + 1);
         self.key.field(name)
@@ -398,7 +399,7 @@ impl Cost5 {
         self.nanos += clock.elapsed().as_nanos();
         let r = counted.reads.get();
         let w = match &out.write {
-            Some(Change::Set(c)) => (c.set.len() + c.del.len()) as u64,
+            Some(Change::Set(c)) => (c.set().count() + c.deleted().count()) as u64,
             Some(Change::Delete) => 1,
             None => 0,
         };

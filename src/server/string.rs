@@ -73,6 +73,12 @@ impl ServerString {
     }
 }
 
+impl AsRef<[u8]> for ServerString {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 impl Drop for ServerString {
     fn drop(&mut self) {
         // Not rm!: a drop must never panic (it may run while unwinding).

@@ -11,21 +11,23 @@ use rl_core::algorithms::{Amount, Change, Millis, Outcome};
 use rl_core::command::Runs;
 use rl_core::commands;
 use rl_core::error::{Error, Result};
+use smallvec::SmallVec;
 
-/// The budget's hash as the algorithm reads it: one field at a time, None for a
-/// field the hash lacks (and for every field of an absent key).
+/// The budget's hash as the algorithm reads it: one field at a time, the server's
+/// own string read in place; None for a field the hash lacks (and for every field
+/// of an absent key).
 struct HashFields<'k>(&'k Key);
 
 impl Fields for HashFields<'_> {
-    fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
-        let value = if name == GLOBAL_FIELD {
+    type Value = ServerString;
+    fn field(&self, name: &[u8]) -> Option<ServerString> {
+        if name == GLOBAL_FIELD {
             self.0.hash_get(StrRef::shared(&names().share_global)?)
         } else {
             // The server aborts rather than fail to allocate: None is unreachable.
             let name = ServerString::new(name)?;
             self.0.hash_get(name.as_ref())
-        };
-        value.map(|v| v.bytes().to_vec())
+        }
     }
 }
 
@@ -55,10 +57,15 @@ fn string(bytes: &[u8]) -> Result<ServerString> {
     ServerString::new(bytes).ok_or(Error::WriteFailed("creating a string"))
 }
 
-/// Sets the fields, deletes the fields to delete, sets the absolute expiry, and only
-/// then propagates `HSET key field value …`, `HDEL key field …` (the fields it
-/// deleted, when any) and `PEXPIREAT key <expires_at>` (events `hset`, `hdel`,
-/// `expire`) and signals the key.
+/// Strings for a call's fields, on the stack for the usual write (a tenant's record
+/// and `g`; a slot or an index entry more when tenants come and go).
+type Strings<T> = SmallVec<[T; 8]>;
+
+/// Sets the fields, deletes the fields to delete, sets the absolute expiry when it
+/// changes, and only then propagates `HSET key field value …`, `HDEL key field …`
+/// (the fields it deleted, when any) and `PEXPIREAT key <expires_at>` (when set;
+/// events `hset`, `hdel`, `expire`) and signals the key. The expiry is the end of a
+/// slot (see `share::key_expiry`), so the calls of a slot propagate one command.
 ///
 /// Failures: the server checks everything `HashSet` can refuse (type, write access)
 /// before setting the first field, so a refusal there changes nothing: nothing is
@@ -71,30 +78,29 @@ fn store(key: &Key, changes: &Changes) -> Result<()> {
     if !matches!(key.kind(), Kind::Empty | Kind::Hash) {
         return Err(Error::WrongType);
     }
-    // Field, value, field, value …: what HSET propagates. The global record's
-    // field, which every write sets, is a constant string.
     let global = StrRef::shared(&names().share_global);
-    let mut owned = Vec::with_capacity(changes.set.len() * 2);
-    for (field, value) in &changes.set {
-        if global.is_none() || field.as_slice() != GLOBAL_FIELD {
+    // The server's strings for field, value, field, value …: what HSET propagates.
+    // The global record's field, which every write sets (last), is a constant one.
+    let mut owned: Strings<ServerString> = SmallVec::new();
+    for (field, value) in changes.set() {
+        if global.is_none() || field != GLOBAL_FIELD {
             owned.push(string(field)?);
         }
         owned.push(string(value)?);
     }
     let mut owned_refs = owned.iter().map(ServerString::as_ref);
-    let mut pairs = Vec::with_capacity(changes.set.len() * 2);
-    for (field, _) in &changes.set {
+    let mut pairs: Strings<StrRef> = SmallVec::new();
+    for (field, _) in changes.set() {
         match global {
-            Some(g) if field.as_slice() == GLOBAL_FIELD => pairs.push(g),
+            Some(g) if field == GLOBAL_FIELD => pairs.push(g),
             _ => pairs.extend(owned_refs.next()),
         }
         pairs.extend(owned_refs.next());
     }
     let deleting = changes
-        .del
-        .iter()
-        .map(|f| string(f))
-        .collect::<Result<Vec<_>>>()?;
+        .deleted()
+        .map(string)
+        .collect::<Result<Strings<_>>>()?;
     for (i, pair) in pairs.chunks_exact(2).enumerate() {
         let refused = (i == 0 && injected(key, "hset")) || !key.hash_set(pair[0], pair[1]);
         if refused {
@@ -105,22 +111,23 @@ fn store(key: &Key, changes: &Changes) -> Result<()> {
             };
         }
     }
-    let mut deleted = Vec::with_capacity(deleting.len());
+    let mut deleted: Strings<StrRef> = SmallVec::new();
     for field in &deleting {
         if key.hash_delete(field.as_ref()) {
             deleted.push(field.as_ref());
         }
     }
-    if injected(key, "expiry") || !key.set_expires_at(changes.expires_at) {
+    let expires = key.expires_at() != Some(changes.expires_at);
+    if expires && (injected(key, "expiry") || !key.set_expires_at(changes.expires_at)) {
         return undo(key, "setting the expiry");
     }
-    if !pairs.is_empty() {
-        effects::hset(key, &pairs)?;
-    }
+    effects::hset(key, &pairs)?;
     if !deleted.is_empty() {
         effects::hdel(key, &deleted)?;
     }
-    effects::pexpireat(key, changes.expires_at)?;
+    if expires {
+        effects::pexpireat(key, changes.expires_at)?;
+    }
     key.signal_modified();
     Ok(())
 }

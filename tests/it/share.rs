@@ -311,6 +311,74 @@ fn a_call_that_forgets_a_tenant_propagates_hset_hdel_and_pexpireat() {
     }
 }
 
+/// The key expires at the end of the slot in which the budget is back at its
+/// initial state, so the calls of a slot set the expiry once: a budget of 1,000 an
+/// hour (slots of 7.5 minutes), a's first call sets it (`HSET`, `PEXPIREAT`), b's
+/// in the same slot only writes its fields (`HSET`), and a DEBIT that puts the
+/// budget in debt for two hours moves it (`HSET`, `PEXPIREAT`), to a slot's end;
+/// replicas with and without the module hold the same expiry.
+#[test]
+fn the_calls_of_a_slot_set_the_expiry_once() {
+    if library_lacking(FUNCTION) {
+        return;
+    }
+    let primary = Server::with(Options {
+        args: strings(&AOF_ARGS),
+        ..Options::default()
+    });
+    let with_module = primary.replica(true);
+    let without_module = primary.replica(false);
+    let mut c = primary.conn();
+    let call = |tenant: &str, option: &[&str]| {
+        let mut call = strings(&["RL.SHARE", "k", tenant, "1", "1000", "1000", "1h"]);
+        call.extend(strings(option));
+        call
+    };
+    let calls = [
+        call("a", &[]),
+        call("b", &[]),
+        call("a", &["DEBIT", "2000"]),
+    ];
+    let i = at_one_instant(&mut c, "k", &Start::Fresh, &calls);
+    let slot = 450_000;
+    let (first, last) = (i.reply(0), i.reply(2));
+    assert_eq!(first[..4], [1, 1000, 999, 0]);
+    assert_eq!(i.reply(1)[..4], [1, 1000, 996, 0]);
+    // Back at the initial state when the debit's 7,200 s of debt (and a few ms)
+    // are repaid: the key lives to the end of that slot.
+    let back = i.now + last[4];
+    assert!(last[4] > 7_200_000, "{last:?}");
+    assert_eq!(
+        i.pexpiretime,
+        back + (slot - back % slot) % slot,
+        "{last:?}"
+    );
+    let aof = aof_commands(&primary.dir);
+    let exec = aof
+        .iter()
+        .rposition(|c| c[0].eq_ignore_ascii_case("EXEC"))
+        .expect("the MULTI/EXEC of the script or transaction");
+    assert!(exec >= 5, "{aof:?}");
+    let names: Vec<&str> = aof[exec - 5..exec].iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        names,
+        ["HSET", "PEXPIREAT", "HSET", "HSET", "PEXPIREAT"],
+        "the AOF: {aof:?}"
+    );
+    assert_eq!(aof[exec - 1][2], i.pexpiretime.to_string());
+    // The first call's expiry: the end of the slot in which a is forgotten.
+    let first_back = i.now + first[4];
+    assert_eq!(first_back % slot, 0, "{first:?}");
+    assert_eq!(aof[exec - 4][2], first_back.to_string());
+    for replica in [&with_module, &without_module] {
+        primary.sync(replica);
+        let mut r = replica.conn();
+        let at: i64 = cmd("PEXPIRETIME").arg("k").query(&mut r).unwrap();
+        assert_eq!(at, i.pexpiretime);
+        assert_eq!(snapshot(&mut r, b"k"), snapshot(&mut c, b"k"));
+    }
+}
+
 /// One pub/sub connection listening to every keyevent.
 fn listener(server: &Server) -> redis::PubSub<'static> {
     // Leaked so the subscription lives as long as the test.

@@ -256,9 +256,9 @@ impl Global {
         // Two TATs of up to 39 digits and ten numbers of up to 16, spaced: one
         // allocation for any record.
         let mut out = Vec::with_capacity(2 * 40 + 10 * 17);
-        out.extend_from_slice(itoa::Buffer::new().format(self.tat).as_bytes());
+        push_tat(&mut out, self.tat);
         out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(self.debt_end).as_bytes());
+        push_tat(&mut out, self.debt_end);
         for v in [
             self.weight,
             self.tenants,
@@ -280,6 +280,19 @@ impl Global {
     pub fn remembers(&self, seq: u64) -> bool {
         seq == self.seq || (seq < self.seq && self.seq - seq <= self.closed)
     }
+}
+
+/// Appends a TAT: through u64's shorter path while it fits (every TAT before the
+/// year 2554 does).
+fn push_tat(out: &mut Vec<u8>, v: u128) {
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(
+        match u64::try_from(v) {
+            Ok(v) => digits.format(v),
+            Err(_) => digits.format(v),
+        }
+        .as_bytes(),
+    );
 }
 
 fn push_small(out: &mut Vec<u8>, v: u64) {
@@ -314,7 +327,7 @@ impl Member {
 
     pub fn format(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(40 + 3 * 17);
-        out.extend_from_slice(itoa::Buffer::new().format(self.tat).as_bytes());
+        push_tat(&mut out, self.tat);
         for v in [self.weight, self.seq, self.index] {
             push_small(&mut out, v);
         }
@@ -355,25 +368,52 @@ impl Slot {
 }
 
 /// Read access to the budget's hash, one field at a time (None: no such field, or
-/// no key). The module implements it over the key's hash, the tests over a map.
+/// no key). The module implements it over the key's hash (its values are the
+/// server's strings, read in place), the tests over a map.
 pub trait Fields {
-    fn field(&self, name: &[u8]) -> Option<Vec<u8>>;
+    type Value: AsRef<[u8]>;
+    fn field(&self, name: &[u8]) -> Option<Self::Value>;
 }
 
 impl<F: Fields> Fields for &F {
-    fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
+    type Value = F::Value;
+    fn field(&self, name: &[u8]) -> Option<F::Value> {
         (**self).field(name)
     }
 }
 
-/// What a write does to the hash, in this order: `HSET key f v …` (`set`, in the
-/// order the call first touched each field), `HDEL key f …` (`del`), `PEXPIREAT key
-/// expires_at`. No field is in both lists.
+/// What a write does to the hash, in this order: `HSET key f v …` (the fields
+/// [`Changes::set`] lists: those the call wrote, in the order it first did, then the
+/// global record, which every write sets), `HDEL key f …` ([`Changes::deleted`]),
+/// and the key's absolute expiry, `expires_at`. No field is both set and deleted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Changes {
-    pub set: Vec<(Vec<u8>, Vec<u8>)>,
-    pub del: Vec<Vec<u8>>,
+    /// Every field but `g` the call wrote, in the order it first did: a value, or
+    /// None for a deletion.
+    pub fields: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The global record's new value.
+    pub global: Vec<u8>,
+    /// When the key expires: the end of the slot in which the budget is back at its
+    /// initial state (see [`key_expiry`]).
     pub expires_at: Millis,
+}
+
+impl Changes {
+    /// The fields set, with their values: `g` last.
+    pub fn set(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields
+            .iter()
+            .filter_map(|(f, v)| Some((f.as_slice(), v.as_deref()?)))
+            .chain(std::iter::once((GLOBAL_FIELD, self.global.as_slice())))
+    }
+
+    /// The fields deleted.
+    pub fn deleted(&self) -> impl Iterator<Item = &[u8]> {
+        self.fields
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(f, _)| f.as_slice())
+    }
 }
 
 /// What a call writes: the changes, or `Delete` for a budget back at its initial
@@ -383,17 +423,22 @@ pub type Write = Change<Changes>;
 /// The fields a call reads, and the changes it makes on top of them.
 struct Txn<'f, F> {
     fields: &'f F,
-    /// Every field the call wrote, in the order it first did: a value, or None for
-    /// a deletion.
+    /// Every field but `g` the call wrote, in the order it first did: a value, or
+    /// None for a deletion.
     touched: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl<'f, F: Fields> Txn<'f, F> {
-    fn get(&self, name: &[u8]) -> Option<Vec<u8>> {
+    /// Reads a field as this call left it, in place.
+    fn read<R>(&self, name: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> R {
         match self.touched.iter().find(|(n, _)| n == name) {
-            Some((_, v)) => v.clone(),
-            None => self.fields.field(name),
+            Some((_, v)) => f(v.as_deref()),
+            None => f(self.fields.field(name).as_ref().map(AsRef::as_ref)),
         }
+    }
+
+    fn get(&self, name: &[u8]) -> Option<Vec<u8>> {
+        self.read(name, |v| v.map(<[u8]>::to_vec))
     }
 
     fn put(&mut self, name: Vec<u8>, value: Option<Vec<u8>>) {
@@ -411,32 +456,43 @@ impl<'f, F: Fields> Txn<'f, F> {
         self.put(name, None);
     }
 
-    fn member(&self, tenant: &[u8]) -> Result<Option<Member>> {
-        self.get(&tenant_field(tenant))
-            .map(|v| Member::parse(&v).ok_or(Error::NotALimiter(WHAT)))
-            .transpose()
+    /// The record in field `name` (a tenant's field, `t:<tenant>`).
+    fn member(&self, name: &[u8]) -> Result<Option<Member>> {
+        self.read(name, |v| {
+            v.map(|v| Member::parse(v).ok_or_else(not_a_budget))
+                .transpose()
+        })
     }
 
     fn slot(&self, seq: u64) -> Result<Slot> {
-        self.get(&slot_field(seq))
-            .and_then(|v| Slot::parse(&v))
-            .ok_or(Error::NotALimiter(WHAT))
+        self.read(&slot_field(seq), |v| v.and_then(Slot::parse))
+            .ok_or_else(not_a_budget)
     }
 
-    fn changes(self, expires_at: Millis) -> Changes {
-        let mut c = Changes {
-            set: Vec::with_capacity(self.touched.len()),
-            del: Vec::new(),
+    fn changes(self, global: &Global, expires_at: Millis) -> Changes {
+        Changes {
+            fields: self.touched,
+            global: global.format(),
             expires_at,
-        };
-        for (name, value) in self.touched {
-            match value {
-                Some(v) => c.set.push((name, v)),
-                None => c.del.push(name),
-            }
         }
-        c
     }
+}
+
+/// The error for content RL did not write.
+fn not_a_budget() -> Error {
+    Error::NotALimiter(WHAT)
+}
+
+/// When a budget's key expires, after a write at `now` whose reply's reset_after
+/// is `reset_after`: at the end of the slot (a multiple of ceil(period / SLOTS) ms)
+/// in which the budget is back at its initial state. Tenants are forgotten slot by
+/// slot, and a budget's TAT moves on with every call: rounded up to a slot, the
+/// expiry stays the same for the calls of a slot, which then set no new one.
+pub fn key_expiry(p: &Share, now: u64, reset_after: u64) -> Millis {
+    let s = p.slot_ms();
+    // Both at most 2^53 − 1: far inside a u64, and the rounded sum inside a Millis.
+    let back = now.saturating_add(reset_after);
+    at_plus(0, back.div_ceil(s).saturating_mul(s))
 }
 
 /// The server time as the budget reads it: ms clamped to 0 ..= 2^53 − 1 (every
@@ -451,10 +507,7 @@ fn clock(now: Millis) -> (u64, u128) {
 /// number is then bumped, so no record points at it). Reads at most SLOTS fields.
 fn forget<F: Fields>(t: &mut Txn<F>, g: &mut Global, period: u64, now: u64) -> Result<()> {
     while g.closed > 0 && g.oldest_end.saturating_add(period) <= now {
-        let seq = g
-            .seq
-            .checked_sub(g.closed)
-            .ok_or(Error::NotALimiter(WHAT))?;
+        let seq = g.seq.checked_sub(g.closed).ok_or_else(not_a_budget)?;
         let slot = t.slot(seq)?;
         g.weight = g.weight.saturating_sub(slot.weight);
         g.tenants = g.tenants.saturating_sub(slot.tenants);
@@ -637,7 +690,7 @@ pub fn call<F: Fields>(
     let (now_ms, now_ns) = clock(now);
     let stored = fields
         .field(GLOBAL_FIELD)
-        .map(|v| Global::parse(&v).ok_or(Error::NotALimiter(WHAT)))
+        .map(|v| Global::parse(v.as_ref()).ok_or_else(not_a_budget))
         .transpose()?;
     let mut t = Txn {
         fields,
@@ -646,8 +699,9 @@ pub fn call<F: Fields>(
     };
     let mut g = stored.unwrap_or_default();
     forget(&mut t, &mut g, p.period_ms, now_ms)?;
-    let tenant = p.tenant.as_bytes();
-    let member = t.member(tenant)?;
+    // The tenant's field, named once for its read and its write.
+    let name = tenant_field(p.tenant.as_bytes());
+    let member = t.member(&name)?;
     let live = member.filter(|m| g.remembers(m.seq));
     let w = p.weight.get();
     let total = g
@@ -696,7 +750,16 @@ pub fn call<F: Fields>(
                 }
             };
             g.tat = budget_tat;
-            join(&mut t, &mut g, member, live.is_some(), p, now_ms, own_tat)?;
+            join(
+                &mut t,
+                &mut g,
+                name,
+                member,
+                live.is_some(),
+                p,
+                now_ms,
+                own_tat,
+            )?;
             let after = Standing::new(debt(g.tat), debt(own_tat), total, p);
             let decision = if admission == Admission::No {
                 report(&after, p, &g, now_ms, n)
@@ -707,10 +770,10 @@ pub fn call<F: Fields>(
                     ..report(&after, p, &g, now_ms, 0)
                 }
             };
-            let expires_at = at_plus(now_ms as Millis, decision.reset_after_ms);
+            let expires_at = key_expiry(p, now_ms, decision.reset_after_ms);
             Ok(Outcome {
                 decision,
-                write: Some(Change::Set(t.changes(expires_at))),
+                write: Some(Change::Set(t.changes(&g, expires_at))),
             })
         }
         Amount::Debit(n) => {
@@ -718,11 +781,20 @@ pub fn call<F: Fields>(
             g.tat = g.tat.max(now_ns).saturating_add(n * p.interval);
             let own_tat =
                 (now_ns + standing.d).saturating_add(n.saturating_mul(standing.own_interval));
-            join(&mut t, &mut g, member, live.is_some(), p, now_ms, own_tat)?;
+            join(
+                &mut t,
+                &mut g,
+                name,
+                member,
+                live.is_some(),
+                p,
+                now_ms,
+                own_tat,
+            )?;
             let after = Standing::new(debt(g.tat), debt(own_tat), total, p);
             let decision = report(&after, p, &g, now_ms, 0);
-            let expires_at = at_plus(now_ms as Millis, decision.reset_after_ms);
-            Ok(debited(Change::Set(t.changes(expires_at)), decision))
+            let expires_at = key_expiry(p, now_ms, decision.reset_after_ms);
+            Ok(debited(Change::Set(t.changes(&g, expires_at)), decision))
         }
         Amount::Refund(n) => {
             let n = u128::from(n.get());
@@ -755,12 +827,11 @@ pub fn call<F: Fields>(
                 return Ok(refunded(Some(Change::Delete), report_after));
             }
             if let Some(o) = own.filter(|_| own_changed) {
-                t.set(tenant_field(tenant), o.format());
+                t.set(name, o.format());
             }
-            t.set(GLOBAL_FIELD.to_vec(), g.format());
-            let expires_at = at_plus(now_ms as Millis, report_after.reset_after_ms);
+            let expires_at = key_expiry(p, now_ms, report_after.reset_after_ms);
             Ok(refunded(
-                Some(Change::Set(t.changes(expires_at))),
+                Some(Change::Set(t.changes(&g, expires_at))),
                 report_after,
             ))
         }
@@ -769,11 +840,13 @@ pub fn call<F: Fields>(
 
 /// A write that registers the call's tenant: opens a new slot if the current one
 /// has ended, moves the tenant's weight into it (adding the tenant if it was not
-/// remembered), stores its record with its own TAT `own_tat`, sweeps, and stores
-/// the global record.
+/// remembered), stores its record (field `name`) with its own TAT `own_tat`, and
+/// sweeps; the caller's [`Txn::changes`] then stores the global record.
+#[allow(clippy::too_many_arguments)]
 fn join<F: Fields>(
     t: &mut Txn<F>,
     g: &mut Global,
+    name: Vec<u8>,
     member: Option<Member>,
     live: bool,
     p: &Share,
@@ -821,7 +894,7 @@ fn join<F: Fields>(
         Some(m) => {
             // A forgotten tenant keeps its place in the index.
             if m.index >= g.len || t.get(&index_field(m.index)).as_deref() != Some(tenant) {
-                return Err(Error::NotALimiter(WHAT));
+                return Err(not_a_budget());
             }
             g.tenants = g.tenants.saturating_add(1);
             g.slot_tenants = g.slot_tenants.saturating_add(1);
@@ -845,10 +918,8 @@ fn join<F: Fields>(
         seq: g.seq,
         index,
     };
-    t.set(tenant_field(tenant), record.format());
-    sweep(t, g, u128::from(now) * NS_PER_MS, p.max_tenants)?;
-    t.set(GLOBAL_FIELD.to_vec(), g.format());
-    Ok(())
+    t.set(name, record.format());
+    sweep(t, g, u128::from(now) * NS_PER_MS, p.max_tenants)
 }
 
 /// Removes forgotten tenants' fields: while the index holds more entries than
@@ -865,8 +936,8 @@ fn sweep<F: Fields>(t: &mut Txn<F>, g: &mut Global, now_ns: u128, max_tenants: u
             g.cursor = 0;
         }
         let at = g.cursor;
-        let name = t.get(&index_field(at)).ok_or(Error::NotALimiter(WHAT))?;
-        let record = t.member(&name)?.ok_or(Error::NotALimiter(WHAT))?;
+        let name = t.get(&index_field(at)).ok_or_else(not_a_budget)?;
+        let record = t.member(&tenant_field(&name))?.ok_or_else(not_a_budget)?;
         let crowded = g.len > max_tenants.saturating_mul(2);
         if g.remembers(record.seq) || (record.tat > now_ns && !crowded) {
             g.cursor = at + 1;
@@ -875,8 +946,8 @@ fn sweep<F: Fields>(t: &mut Txn<F>, g: &mut Global, now_ns: u128, max_tenants: u
         t.del(tenant_field(&name));
         let last = g.len - 1;
         if at != last {
-            let moved = t.get(&index_field(last)).ok_or(Error::NotALimiter(WHAT))?;
-            let mut m = t.member(&moved)?.ok_or(Error::NotALimiter(WHAT))?;
+            let moved = t.get(&index_field(last)).ok_or_else(not_a_budget)?;
+            let mut m = t.member(&tenant_field(&moved))?.ok_or_else(not_a_budget)?;
             m.index = at;
             t.set(tenant_field(&moved), m.format());
             t.set(index_field(at), moved);
@@ -934,10 +1005,10 @@ impl MapBudget {
         match write {
             Change::Delete => *self = MapBudget::default(),
             Change::Set(c) => {
-                for (f, v) in &c.set {
-                    self.fields.insert(f.clone(), v.clone());
+                for (f, v) in c.set() {
+                    self.fields.insert(f.to_vec(), v.to_vec());
                 }
-                for f in &c.del {
+                for f in c.deleted() {
                     self.fields.remove(f);
                 }
                 self.expires_at = Some(c.expires_at);
@@ -967,6 +1038,7 @@ impl MapBudget {
 }
 
 impl Fields for MapBudget {
+    type Value = Vec<u8>;
     fn field(&self, name: &[u8]) -> Option<Vec<u8>> {
         self.fields.get(name).cloned()
     }
@@ -1020,10 +1092,13 @@ mod tests {
             let out = call(&self.b, T0 + t, &share(self.r, tenant, w), a).unwrap();
             if let Some(write) = &out.write {
                 if let Change::Set(c) = write {
+                    // The end of the slot in which the budget resets.
+                    let back = T0 + t + out.decision.reset_after_ms as Millis;
+                    let slot = self.r.period.ms().div_ceil(SLOTS).max(1) as Millis;
                     assert_eq!(
                         c.expires_at,
-                        T0 + t + out.decision.reset_after_ms as Millis,
-                        "the key expires when the budget resets"
+                        back + (slot - back % slot) % slot,
+                        "the key expires at the end of the slot in which the budget resets"
                     );
                 }
                 self.b.apply(write);

@@ -448,8 +448,15 @@ proptest! {
             }
             if let Ok(Outcome { write: Some(w), decision }) = &out {
                 if let Change::Set(c) = w {
-                    prop_assert_eq!(c.expires_at, now + decision.reset_after_ms as Millis);
-                    prop_assert!(c.set.iter().all(|(f, _)| !c.del.contains(f)));
+                    // The end of the slot in which the budget is back at its
+                    // initial state.
+                    let back = now + decision.reset_after_ms as Millis;
+                    let slot = p.period.div_ceil(SLOTS).max(1) as Millis;
+                    prop_assert!(c.expires_at >= back && c.expires_at - back < slot, "expires {} back {} slot {} now {}", c.expires_at, back, slot, now);
+                    prop_assert_eq!(c.expires_at % slot, 0);
+                    let set: Vec<_> = c.set().map(|(f, _)| f).collect();
+                    prop_assert!(c.deleted().all(|f| !set.contains(&f)));
+                    prop_assert!(set.iter().enumerate().all(|(i, f)| !set[..i].contains(f)));
                 }
                 key.apply(w);
             }

@@ -43,7 +43,7 @@ workloads=(
   "FLOOR.ACQUIRE|rl|FLOOR.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
   "RL.ACQUIRE|rl|RL.ACQUIRE KEY 128 1m job:__rand_int__|RedisModuleCommandDispatcher"
   "RL.SHARE (10 tenants)|rl|RL.SHARE bench:budget t__rand_int__ 1 1000000000 1000 1h|RedisModuleCommandDispatcher|10"
-  "RL.SHARE (10,000 tenants)|rl|RL.SHARE bench:budget t__rand_int__ 1 1000000000 1000 1h|RedisModuleCommandDispatcher|10000"
+  "RL.SHARE (10000 tenants)|rl|RL.SHARE bench:budget t__rand_int__ 1 1000000000 1000 1h|RedisModuleCommandDispatcher|10000"
 )
 
 profile() { # <index> <name> <modules> <command> <function> [<range>]

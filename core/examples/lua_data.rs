@@ -19,6 +19,7 @@ use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
+use rl_core::args::Takes;
 use rl_core::codec::{self, StringState};
 use rl_core::error::Error;
 use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt};
@@ -480,17 +481,21 @@ fn errors() -> String {
     out
 }
 
-/// The options a row takes, as the library's option parser reads them (COST always;
-/// `refund = false` when it takes no REFUND; `debit`, `delay` when it takes them).
-fn takes_fields(c: &Command) -> Vec<String> {
+/// The options a row takes (`takes`: alone, or as an RL.ALL policy), as the
+/// library's option parser reads them (COST always; `refund = false` when it takes
+/// no REFUND; `debit`, `delay` when it takes them).
+fn takes_fields(takes: Takes) -> Vec<String> {
+    if !takes.options.is_empty() && !takes.has(Opt::Cost) {
+        fail("the library's option parser takes COST wherever it takes any option");
+    }
     let mut fields = Vec::new();
-    if !c.takes_option(Opt::Refund) {
+    if !takes.has(Opt::Refund) {
         fields.push("refund = false".to_string());
     }
-    if c.debit() {
+    if takes.has(Opt::Debit) {
         fields.push("debit = true".to_string());
     }
-    if c.delay() {
+    if takes.has(Opt::Delay) {
         fields.push("delay = true".to_string());
     }
     fields
@@ -511,7 +516,7 @@ fn policies() -> String {
             format!("n = {}", c.params().len()),
             format!("takes = {}", lua_string(&line(&takes))),
         ];
-        fields.extend(takes_fields(c));
+        fields.extend(takes_fields(c.policy_takes()));
         if c.looked_at {
             fields.push("watches = true".to_string());
         }
@@ -533,7 +538,7 @@ fn functions() -> String {
         match shape(c) {
             Shape::Single => {
                 let mut row = vec![format!("name = {name}")];
-                row.extend(takes_fields(c));
+                row.extend(takes_fields(c.takes()));
                 row.push(format!("usage = {usage}"));
                 out.push_str(&format!(
                     "  {function} = single({f}, {}, {n}, {{\n    {},\n  }}),\n",

@@ -178,23 +178,16 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     match options.amount {
         Amount::Refund(_) if delayed => return Err(Error::Exclusive("DELAY", "REFUND")),
         Amount::Debit(_) if delayed => return Err(Error::Exclusive("DELAY", "DEBIT")),
-        // DEBIT applies to every key but a watched one: each policy's command must
-        // take it.
+        // DEBIT applies to every key but a watched one: each policy must take it as
+        // a policy (its row's policy options).
         Amount::Debit(_) => {
-            if let Some(p) = policies
+            if let Some(takes) = policies
                 .iter()
-                .find(|p| !p.watches() && !p.command().debit())
+                .filter(|p| !p.watches())
+                .map(|p| p.command().policy_takes())
+                .find(|takes| !takes.has(Opt::Debit))
             {
-                // A policy without options of its own (ACQUIRE) still counts COST.
-                let options = match p.command().options {
-                    [] => &[Opt::Cost][..],
-                    options => options,
-                };
-                return Err(args::Takes {
-                    name: p.command().policy_token(),
-                    options,
-                }
-                .refuses(Opt::Debit));
+                return Err(takes.refuses(Opt::Debit));
             }
         }
         Amount::Take(_) | Amount::Refund(_) => {}

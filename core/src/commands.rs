@@ -167,7 +167,9 @@ pub fn lease_cost(amount: Amount) -> Result<Cost> {
         Amount::Take(cost) => Ok(cost),
         Amount::Refund(_) => Err(Error::LeaseRefund),
         // RL.ALL refuses DEBIT with an ACQUIRE policy before deciding any key.
-        Amount::Debit(_) => Err(table::ACQUIRE.takes().refuses(crate::table::Opt::Debit)),
+        Amount::Debit(_) => Err(table::ACQUIRE
+            .policy_takes()
+            .refuses(crate::table::Opt::Debit)),
     }
 }
 

@@ -177,6 +177,10 @@ pub struct Command {
     pub optional: bool,
     /// Its word as an RL.ALL policy (`FIXED`), if it is one.
     pub policy: Option<&'static CStr>,
+    /// The options of an RL.ALL call (after its last policy) it takes as a policy,
+    /// when they are not its own [`options`](Command::options) (ACQUIRE takes none
+    /// alone, but counts the call's COST: 0 looks, any other takes one lease).
+    pub policy_options: Option<&'static [Opt]>,
     /// Its function in the Functions library (`rl_fixed`), if the library has it.
     pub function: Option<&'static str>,
     /// What it answers.
@@ -212,6 +216,7 @@ impl Command {
             quantity: None,
             optional: false,
             policy: None,
+            policy_options: None,
             function: None,
             reply: Reply::Decision,
             looked_at: false,
@@ -251,6 +256,15 @@ impl Command {
         Takes {
             name: self.name,
             options: self.options,
+        }
+    }
+
+    /// What RL.ALL's options parser needs of it as a policy: the options of the
+    /// call it takes, and its policy word for an error.
+    pub fn policy_takes(&self) -> Takes {
+        Takes {
+            name: self.policy_token(),
+            options: self.policy_options.unwrap_or(self.options),
         }
     }
 
@@ -441,6 +455,7 @@ pub const THROTTLE: Command = Command {
     quantity: Some(c"quantity"),
     optional: true,
     policy: None,
+    policy_options: None,
     function: None,
     reply: Reply::Throttle,
     looked_at: false,
@@ -472,6 +487,7 @@ pub const ALL: Command = Command {
     quantity: None,
     optional: false,
     policy: None,
+    policy_options: None,
     function: Some("rl_all"),
     reply: Reply::All,
     looked_at: false,
@@ -481,8 +497,10 @@ pub const ALL: Command = Command {
 pub const MAX_KEYS: u64 = 16;
 
 pub const ACQUIRE: Command = Command {
-    // Exactly key limit ttl id: no options.
+    // Exactly key limit ttl id: no options. In RL.ALL, the call's COST (a lease or,
+    // COST 0, a look), but no REFUND (RL.RELEASE ends a lease) and no DEBIT.
     options: &[],
+    policy_options: Some(&[Opt::Cost]),
     ..Command::rl(
         c"RL.ACQUIRE",
         c"write deny-oom",
@@ -617,6 +635,18 @@ mod tests {
             policy_words(),
             "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
         );
+    }
+
+    #[test]
+    fn every_policy_counts_the_calls_cost() {
+        for c in policies() {
+            assert!(c.policy_takes().has(Opt::Cost), "{}", c.policy_word());
+            assert_eq!(c.policy_takes().name, c.policy_token());
+        }
+        // Alone, RL.ACQUIRE takes no options; in RL.ALL, COST only.
+        assert_eq!(ACQUIRE.takes().expected(), "no options");
+        assert_eq!(ACQUIRE.policy_takes().expected(), "COST n");
+        assert_eq!(FIXED.policy_takes().options, FIXED.options);
     }
 
     #[test]

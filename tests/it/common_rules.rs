@@ -893,6 +893,16 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
         assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
         assert_eq!(lim.invoke(&mut c, b"new", &[]).allowed, 1);
         assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
+        // A rejected call on an absent key: a tenant that joins writes (a change),
+        // any other call nothing.
+        let before = dirty(&mut c);
+        assert_eq!(lim.invoke(&mut c, b"first", &lim.cost("6")).allowed, 0);
+        assert_eq!(
+            dirty(&mut c) > before,
+            lim.joins || lim.blocks,
+            "{}: a rejected first call",
+            lim.name
+        );
     }
 }
 

@@ -433,11 +433,10 @@ fn resharding_moves_limiters_with_their_state_and_calls_follow_the_slot() {
     }
     // A node importing a slot serves its keys only to commands after ASKING.
     let mut target = cluster.conn(to.port);
-    let moved: (Option<Vec<u8>>, i64) = redis::pipe()
-        .cmd("ASKING")
-        .ignore()
-        .cmd("DUMP")
-        .arg(&keys[0])
+    let mut asking = redis::pipe();
+    asking.cmd("ASKING").ignore();
+    comparable_dump(&mut asking, &keys[0]);
+    let moved: (Option<Vec<u8>>, i64) = asking
         .cmd("ASKING")
         .ignore()
         .cmd("PEXPIRETIME")

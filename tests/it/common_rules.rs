@@ -10,6 +10,24 @@ const BAD_COUNTS: &[&str] = &["0", "-1", "1.5", "9007199254740992", "abc", ""];
 const BAD_BURSTS: &[&str] = &["-1", "1.5", "9007199254740991", "abc", ""];
 const BAD_DURATIONS: &[&str] = &["0", "0ms", "-1", "1.5s", "1w", "315360000001ms", "ms", ""];
 
+/// Values out of a parameter's range, by its kind: for a weight the bad counts
+/// below 2^53 − 1 and one past its maximum (RL.SHARE's 10001), for a text the empty
+/// one and one byte more than its longest.
+fn bad_values(p: &Param) -> Vec<String> {
+    match p.kind {
+        Kind::Count => strings(BAD_COUNTS),
+        Kind::Burst => strings(BAD_BURSTS),
+        Kind::Duration => strings(BAD_DURATIONS),
+        Kind::Weight => {
+            let max: u64 = p.max.parse().expect("a weight's maximum");
+            let mut bad = strings(BAD_COUNTS);
+            bad.push((max + 1).to_string());
+            bad
+        }
+        Kind::Text => vec![String::new(), format!("{}x", p.max)],
+    }
+}
+
 /// Calls on byte keys with the table's valid parameters.
 trait Rules {
     /// The command line: name, key, `params`, `extra`.
@@ -211,12 +229,7 @@ fn bad_counts_and_durations_are_errors_naming_the_argument() {
     let mut c = s.conn();
     for lim in COMMANDS {
         for (i, p) in lim.params.iter().enumerate() {
-            let bad = match p.kind {
-                Kind::Count => BAD_COUNTS,
-                Kind::Burst => BAD_BURSTS,
-                Kind::Duration => BAD_DURATIONS,
-            };
-            for value in bad {
+            for value in &bad_values(p) {
                 let mut params = lim.valid_params();
                 params[i] = value;
                 assert_error_changes_nothing(
@@ -880,6 +893,16 @@ fn only_allowed_calls_count_as_changes_for_rdb() {
         assert_eq!(dirty(&mut c), after_allowed, "{} COST 0 absent", lim.name);
         assert_eq!(lim.invoke(&mut c, b"new", &[]).allowed, 1);
         assert!(dirty(&mut c) > after_allowed, "{}: allowed call", lim.name);
+        // A rejected call on an absent key: a tenant that joins writes (a change),
+        // any other call nothing.
+        let before = dirty(&mut c);
+        assert_eq!(lim.invoke(&mut c, b"first", &lim.cost("6")).allowed, 0);
+        assert_eq!(
+            dirty(&mut c) > before,
+            lim.joins || lim.blocks,
+            "{}: a rejected first call",
+            lim.name
+        );
     }
 }
 

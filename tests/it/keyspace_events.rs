@@ -120,6 +120,14 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
                     .map(|e| (e.to_string(), l.short.to_string())),
             );
         }
+        if l.joins {
+            // A tenant's first call joins the budget even when rejected (COST above
+            // the capacity): it writes, and fires the same events.
+            let key = format!("{}:joins", l.short);
+            let r = l.call(&mut c, &key, &params, Some(5));
+            assert_eq!(r.allowed, 0, "{}: {r:?}", l.name);
+            expected.extend(l.events.iter().map(|e| (e.to_string(), key.clone())));
+        }
     }
     // RL.SLIDING trimming its log (its own events). Nothing left the window yet:
     // ZADD + PEXPIREAT → zadd, expire.
@@ -193,8 +201,10 @@ fn rejected_calls_cost_0_and_errors_fire_nothing() {
     for l in COMMANDS {
         let full = l.call(&mut c, l.short, &long(l, 1), None);
         assert_eq!(full.allowed, 0, "{} full", l.name);
-        // A blocking limiter blocks a new key at once (a write): its own key, blocked.
-        let key = if l.blocks { l.short } else { "new" };
+        // A blocking limiter blocks a new key at once (a write), and a new key's
+        // first tenant joins its budget even when rejected (a write): their own
+        // key, blocked or remembering the tenant.
+        let key = if l.blocks || l.joins { l.short } else { "new" };
         let above = l.call(&mut c, key, &long(l, 1), Some(2));
         assert_eq!(above.allowed, 0, "{} cost above the limit", l.name);
     }

@@ -9,14 +9,17 @@
 //! resulting value and every absolute expiry must be identical. The commands and
 //! RL.ALL policies are the command table's (every one the library has), their
 //! parameters drawn by their kinds in it (rl_core::table::ArgKind) over the full
-//! ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years,
-//! costs, refunds and debits 0 ..= 2^53−1, and stored states up to u64 counts,
-//! u128 TATs and bucket levels in debt down to −(2^53−1) and past it. This is the proof behind docs/library.md's statement that the two agree
+//! ranges: counts 1 ..= 2^53−1, durations 1 ms ..= 10 years, weights 1 ..= 10,000,
+//! names (tenants, lease ids) of 1 ..= 256 bytes, costs, refunds and debits
+//! 0 ..= 2^53−1, and stored states up to u64 counts, u128 TATs, bucket levels in
+//! debt down to −(2^53−1) and past it, and RL.SHARE budgets of several tenants.
+//! This is the proof behind docs/library.md's statement that the two agree
 //! everywhere (and of the one difference it lists, which is not generated here).
 //!
 //! RL_SWEEP_SEED and RL_SWEEP_SCENARIOS replay or lengthen a run.
 
 use crate::common::*;
+use rl_core::algorithms::share::SLOTS;
 use rl_core::table::{self, ArgKind, Keys, Opt};
 
 const MAX: u64 = 9_007_199_254_740_991;
@@ -79,16 +82,18 @@ fn cheap(mut amount: Vec<String>, sliding: bool, limit: u64) -> Vec<String> {
     amount
 }
 
-/// A lease id, RL.ACQUIRE's text argument (the empty one is refused alike).
+/// Names: RL.ACQUIRE's lease ids and RL.SHARE's tenants, the command table's text
+/// arguments (the empty one, and one too long, are refused alike).
 const IDS: &[&str] = &["a", "b", "c", "\u{0}é\n", "job-42"];
 
 /// One draw of a command's parameters after the key, each by its kind in the
-/// command table: (words, the first integer, the first duration in ms).
+/// command table ([`Kind::of`]): (words, the first count, the first duration in
+/// ms).
 fn draw(rng: &mut Rng, row: &table::Command) -> (Vec<String>, u64, u64) {
     let (mut words, mut limit, mut window) = (Vec::new(), None, None);
     for arg in row.params() {
-        words.push(match arg.kind {
-            ArgKind::Integer { min, max } => {
+        words.push(match (Kind::of(row.name_str(), arg), arg.kind) {
+            (Kind::Count | Kind::Burst, ArgKind::Integer { min, max }) => {
                 // Small, up to the default bound (rl.sliding-max-limit's for an
                 // RL.SLIDING limit), or anywhere to 2^53 − 1 (past that bound: the
                 // same error from both).
@@ -100,17 +105,35 @@ fn draw(rng: &mut Rng, row: &table::Command) -> (Vec<String>, u64, u64) {
                 limit.get_or_insert(v);
                 v.to_string()
             }
-            ArgKind::Duration => {
+            (Kind::Weight, ArgKind::Integer { max, .. }) => {
+                // Mostly in its range, 1 ..= 10000, sometimes at its bound or past
+                // it (the same error from both).
+                let max = max.default_value();
+                match rng.below(16) {
+                    0 => max + 1,
+                    1 => count(rng),
+                    2 => max,
+                    3..=7 => 1 + rng.below(5),
+                    _ => 1 + rng.below(max),
+                }
+                .to_string()
+            }
+            (Kind::Duration, _) => {
                 let (text, ms) = duration(rng);
                 window.get_or_insert(ms);
                 text
             }
-            ArgKind::Text { .. } => rng.pick(IDS).to_string(),
+            (Kind::Text, ArgKind::Text { max }) => match rng.below(32) {
+                0 => String::new(),
+                1 => "x".repeat(max),
+                2 => "x".repeat(max + 1),
+                _ => rng.pick(IDS).to_string(),
+            },
             _ => panic!("{}: no draw for {:?}", row.name_str(), arg.name),
         });
     }
     let (Some(limit), Some(window)) = (limit, window) else {
-        panic!("{}: no integer or no duration to draw", row.name_str())
+        panic!("{}: no count or no duration to draw", row.name_str())
     };
     (words, limit, window)
 }
@@ -301,18 +324,112 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
             recipe.push(format!("@ms+{}", expiry));
             recipe
         }
+        "RL.SHARE" => share_state(rng, window_ms),
         other => panic!("no native state for {other}: add one to native_state"),
     }
 }
 
+/// An RL.SHARE budget (rl_core::algorithms::share): 1 to 3 remembered tenants of
+/// the names the calls draw, one of them (of two or more) in a closed slot, and
+/// sometimes a forgotten one still in the index (for the sweep); TATs around now,
+/// zero or far beyond it, the current slot ending around now. Sometimes a record
+/// no budget holds: a tenant's weight past 2^53 − 1, an index entry naming no
+/// record (the same error from both).
+fn share_state(rng: &mut Rng, window_ms: u64) -> Vec<String> {
+    let w = window_ms as i64;
+    let slot = window_ms.div_ceil(SLOTS).max(1) as i64;
+    let tat = |rng: &mut Rng| -> String {
+        match rng.below(6) {
+            0 => "0".to_string(),
+            1 => ((rng.next() as u128) << 64 | rng.next() as u128).to_string(),
+            _ => format!(
+                "@ns+{},{:06}",
+                rng.below(window_ms.min(MAX_DURATION_MS) * 3) as i64 - w,
+                rng.below(1_000_000)
+            ),
+        }
+    };
+    let mut names: Vec<&str> = IDS.to_vec();
+    for i in 0..names.len() {
+        let j = i + rng.below((names.len() - i) as u64) as usize;
+        names.swap(i, j);
+    }
+    let remembered = 1 + rng.below(3) as usize;
+    let forgotten = usize::from(rng.below(3) == 0);
+    let closed = u64::from(remembered > 1 && rng.below(2) == 0);
+    let seq = 3 + rng.below(20);
+    let end = rng.below(3 * slot as u64) as i64 - 2 * slot;
+    let mut fields: Vec<(String, String)> = Vec::new();
+    let (mut weight, mut slot_weight, mut closed_weight) = (0u64, 0u64, 0u64);
+    for (i, name) in names[..remembered + forgotten].iter().enumerate() {
+        let wgt = match rng.below(16) {
+            0 => 9_007_199_254_740_992,
+            _ => 1 + rng.below(10_000),
+        };
+        let in_closed = closed == 1 && i == 0;
+        let tenant_seq = if i >= remembered {
+            seq - closed - 1 - rng.below(2)
+        } else if in_closed {
+            seq - 1
+        } else {
+            seq
+        };
+        if i < remembered {
+            weight = weight.saturating_add(wgt);
+            if in_closed {
+                closed_weight = closed_weight.saturating_add(wgt);
+            } else {
+                slot_weight = slot_weight.saturating_add(wgt);
+            }
+        }
+        fields.push((
+            format!("t:{name}"),
+            format!("{} {wgt} {tenant_seq} {i}", tat(rng)),
+        ));
+        if rng.below(24) != 0 {
+            fields.push((format!("i:{i}"), name.to_string()));
+        }
+    }
+    let oldest_end = if closed == 1 {
+        let at = format!("@ms+{}", end - slot);
+        fields.push((
+            format!("s:{}", (seq - 1) % SLOTS),
+            format!("{at} {closed_weight} 1"),
+        ));
+        at
+    } else {
+        "0".to_string()
+    };
+    let len = remembered + forgotten;
+    let g = format!(
+        "{} {} {weight} {remembered} {len} {} {seq} @ms+{end} {slot_weight} {} {closed} {oldest_end}",
+        tat(rng),
+        tat(rng),
+        rng.below(len as u64),
+        remembered as u64 - closed,
+    );
+    fields.push(("g".to_string(), g));
+    let mut recipe = strings(&["hash"]);
+    for (field, value) in fields {
+        recipe.extend([field, value]);
+    }
+    // At least a minute away, as every setup key's.
+    recipe.push(format!(
+        "@ms+{}",
+        60_000 + rng.below(window_ms.min(MAX_DURATION_MS) * 2)
+    ));
+    recipe
+}
+
 /// KEYS = the two keys; ARGV = a recipe from [`native_state`]: writes it to both.
+/// A hash's recipe is its fields and values in turn.
 const SETUP: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function ms(d) return string.format('%d', now + tonumber(d)) end
 local function value(v)
-  local d, ns = v:match('^@ns%+(%-?%d+),(%d+)$')
-  if d then return string.format('%d', now + tonumber(d)) .. ns end
-  return (v:gsub('@ms%+(%-?%d+)', function(d) return string.format('%d', now + tonumber(d)) end))
+  v = v:gsub('@ns%+(%-?%d+),(%d%d%d%d%d%d)', function(d, ns) return ms(d) .. ns end)
+  return (v:gsub('@ms%+(%-?%d+)', ms))
 end
 for _, key in ipairs(KEYS) do
   redis.call('DEL', key)
@@ -320,7 +437,9 @@ for _, key in ipairs(KEYS) do
   if kind == 'string' then
     redis.call('SET', key, value(ARGV[2]), 'PXAT', at)
   elseif kind == 'hash' then
-    redis.call('HSET', key, ARGV[2], value(ARGV[3]), ARGV[4], value(ARGV[5]))
+    for i = 2, #ARGV - 1, 2 do
+      redis.call('HSET', key, ARGV[i], value(ARGV[i + 1]))
+    end
     redis.call('PEXPIREAT', key, at)
   elseif kind == 'zset' then
     for i = 2, #ARGV - 1, 2 do
@@ -333,14 +452,26 @@ return now
 "#;
 
 /// KEYS = keys: for each, its type, its whole content and its absolute expiry, read
-/// at one instant.
+/// at one instant. A hash kept as a hash table (an RL.SHARE budget) lists its
+/// fields in its table's order, which two keys need not share: sorted by field.
 const READ: &str = r#"
 local out = {}
 for _, key in ipairs(KEYS) do
   local kind = redis.call('TYPE', key).ok
   local content = {}
   if kind == 'string' then content = {redis.call('GET', key)}
-  elseif kind == 'hash' then content = redis.call('HGETALL', key)
+  elseif kind == 'hash' then
+    content = redis.call('HGETALL', key)
+    if redis.call('OBJECT', 'ENCODING', key) == 'hashtable' then
+      local fields = {}
+      for i = 1, #content, 2 do fields[#fields + 1] = {content[i], content[i + 1]} end
+      table.sort(fields, function(a, b) return a[1] < b[1] end)
+      content = {}
+      for _, f in ipairs(fields) do
+        content[#content + 1] = f[1]
+        content[#content + 1] = f[2]
+      end
+    end
   elseif kind == 'zset' then content = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES') end
   out[#out + 1] = {kind, content, redis.call('PEXPIRETIME', key)}
 end
@@ -355,9 +486,12 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// The module's and the library's form of one call on keys `a` and `b`.
+/// The module's and the library's form of one call on keys `a` and `b` (the
+/// module's as it is, whatever the backend under test: [`command_of`] would make it
+/// the library's).
 fn pair(line: &[String], a: &[String], b: &[String]) -> (redis::Cmd, redis::Cmd) {
-    let module = command_of(&[&[line[0].clone()][..], a, &line[1..]].concat());
+    let mut module = redis::Cmd::new();
+    module.arg(&line[0]).arg(a).arg(&line[1..]);
     let function = function_of(line[0].as_bytes()).expect("an RL command");
     let mut library = redis::Cmd::new();
     library.arg("FCALL").arg(function);
@@ -456,20 +590,11 @@ fn enough(compared: u64, scenarios: u64) {
     );
 }
 
-/// Whether this sweep draws the command: RL.SHARE is held to the module by the
-/// core's differential test (in-process, every call and key byte compared) and by
-/// tests/it/share.rs on both backends; its rows here (a budget's tenants) are still
-/// to come.
-fn swept(c: &table::Command) -> bool {
-    c.name != table::SHARE.name
-}
-
 /// The library's one-key functions with a cost, from the command table (RL.ACQUIRE
 /// and RL.RELEASE, without, are compared in leases_agree_with_the_module).
 fn singles() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
-        .filter(|c| swept(c))
         .filter(|c| c.function.is_some() && matches!(c.keys, Keys::First))
         .filter(|c| c.takes_option(Opt::Cost))
         .map(|c| c.name_str())
@@ -479,7 +604,6 @@ fn singles() -> Vec<&'static str> {
 /// RL.ALL's policies, from the command table: (command, word).
 fn policies() -> Vec<(&'static str, &'static str)> {
     table::policies()
-        .filter(|c| swept(c))
         .map(|c| (c.name_str(), c.policy_word()))
         .collect()
 }
@@ -488,7 +612,7 @@ fn policies() -> Vec<(&'static str, &'static str)> {
 fn with_functions() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
-        .filter(|c| swept(c) && c.function.is_some())
+        .filter(|c| c.function.is_some())
         .map(|c| c.name_str())
         .collect()
 }

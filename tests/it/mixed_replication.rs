@@ -88,6 +88,19 @@ impl Call<'_> {
         r.allowed == 0 && r.retry_after == block
     }
 
+    /// Whether a rejected call wrote because its tenant joined the budget
+    /// ([`Command::joins`]): a cost above 0 on a day-long key that does not hold
+    /// its tenant yet, which here is one that no call has written (each key has one
+    /// tenant, remembered a day after its last write). `written`: the day-long keys
+    /// written so far.
+    fn joined(&self, outcome: &str, written: &BTreeSet<String>) -> bool {
+        self.policy.command.joins
+            && self.policy.lifetime == "day"
+            && self.cost != Some(0)
+            && matches!(outcome, "rejected" | "never")
+            && !written.contains(&self.key)
+    }
+
     /// What the reply says happened (CL.THROTTLE's read in RL's shape; its
     /// retry_after in seconds keeps the signs this looks at).
     fn outcome(&self, raw: &[i64]) -> &'static str {
@@ -150,11 +163,12 @@ fn keys(c: &mut Connection) -> BTreeSet<String> {
 
 type Snapshot = (Option<Vec<u8>>, i64);
 
-/// DUMP and PEXPIRETIME of every key, in one pipeline.
+/// DUMP (as [`snapshot`] compares it) and PEXPIRETIME of every key, in one pipeline.
 fn snapshots(c: &mut Connection, keys: &BTreeSet<String>) -> BTreeMap<String, Snapshot> {
     let mut pipe = redis::pipe();
     for key in keys {
-        pipe.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+        comparable_dump(&mut pipe, key);
+        pipe.cmd("PEXPIRETIME").arg(key);
     }
     let values: Vec<redis::Value> = pipe.query(c).expect("DUMP and PEXPIRETIME");
     keys.iter()
@@ -237,7 +251,9 @@ fn replicas_with_and_without_the_module_end_identical_after_ten_thousand_mixed_c
                 *outcomes
                     .entry((call.policy.command.name, outcome))
                     .or_default() += 1;
-                let wrote = outcome == "allowed" || call.started_a_block(reply);
+                let wrote = outcome == "allowed"
+                    || call.started_a_block(reply)
+                    || call.joined(outcome, &written_for_a_day);
                 if wrote && call.policy.lifetime == "day" {
                     written_for_a_day.insert(call.key.clone());
                 }

@@ -1,8 +1,9 @@
 //! REFUND n on every RL command (docs/commands.md#refund).
 //!
 //! Contract: a refund gives back up to n units taken earlier, never beyond the
-//! initial state; a key that reaches it is deleted; a refund on a key already
-//! there (or absent) writes nothing. The reply is the state after it, allowed 1,
+//! initial state; a key that reaches it is deleted (RL.SHARE's once no tenant is
+//! remembered: [`Command::joins`]); a refund on a key already there (or absent)
+//! writes nothing. The reply is the state after it, allowed 1,
 //! retry_after 0. CL.THROTTLE (redis-cell's syntax) has no REFUND.
 
 use crate::common::*;
@@ -53,18 +54,22 @@ fn a_refund_gives_units_back_and_deletes_the_key_at_the_initial_state() {
         // More than was taken: back to the initial state, not beyond it.
         let r = refund(l, &mut c, key, 100);
         assert_eq!(
-            (
-                r.allowed,
-                r.limit,
-                r.remaining,
-                r.retry_after,
-                r.reset_after
-            ),
-            (1, 5, 5, 0, 0),
+            (r.allowed, r.limit, r.remaining, r.retry_after),
+            (1, 5, 5, 0),
             "{}: {r:?}",
             l.name
         );
-        assert!(!exists(&mut c, key), "{}: the key is deleted", l.name);
+        if l.joins {
+            // The budget still remembers its tenant, until a period after its last
+            // write: the key stays until then, and reset_after says when.
+            let period = HOUR_MS + l.outlives(&l.per(5, "1h"));
+            assert!((1..=period).contains(&r.reset_after), "{}: {r:?}", l.name);
+            let pttl: i64 = cmd("PTTL").arg(key).query(&mut c).unwrap();
+            l.assert_expiry(&l.per(5, "1h"), r.reset_after, pttl, 50);
+        } else {
+            assert_eq!(r.reset_after, 0, "{}: {r:?}", l.name);
+            assert!(!exists(&mut c, key), "{}: the key is deleted", l.name);
+        }
         assert_eq!(
             take(l, &mut c, key, 5).allowed,
             1,

@@ -154,6 +154,10 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
     let mut args = vec![rng.pick(&KEYS).as_bytes().to_vec()];
     let counts = ["1", "5", "100", "9007199254740991"];
     let durations = ["1ms", "100ms", "1s", "1m", "3650d"];
+    // Names (RL.SHARE's tenants): short, binary, the longest (256 bytes), one too long.
+    let longest = "t".repeat(256);
+    let too_long = "t".repeat(257);
+    let texts = ["a", "b", "\u{0}é\r\n", &longest, &too_long];
     if rng.below(2) == 0 {
         let mut draw = || -> Vec<String> {
             command
@@ -165,6 +169,9 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
                         // 9007199254740991 is one past max_burst's maximum: an error.
                         Kind::Burst => &["0", "4", "100", "9007199254740990", "9007199254740991"],
                         Kind::Duration => &durations,
+                        // 10001 is one past a weight's maximum: an error.
+                        Kind::Weight => &["1", "3", "10000", "10001"],
+                        Kind::Text => &texts,
                     };
                     rng.pick(from).to_string()
                 })
@@ -257,13 +264,15 @@ fn random_argument_vectors_never_crash_and_errors_change_nothing() {
         for _ in 0..batch.min(calls - done) {
             let (command, args) = random_call(&mut rng, &pool);
             let key = args[0].clone();
-            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            comparable_dump(&mut pipe, &key);
+            pipe.cmd("PEXPIRETIME").arg(&key);
             let mut cmd = redis::cmd(&command);
             for a in &args {
                 cmd.arg(a.as_slice());
             }
             pipe.add_command(on_backend(&cmd));
-            pipe.cmd("DUMP").arg(&key).cmd("PEXPIRETIME").arg(&key);
+            comparable_dump(&mut pipe, &key);
+            pipe.cmd("PEXPIRETIME").arg(&key);
             sent.push((command, args));
         }
         // Raw pipelined replies: server errors stay values instead of failing the batch.
@@ -388,9 +397,10 @@ fn extreme_parameters_do_not_overflow() {
         let mut lines: Vec<Vec<String>> = vec![vec![]];
         for p in l.params {
             let values = match p.kind {
-                Kind::Count => ["1", p.max],
+                Kind::Count | Kind::Weight => ["1", p.max],
                 Kind::Burst => ["0", p.max],
                 Kind::Duration => ["1ms", MAX_DURATION],
+                Kind::Text => ["a", p.max],
             };
             lines = lines
                 .into_iter()
@@ -404,7 +414,7 @@ fn extreme_parameters_do_not_overflow() {
                 .collect();
         }
         for (i, params) in lines.iter().enumerate() {
-            for (j, cost) in ["1", l.params[0].max, max].iter().enumerate() {
+            for (j, cost) in ["1", l.limit_param().1.max, max].iter().enumerate() {
                 let key = format!("x:{}:{i}:{j}", l.short);
                 let mut args = l.args(&key, params, None);
                 args.extend(l.cost_args(cost.parse().unwrap()));
@@ -645,7 +655,8 @@ fn random_rl_all_lines_never_crash_and_errors_change_nothing() {
         // Every key's DUMP and expiry before and after each call, in one pipeline.
         let state = |p: &mut redis::Pipeline| {
             for k in KEYS {
-                p.cmd("DUMP").arg(k).cmd("PEXPIRETIME").arg(k);
+                comparable_dump(p, k);
+                p.cmd("PEXPIRETIME").arg(k);
             }
         };
         let mut pipe = redis::pipe();

@@ -12,8 +12,9 @@ use std::sync::{Mutex, OnceLock};
 
 use super::helpers::{try_rl, Reply};
 use redis::Connection;
+use rl_core::algorithms::share::{self, MAX_WEIGHT, SLOTS};
 use rl_core::algorithms::{MAX_COUNT as MAX_COUNT_N, MAX_DURATION_MS};
-use rl_core::table::{self, ArgKind, Keys, Opt};
+use rl_core::table::{self, ArgKind, Keys, Max, Opt};
 
 /// What a positional parameter holds (docs/commands.md#counts and #durations), by
 /// its kind in the command table.
@@ -25,6 +26,13 @@ pub enum Kind {
     Burst,
     /// A positive duration with an optional unit, 1 ms ..= 10 years.
     Duration,
+    /// An integer from 1 to [`MAX_WEIGHT`] that sets no limit: RL.SHARE's `weight`,
+    /// its tenant's share of the budget (a lone tenant has the whole budget,
+    /// whatever its weight).
+    Weight,
+    /// Any bytes, 1 ..= the table's `max` of them: RL.SHARE's `tenant`, RL.ACQUIRE's
+    /// lease `id`.
+    Text,
 }
 
 /// One positional parameter after the key, as the command table has it.
@@ -34,11 +42,13 @@ pub struct Param {
     pub name: &'static str,
     pub kind: Kind,
     /// A valid value, chosen so that [`Command::valid_params`] gives room for 5 units
-    /// that barely come back during a test: the first integer 5 (a max_burst 4, a
-    /// capacity of 5), a later integer (a refill) 1, a duration an hour.
+    /// that barely come back during a test: the first count 5 (a max_burst 4, a
+    /// capacity of 5), a later count (a refill) 1, a duration an hour, a weight 1, a
+    /// text `job`.
     pub valid: &'static str,
     /// The largest valid value (with every setting at its default; a
-    /// [`Kind::Duration`]'s is 10 years, `3650d`).
+    /// [`Kind::Duration`]'s is 10 years, `3650d`; a [`Kind::Text`]'s is its longest,
+    /// all `x`).
     pub max: &'static str,
 }
 
@@ -70,24 +80,40 @@ impl Style {
 }
 
 impl Kind {
-    /// A value of this kind that is out of range (the smallest count or duration
-    /// minus one).
+    /// A value of this kind that is out of range (the smallest count, weight or
+    /// duration minus one; an empty text).
     pub fn invalid(self) -> &'static str {
         match self {
-            Kind::Count => "0",
+            Kind::Count | Kind::Weight => "0",
             Kind::Burst => "-1",
             Kind::Duration => "0ms",
+            Kind::Text => "",
         }
     }
 
-    /// The kind of a table argument; None for one the tests fill in themselves (a
-    /// lease id, [`Command::per`]).
-    fn of(command: &str, arg: &table::Arg) -> Option<Kind> {
+    /// Whether the parameter sets the limit (capacity) or the refill: a count, or
+    /// CL.THROTTLE's max_burst.
+    pub fn counts(self) -> bool {
+        matches!(self, Kind::Count | Kind::Burst)
+    }
+
+    /// The kind of a table argument after the key, by its kind in the table: an
+    /// integer from 1 up to 2^53 − 1 (or a setting's bound) a count, one from 0 a
+    /// max_burst, one from 1 to [`MAX_WEIGHT`] a weight. Panics (failing the test)
+    /// for a kind the tests do not know yet.
+    pub fn of(command: &str, arg: &table::Arg) -> Kind {
         match arg.kind {
-            ArgKind::Integer { min: 1, .. } => Some(Kind::Count),
-            ArgKind::Integer { min: 0, .. } => Some(Kind::Burst),
-            ArgKind::Duration => Some(Kind::Duration),
-            ArgKind::Text { .. } => None,
+            ArgKind::Integer {
+                min: 1,
+                max: Max::Value(MAX_COUNT_N) | Max::Setting { .. },
+            } => Kind::Count,
+            ArgKind::Integer { min: 0, .. } => Kind::Burst,
+            ArgKind::Integer {
+                min: 1,
+                max: Max::Value(MAX_WEIGHT),
+            } => Kind::Weight,
+            ArgKind::Duration => Kind::Duration,
+            ArgKind::Text { .. } => Kind::Text,
             _ => panic!(
                 "{command}: no test kind for its argument {:?}: add one to tests/it/common/commands.rs",
                 arg.name
@@ -96,8 +122,7 @@ impl Kind {
     }
 }
 
-/// A command's parameters after the key, from its table row (leaving out a text
-/// argument such as RL.ACQUIRE's id, which [`Command::per`] adds); used as a slice.
+/// A command's parameters after the key, from its table row; used as a slice.
 #[derive(Clone, Copy)]
 pub struct Params(&'static table::Command);
 
@@ -114,31 +139,37 @@ impl Params {
         if let Some((_, params)) = made.iter().find(|(n, _)| *n == name) {
             return params;
         }
-        let mut integers = 0;
+        let mut counts = 0;
         let params: Vec<Param> = self
             .0
             .params()
             .iter()
-            .filter_map(|arg| {
-                let kind = Kind::of(name, arg)?;
+            .map(|arg| {
+                let kind = Kind::of(name, arg);
                 let (valid, max) = match arg.kind {
-                    ArgKind::Integer { min, max } => {
-                        integers += 1;
-                        let valid = match (integers, min) {
-                            (1, 0) => "4",
-                            (1, _) => "5",
-                            _ => "1",
+                    ArgKind::Integer { max, .. } => {
+                        let valid = match kind {
+                            Kind::Weight => "1",
+                            _ => {
+                                counts += 1;
+                                match (counts, kind) {
+                                    (1, Kind::Burst) => "4",
+                                    (1, _) => "5",
+                                    _ => "1",
+                                }
+                            }
                         };
                         (valid, leak(max.default_value().to_string()))
                     }
+                    ArgKind::Text { max } => ("job", leak("x".repeat(max))),
                     _ => ("1h", MAX_DURATION),
                 };
-                Some(Param {
+                Param {
                     name: arg.name.to_str().expect("a UTF-8 name"),
                     kind,
                     valid,
                     max,
-                })
+                }
             })
             .collect();
         let params: &'static [Param] = Box::leak(params.into_boxed_slice());
@@ -176,6 +207,9 @@ impl std::fmt::Debug for Params {
 /// key) is refused, and a fragment of the error that says so.
 pub type Conflict = (fn(&[String]) -> bool, &'static str);
 
+/// Whether the fields and values of an `HSET` (in pairs) are ones a command writes.
+pub type HashState = fn(&[(&str, &str)]) -> bool;
+
 /// One RL command and what the shared tests need to know about it: its table row's
 /// data ([`Command::of`]) and the test's own ([`Known`]).
 ///
@@ -206,8 +240,14 @@ pub struct Command {
     pub holds: &'static str,
     /// For a string state: whether a value is one the command writes.
     pub string_state: Option<fn(&str) -> bool>,
+    /// For a hash state: whether the fields and values of an `HSET` it propagates
+    /// are ones the command writes.
+    pub hash_state: Option<HashState>,
     /// The native commands an allowed call propagates (and the AOF records).
     pub propagates: &'static [&'static str],
+    /// Native commands some allowed calls propagate besides (RL.SHARE's `HDEL` of
+    /// the fields of the slots and tenants it forgets).
+    pub also_propagates: &'static [&'static str],
     /// The keyevents of an allowed call on an absent key, in order.
     pub events: &'static [&'static str],
     /// The error for more than one `tokens` per ns of `period` (GCRA's emission
@@ -222,6 +262,20 @@ pub struct Command {
     /// rejected and writes nothing. Otherwise (false) a call that would pass the
     /// limit is rejected and writes nothing, and COST 0 is always allowed.
     pub blocks: bool,
+    /// RL.SHARE's way: the key remembers its tenants, each from its first call with
+    /// a cost until a period after its last write. A rejected call (a cost above
+    /// 0) by a tenant the key does not remember yet writes: it joins the budget, so
+    /// its share counts from its first call; a rejected call by a remembered tenant
+    /// writes nothing. A refund back to the initial state leaves the key while a
+    /// tenant is remembered (its reset_after covers that time). Otherwise (false) a
+    /// rejected call never writes, and a full refund deletes the key.
+    pub joins: bool,
+    /// RL.SHARE's way: the key's expiry may be rounded up to a whole time slot (a
+    /// multiple of period / `slots`, rounded up, at least 1 ms), so the key may
+    /// outlive the reply's reset_after by less than a slot ([`Command::outlives`]);
+    /// the reply's reset_after stays exact. None: the key expires exactly at
+    /// reset_after.
+    pub slots: Option<u64>,
 }
 
 /// What the tests know of a command that the table does not say: its keys, its
@@ -235,11 +289,15 @@ pub struct Known {
     pub foreign: &'static [&'static [&'static str]],
     pub holds: &'static str,
     pub string_state: Option<fn(&str) -> bool>,
+    pub hash_state: Option<HashState>,
     pub propagates: &'static [&'static str],
+    pub also_propagates: &'static [&'static str],
     pub events: &'static [&'static str],
     pub too_fast: Option<&'static str>,
     pub conflict: Option<Conflict>,
     pub blocks: bool,
+    pub joins: bool,
+    pub slots: Option<u64>,
 }
 
 impl Command {
@@ -261,11 +319,15 @@ impl Command {
             foreign: known.foreign,
             holds: known.holds,
             string_state: known.string_state,
+            hash_state: known.hash_state,
             propagates: known.propagates,
+            also_propagates: known.also_propagates,
             events: known.events,
             too_fast: known.too_fast,
             conflict: known.conflict,
             blocks: known.blocks,
+            joins: known.joins,
+            slots: known.slots,
         }
     }
 }
@@ -288,6 +350,61 @@ fn canonical(v: &str) -> bool {
     !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'))
 }
 
+/// RL.BUCKET's `HSET`: `tokens <level> ts <ms>`, the level a decimal RL writes (a
+/// `-` in debt, up to six decimals), the time a whole ms.
+fn bucket_state(pairs: &[(&str, &str)]) -> bool {
+    let level = |v: &str| {
+        let v = v.strip_prefix('-').unwrap_or(v);
+        match v.split_once('.') {
+            Some((int, frac)) => {
+                canonical(int)
+                    && (1..=6).contains(&frac.len())
+                    && frac.bytes().all(|b| b.is_ascii_digit())
+            }
+            None => canonical(v),
+        }
+    };
+    matches!(pairs, [("tokens", t), ("ts", ts)] if level(t) && canonical(ts) && ts.parse::<u64>().is_ok())
+}
+
+/// RL.SHARE's `HSET`: fields of its budget (rl_core::algorithms::share), each
+/// value as RL formats it (read back and written again, the same bytes): the
+/// global record `g`, tenant records `t:<tenant>`, closed slots `s:<0..8>`, and
+/// index entries `i:<n>` naming a tenant.
+fn share_state(pairs: &[(&str, &str)]) -> bool {
+    let name = |t: &str| (1..=share::MAX_TENANT_LEN).contains(&t.len());
+    let same = |v: &str, formatted: Option<Vec<u8>>| formatted.as_deref() == Some(v.as_bytes());
+    !pairs.is_empty()
+        && pairs
+            .iter()
+            .all(|&(field, value)| match field.split_once(':') {
+                None => {
+                    field == "g"
+                        && same(
+                            value,
+                            share::Global::parse(value.as_bytes()).map(|g| g.format()),
+                        )
+                }
+                Some(("t", tenant)) => {
+                    name(tenant)
+                        && same(
+                            value,
+                            share::Member::parse(value.as_bytes()).map(|m| m.format()),
+                        )
+                }
+                Some(("s", n)) => {
+                    canonical(n)
+                        && n.parse::<u64>().is_ok_and(|n| n < SLOTS)
+                        && same(
+                            value,
+                            share::Slot::parse(value.as_bytes()).map(|s| s.format()),
+                        )
+                }
+                Some(("i", n)) => canonical(n) && n.parse::<u64>().is_ok() && name(value),
+                _ => false,
+            })
+}
+
 pub const FIXED: Command = Command::of(
     &table::FIXED,
     Known {
@@ -305,11 +422,15 @@ pub const FIXED: Command = Command::of(
         ],
         holds: "RL.FIXED",
         string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+        hash_state: None,
         propagates: &["SET"],
+        also_propagates: &[],
         events: &["set", "expire"],
         too_fast: None,
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -334,11 +455,15 @@ pub const SLIDING: Command = Command::of(
         ],
         holds: "RL.SLIDING",
         string_state: None,
+        hash_state: None,
         propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+        also_propagates: &[],
         events: &["zadd", "expire"],
         too_fast: None,
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -365,11 +490,15 @@ pub const BUCKET: Command = Command::of(
         ],
         holds: "RL.BUCKET",
         string_state: None,
+        hash_state: Some(bucket_state),
         propagates: &["HSET", "PEXPIREAT"],
+        also_propagates: &[],
         events: &["hset", "expire"],
         too_fast: None,
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -397,11 +526,15 @@ pub const GCRA: Command = Command::of(
         ],
         holds: "GCRA state",
         string_state: Some(|v| canonical(v) && v.parse::<u128>().is_ok()),
+        hash_state: None,
         propagates: &["SET"],
+        also_propagates: &[],
         events: &["set", "expire"],
         too_fast: Some("tokens per period is too high"),
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -416,11 +549,15 @@ pub const THROTTLE: Command = Command::of(
         foreign: GCRA.foreign,
         holds: "GCRA state",
         string_state: GCRA.string_state,
+        hash_state: None,
         propagates: &["SET"],
+        also_propagates: &[],
         events: &["set", "expire"],
         too_fast: Some("tokens per period is too high"),
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -449,11 +586,15 @@ pub const SLIDINGCOUNTER: Command = Command::of(
                     .iter()
                     .all(|f| canonical(f) && f.parse::<u64>().is_ok())
         }),
+        hash_state: None,
         propagates: &["SET"],
+        also_propagates: &[],
         events: &["set", "expire"],
         too_fast: None,
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -503,7 +644,9 @@ pub const PENALTY: Command = Command::of(
                     .iter()
                     .all(|f| canonical(f) && f.parse::<u64>().is_ok_and(|n| n < 1 << 53))
         }),
+        hash_state: None,
         propagates: &["SET"],
+        also_propagates: &[],
         events: &["set", "expire"],
         too_fast: None,
         conflict: Some((
@@ -511,6 +654,57 @@ pub const PENALTY: Command = Command::of(
             "block must be at most max",
         )),
         blocks: true,
+        joins: false,
+        slots: None,
+    },
+);
+
+/// RL.SHARE (docs/commands.md#rlshare): one budget shared by weight across the
+/// tenants it remembers ([`Command::joins`]), its expiry possibly rounded up to a
+/// time slot ([`Command::slots`]). Its content is checked field by field as a call reads it:
+/// the global record `g` and the call's tenant's record (`t:job`, the tenant of
+/// the valid parameters), and the closed slots the global record points to.
+pub const SHARE: Command = Command::of(
+    &table::SHARE,
+    Known {
+        short: "share",
+        native_type: "hash",
+        read: &["HGETALL", "k"],
+        wrong_types: &[LIST, SET, STRING, ZSET, STREAM],
+        foreign: &[
+            &["HSET", "k", "g", "nonsense"],
+            &["HSET", "k", "g", ""],
+            &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0"],
+            &["HSET", "k", "g", "0 0 0 0 0 0 0 0 0 0 0 0 0"],
+            &["HSET", "k", "g", "0  0 0 0 0 0 0 0 0 0 0 0"],
+            &["HSET", "k", "g", "-1 0 0 0 0 0 0 0 0 0 0 0"],
+            &["HSET", "k", "g", "01 0 0 0 0 0 0 0 0 0 0 0"],
+            // A count past 2^53 − 1.
+            &["HSET", "k", "g", "0 0 9007199254740992 0 0 0 0 0 0 0 0 0"],
+            // One closed slot, slot 0, which the hash lacks (it ended long ago).
+            &["HSET", "k", "g", "0 0 1 1 1 0 1 1 0 0 1 1"],
+            &["HSET", "k", "t:job", "nonsense"],
+            &["HSET", "k", "t:job", "1 2 3"],
+            &[
+                "HSET",
+                "k",
+                "g",
+                "0 0 0 0 0 0 0 0 0 0 0 0",
+                "t:job",
+                "x 1 0 0",
+            ],
+        ],
+        holds: share::WHAT,
+        string_state: None,
+        hash_state: Some(share_state),
+        propagates: &["HSET", "PEXPIREAT"],
+        also_propagates: &["HDEL"],
+        events: &["hset", "expire"],
+        too_fast: Some("tokens per period is too high"),
+        conflict: None,
+        blocks: false,
+        joins: true,
+        slots: Some(SLOTS),
     },
 );
 
@@ -537,11 +731,15 @@ pub const ACQUIRE: Command = Command::of(
         ],
         holds: "RL.ACQUIRE",
         string_state: None,
+        hash_state: None,
         propagates: &["ZREMRANGEBYSCORE", "ZADD", "PEXPIREAT"],
+        also_propagates: &[],
         events: &["zadd", "expire"],
         too_fast: None,
         conflict: None,
         blocks: false,
+        joins: false,
+        slots: None,
     },
 );
 
@@ -556,6 +754,7 @@ const KNOWN: &[&Command] = &[
     &THROTTLE,
     &ACQUIRE,
     &PENALTY,
+    &SHARE,
 ];
 
 /// Whether a table row is a one-key command answering a decision, which the tests
@@ -564,11 +763,6 @@ const KNOWN: &[&Command] = &[
 fn has_test_row(row: &table::Command) -> bool {
     matches!(row.keys, Keys::First)
         && matches!(row.reply, table::Reply::Decision | table::Reply::Throttle)
-        // RL.SHARE is tested in its own file (tests/it/share.rs: the vector, errors,
-        // replication, AOF, keyspace events, the tenant limit): its parameters (a
-        // tenant, a weight) and its joining call (a newcomer's rejected call writes)
-        // are not yet in this table's shape.
-        && row.name != table::SHARE.name
 }
 
 /// The test row of a table row; panics (failing the test) when it has none.
@@ -724,30 +918,69 @@ impl Command {
     }
 
     /// The parameters for a limit (capacity) of `n` units per `window`, by their
-    /// kinds in the table: the first integer is `n` (a max_burst `n − 1`, a capacity
+    /// kinds in the table: the first count is `n` (a max_burst `n − 1`, a capacity
     /// of `n`), a later one `n` too (a bucket refilled with `n` tokens every
-    /// `window`), every duration `window` (RL.PENALTY's block and max too), a text
-    /// the lease `job`.
+    /// `window`), every duration `window` (RL.PENALTY's block and max too), a weight
+    /// and a text their valid values (RL.SHARE's lone tenant `job`, whose budget is
+    /// all its own whatever its weight; RL.ACQUIRE's lease `job`).
     pub fn per(&self, n: u64, window: &str) -> Vec<String> {
         let mut first = true;
-        self.row()
-            .params()
+        self.params
             .iter()
-            .map(|arg| match arg.kind {
-                ArgKind::Integer { min: 0, .. } if first => {
+            .map(|p| match p.kind {
+                Kind::Burst if first => {
                     first = false;
                     assert!(n >= 1, "{}: a capacity is at least 1", self.name);
                     (n - 1).to_string()
                 }
-                ArgKind::Integer { .. } => {
+                Kind::Burst | Kind::Count => {
                     first = false;
                     n.to_string()
                 }
-                ArgKind::Duration => window.to_string(),
-                ArgKind::Text { .. } => "job".to_string(),
-                _ => panic!("{}: no value for {:?}", self.name, arg.name),
+                Kind::Duration => window.to_string(),
+                Kind::Weight | Kind::Text => p.valid.to_string(),
             })
             .collect()
+    }
+
+    /// The parameter that sets the limit (capacity), the first count (or
+    /// max_burst), and its position after the key.
+    pub fn limit_param(&self) -> (usize, &'static Param) {
+        self.params
+            .into_iter()
+            .enumerate()
+            .find(|(_, p)| p.kind.counts())
+            .unwrap_or_else(|| panic!("{}: no count in its parameters", self.name))
+    }
+
+    /// How long, at most, the key of a call with `params` may outlive the reply's
+    /// reset_after (PTTL − reset_after, right after the call): 0, or where the
+    /// expiry may be rounded up to a time slot ([`Command::slots`]), one slot of
+    /// the call's period (its last duration): S = ceil(period / slots), at least 1.
+    pub fn outlives(&self, params: &[String]) -> i64 {
+        let Some(slots) = self.slots else { return 0 };
+        let period = self
+            .params
+            .iter()
+            .zip(params)
+            .rfind(|(p, _)| p.kind == Kind::Duration)
+            .map(|(_, v)| duration_ms(&v.to_lowercase()))
+            .unwrap_or_else(|| panic!("{}: no period in {params:?}", self.name));
+        period.div_ceil(slots).max(1) as i64
+    }
+
+    /// Asserts the key's time to live `ttl_ms` (PTTL, or PEXPIRETIME − now at the
+    /// call's instant) against the reset_after of a call with `params`: at most it,
+    /// and at least it less `early` ms (time spent since the call), plus up to
+    /// [`Command::outlives`] for a command whose expiry is rounded up to a slot.
+    pub fn assert_expiry(&self, params: &[String], reset_after: i64, ttl_ms: i64, early: i64) {
+        let late = self.outlives(params);
+        assert!(
+            (reset_after - early..=reset_after + late).contains(&ttl_ms),
+            "{} {params:?}: the key expires in {ttl_ms} ms, reset_after {reset_after} \
+             (allowed: {early} ms earlier, {late} ms later)",
+            self.name
+        );
     }
 
     /// The arguments that charge `n` units after the fact (`DEBIT n`), for a
@@ -862,14 +1095,25 @@ fn every_table_row_has_its_test_row() {
         for (p, v) in c.params.iter().zip(&per) {
             match p.kind {
                 Kind::Burst => assert_eq!((p.valid, v.as_str()), ("4", "4")),
-                Kind::Duration => assert_eq!(p.valid, v),
+                Kind::Duration | Kind::Weight | Kind::Text => assert_eq!(p.valid, v),
                 Kind::Count => assert!(p.valid == "5" || p.valid == "1", "{p:?}"),
             }
         }
+        // The limit is the first count: 5 units (a max_burst of 4), whatever comes
+        // before it (RL.SHARE's tenant and weight).
+        let (_, limit) = c.limit_param();
+        let five = if limit.kind == Kind::Burst { "4" } else { "5" };
+        assert_eq!(limit.valid, five, "{}", c.name);
         assert_eq!(
             c.string_state.is_some(),
             c.native_type == "string",
             "{}: a string state says which values are its own",
+            c.name
+        );
+        assert_eq!(
+            c.hash_state.is_some(),
+            c.native_type == "hash",
+            "{}: a hash state says which fields and values are its own",
             c.name
         );
         assert!(

@@ -86,37 +86,50 @@ pub fn error_of(c: &mut Connection, args: &[&[u8]]) -> String {
 
 /// A key's full serialized value and absolute expiry: equal means untouched.
 pub fn snapshot(c: &mut Connection, key: &[u8]) -> (Option<Vec<u8>>, i64) {
-    let dump: Option<Vec<u8>> = cmd("DUMP").arg(key).query(c).expect("DUMP");
-    let at: i64 = cmd("PEXPIRETIME").arg(key).query(c).expect("PEXPIRETIME");
-    (comparable(c, key, dump), at)
+    let mut p = redis::pipe();
+    comparable_dump(&mut p, key);
+    p.cmd("PEXPIRETIME").arg(key);
+    p.query(c).expect("DUMP and PEXPIRETIME")
 }
 
-/// DUMP's first byte for a hash kept as a hash table (RDB_TYPE_HASH).
-const RDB_TYPE_HASH: u8 = 4;
-
-/// A key's DUMP as equal data compares equal: the DUMP itself, except for a hash
+/// KEYS[1]'s DUMP as equal data compares equal: the DUMP itself, except for a hash
 /// kept as a hash table (past the listpack limits: an RL.SHARE budget, whose `g`
 /// is longer than hash-max-listpack-value), whose fields DUMP writes in an order
 /// that differs from one server process to another (each seeds its hash function
-/// at random). That one is its fields and values, sorted, each length-prefixed,
-/// after the word `hashtable`.
-pub fn comparable(c: &mut Connection, key: &[u8], dump: Option<Vec<u8>>) -> Option<Vec<u8>> {
-    match dump {
-        Some(d) if d.first() == Some(&RDB_TYPE_HASH) => {
-            let mut fields: Vec<(Vec<u8>, Vec<u8>)> =
-                cmd("HGETALL").arg(key).query(c).expect("HGETALL");
-            fields.sort();
-            let mut out = b"hashtable".to_vec();
-            for (f, v) in fields {
-                for bytes in [f, v] {
-                    out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
-                    out.extend_from_slice(&bytes);
-                }
-            }
-            Some(out)
-        }
-        other => other,
-    }
+/// at random) and, within one, as the table is rehashed (a lookup moves it on).
+/// That one is the word `hashtable`, then its fields and values sorted by field,
+/// each as `<length>:<bytes>`. Nil for an absent key. A read-only script: it runs
+/// on read-only replicas too.
+pub const COMPARABLE_DUMP: &str = r#"#!lua flags=no-writes
+local k = KEYS[1]
+if redis.call('TYPE', k).ok == 'hash' and redis.call('OBJECT', 'ENCODING', k) == 'hashtable' then
+  local h, fields = redis.call('HGETALL', k), {}
+  for i = 1, #h, 2 do fields[#fields + 1] = {h[i], h[i + 1]} end
+  table.sort(fields, function(a, b) return a[1] < b[1] end)
+  local out = {'hashtable'}
+  for _, f in ipairs(fields) do
+    out[#out + 1] = #f[1] .. ':' .. f[1] .. #f[2] .. ':' .. f[2]
+  end
+  return table.concat(out)
+end
+return redis.call('DUMP', k)
+"#;
+
+/// Adds to a pipeline the read of `key` that [`snapshot`] compares
+/// ([`COMPARABLE_DUMP`]): an optional bulk string, as DUMP's.
+pub fn comparable_dump(p: &mut redis::Pipeline, key: impl redis::ToRedisArgs) {
+    p.cmd("EVAL").arg(COMPARABLE_DUMP).arg(1).arg(key);
+}
+
+/// [`COMPARABLE_DUMP`] of `key` as one command line (for the tests that build
+/// their calls as words).
+pub fn comparable_dump_line(key: &str) -> Vec<String> {
+    vec![
+        "EVAL".to_string(),
+        COMPARABLE_DUMP.to_string(),
+        "1".to_string(),
+        key.to_string(),
+    ]
 }
 
 /// The server's clock in ms, from TIME.

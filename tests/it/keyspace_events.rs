@@ -114,9 +114,13 @@ fn allowed_writes_fire_the_events_of_their_propagated_commands_on_primary_and_re
         let params = l.per(4, "3650d");
         for cost in [None, Some(2)] {
             allowed(l.call(&mut c, l.short, &params, cost), l.name);
+            // An expiry rounded up to a slot (456 days here) does not move for a
+            // second call in the same slot: no PEXPIREAT, no `expire`.
+            let same_expiry = cost.is_some() && l.slots.is_some();
             expected.extend(
                 l.events
                     .iter()
+                    .filter(|e| !(same_expiry && **e == "expire"))
                     .map(|e| (e.to_string(), l.short.to_string())),
             );
         }

@@ -83,6 +83,7 @@ pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
 }
 
 /// One field of [`fields`]: its digits and, when there are at most 19, their value.
+#[inline]
 fn field_value(digits: &[u8], value: u64) -> Option<u128> {
     match digits {
         [] | [b'0', _, ..] => None,

@@ -243,6 +243,17 @@ fn the_reference_vector_at_exact_instants() {
     assert_eq!(i.pexpiretime, i.now + r);
 }
 
+/// A primary writing its AOF, and two replicas: one with the module, one without.
+fn primary_with_aof_and_replicas() -> (Server, Server, Server) {
+    let primary = Server::with(Options {
+        args: strings(&AOF_ARGS),
+        ..Options::default()
+    });
+    let with_module = primary.replica(true);
+    let without_module = primary.replica(false);
+    (primary, with_module, without_module)
+}
+
 /// The effects of the call that forgets b (the vector at 1400 ms), in the AOF:
 /// `HSET` of the fields written, `HDEL` of those deleted, `PEXPIREAT`, in the order
 /// docs/commands.md gives; replicas with and without the module end with the same
@@ -252,12 +263,7 @@ fn a_call_that_forgets_a_tenant_propagates_hset_hdel_and_pexpireat() {
     if library_lacking(FUNCTION) {
         return;
     }
-    let primary = Server::with(Options {
-        args: strings(&AOF_ARGS),
-        ..Options::default()
-    });
-    let with_module = primary.replica(true);
-    let without_module = primary.replica(false);
+    let (primary, with_module, without_module) = primary_with_aof_and_replicas();
     let mut c = primary.conn();
     let before_1400 = Start::Hash {
         fields: BEFORE_1400,
@@ -322,12 +328,7 @@ fn the_calls_of_a_slot_set_the_expiry_once() {
     if library_lacking(FUNCTION) {
         return;
     }
-    let primary = Server::with(Options {
-        args: strings(&AOF_ARGS),
-        ..Options::default()
-    });
-    let with_module = primary.replica(true);
-    let without_module = primary.replica(false);
+    let (primary, with_module, without_module) = primary_with_aof_and_replicas();
     let mut c = primary.conn();
     let call = |tenant: &str, option: &[&str]| {
         let mut call = strings(&["RL.SHARE", "k", tenant, "1", "1000", "1000", "1h"]);

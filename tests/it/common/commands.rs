@@ -211,7 +211,8 @@ pub type Conflict = (fn(&[String]) -> bool, &'static str);
 pub type HashState = fn(&[(&str, &str)]) -> bool;
 
 /// One RL command and what the shared tests need to know about it: its table row's
-/// data ([`Command::of`]) and the test's own ([`Known`]).
+/// data ([`Command::of`]) and the test's own ([`Known`], read through the command:
+/// `c.short`, `c.events` …).
 ///
 /// Setups and `read` use `k` as the key. Tests that send a cost use
 /// [`Command::cost_args`]; tests that read replies use [`Command::reply_of`] (or
@@ -225,6 +226,21 @@ pub struct Command {
     pub params: Params,
     /// From the table: how it takes its cost and replies.
     pub style: Style,
+    /// What the table does not say.
+    pub known: Known,
+}
+
+impl Deref for Command {
+    type Target = Known;
+    fn deref(&self) -> &Known {
+        &self.known
+    }
+}
+
+/// What the tests know of a command that the table does not say: its keys, its
+/// effects, what it refuses. Every field is needed: a new command's row gives all.
+#[derive(Debug)]
+pub struct Known {
     /// INFO field prefix (`rl_<short>_allowed`) and key prefix in tests.
     pub short: &'static str,
     /// TYPE of the key it writes.
@@ -278,28 +294,6 @@ pub struct Command {
     pub slots: Option<u64>,
 }
 
-/// What the tests know of a command that the table does not say: its keys, its
-/// effects, what it refuses. Every field is needed: a new command's row gives all.
-/// See [`Command`] for what each holds.
-pub struct Known {
-    pub short: &'static str,
-    pub native_type: &'static str,
-    pub read: &'static [&'static str],
-    pub wrong_types: &'static [&'static [&'static str]],
-    pub foreign: &'static [&'static [&'static str]],
-    pub holds: &'static str,
-    pub string_state: Option<fn(&str) -> bool>,
-    pub hash_state: Option<HashState>,
-    pub propagates: &'static [&'static str],
-    pub also_propagates: &'static [&'static str],
-    pub events: &'static [&'static str],
-    pub too_fast: Option<&'static str>,
-    pub conflict: Option<Conflict>,
-    pub blocks: bool,
-    pub joins: bool,
-    pub slots: Option<u64>,
-}
-
 impl Command {
     /// The test row of the table's `row`: its name, parameters and style from the
     /// table, the rest from `known`.
@@ -312,22 +306,7 @@ impl Command {
             name,
             params: Params(row),
             style: Style::of(row),
-            short: known.short,
-            native_type: known.native_type,
-            read: known.read,
-            wrong_types: known.wrong_types,
-            foreign: known.foreign,
-            holds: known.holds,
-            string_state: known.string_state,
-            hash_state: known.hash_state,
-            propagates: known.propagates,
-            also_propagates: known.also_propagates,
-            events: known.events,
-            too_fast: known.too_fast,
-            conflict: known.conflict,
-            blocks: known.blocks,
-            joins: known.joins,
-            slots: known.slots,
+            known,
         }
     }
 }
@@ -545,10 +524,10 @@ pub const THROTTLE: Command = Command::of(
         short: "throttle",
         native_type: "string",
         read: &["GET", "k"],
-        wrong_types: GCRA.wrong_types,
-        foreign: GCRA.foreign,
+        wrong_types: GCRA.known.wrong_types,
+        foreign: GCRA.known.foreign,
         holds: "GCRA state",
-        string_state: GCRA.string_state,
+        string_state: GCRA.known.string_state,
         hash_state: None,
         propagates: &["SET"],
         also_propagates: &[],

@@ -8,6 +8,9 @@
 //! on servers that freeze the time in a script; almost always on 7.0), so the
 //! calls ran at a known `now`.
 
+use std::sync::LazyLock;
+
+use crate::common::instant;
 use crate::common::*;
 
 /// ns per ms.
@@ -16,13 +19,10 @@ const NS: u128 = 1_000_000;
 /// Reads TIME, sets up the key (ARGV[1]: "fresh" deletes it, "tat" sets it to
 /// `now + ARGV[2] ms + ARGV[3] ns`, expiring at the ceiling ms, "keep" leaves it),
 /// runs the calls in ARGV[4..] (each ended by "|"), reads TIME again.
-const AT_ONE_INSTANT: &str = r#"
-local function ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local key = KEYS[1]
-local t0 = ms()
+static AT_ONE_INSTANT: LazyLock<String> = LazyLock::new(|| {
+    instant::script(
+        r#"
+first = 4
 if ARGV[1] == 'fresh' then
   redis.call('DEL', key)
 elseif ARGV[1] == 'tat' then
@@ -33,20 +33,10 @@ elseif ARGV[1] == 'tat' then
   -- past); a TAT of exactly now is kept 1 ms longer, which no decision reads.
   if at <= t0 then at = t0 + 1 end
   redis.call('SET', key, string.format('%d', tat) .. ARGV[3], 'PXAT', string.format('%d', at))
-end
-local replies = {}
-local call = {}
-for i = 4, #ARGV do
-  if ARGV[i] == '|' then
-    replies[#replies + 1] = redis.call(unpack(call))
-    call = {}
-  else
-    call[#call + 1] = ARGV[i]
-  end
-end
-local t1 = ms()
-return {t0, t1, replies, redis.call('GET', key) or '', redis.call('PEXPIRETIME', key)}
-"#;
+end"#,
+        "state = redis.call('GET', key) or ''",
+    )
+});
 
 /// [`at_one_instant`] for the library, whose FCALL a script cannot make: the same
 /// script sets the key up (no calls), the calls follow in the same MULTI, and the
@@ -61,7 +51,7 @@ fn at_one_instant_in_multi(
     for _ in 0..200 {
         let mut p = redis::pipe();
         p.atomic();
-        let setup = p.cmd("EVAL").arg(AT_ONE_INSTANT).arg(1).arg(key);
+        let setup = p.cmd("EVAL").arg(AT_ONE_INSTANT.as_str()).arg(1).arg(key);
         match start {
             Start::Fresh => setup.arg("fresh").arg(0).arg("000000"),
             Start::Tat { ms, ns } => {
@@ -73,7 +63,7 @@ fn at_one_instant_in_multi(
             p.add_command(command_of(call));
         }
         p.cmd("EVAL")
-            .arg(AT_ONE_INSTANT)
+            .arg(AT_ONE_INSTANT.as_str())
             .arg(1)
             .arg(key)
             .arg("keep")
@@ -177,7 +167,7 @@ fn at_one_instant(c: &mut Connection, key: &str, start: Start, calls: &[&[&str]]
     }
     for _ in 0..200 {
         let mut command = cmd("EVAL");
-        command.arg(AT_ONE_INSTANT).arg(1).arg(key);
+        command.arg(AT_ONE_INSTANT.as_str()).arg(1).arg(key);
         match start {
             Start::Fresh => command.arg("fresh").arg(0).arg("000000"),
             Start::Tat { ms, ns } => {
@@ -772,7 +762,7 @@ fn an_emission_interval_under_1ms_keeps_its_state_across_milliseconds() {
         // script; skip ms already seen and anything past the expiry.
         let peek: &[&str] = &["CL.THROTTLE", "b", "9", "2000", "1", "0"];
         let r: (i64, i64, Vec<Value>, String, i64) = cmd("EVAL")
-            .arg(AT_ONE_INSTANT)
+            .arg(AT_ONE_INSTANT.as_str())
             .arg(1)
             .arg("b")
             .arg("keep")

@@ -10,6 +10,8 @@
 //! (replication, AOF, keyspace events, ACL, cluster…) cover RL.PENALTY through its
 //! row in `common::COMMANDS`.
 
+use std::sync::LazyLock;
+
 use crate::common::instant;
 use crate::common::*;
 
@@ -17,16 +19,10 @@ use crate::common::*;
 /// with each `{+D}` / `{-D}` replaced by t0 ± D ms, ARGV[2] its PXAT in the same
 /// form (empty: no expiry); runs the calls in ARGV[3..] (each ended by `|`);
 /// reads TIME again.
-const AT_ONE_INSTANT: &str = r#"
-local function ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local key = KEYS[1]
-local t0 = ms()
-local function at(s)
-  return (s:gsub('{([+-]%d+)}', function(d) return string.format('%d', t0 + tonumber(d)) end))
-end
+static AT_ONE_INSTANT: LazyLock<String> = LazyLock::new(|| {
+    instant::script(
+        r#"
+first = 3
 if ARGV[1] == 'fresh' then
   redis.call('DEL', key)
 elseif ARGV[1] ~= 'keep' then
@@ -34,18 +30,10 @@ elseif ARGV[1] ~= 'keep' then
   if ARGV[2] ~= '' then
     redis.call('PEXPIREAT', key, at(ARGV[2]))
   end
-end
-local replies, call = {}, {}
-for i = 3, #ARGV do
-  if ARGV[i] == '|' then
-    replies[#replies + 1] = redis.call(unpack(call))
-    call = {}
-  else
-    call[#call + 1] = ARGV[i]
-  end
-end
-return {t0, ms(), replies, redis.call('GET', key) or '', redis.call('PEXPIRETIME', key)}
-"#;
+end"#,
+        "state = redis.call('GET', key) or ''",
+    )
+});
 
 /// How the key starts.
 enum Start {
@@ -87,7 +75,7 @@ fn setup_args(start: &Start) -> Vec<String> {
 /// Runs `calls` on `key` at one server millisecond after setting the key up.
 fn at_one_instant(c: &mut Connection, key: &str, start: &Start, calls: &[&[&str]]) -> Instant {
     let calls: Vec<Vec<String>> = calls.iter().map(|call| strings(call)).collect();
-    instant::at_one_instant(c, AT_ONE_INSTANT, key, &setup_args(start), &calls)
+    instant::at_one_instant(c, &AT_ONE_INSTANT, key, &setup_args(start), &calls)
 }
 
 /// strikes 3 in 1 min, blocks of 1 min doubling up to 1 h: the reference vector's.

@@ -16,6 +16,7 @@
 //! on the instant itself, and the expected replies compute it.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant as Clock};
 
 use crate::common::instant::{self, absolute};
@@ -30,48 +31,34 @@ const FUNCTION: &str = "rl_share";
 /// `{-D}` replaced by t0 ± D ms; then the calls (each ended by `|`); reads TIME
 /// again. Returns t0, t1, the replies, the hash's fields and values sorted by field,
 /// and PEXPIRETIME.
-const AT_ONE_INSTANT: &str = r#"
-local function ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local key = KEYS[1]
-local t0 = ms()
-local function at(s)
-  return (s:gsub('{([+-]%d+)}', function(d) return string.format('%d', t0 + tonumber(d)) end))
-end
-local i = 2
+static AT_ONE_INSTANT: LazyLock<String> = LazyLock::new(|| {
+    instant::script(
+        r#"
+first = 2
 if ARGV[1] == 'fresh' then
   redis.call('DEL', key)
 elseif ARGV[1] == 'hash' then
   redis.call('DEL', key)
   local n = tonumber(ARGV[2])
-  i = 3
+  first = 3
   for _ = 1, n do
-    redis.call('HSET', key, ARGV[i], at(ARGV[i + 1]))
-    i = i + 2
+    redis.call('HSET', key, ARGV[first], at(ARGV[first + 1]))
+    first = first + 2
   end
-  redis.call('PEXPIREAT', key, at(ARGV[i]))
-  i = i + 1
-end
-local replies, call = {}, {}
-for j = i, #ARGV do
-  if ARGV[j] == '|' then
-    replies[#replies + 1] = redis.call(unpack(call))
-    call = {}
-  else
-    call[#call + 1] = ARGV[j]
-  end
-end
-local h, fields, flat = redis.call('HGETALL', key), {}, {}
+  redis.call('PEXPIREAT', key, at(ARGV[first]))
+  first = first + 1
+end"#,
+        r#"
+local h, fields = redis.call('HGETALL', key), {}
 for j = 1, #h, 2 do fields[#fields + 1] = {h[j], h[j + 1]} end
 table.sort(fields, function(a, b) return a[1] < b[1] end)
+state = {}
 for _, f in ipairs(fields) do
-  flat[#flat + 1] = f[1]
-  flat[#flat + 1] = f[2]
-end
-return {t0, ms(), replies, flat, redis.call('PEXPIRETIME', key)}
-"#;
+  state[#state + 1] = f[1]
+  state[#state + 1] = f[2]
+end"#,
+    )
+});
 
 /// How the budget starts.
 enum Start {
@@ -116,7 +103,7 @@ fn fields_at(i: &Instant, expected: &[(&str, String)]) -> Vec<(String, String)> 
 
 /// Runs `calls` on `key` at one server millisecond after setting the budget up.
 fn at_one_instant(c: &mut Connection, key: &str, start: &Start, calls: &[Vec<String>]) -> Instant {
-    instant::at_one_instant(c, AT_ONE_INSTANT, key, &start.args(), calls)
+    instant::at_one_instant(c, &AT_ONE_INSTANT, key, &start.args(), calls)
 }
 
 /// `RL.SHARE key tenant weight 4 4 1200ms`: the vector's budget (T = 300 ms, slots

@@ -10,6 +10,42 @@ use super::backend::is_library;
 use super::helpers::command_of;
 use redis::{cmd, Connection, FromRedisValue, Value};
 
+/// A script for [`at_one_instant`]: reads TIME (t0) and defines `at(s)`, which
+/// replaces each `{+D}` / `{-D}` in s with t0 ± D ms; runs `setup`, Lua that sets
+/// the key up from ARGV and sets `first`, the index in ARGV of the calls; runs the
+/// calls (each ended by `|`); runs `read`, Lua that sets `state` to what it reads
+/// of the key; returns t0, TIME again, the replies, `state` and PEXPIRETIME.
+pub fn script(setup: &str, read: &str) -> String {
+    format!(
+        r#"
+local function ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local key = KEYS[1]
+local t0 = ms()
+local function at(s)
+  return (s:gsub('{{([+-]%d+)}}', function(d) return string.format('%d', t0 + tonumber(d)) end))
+end
+local first
+{setup}
+local replies, call = {{}}, {{}}
+for j = first, #ARGV do
+  if ARGV[j] == '|' then
+    replies[#replies + 1] = redis.call(unpack(call))
+    call = {{}}
+  else
+    call[#call + 1] = ARGV[j]
+  end
+end
+local t1 = ms()
+local state
+{read}
+return {{t0, t1, replies, state, redis.call('PEXPIRETIME', key)}}
+"#
+    )
+}
+
 /// The calls' replies, at `now`, and what the script read back after them.
 #[derive(Debug)]
 pub struct Instant<S> {

@@ -178,16 +178,7 @@ fn sliding_max_limit_can_be_given_at_load_time() {
     if module_only("rl.sliding-max-limit is a module setting") {
         return;
     }
-    let s = Server::with(Options {
-        without_module: true,
-        args: vec![
-            "--loadmodule".into(),
-            module_path().display().to_string(),
-            "sliding-max-limit".into(),
-            "250000".into(),
-        ],
-        ..Options::default()
-    });
+    let s = Server::loading_module(&["sliding-max-limit", "250000"]);
     let mut c = s.conn();
     let got = sliding_max_limit(&mut c);
     assert_eq!(got[1], "250000");

@@ -136,16 +136,7 @@ fn an_out_of_range_setting_in_redis_conf_stops_the_start_naming_it() {
     }
     // A valid one is applied (here given on the command line, which the server
     // reads as more redis.conf lines).
-    let s = Server::with(Options {
-        without_module: true,
-        args: vec![
-            "--loadmodule".into(),
-            module_path().display().to_string(),
-            "--rl.sliding-max-limit".into(),
-            "42".into(),
-        ],
-        ..Options::default()
-    });
+    let s = Server::loading_module(&["--rl.sliding-max-limit", "42"]);
     let got: Vec<String> = cmd("CONFIG")
         .arg("GET")
         .arg("rl.sliding-max-limit")
@@ -350,18 +341,7 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
         "{log}"
     );
     // Both settings at once, one as an argument and one as a config line.
-    let s = Server::with(Options {
-        without_module: true,
-        args: vec![
-            "--loadmodule".into(),
-            module_path().display().to_string(),
-            "share-max-tenants".into(),
-            "7".into(),
-            "--rl.sliding-max-limit".into(),
-            "42".into(),
-        ],
-        ..Options::default()
-    });
+    let s = Server::loading_module(&["share-max-tenants", "7", "--rl.sliding-max-limit", "42"]);
     let got: Vec<String> = cmd("CONFIG")
         .arg("GET")
         .arg("rl.*")

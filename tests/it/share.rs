@@ -560,16 +560,7 @@ fn rl_share_max_tenants_bounds_the_tenants_a_budget_remembers() {
     assert_eq!(call(&mut c, "t4", &[]).unwrap()[0], 1);
 
     // Given at load time as a module argument.
-    let s = Server::with(Options {
-        without_module: true,
-        args: vec![
-            "--loadmodule".into(),
-            module_path().display().to_string(),
-            "share-max-tenants".into(),
-            "1".into(),
-        ],
-        ..Options::default()
-    });
+    let s = Server::loading_module(&["share-max-tenants", "1"]);
     let mut c = s.conn();
     assert_eq!(get(&mut c)[1], "1");
     assert!(call(&mut c, "t1", &[]).is_ok());

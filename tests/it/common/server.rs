@@ -116,6 +116,19 @@ impl Server {
         Server::with(Options::default())
     }
 
+    /// A server given `--loadmodule <the module>` and then `rest` on its command
+    /// line: module arguments, then any config lines (`--rl.…`), as a user writes
+    /// them.
+    pub fn loading_module(rest: &[&str]) -> Server {
+        let mut args = vec!["--loadmodule".into(), module_path().display().to_string()];
+        args.extend(rest.iter().map(|a| a.to_string()));
+        Server::with(Options {
+            without_module: true,
+            args,
+            ..Options::default()
+        })
+    }
+
     pub fn with(opts: Options) -> Server {
         // A port found free can be taken before redis binds it: retry a few times.
         let mut last_log = String::new();

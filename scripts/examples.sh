@@ -445,32 +445,20 @@ PY
 # within 5%; some requests must have been refunded and some debited.
 check_llm() {
   python3 - "$1" "$2" "$llm_seconds" "$llm_clients" "$llm_rate" "$llm_burst" <<'PY'
-import json, random, sys, threading, time, urllib.error, urllib.request
+import json, sys, threading, urllib.request
+sys.path.insert(0, "scripts")
+from completions import ask
 
 proxy, model = sys.argv[1], sys.argv[2]
 seconds, clients, rate, burst = (int(a) for a in sys.argv[3:7])
 statuses, settled, lock = {}, {"refund": 0, "debit": 0, "exact": 0}, threading.Lock()
 
+def settle(h):
+    reserved, used = int(h["X-Tokens-Reserved"]), int(h["X-Tokens-Used"])
+    settled["refund" if used < reserved else "debit" if used > reserved else "exact"] += 1
+
 def client(seed):
-    rng, end = random.Random(seed), time.monotonic() + seconds
-    while time.monotonic() < end:
-        body = json.dumps({"prompt": "hello", "max_tokens": rng.randint(50, 150)}).encode()
-        req = urllib.request.Request(proxy + "/v1/completions", data=body,
-                                     headers={"X-User": "llm-check"})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                status, h = r.status, r.headers
-        except urllib.error.HTTPError as e:
-            status, h = e.code, e.headers
-        with lock:
-            statuses[status] = statuses.get(status, 0) + 1
-            if status == 200:
-                reserved, used = int(h["X-Tokens-Reserved"]), int(h["X-Tokens-Used"])
-                settled["refund" if used < reserved else "debit" if used > reserved else "exact"] += 1
-        if status == 429:
-            time.sleep(0.05)
-        elif status != 200:
-            return
+    ask(proxy, {"X-User": "llm-check"}, (50, 150), seed, seconds, 0.05, statuses, lock, settle)
 
 threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
 for t in threads:
@@ -670,7 +658,9 @@ gateway_capacity=100
 # requests still in flight at the end may DEBIT (each at most half its max_tokens).
 check_gateway() {
   python3 - "$1" "$gateway_seconds" "$gateway_clients" "$gateway_rate" "$gateway_capacity" <<'PY'
-import json, random, sys, threading, time, urllib.error, urllib.request
+import sys, threading, time
+sys.path.insert(0, "scripts")
+from completions import ask
 
 gateway = sys.argv[1]
 seconds, clients, rate, capacity = (int(a) for a in sys.argv[2:6])
@@ -678,24 +668,10 @@ weights = {"free": 1, "pro": 4, "enterprise": 16}
 used, statuses, lock = dict.fromkeys(weights, 0), {}, threading.Lock()
 
 def customer(tier, i):
-    rng, end = random.Random(f"{tier}{i}"), time.monotonic() + seconds
-    while time.monotonic() < end:
-        body = json.dumps({"prompt": "hello", "max_tokens": rng.randint(4, 12)}).encode()
-        req = urllib.request.Request(gateway + "/v1/completions", data=body,
-                                     headers={"X-User": f"{tier}-{i}", "X-Tier": tier})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                status, h = r.status, r.headers
-        except urllib.error.HTTPError as e:
-            status, h = e.code, e.headers
-        with lock:
-            statuses[status] = statuses.get(status, 0) + 1
-            if status == 200:
-                used[tier] += int(h["X-Tokens-Used"])
-        if status == 429:
-            time.sleep(0.02)
-        elif status != 200:
-            return
+    def count(h):
+        used[tier] += int(h["X-Tokens-Used"])
+    ask(gateway, {"X-User": f"{tier}-{i}", "X-Tier": tier}, (4, 12), f"{tier}{i}", seconds,
+        0.02, statuses, lock, count)
 
 threads = [threading.Thread(target=customer, args=(t, i)) for t in weights for i in range(clients)]
 start = time.monotonic()

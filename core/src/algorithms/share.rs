@@ -875,7 +875,6 @@ impl Joining {
     /// Registers the tenant with its own TAT `own_tat` ([`join`]) and answers:
     /// `reply` of its standing after the write, and the write, with the key's
     /// expiry from that reply.
-    #[allow(clippy::too_many_arguments)]
     fn write<F: Fields>(
         self,
         mut t: Txn<F>,
@@ -885,19 +884,11 @@ impl Joining {
         own_tat: u128,
         reply: impl FnOnce(&Standing, &Global) -> Decision,
     ) -> Result<(Decision, Write)> {
-        join(
-            &mut t,
-            &mut g,
-            self.name,
-            self.member,
-            self.live,
-            p,
-            now,
-            own_tat,
-        )?;
+        let total = self.total;
+        join(&mut t, &mut g, self, p, now, own_tat)?;
         let now_ns = u128::from(now) * NS_PER_MS;
         let debt = |tat: u128| tat.max(now_ns) - now_ns;
-        let after = Standing::new(debt(g.tat), debt(own_tat), self.total, p);
+        let after = Standing::new(debt(g.tat), debt(own_tat), total, p);
         let decision = reply(&after, &g);
         let expires_at = key_expiry(p, now, decision.reset_after_ms);
         Ok((decision, Change::Set(t.changes(&g, expires_at))))
@@ -906,19 +897,20 @@ impl Joining {
 
 /// A write that registers the call's tenant: opens a new slot if the current one
 /// has ended, moves the tenant's weight into it (adding the tenant if it was not
-/// remembered), stores its record (field `name`) with its own TAT `own_tat`, and
-/// sweeps; the caller's [`Txn::changes`] then stores the global record.
-#[allow(clippy::too_many_arguments)]
+/// remembered), stores its record (its field, `joining.name`) with its own TAT
+/// `own_tat`, and sweeps; the caller's [`Txn::changes`] then stores the global
+/// record.
 fn join<F: Fields>(
     t: &mut Txn<F>,
     g: &mut Global,
-    name: Vec<u8>,
-    member: Option<Member>,
-    live: bool,
+    joining: Joining,
     p: &Share,
     now: u64,
     own_tat: u128,
 ) -> Result<()> {
+    let Joining {
+        name, member, live, ..
+    } = joining;
     let s = p.slot_ms();
     if now >= g.end {
         let end = (now / s + 1).saturating_mul(s).min(MAX_COUNT);

@@ -13,7 +13,7 @@ use crate::algorithms::penalty::{self, EscalatingBlocks};
 use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
-use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Quota, Rate};
+use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
 use crate::command::{Backend, Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
@@ -56,7 +56,7 @@ macro_rules! plain {
 
 plain!(
     /// `RL.FIXED key limit window`.
-    Fixed, table::FIXED, FixedWindow, Quota, params::quota
+    Fixed, table::FIXED, FixedWindow, WindowLimit, params::window_limit
 );
 plain!(
     /// `RL.BUCKET key capacity tokens period`.
@@ -64,7 +64,7 @@ plain!(
 );
 plain!(
     /// `RL.SLIDINGCOUNTER key limit window`.
-    SlidingCounter, table::SLIDINGCOUNTER, SlidingWindowCounter, Quota, params::quota
+    SlidingCounter, table::SLIDINGCOUNTER, SlidingWindowCounter, WindowLimit, params::window_limit
 );
 plain!(
     /// `RL.PENALTY key strikes window block max`.
@@ -117,12 +117,12 @@ pub struct Sliding;
 
 impl Spec for Sliding {
     const ROW: &'static Command = &table::SLIDING;
-    type Params = Quota;
+    type Params = WindowLimit;
     /// The write, and the newest unit logged before it (where new units' sequence
     /// numbers continue from).
     type Write = (Option<Millis>, sliding::Write);
 
-    fn params(args: &[&[u8]], settings: Settings) -> Result<Quota> {
+    fn params(args: &[&[u8]], settings: Settings) -> Result<WindowLimit> {
         params::sliding(args, settings.sliding_max)
     }
 }

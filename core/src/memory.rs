@@ -20,7 +20,7 @@ use crate::algorithms::penalty::EscalatingBlocks;
 use crate::algorithms::share::{self, Fields};
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
-use crate::algorithms::{Algorithm, Amount, Change, Millis, Outcome, Quota, Rate, MAX_COUNT};
+use crate::algorithms::{Algorithm, Amount, Change, Millis, Outcome, Rate, WindowLimit, MAX_COUNT};
 use crate::codec::{self, StringState};
 use crate::command::{apply, Backend, Runs, Settings, Spec};
 use crate::commands::{self, Visit};
@@ -324,7 +324,7 @@ impl Runs<commands::Sliding> for Memory<'_> {
     fn decide(
         &mut self,
         key: &Vec<u8>,
-        quota: &Quota,
+        quota: &WindowLimit,
         now: Millis,
         amount: Amount,
     ) -> Result<Outcome<(Option<Millis>, Write)>> {

@@ -5,7 +5,7 @@ use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
 use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
-use crate::algorithms::{Amount, Cost, Count, Quota, Rate, MAX_COUNT};
+use crate::algorithms::{Amount, Cost, Count, Rate, WindowLimit, MAX_COUNT};
 use crate::args::{self, Options};
 use crate::error::{Error, Result};
 use crate::table::Command;
@@ -36,8 +36,8 @@ pub fn penalty(args: &[&[u8]]) -> Result<Penalty> {
 }
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
-pub fn quota(args: &[&[u8]]) -> Result<Quota> {
-    Ok(Quota::new(
+pub fn window_limit(args: &[&[u8]]) -> Result<WindowLimit> {
+    Ok(WindowLimit::new(
         args::count("limit", args[0])?,
         args::duration("window", args[1])?,
     ))
@@ -45,12 +45,12 @@ pub fn quota(args: &[&[u8]]) -> Result<Quota> {
 
 /// RL.SLIDING's `limit window`: memory is one entry per unit, so a limit above
 /// `max` (the `rl.sliding-max-limit` setting) belongs to RL.BUCKET.
-pub fn sliding(args: &[&[u8]], max: u64) -> Result<Quota> {
-    let quota = quota(args)?;
-    if quota.limit.get() > max {
+pub fn sliding(args: &[&[u8]], max: u64) -> Result<WindowLimit> {
+    let limit = window_limit(args)?;
+    if limit.limit.get() > max {
         return Err(Error::SlidingLimit { max });
     }
-    Ok(quota)
+    Ok(limit)
 }
 
 /// `capacity tokens period`: RL.BUCKET's parameters.

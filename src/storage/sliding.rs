@@ -7,7 +7,7 @@ use super::zset::{self, members_through, IfPresent, Range, Written, Zadd};
 use super::{effects, injected, Key, Kind, Server};
 use crate::server::{ServerString, StrRef};
 use rl_core::algorithms::sliding::{Append, Log, Removal, SlidingLog, Write};
-use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, Quota};
+use rl_core::algorithms::{Algorithm, Amount, Millis, Outcome, WindowLimit};
 use rl_core::command::Runs;
 use rl_core::commands;
 use rl_core::decimal;
@@ -278,7 +278,7 @@ impl Runs<commands::Sliding> for Server {
     fn decide(
         &mut self,
         key: &Key,
-        q: &Quota,
+        q: &WindowLimit,
         now: Millis,
         amount: Amount,
     ) -> Result<Outcome<(Option<Millis>, Write)>> {

@@ -6,7 +6,7 @@
 
 use super::{
     after, debited, ms_until, one_value_algorithm, refunded, Change, Cost, Count, Decision,
-    Interval, Millis, Outcome, Quota, RetryAfter,
+    Interval, Millis, Outcome, RetryAfter, WindowLimit,
 };
 
 /// What the key holds: the units used and the absolute expiry (window end).
@@ -26,8 +26,13 @@ pub fn window_end(now: Millis, window: Interval) -> Millis {
 }
 
 /// Decides one call against the stored counter (None when the key is absent).
-pub fn decide(stored: Option<Counter>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Counter> {
-    let Quota { limit, window } = quota;
+pub fn decide(
+    stored: Option<Counter>,
+    now: Millis,
+    quota: WindowLimit,
+    cost: Cost,
+) -> Outcome<Counter> {
+    let WindowLimit { limit, window } = quota;
     let end = window_end(now, window);
     // A counter whose expiry has passed is empty, even if the server has not yet
     // evicted it.
@@ -79,7 +84,7 @@ pub fn decide(stored: Option<Counter>, now: Millis, quota: Quota, cost: Cost) ->
 pub fn refund(
     stored: Option<Counter>,
     now: Millis,
-    quota: Quota,
+    quota: WindowLimit,
     n: Cost,
 ) -> Outcome<Change<Counter>> {
     let change = stored
@@ -95,7 +100,12 @@ pub fn refund(
 /// Charges `n` units after the fact, whatever is left: used += n, beyond the limit
 /// if need be (the count stops at 2^64 − 1). Always writes; like any allowed call,
 /// the key expires at the current window's end, which forgives the debt.
-pub fn debit(stored: Option<Counter>, now: Millis, quota: Quota, n: Count) -> Outcome<Counter> {
+pub fn debit(
+    stored: Option<Counter>,
+    now: Millis,
+    quota: WindowLimit,
+    n: Count,
+) -> Outcome<Counter> {
     let used = stored.filter(|c| c.expires_at > now).map_or(0, |c| c.used);
     let counter = Counter {
         used: used.saturating_add(n.get()),
@@ -111,14 +121,14 @@ one_value_algorithm!(
     /// The fixed window counter (RL.FIXED).
     FixedWindow,
     Counter,
-    Quota
+    WindowLimit
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::algorithms::{Algorithm, Amount};
-    use crate::algorithms::{Count, Interval, Quota};
+    use crate::algorithms::{Count, Interval, WindowLimit};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 
     fn count(n: u64) -> Count {
@@ -137,7 +147,12 @@ mod tests {
         calls
             .iter()
             .map(|&(now, n)| {
-                let out = decide(state, now, Quota::new(count(limit), ms(window)), cost(n));
+                let out = decide(
+                    state,
+                    now,
+                    WindowLimit::new(count(limit), ms(window)),
+                    cost(n),
+                );
                 if let Some(s) = out.write {
                     state = Some(s);
                 }
@@ -220,7 +235,7 @@ mod tests {
 
     #[test]
     fn cost_above_limit_never_succeeds_and_writes_nothing() {
-        let out = decide(None, 0, Quota::new(count(5), ms(1000)), cost(6));
+        let out = decide(None, 0, WindowLimit::new(count(5), ms(1000)), cost(6));
         assert_eq!(out.write, None);
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
@@ -230,7 +245,7 @@ mod tests {
 
     #[test]
     fn cost_zero_reports_state_and_writes_nothing() {
-        let empty = decide(None, 500, Quota::new(count(5), ms(1000)), cost(0));
+        let empty = decide(None, 500, WindowLimit::new(count(5), ms(1000)), cost(0));
         assert_eq!(empty.write, None);
         assert_eq!(
             empty.decision,
@@ -246,7 +261,12 @@ mod tests {
             used: 2,
             expires_at: 1000,
         };
-        let used = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(0));
+        let used = decide(
+            Some(stored),
+            500,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(0),
+        );
         assert_eq!(used.write, None);
         assert_eq!(used.decision.remaining, 3);
         assert_eq!(used.decision.reset_after_ms, 500);
@@ -258,11 +278,21 @@ mod tests {
             used: 8,
             expires_at: 1000,
         };
-        let out = decide(Some(stored), 100, Quota::new(count(5), ms(1000)), cost(1));
+        let out = decide(
+            Some(stored),
+            100,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(1),
+        );
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         assert_eq!(out.decision.retry_after_ms(), 900);
-        let inspect = decide(Some(stored), 100, Quota::new(count(5), ms(1000)), cost(0));
+        let inspect = decide(
+            Some(stored),
+            100,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(0),
+        );
         assert!(
             !inspect.decision.allowed,
             "used > limit even before this call"
@@ -277,7 +307,12 @@ mod tests {
             used: 2,
             expires_at: 1000,
         };
-        let out = decide(Some(stored), 600, Quota::new(count(5), ms(60_000)), cost(1));
+        let out = decide(
+            Some(stored),
+            600,
+            WindowLimit::new(count(5), ms(60_000)),
+            cost(1),
+        );
         assert_eq!(
             out.write,
             Some(Counter {
@@ -295,7 +330,12 @@ mod tests {
             used: 2,
             expires_at: 3_600_000,
         };
-        let out = decide(Some(stored), 1_500, Quota::new(count(5), ms(1000)), cost(1));
+        let out = decide(
+            Some(stored),
+            1_500,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(1),
+        );
         assert_eq!(
             out.write,
             Some(Counter {
@@ -313,7 +353,12 @@ mod tests {
             used: 2,
             expires_at: 2_000,
         };
-        let out = decide(Some(stored), 500, Quota::new(count(5), ms(1000)), cost(1));
+        let out = decide(
+            Some(stored),
+            500,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(1),
+        );
         assert_eq!(
             out.write,
             Some(Counter {
@@ -332,14 +377,24 @@ mod tests {
             used: 5,
             expires_at: 3_000,
         };
-        let out = decide(Some(stored), 1_900, Quota::new(count(5), ms(1000)), cost(1));
+        let out = decide(
+            Some(stored),
+            1_900,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(1),
+        );
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.retry_after_ms(), 1_100);
         assert_eq!(out.decision.reset_after_ms, 1_100);
         assert!(
-            decide(Some(stored), 3_000, Quota::new(count(5), ms(1000)), cost(1))
-                .decision
-                .allowed
+            decide(
+                Some(stored),
+                3_000,
+                WindowLimit::new(count(5), ms(1000)),
+                cost(1)
+            )
+            .decision
+            .allowed
         );
     }
 
@@ -349,7 +404,12 @@ mod tests {
             used: 5,
             expires_at: 1000,
         };
-        let out = decide(Some(stale), 1000, Quota::new(count(5), ms(1000)), cost(1));
+        let out = decide(
+            Some(stale),
+            1000,
+            WindowLimit::new(count(5), ms(1000)),
+            cost(1),
+        );
         assert!(out.decision.allowed);
         assert_eq!(
             out.write,
@@ -373,7 +433,7 @@ mod tests {
     #[test]
     fn a_debit_goes_past_the_limit_into_debt_that_the_window_end_forgives() {
         // limit 5, window 10 s, in the window [60 s, 70 s).
-        let q = Quota::new(count(5), ms(10_000));
+        let q = WindowLimit::new(count(5), ms(10_000));
         let taken = decide(None, 61_000, q, cost(4)).write;
         // At the limit: one unit left, DEBIT 1 takes it.
         let out = debit(taken, 62_000, q, count(1));
@@ -405,7 +465,7 @@ mod tests {
 
     #[test]
     fn a_debit_on_an_absent_or_expired_counter_starts_the_window() {
-        let q = Quota::new(count(5), ms(1000));
+        let q = WindowLimit::new(count(5), ms(1000));
         let stale = Counter {
             used: 5,
             expires_at: 1000,
@@ -429,7 +489,7 @@ mod tests {
 
     #[test]
     fn debits_at_the_bounds_do_not_overflow() {
-        let q = Quota::new(count(MAX_COUNT), ms(MAX_DURATION_MS));
+        let q = WindowLimit::new(count(MAX_COUNT), ms(MAX_DURATION_MS));
         let huge = Counter {
             used: u64::MAX - 1,
             expires_at: i64::MAX,
@@ -443,7 +503,7 @@ mod tests {
         let out = debit(
             None,
             i64::MIN + 1,
-            Quota::new(count(1), ms(1)),
+            WindowLimit::new(count(1), ms(1)),
             count(MAX_COUNT),
         );
         assert_eq!(out.write.map(|c| c.used), Some(MAX_COUNT));
@@ -456,7 +516,7 @@ mod tests {
         let out = decide(
             None,
             i64::MAX - 5,
-            Quota::new(big, ms(MAX_DURATION_MS)),
+            WindowLimit::new(big, ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(out.decision.allowed);
@@ -464,7 +524,7 @@ mod tests {
         let again = decide(
             out.write,
             i64::MAX - 4,
-            Quota::new(big, ms(MAX_DURATION_MS)),
+            WindowLimit::new(big, ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(!again.decision.allowed);
@@ -472,14 +532,14 @@ mod tests {
             used: u64::MAX,
             expires_at: i64::MAX,
         };
-        let out = decide(Some(huge), 0, Quota::new(big, ms(1)), cost(MAX_COUNT));
+        let out = decide(Some(huge), 0, WindowLimit::new(big, ms(1)), cost(MAX_COUNT));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         assert!(out.decision.reset_after_ms <= MAX_COUNT);
         let out = decide(
             None,
             i64::MIN + 1,
-            Quota::new(count(1), ms(MAX_DURATION_MS)),
+            WindowLimit::new(count(1), ms(MAX_DURATION_MS)),
             cost(1),
         );
         assert!(out.decision.allowed);

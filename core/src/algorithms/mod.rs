@@ -12,12 +12,12 @@ pub mod gcra;
 #[cfg(test)]
 mod models;
 pub mod penalty;
-pub mod quota;
 pub mod share;
 pub mod sliding;
 pub mod sliding_counter;
+pub mod values;
 
-pub use quota::{Cost, Count, Interval, Quota, Rate, MAX_COUNT, MAX_DURATION_MS};
+pub use values::{Cost, Count, Interval, Rate, WindowLimit, MAX_COUNT, MAX_DURATION_MS};
 
 /// Server time in milliseconds since the Unix epoch.
 pub type Millis = i64;

@@ -17,7 +17,7 @@ use super::gcra::{self, Emission, Tat};
 use super::sliding::{self, VecLog};
 use super::sliding_counter::{self, Counts};
 use super::{
-    Cost, Count, Decision, Interval, Millis, Quota, RetryAfter, MAX_COUNT, MAX_DURATION_MS,
+    Cost, Count, Decision, Interval, Millis, RetryAfter, WindowLimit, MAX_COUNT, MAX_DURATION_MS,
 };
 
 pub(super) const START: Millis = 1_700_000_000_000;

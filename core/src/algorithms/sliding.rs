@@ -7,8 +7,8 @@
 use std::marker::PhantomData;
 
 use super::{
-    at_plus, ms_until, refunded, Algorithm, Cost, Count, Decision, Millis, Outcome, Quota,
-    RetryAfter,
+    at_plus, ms_until, refunded, Algorithm, Cost, Count, Decision, Millis, Outcome, RetryAfter,
+    WindowLimit,
 };
 
 /// Read access to the stored log: unit times in ms, oldest first.
@@ -58,7 +58,7 @@ pub enum Write {
 /// a call made while the clock is behind the newest unit is decided as if made at
 /// that unit's time, so a clock step back neither frees units early nor logs units
 /// that would leave too soon.
-fn instant(log: &impl Log, now: Millis, quota: Quota) -> (Millis, Millis) {
+fn instant(log: &impl Log, now: Millis, quota: WindowLimit) -> (Millis, Millis) {
     let at = log.newest().map_or(now, |t| t.max(now));
     (at, at.saturating_sub(quota.window.ms_i64()))
 }
@@ -66,7 +66,7 @@ fn instant(log: &impl Log, now: Millis, quota: Quota) -> (Millis, Millis) {
 /// Gives back up to `n` units, the newest first, and drops what left the window
 /// as an allowed call does. A log left empty is deleted; one with nothing counted
 /// (or no key) changes nothing.
-pub fn refund(log: &impl Log, now: Millis, quota: Quota, n: Cost) -> Outcome<Removal> {
+pub fn refund(log: &impl Log, now: Millis, quota: WindowLimit, n: Cost) -> Outcome<Removal> {
     let (_, cutoff) = instant(log, now, quota);
     let counted = log.count_after(cutoff);
     let given = counted.min(n.get());
@@ -100,10 +100,10 @@ pub struct SlidingLog<L>(PhantomData<L>);
 
 impl<L: Log> Algorithm for SlidingLog<L> {
     type State = L;
-    type Params = Quota;
+    type Params = WindowLimit;
     type Write = Write;
 
-    fn take(log: L, now: Millis, quota: Quota, cost: Cost) -> Outcome<Write> {
+    fn take(log: L, now: Millis, quota: WindowLimit, cost: Cost) -> Outcome<Write> {
         let out = decide(&log, now, quota, cost);
         Outcome {
             decision: out.decision,
@@ -111,7 +111,7 @@ impl<L: Log> Algorithm for SlidingLog<L> {
         }
     }
 
-    fn refund(log: L, now: Millis, quota: Quota, n: Cost) -> Outcome<Write> {
+    fn refund(log: L, now: Millis, quota: WindowLimit, n: Cost) -> Outcome<Write> {
         let out = refund(&log, now, quota, n);
         Outcome {
             decision: out.decision,
@@ -122,7 +122,7 @@ impl<L: Log> Algorithm for SlidingLog<L> {
     /// A log keeps one entry per unit, so it takes no DEBIT (which could grow it
     /// without bound): the parser refuses it, and a debit that reached here would
     /// only read the log, as `COST 0`.
-    fn debit(log: L, now: Millis, quota: Quota, _n: Count) -> Outcome<Write> {
+    fn debit(log: L, now: Millis, quota: WindowLimit, _n: Count) -> Outcome<Write> {
         Self::take(log, now, quota, Cost::ZERO)
     }
 }
@@ -141,8 +141,8 @@ impl<L: Log> Log for &L {
 }
 
 /// Decides one call against the stored log.
-pub fn decide(log: &impl Log, now: Millis, quota: Quota, cost: Cost) -> Outcome<Append> {
-    let Quota { limit, window } = quota;
+pub fn decide(log: &impl Log, now: Millis, quota: WindowLimit, cost: Cost) -> Outcome<Append> {
+    let WindowLimit { limit, window } = quota;
     let newest = log.newest();
     let (at, cutoff) = instant(log, now, quota);
     let counted = log.count_after(cutoff);
@@ -229,7 +229,7 @@ impl Log for VecLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::{Count, Interval, Quota};
+    use crate::algorithms::{Count, Interval, WindowLimit};
     use crate::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 
     fn count(n: u64) -> Count {
@@ -243,7 +243,12 @@ mod tests {
     }
 
     fn call(log: &mut VecLog, now: Millis, limit: u64, window: u64, n: u64) -> Decision {
-        let out = decide(log, now, Quota::new(count(limit), ms(window)), cost(n));
+        let out = decide(
+            log,
+            now,
+            WindowLimit::new(count(limit), ms(window)),
+            cost(n),
+        );
         if let Some(append) = out.write {
             log.apply(&append);
         }
@@ -292,10 +297,10 @@ mod tests {
         assert_eq!(call(&mut log, 150, 10, 300, 2).remaining, 5);
         assert_eq!(log.0, vec![0, 0, 0, 150, 150]);
         // At 299 the units at 0 still count; an inspection drops nothing.
-        let out = decide(&log, 299, Quota::new(count(10), ms(300)), cost(0));
+        let out = decide(&log, 299, WindowLimit::new(count(10), ms(300)), cost(0));
         assert_eq!((out.decision.remaining, out.write), (5, None));
         // At 300 they have left: the call drops them (through 0) and logs its own.
-        let out = decide(&log, 300, Quota::new(count(10), ms(300)), cost(1));
+        let out = decide(&log, 300, WindowLimit::new(count(10), ms(300)), cost(1));
         assert_eq!(
             out.write,
             Some(Append {
@@ -340,7 +345,7 @@ mod tests {
     #[test]
     fn reset_and_expiry_follow_the_newest_unit() {
         let log = VecLog::default();
-        let out = decide(&log, 5000, Quota::new(count(3), ms(2000)), cost(2));
+        let out = decide(&log, 5000, WindowLimit::new(count(3), ms(2000)), cost(2));
         assert_eq!(
             out.write,
             Some(Append {
@@ -359,7 +364,7 @@ mod tests {
         let out = decide(
             &VecLog::default(),
             0,
-            Quota::new(count(3), ms(1000)),
+            WindowLimit::new(count(3), ms(1000)),
             cost(4),
         );
         assert_eq!(out.decision.retry_after, RetryAfter::Never);
@@ -369,7 +374,7 @@ mod tests {
     #[test]
     fn cost_zero_inspects() {
         let log = VecLog(vec![100, 200]);
-        let out = decide(&log, 500, Quota::new(count(3), ms(1000)), cost(0));
+        let out = decide(&log, 500, WindowLimit::new(count(3), ms(1000)), cost(0));
         assert_eq!(out.write, None);
         assert_eq!(
             out.decision,
@@ -384,7 +389,7 @@ mod tests {
         let empty = decide(
             &VecLog::default(),
             500,
-            Quota::new(count(3), ms(1000)),
+            WindowLimit::new(count(3), ms(1000)),
             cost(0),
         );
         assert_eq!(empty.decision.reset_after_ms, 0);
@@ -394,7 +399,7 @@ mod tests {
     #[test]
     fn a_lowered_limit_counts_the_log_against_it() {
         let log = VecLog(vec![100, 200, 300, 400]);
-        let out = decide(&log, 500, Quota::new(count(2), ms(1000)), cost(1));
+        let out = decide(&log, 500, WindowLimit::new(count(2), ms(1000)), cost(1));
         assert!(!out.decision.allowed);
         assert_eq!(out.decision.remaining, 0);
         // 4 + 1 - 2 = 3: the third oldest (300) must leave, at 1300.
@@ -420,7 +425,7 @@ mod tests {
         let out = decide(
             &log,
             0,
-            Quota::new(count(MAX_COUNT), ms(MAX_DURATION_MS)),
+            WindowLimit::new(count(MAX_COUNT), ms(MAX_DURATION_MS)),
             cost(MAX_COUNT),
         );
         assert!(!out.decision.allowed);
@@ -429,7 +434,7 @@ mod tests {
         let out = decide(
             &VecLog::default(),
             i64::MAX,
-            Quota::new(count(1), ms(MAX_DURATION_MS)),
+            WindowLimit::new(count(1), ms(MAX_DURATION_MS)),
             cost(1),
         );
         assert_eq!(out.write.map(|a| a.expires_at), Some(i64::MAX));

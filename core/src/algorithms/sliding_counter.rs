@@ -9,7 +9,7 @@
 
 use super::{
     after, at_plus, cap, debited, one_value_algorithm, refunded, Change, Cost, Count, Decision,
-    Millis, Outcome, Quota, RetryAfter,
+    Millis, Outcome, RetryAfter, WindowLimit,
 };
 
 /// What the key holds: `"<start> <current> <previous>"`.
@@ -44,7 +44,7 @@ struct View {
 /// Time never runs backwards for the counter: a call while the clock is behind the
 /// stored window is decided at its start, and its durations are measured from the
 /// call's own time (so neither is ever too early).
-fn view(stored: Option<Counts>, now: Millis, quota: Quota) -> View {
+fn view(stored: Option<Counts>, now: Millis, quota: WindowLimit) -> View {
     let w = quota.window.ms_i64();
     let stored = stored.unwrap_or(Counts {
         start: now,
@@ -70,7 +70,7 @@ fn view(stored: Option<Counts>, now: Millis, quota: Quota) -> View {
 }
 
 /// The counts a write leaves, expiring when the current window stops weighing.
-fn store(window_start: Millis, current: u64, previous: u64, quota: Quota) -> Stored {
+fn store(window_start: Millis, current: u64, previous: u64, quota: WindowLimit) -> Stored {
     Stored {
         counts: Counts {
             start: window_start,
@@ -87,7 +87,7 @@ fn store(window_start: Millis, current: u64, previous: u64, quota: Quota) -> Sto
 pub fn refund(
     stored: Option<Counts>,
     now: Millis,
-    quota: Quota,
+    quota: WindowLimit,
     n: Cost,
 ) -> Outcome<Change<Stored>> {
     let View {
@@ -118,7 +118,7 @@ pub fn refund(
 /// Charges `n` units after the fact, whatever is left: current += n, beyond the
 /// limit if need be (the count stops at 2^64 − 1). Always writes, as an allowed
 /// call does; the debt weighs on the next window too, and is gone two windows on.
-pub fn debit(stored: Option<Counts>, now: Millis, quota: Quota, n: Count) -> Outcome<Stored> {
+pub fn debit(stored: Option<Counts>, now: Millis, quota: WindowLimit, n: Count) -> Outcome<Stored> {
     let View {
         window_start,
         cur,
@@ -133,11 +133,16 @@ one_value_algorithm!(
     /// The sliding window counter (RL.SLIDINGCOUNTER).
     SlidingWindowCounter,
     Counts,
-    Quota
+    WindowLimit
 );
 
 /// Decides one call against the stored counts (None when the key is absent).
-pub fn decide(stored: Option<Counts>, now: Millis, quota: Quota, cost: Cost) -> Outcome<Stored> {
+pub fn decide(
+    stored: Option<Counts>,
+    now: Millis,
+    quota: WindowLimit,
+    cost: Cost,
+) -> Outcome<Stored> {
     let View {
         at,
         window_start,
@@ -218,8 +223,8 @@ mod tests {
     use crate::algorithms::{Algorithm, Amount};
     use crate::algorithms::{Count, Interval, MAX_COUNT, MAX_DURATION_MS};
 
-    fn quota(limit: u64, window_ms: u64) -> Quota {
-        Quota::new(
+    fn quota(limit: u64, window_ms: u64) -> WindowLimit {
+        WindowLimit::new(
             Count::new(limit).unwrap(),
             Interval::from_ms(window_ms).unwrap(),
         )

@@ -50,7 +50,7 @@ proptest! {
         let (mut state, mut model, mut now) = (None::<Counter>, FixedModel::default(), START);
         for (step, n) in seq {
             now += step;
-            let out = fixed::decide(state, now, Quota::new(c(limit), d(window)), k(n));
+            let out = fixed::decide(state, now, WindowLimit::new(c(limit), d(window)), k(n));
             // A counter the server has evicted is gone.
             let expected = model.call(now, limit, window, n);
             prop_assert_eq!(out.decision, expected, "at {} cost {}", now, n);
@@ -71,7 +71,7 @@ proptest! {
         for (step, n) in seq {
             now += step;
             let live = state.filter(|s| s.expires_at > now);
-            let out = fixed::decide(live, now, Quota::new(c(limit), d(window)), k(n));
+            let out = fixed::decide(live, now, WindowLimit::new(c(limit), d(window)), k(n));
             check_reply(&out.decision, limit, n);
             if let Some(s) = out.write {
                 prop_assert_eq!(s.expires_at.rem_euclid(window as i64), 0, "expiry on a window edge");

@@ -236,7 +236,7 @@ proptest! {
     fn fixed_with_refunds_and_debits_matches_the_model(
         (limit, window, seq) in (count(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost, true)))
     ) {
-        let q = Quota::new(c(limit), d(window));
+        let q = WindowLimit::new(c(limit), d(window));
         let (mut state, mut model, mut now) = (None::<Counter>, FixedModel::default(), START);
         for (step, n, op) in seq {
             now += step;
@@ -262,7 +262,7 @@ proptest! {
     fn sliding_with_refunds_matches_the_model(
         (limit, window, seq) in (sliding_limit(), duration()).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, small_cost, false)))
     ) {
-        let q = Quota::new(c(limit), d(window));
+        let q = WindowLimit::new(c(limit), d(window));
         let (mut log, mut model, mut now) = (VecLog::default(), SlidingModel::default(), START);
         for (step, n, op) in seq {
             now += step;
@@ -352,7 +352,7 @@ proptest! {
     fn sliding_counter_with_refunds_and_debits_matches_the_rational_model(
         (limit, window, seq) in (count(), 1u64..=5000).prop_flat_map(|(l, w)| (Just(l), Just(w), ops(l, w, any_cost, true)))
     ) {
-        let q = Quota::new(c(limit), d(window));
+        let q = WindowLimit::new(c(limit), d(window));
         let (mut state, mut model, mut now) = (None::<Counts>, CounterModel::default(), START);
         for (step, n, op) in seq {
             now += step;
@@ -407,7 +407,7 @@ proptest! {
         let back = gcra::decide(Some(s.tat), s.expires_at, e, k(0)).decision;
         prop_assert_eq!((back.remaining, back.reset_after_ms), (capacity, 0));
 
-        let q = Quota::new(c(capacity), d(period));
+        let q = WindowLimit::new(c(capacity), d(period));
         let f = fixed::decide(None, START, q, k(capacity)).write;
         let out = fixed::debit(f, START, q, c(n));
         let s = out.write.unwrap();
@@ -427,7 +427,7 @@ proptest! {
 
 #[test]
 fn a_refund_never_goes_beyond_the_initial_state() {
-    let q = Quota::new(c(5), d(1000));
+    let q = WindowLimit::new(c(5), d(1000));
     // Three taken, ten given back: the counter is deleted, not negative.
     let taken = fixed::decide(None, START, q, k(3)).write;
     let out = fixed::refund(taken, START + 1, q, k(10));
@@ -475,7 +475,7 @@ fn a_refund_never_goes_beyond_the_initial_state() {
         current: 2,
         previous: 3,
     });
-    let q = Quota::new(c(10), d(1000));
+    let q = WindowLimit::new(c(10), d(1000));
     let out = sliding_counter::refund(counts, START + 10, q, k(4));
     assert!(
         matches!(out.write, Some(Change::Set(s)) if (s.counts.current, s.counts.previous) == (0, 1))

@@ -70,7 +70,7 @@ proptest! {
         let (mut log, mut model, mut now) = (VecLog::default(), SlidingModel::default(), START);
         for (step, n) in seq {
             now += step;
-            let out = sliding::decide(&log, now, Quota::new(c(limit), d(window)), k(n));
+            let out = sliding::decide(&log, now, WindowLimit::new(c(limit), d(window)), k(n));
             prop_assert_eq!(out.decision, model.call(now, limit, window, n), "at {} cost {}", now, n);
             check_reply(&out.decision, limit, n);
             if let Some(a) = out.write {
@@ -90,13 +90,13 @@ proptest! {
         let mut all: Vec<Millis> = Vec::new();
         for (step, n) in seq {
             now += step;
-            let out = sliding::decide(&log, now, Quota::new(c(limit), d(window)), k(n));
+            let out = sliding::decide(&log, now, WindowLimit::new(c(limit), d(window)), k(n));
             check_reply(&out.decision, limit, n);
             if let RetryAfter::Ms(wait) = out.decision.retry_after {
                 let wait = wait as i64;
-                prop_assert!(sliding::decide(&log, now + wait, Quota::new(c(limit), d(window)), k(n)).decision.allowed);
+                prop_assert!(sliding::decide(&log, now + wait, WindowLimit::new(c(limit), d(window)), k(n)).decision.allowed);
                 if wait > 0 {
-                    prop_assert!(!sliding::decide(&log, now + wait - 1, Quota::new(c(limit), d(window)), k(n)).decision.allowed);
+                    prop_assert!(!sliding::decide(&log, now + wait - 1, WindowLimit::new(c(limit), d(window)), k(n)).decision.allowed);
                 }
             }
             if let Some(a) = out.write {

@@ -62,7 +62,7 @@ proptest! {
     fn sliding_counter_matches_the_rational_model_when_time_moves_forward(
         (limit, window, seq) in (count(), 1u64..=5000).prop_flat_map(|(l, w)| (Just(l), Just(w), calls(l, w, fwd)))
     ) {
-        let q = Quota::new(c(limit), d(window));
+        let q = WindowLimit::new(c(limit), d(window));
         let (mut state, mut model, mut now) = (None::<Counts>, CounterModel::default(), START);
         for (step, n) in seq {
             now += step;
@@ -91,7 +91,7 @@ proptest! {
         let (mut state, mut now) = (None::<Counts>, START);
         for (step, n, window) in seq {
             now += step;
-            let q = Quota::new(c(limit), d(window));
+            let q = WindowLimit::new(c(limit), d(window));
             let out = sliding_counter::decide(state, now, q, k(n));
             check_reply(&out.decision, limit, n);
             if let RetryAfter::Ms(wait) = out.decision.retry_after {

@@ -1,4 +1,4 @@
-//! Quota values whose invalid forms cannot be constructed.
+//! Parameter values whose invalid forms cannot be constructed: counts, costs, durations, and the limits built from them.
 
 /// Largest count, cost and reply duration: 2^53 - 1, the largest integer every
 /// client language (including JavaScript's doubles) represents exactly.
@@ -76,14 +76,14 @@ impl Interval {
 
 /// At most `limit` units per `window`: the parameters of RL.FIXED and RL.SLIDING.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quota {
+pub struct WindowLimit {
     pub limit: Count,
     pub window: Interval,
 }
 
-impl Quota {
+impl WindowLimit {
     pub const fn new(limit: Count, window: Interval) -> Self {
-        Quota { limit, window }
+        WindowLimit { limit, window }
     }
 }
 

@@ -188,19 +188,35 @@ def shape_function(command: Command, model: Model) -> list[str]:
     return lines
 
 
-def option_table(name: str, options: tuple[Option, ...], model: Model) -> list[str]:
-    """The options a command (or a policy) takes, in the order its method lists them;
-    each value's kind and range, and the options it excludes."""
+def option_row(o: Option, model: Model) -> str:
+    lo, hi = bounds(o.value, model)
+    kind_of(o.value)
+    excludes = ", ".join(q(x) for x in o.excludes) + ("," if len(o.excludes) == 1 else "")
+    return f"Option({q(o.name)}, {q(ident(o.name))}, {q(o.value.kind)}, {lo}, {hi}, ({excludes}))"
+
+
+def option_rows(model: Model) -> dict[str, str]:
+    """Each distinct option (its word, value kind, range and exclusions) once, named
+    ``COST`` or, when commands give one word different ranges, ``COST_2``...: the
+    commands' tables list these names."""
+    rows: dict[str, str] = {}
+    names: dict[str, int] = {}
+    for c in model.commands:
+        for o in (*c.options, *(c.policy_options if c.policy else ())):
+            row = option_row(o, model)
+            if row not in rows:
+                base = ident(o.name).upper()
+                names[base] = names.get(base, 0) + 1
+                rows[row] = base if names[base] == 1 else f"{base}_{names[base]}"
+    return rows
+
+
+def option_table(name: str, options: tuple[Option, ...], model: Model, rows: dict[str, str]) -> list[str]:
+    """The options a command (or a policy) takes, in the order its method lists them."""
     if not options:
         return []
-    rows = [f"{name} = ("]
-    for o in options:
-        lo, hi = bounds(o.value, model)
-        kind_of(o.value)
-        excludes = "".join(f"{q(x)}, " for x in o.excludes)
-        rows.append(f"    Option({q(o.name)}, {q(ident(o.name))}, {q(o.value.kind)}, {lo}, {hi}, ({excludes.rstrip(' ')})),")
-    rows.append(")")
-    return rows
+    names = [f"OPTION_{rows[option_row(o, model)]}" for o in options]
+    return [f"{name} = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
 
 
 def option_params(options: tuple[Option, ...]) -> list[str]:
@@ -273,14 +289,13 @@ def commands_module(model: Model) -> str:
         function = "None" if c.function is None else q(c.function)
         out.append(f"{constant(c)} = Spec({q(c.name)}, {function}, {q(c.reply)}{counted})")
     out.append("")
+    rows = option_rows(model)
+    out += [f"OPTION_{name} = {row}" for row, name in rows.items()]
+    out.append("")
     for c in model.commands:
-        rows = option_table(f"{constant(c)}_OPTIONS", c.options, model)
-        if rows:
-            out += rows
+        out += option_table(f"{constant(c)}_OPTIONS", c.options, model, rows)
     for c in model.commands:
-        rows = option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model) if c.policy else []
-        if rows:
-            out += rows
+        out += option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model, rows) if c.policy else []
     for c in model.single:
         out += ["", ""] + shape_function(c, model)
     out += [

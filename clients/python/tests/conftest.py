@@ -5,6 +5,7 @@ starts both), through every client flavour this package wraps."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -141,9 +142,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def bare_url() -> Iterator[str]:
-    """A server of our own with neither the module nor the library."""
+@contextlib.contextmanager
+def redis_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A server of our own with neither the module nor the library: (process, url)."""
     server = os.environ.get("REDIS_SERVER", "redis-server")
     if shutil.which(server) is None:
         pytest.skip(f"{server} is not installed")
@@ -166,11 +167,18 @@ def bare_url() -> Iterator[str]:
                     raise RuntimeError(f"{server} did not start on port {port}") from None
                 time.sleep(0.05)
         client.close()
-        yield f"redis://127.0.0.1:{port}"
+        yield proc, f"redis://127.0.0.1:{port}"
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bare_url() -> Iterator[str]:
+    with redis_server() as (_, url):
+        yield url
 
 
 @pytest.fixture

@@ -262,8 +262,9 @@ def test_headers_throttle_and_all() -> None:
         "X-RateLimit-Reset": "60",
     }
     assert r.headers(["burst", "daily"])["RateLimit"] == '"burst";r=0;t=1, "daily";r=1;t=60'
+    assert r.headers("both") == combined.headers("both")  # one name: the combined decision
     with pytest.raises(ArgumentError):
-        r.headers("burst")
+        r.headers(["burst"])
 
 
 def test_headers_live(rl: Any, key: Key) -> None:

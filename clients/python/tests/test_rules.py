@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +23,7 @@ import redis.asyncio
 import rl_client
 from rl_client import ArgumentError, AsyncRateLimiter, Policy, RateLimiter
 
-from conftest import free_port
+from conftest import redis_server
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = json.loads((ROOT / "clients" / "headers.json").read_text())
@@ -228,32 +225,10 @@ def expect(d: Any, mode: str) -> None:
 
 @pytest.fixture
 def own_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """A redis-server of our own (no RL: the calls below never reach a command)."""
-    server = os.environ.get("REDIS_SERVER", "redis-server")
-    if shutil.which(server) is None:
-        pytest.skip(f"{server} is not installed")
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="rl-py-deadline-")
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-    client.close()
-    yield proc, f"redis://127.0.0.1:{port}"
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-    shutil.rmtree(workdir, ignore_errors=True)
+    """A redis-server of our own to kill or pause (no RL: the calls below never reach
+    a command)."""
+    with redis_server() as server:
+        yield server
 
 
 @pytest.mark.parametrize("mode", ["raise", "allow", "deny"])

@@ -31,47 +31,20 @@ RELEASE = Spec("RL.RELEASE", "rl_release", "released")
 PENALTY = Spec("RL.PENALTY", "rl_penalty", "decision")
 SHARE = Spec("RL.SHARE", "rl_share", "decision")
 
-FIXED_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-)
-SLIDING_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-)
-BUCKET_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-)
-GCRA_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-    Option("DELAY", "delay", "duration", 0, 315360000000, ("REFUND", "DEBIT",)),
-)
-SLIDING_COUNTER_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-)
-ALL_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-)
-PENALTY_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-)
-SHARE_OPTIONS = (
-    Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT",)),
-    Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY",)),
-    Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY",)),
-)
-GCRA_POLICY_OPTIONS = (
-    Option("DELAY", "delay", "duration", 0, 315360000000, ("REFUND", "DEBIT",)),
-)
+OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
+OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
+OPTION_DEBIT = Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY"))
+OPTION_DELAY = Option("DELAY", "delay", "duration", 0, 315360000000, ("REFUND", "DEBIT"))
+
+FIXED_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+SLIDING_OPTIONS = (OPTION_COST, OPTION_REFUND)
+BUCKET_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+GCRA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_DELAY)
+SLIDING_COUNTER_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+PENALTY_OPTIONS = (OPTION_COST,)
+SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 
 
 def _fixed(limit: int, window: Duration) -> Shape:

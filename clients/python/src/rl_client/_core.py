@@ -181,8 +181,12 @@ class PipelineBase(Commands[P, P, P, P]):
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> P:
         send = self._send
         if send is not None and not spec.counted:
-            # The hot path: RL.X key args... as the caller would send it by hand.
-            send(spec.name, key, *args)
+            # The hot path: RL.X key args... as the caller would send it by hand, its
+            # words already in bytes (a call's shape repeats: encoded once).
+            wire = _wire.get(args)
+            if wire is None:
+                wire = _encode(args)
+            send(spec.wire_name, key, *wire)
         else:
             form = self._form or self.limiter._backend
             if form is None or self._waiting:
@@ -252,6 +256,25 @@ class PipelineBase(Commands[P, P, P, P]):
         if on_error != "raise" and isinstance(err, CONNECTION_ERRORS):
             return made_up(ops, on_error == "allow", err)
         raise_typed(err)
+
+
+# The bytes of the argument tuples queued lately (checked already: exact ints, strs
+# and bytes, so equal tuples are the same words).
+_wire: dict[tuple[object, ...], tuple[object, ...]] = {}
+
+
+def _encode(args: tuple[object, ...]) -> tuple[object, ...]:
+    """``args`` as the bytes the client would send (ints in decimal, ASCII strings), and
+    kept for the next call of the same shape; a non-ASCII string is left for the
+    client to encode as it is set to."""
+    wire = tuple(
+        b"%d" % a if type(a) is int else a.encode() if type(a) is str and a.isascii() else a
+        for a in args
+    )
+    if len(_wire) >= 4096:
+        _wire.clear()
+    _wire[args] = wire
+    return wire
 
 
 def _queue(pipe: Any, ops: list[Any], backend: str) -> None:

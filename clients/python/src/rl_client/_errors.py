@@ -6,15 +6,6 @@ import asyncio
 import re
 from typing import Optional
 
-__all__ = [
-    "RLError",
-    "ArgumentError",
-    "WrongTypeError",
-    "OutOfMemoryError",
-    "ServerError",
-    "NotLoadedError",
-    "UnsupportedCommandError",
-]
 
 
 class RLError(Exception):

@@ -108,10 +108,12 @@ REPLIES = {
 class Spec:
     """One RL command: its module name, its library function and its reply."""
 
-    __slots__ = ("name", "function", "parse", "made_up", "counted", "module_prefix", "library_prefix")
+    __slots__ = ("name", "wire_name", "function", "parse", "made_up", "counted", "module_prefix", "library_prefix")
 
     def __init__(self, name: str, function: Optional[str], reply: str, counted: bool = False) -> None:
         self.name = name
+        #: The module's name as sent on a pipeline's hot path (encoded once).
+        self.wire_name = name.encode()
         self.function = function
         self.parse, self.made_up = REPLIES[reply]
         self.counted = counted

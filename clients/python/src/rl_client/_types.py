@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from ._arguments import Duration, Key
 from ._errors import ArgumentError
@@ -106,16 +106,18 @@ class AllDecision:
         """The keys that reject this call."""
         return [k for k, d in zip(self.keys, self.decisions) if not d.allowed]
 
-    def headers(self, names: Optional[Sequence[str]] = None) -> dict[str, str]:
+    def headers(self, names: Union[Sequence[str], str, None] = None) -> dict[str, str]:
         """HTTP response fields with one item per policy in ``RateLimit-Policy`` and
         ``RateLimit``, each with its own key's numbers, named ``names`` (one per key) or
         by default by its word in lower case (``"gcra"``; ``"fixed-1"``, ``"fixed-2"``
         when a word repeats); ``Retry-After`` and ``X-RateLimit-*`` from the combined
-        decision."""
-        given = default_names(self.words) if names is None else names
-        if isinstance(given, str) or len(given) != len(self.decisions):
-            raise ArgumentError(f"name each of the {len(self.decisions)} policies: a list of names, not {given!r}")
+        decision. One name (a ``str``): the combined decision's fields under it."""
         c = self.combined
+        if isinstance(names, str):
+            return c.headers(names)
+        given = default_names(self.words) if names is None else list(names)
+        if len(given) != len(self.decisions):
+            raise ArgumentError(f"name each of the {len(self.decisions)} policies, not {given!r}")
         return fields(
             [d._member(sf_string(n)) for n, d in zip(given, self.decisions)],
             c.allowed,

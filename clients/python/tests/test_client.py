@@ -470,15 +470,15 @@ def test_asyncio_gather(url: str, key: Key) -> None:
 
 
 def test_pipeline_staging(url: str) -> None:
-    """Calls go to a standalone pipeline's pipeline_execute_command (one call less),
-    but through execute_command when it is watching or a cluster pipeline."""
+    """Calls go to a standalone pipeline's pipeline_execute_command (one call less, in
+    bytes), but through execute_command when it is watching or a cluster pipeline."""
     from rl_client._core import _stage
 
     client = redis.Redis.from_url(url)
     pipe = client.pipeline(transaction=False)
     assert _stage(pipe) == pipe.pipeline_execute_command
     pipe.watching = True
-    assert _stage(pipe) == pipe.execute_command
+    assert _stage(pipe) is None
 
     class ClusterPipeline:
         watching = False
@@ -487,6 +487,5 @@ def test_pipeline_staging(url: str) -> None:
 
         def pipeline_execute_command(self) -> None: ...
 
-    other = ClusterPipeline()
-    assert _stage(other) == other.execute_command
+    assert _stage(ClusterPipeline()) is None
     client.close()

@@ -205,8 +205,13 @@ def test_options_refused() -> None:
 
 # ---- deadlines and fail modes --------------------------------------------------------
 
-TIMEOUT = 0.1
+TIMEOUT = 0.1  # the default
 MARGIN = 0.25  # scheduling on a busy machine
+
+
+@pytest.mark.deadline
+def test_default_deadline(dead_url: str) -> None:
+    assert RateLimiter(redis.Redis.from_url(dead_url)).timeout == TIMEOUT
 
 
 def within_deadline(started: float, timeout: float = TIMEOUT) -> None:
@@ -232,6 +237,7 @@ def own_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
 
 
 @pytest.mark.parametrize("mode", ["raise", "allow", "deny"])
+@pytest.mark.deadline
 def test_stopped_server(dead_url: str, mode: str) -> None:
     # The client's own settings would retry for seconds; the limiter's deadline holds.
     rl = RateLimiter(redis.Redis.from_url(dead_url, socket_timeout=5), on_connection_error=mode)  # type: ignore[arg-type]
@@ -246,6 +252,7 @@ def test_stopped_server(dead_url: str, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["allow", "deny"])
+@pytest.mark.deadline
 def test_killed_server(own_server: tuple[subprocess.Popen[bytes], str], mode: str) -> None:
     proc, url = own_server
     rl = RateLimiter(redis.Redis.from_url(url), on_connection_error=mode, backend="module")  # type: ignore[arg-type]
@@ -265,6 +272,7 @@ def test_killed_server(own_server: tuple[subprocess.Popen[bytes], str], mode: st
 
 @pytest.mark.parametrize("timeout", [0.1, 0.3])
 @pytest.mark.parametrize("mode", ["raise", "deny"])
+@pytest.mark.deadline
 def test_paused_server(own_server: tuple[subprocess.Popen[bytes], str], mode: str, timeout: float) -> None:
     _, url = own_server
     admin = redis.Redis.from_url(url)
@@ -285,6 +293,7 @@ def test_paused_server(own_server: tuple[subprocess.Popen[bytes], str], mode: st
 
 
 @pytest.mark.parametrize("mode", ["allow", "deny"])
+@pytest.mark.deadline
 def test_paused_server_async(own_server: tuple[subprocess.Popen[bytes], str], mode: str) -> None:
     _, url = own_server
     admin = redis.Redis.from_url(url)
@@ -311,6 +320,7 @@ def test_paused_server_async(own_server: tuple[subprocess.Popen[bytes], str], mo
 
 
 @pytest.mark.parametrize("mode", ["allow", "deny"])
+@pytest.mark.deadline
 async def test_stopped_server_async(dead_url: str, mode: str) -> None:
     client = redis.asyncio.Redis.from_url(dead_url, socket_timeout=5)
     rl = AsyncRateLimiter(client, on_connection_error=mode)  # type: ignore[arg-type]

@@ -175,7 +175,7 @@ class PipelineBase(Commands[P, P, P, P]):
         self._waiting = False
         #: The backend whose form the calls given to ``pipe`` have.
         self._form: Optional[Backend] = None
-        #: How to queue on ``pipe`` (see ``_stage``), once the form is the module's.
+        #: How to queue on ``pipe`` in bytes (see ``_stage``), once the form is the module's.
         self._send: Any = None
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> P:
@@ -289,12 +289,13 @@ def _queue(pipe: Any, ops: list[Any], backend: str) -> None:
 
 
 def _stage(pipe: Any) -> Any:
-    """How to queue a command on the client's pipeline: its ``execute_command``, or for a
-    standalone redis-py / valkey-py pipeline not in WATCH mode the
-    ``pipeline_execute_command`` that it calls (one call less per RL call)."""
+    """How to queue a command in bytes on the client's pipeline: for a standalone
+    redis-py / valkey-py pipeline not in WATCH mode, the ``pipeline_execute_command``
+    that its ``execute_command`` calls (one call less per RL call); else None (a cluster
+    pipeline routes by the command's name and key: it takes the generic path)."""
     stage = getattr(pipe, "pipeline_execute_command", None)
     if stage is None or getattr(pipe, "watching", True) or is_cluster(pipe) or "Cluster" in type(pipe).__name__:
-        return pipe.execute_command
+        return None
     return stage
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import sys
 import textwrap
 from typing import Optional
 
@@ -36,6 +37,7 @@ REPLIES = {"decision": "D", "throttle": "T", "released": "R", "all": "A"}
 
 # Each argument kind: its Python type and the hand-written check a value goes through.
 KINDS = {"integer": "int", "duration": "Duration", "text": "Text"}
+_told: set[str] = set()
 
 
 def emit(model: Model) -> dict[str, str]:
@@ -64,9 +66,24 @@ def method(command: Command) -> str:
 
 
 def kind_of(argument: Argument) -> str:
+    """The Python type of an argument; a kind this emitter does not know yet is taken as
+    a text the server checks (say so, so the emitter learns it)."""
     if argument.kind not in KINDS:
-        raise ValueError(f"clientgen python: argument kind {argument.kind!r} ({argument.name}) has no Python form")
+        if argument.kind not in _told:
+            _told.add(argument.kind)
+            print(f"clientgen python: the kind {argument.kind!r} ({argument.name}) is sent as a text", file=sys.stderr)
+        return "Text"
     return KINDS[argument.kind]
+
+
+def check_names(command: Command) -> None:
+    """A method's parameters must be distinct, and its optional arguments last."""
+    names = [ident(a.name) for a in command.arguments] + [ident(o.name) for o in command.options]
+    if len(set(names)) != len(names) or {"key", "policies", "self"} & set(names):
+        raise ValueError(f"clientgen python: {command.name}'s argument and option names clash: {names}")
+    optional = [a.optional for a in command.arguments]
+    if optional != sorted(optional):
+        raise ValueError(f"clientgen python: {command.name} has an optional argument before a required one")
 
 
 def docstring(text: str, indent: str) -> list[str]:
@@ -130,6 +147,8 @@ def check(a: Argument, model: Model, var: str, indent: str) -> list[str]:
         ]
     if kind == "Duration":
         return [f"{indent}{var}_sent, {var}_ms = duration({var}, {q(a.name)}, {lo}, {hi})"]
+    if a.kind != "text":
+        lo = hi = None  # bounds of a kind not known here mean something else
     return [f"{indent}{var} = text({var}, {q(a.name)}, {lo}, {hi})"]
 
 
@@ -189,10 +208,10 @@ def shape_function(command: Command, model: Model) -> list[str]:
 
 
 def option_row(o: Option, model: Model) -> str:
-    lo, hi = bounds(o.value, model)
-    kind_of(o.value)
+    known = kind_of(o.value) != "Text" or o.value.kind == "text"
+    kind, (lo, hi) = (o.value.kind, bounds(o.value, model)) if known else ("text", (None, None))
     excludes = ", ".join(q(x) for x in o.excludes) + ("," if len(o.excludes) == 1 else "")
-    return f"Option({q(o.name)}, {q(ident(o.name))}, {q(o.value.kind)}, {lo}, {hi}, ({excludes}))"
+    return f"Option({q(o.name)}, {q(ident(o.name))}, {q(kind)}, {lo}, {hi}, ({excludes}))"
 
 
 def option_rows(model: Model) -> dict[str, str]:
@@ -238,6 +257,7 @@ def options_line(table: str, options: tuple[Option, ...], target: str, indent: s
 
 
 def command_method(command: Command) -> list[str]:
+    check_names(command)
     returns = reply_of(command)
     name, spec, table = method(command), constant(command), f"{constant(command)}_OPTIONS"
     opts = option_params(command.options)

@@ -75,6 +75,7 @@ QUOTA = {
         {"name": "ON", "type": "text", "min_bytes": 1, "max_bytes": 16},
         {"name": "AT", "type": "text", "min_bytes": 5, "max_bytes": 5},
         {"name": "TZ", "type": "text", "min_bytes": 1, "max_bytes": 64},
+        {"name": "MODE", "type": "word", "min": 1, "max": 2},
     ],
     "reply": "decision",
 }
@@ -102,8 +103,8 @@ QUOTA_CHECK = """
     d = rl.quota("k", 5, every="1d", on="monday", at="09:00", tz="Europe/Paris")
     assert client.sent[-1] == ("RL.QUOTA", "k", 5, "EVERY", "1d", "ON", "monday", "AT", "09:00", "TZ", "Europe/Paris"), client.sent
     assert d.headers()["RateLimit-Policy"] == '"default";q=5', d.headers()  # window rule "none": no w
-    rl.pipeline().quota("k", 5, cost=2)
-    assert client.sent[-1] == ("RL.QUOTA", "k", 5, "COST", 2)
+    rl.pipeline().quota("k", 5, cost=2, mode="strict")  # a kind not known yet: a text
+    assert client.sent[-1] == ("RL.QUOTA", "k", 5, "COST", 2, "MODE", "strict")
     for bad in ({"tz": 5}, {"tz": ""}, {"at": "9:00"}, {"every": "1s"}, {"cost": 1, "refund": 1}, {"cost": 1.0}):
         try:
             rl.quota("k", 5, **bad)
@@ -140,6 +141,17 @@ def test_emitter_takes_a_new_command(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_emitter_refuses_clashes(tmp_path: Path) -> None:
+    """An option named like an argument would make two parameters of one name."""
+    clash = dict(QUOTA, name="RL.CLASH", options=[{"name": "LIMIT", "type": "integer", "min": 1, "max": 5}])
+    data = json.loads((ROOT / "commands.json").read_text())
+    data["commands"].append(clash)
+    table = tmp_path / "commands.json"
+    table.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="RL.CLASH's argument and option names clash"):
+        emitter.emit(clientgen_model.load(table))
 
 
 def test_version_is_the_modules() -> None:

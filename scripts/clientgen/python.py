@@ -183,20 +183,14 @@ def limit_expr(command: Command) -> str:
     return ident(integers[0]) if integers else "0"
 
 
-def shape_function(command: Command, model: Model) -> list[str]:
-    """``_gcra(capacity, tokens, period)``: the checked words to send after the key, the
-    reply's limit and its window. One per command; its method and its RL.ALL policy
-    both call it."""
-    params = [f"{ident(a.name)}: {'Optional[' + kind_of(a) + ']' if a.optional else kind_of(a)}" for a in command.arguments]
-    lines = signature(f"_{method(command)}", params, "Shape", "") + [
-        f'    """{command.name}\'s arguments after the key, checked."""',
-    ]
+def shape_body(command: Command, model: Model) -> list[str]:
+    """The lines of a command's shape function after its docstring."""
+    lines: list[str] = []
     required = [a for a in command.arguments if not a.optional]
     for a in required:
         lines += check(a, model, ident(a.name), "    ")
     sent = [ident(a.name) + ("_sent" if a.kind == "duration" else "") for a in required]
-    tuple_text = f"({', '.join(sent)}{',' if len(sent) == 1 else ''})"
-    lines.append(f"    args: tuple[object, ...] = {tuple_text}")
+    lines.append(f"    args: tuple[object, ...] = ({', '.join(sent)}{',' if len(sent) == 1 else ''})")
     for a in command.arguments:
         if a.optional:
             var = ident(a.name)
@@ -205,6 +199,26 @@ def shape_function(command: Command, model: Model) -> list[str]:
             lines.append(f"        args += ({var}{'_sent' if a.kind == 'duration' else ''},)")
     lines.append(f"    return args, {limit_expr(command)}, {window_expr(command)}")
     return lines
+
+
+def shape_functions(model: Model) -> list[str]:
+    """``_gcra(capacity, tokens, period)``: the checked words to send after the key, the
+    reply's limit and its window, for each command; its method and its RL.ALL policy
+    both call it. Commands whose arguments are the same (RL.BUCKET and RL.GCRA) share
+    one function."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Command]] = {}
+    for c in model.single:
+        params = tuple(f"{ident(a.name)}: {'Optional[' + kind_of(a) + ']' if a.optional else kind_of(a)}" for a in c.arguments)
+        groups.setdefault((params, tuple(shape_body(c, model))), []).append(c)
+    out: list[str] = []
+    for (params, body), commands in groups.items():
+        first, *others = commands
+        names = " and ".join(f"{c.name}'s" for c in commands)
+        out += ["", ""] + signature(f"_{method(first)}", list(params), "Shape", "")
+        out += docstring(f"{names} arguments after the key, checked.", "    ") + list(body)
+        if others:
+            out += ["", ""] + [f"_{method(c)} = _{method(first)}" for c in others]
+    return out
 
 
 def option_row(o: Option, model: Model) -> str:
@@ -316,8 +330,7 @@ def commands_module(model: Model) -> str:
         out += option_table(f"{constant(c)}_OPTIONS", c.options, model, rows)
     for c in model.commands:
         out += option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model, rows) if c.policy else []
-    for c in model.single:
-        out += ["", ""] + shape_function(c, model)
+    out += shape_functions(model)
     out += [
         "",
         "",

@@ -48,12 +48,15 @@ GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 
 
 def _fixed(limit: int, window: Duration) -> Shape:
-    """RL.FIXED's arguments after the key, checked."""
+    """RL.FIXED's and RL.SLIDINGCOUNTER's arguments after the key, checked."""
     if type(limit) is not int or not 1 <= limit <= 9007199254740991:
         limit = integer(limit, "limit", 1, 9007199254740991)
     window_sent, window_ms = duration(window, "window", 1, 315360000000)
     args: tuple[object, ...] = (limit, window_sent)
     return args, limit, window_ms
+
+
+_sliding_counter = _fixed
 
 
 def _sliding(limit: int, window: Duration) -> Shape:
@@ -66,7 +69,7 @@ def _sliding(limit: int, window: Duration) -> Shape:
 
 
 def _bucket(capacity: int, tokens: int, period: Duration) -> Shape:
-    """RL.BUCKET's arguments after the key, checked."""
+    """RL.BUCKET's and RL.GCRA's arguments after the key, checked."""
     if type(capacity) is not int or not 1 <= capacity <= 9007199254740991:
         capacity = integer(capacity, "capacity", 1, 9007199254740991)
     if type(tokens) is not int or not 1 <= tokens <= 9007199254740991:
@@ -76,24 +79,7 @@ def _bucket(capacity: int, tokens: int, period: Duration) -> Shape:
     return args, capacity, refill_ms(capacity, tokens, period_ms)
 
 
-def _gcra(capacity: int, tokens: int, period: Duration) -> Shape:
-    """RL.GCRA's arguments after the key, checked."""
-    if type(capacity) is not int or not 1 <= capacity <= 9007199254740991:
-        capacity = integer(capacity, "capacity", 1, 9007199254740991)
-    if type(tokens) is not int or not 1 <= tokens <= 9007199254740991:
-        tokens = integer(tokens, "tokens", 1, 9007199254740991)
-    period_sent, period_ms = duration(period, "period", 1, 315360000000)
-    args: tuple[object, ...] = (capacity, tokens, period_sent)
-    return args, capacity, refill_ms(capacity, tokens, period_ms)
-
-
-def _sliding_counter(limit: int, window: Duration) -> Shape:
-    """RL.SLIDINGCOUNTER's arguments after the key, checked."""
-    if type(limit) is not int or not 1 <= limit <= 9007199254740991:
-        limit = integer(limit, "limit", 1, 9007199254740991)
-    window_sent, window_ms = duration(window, "window", 1, 315360000000)
-    args: tuple[object, ...] = (limit, window_sent)
-    return args, limit, window_ms
+_gcra = _bucket
 
 
 def _throttle(max_burst: int, count: int, period: Duration, quantity: Optional[int]) -> Shape:

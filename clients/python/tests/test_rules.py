@@ -329,3 +329,20 @@ async def test_stopped_server_async(dead_url: str, mode: str) -> None:
     expect(await rl.gcra("k", 5, 1, "1s"), mode)
     within_deadline(started)
     await client.aclose()
+
+
+@pytest.mark.deadline
+async def test_async_deadline_bounds_the_whole_call() -> None:
+    """asyncio: the deadline bounds the call, detection included, whatever the client
+    (here one that never answers and that the limiter cannot configure)."""
+
+    class Silent:
+        async def execute_command(self, *args: Any, **kw: Any) -> Any:
+            await asyncio.sleep(10)
+
+    rl = AsyncRateLimiter(Silent(), on_connection_error="deny")
+    started = time.monotonic()
+    d = await rl.gcra("k", 5, 1, "1s")
+    within_deadline(started)
+    expect(d, "deny")
+    assert isinstance(d.error, TimeoutError)

@@ -4,6 +4,7 @@ Only the I/O: the commands, their replies and what a failure becomes are in ``_c
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any, Awaitable, Optional, Union
 
@@ -14,17 +15,31 @@ from ._types import AllDecision, Decision, Throttle
 
 __all__ = ["AsyncRateLimiter", "AsyncPipeline", "AsyncLease"]
 
+# asyncio.timeout (3.11+): a deadline without a task of its own; else asyncio.wait_for.
+_timeout: Any = getattr(asyncio, "timeout", None)
+
 
 class AsyncRateLimiter(
     LimiterBase[Awaitable[Decision], Awaitable[AllDecision], Awaitable[Throttle], Awaitable[bool]]
 ):
     """RL's commands over your own asyncio redis-py (or valkey-py) client; every method
-    is awaited. Same options as ``RateLimiter``."""
+    is awaited. Same options as ``RateLimiter``; here the deadline bounds the whole
+    call (detection included), also over a cluster client."""
 
     __slots__ = ()
 
     async def _drive(self, steps: Steps) -> Any:
-        """Run a call's or a batch's round trips on the client; its result."""
+        """Run a call's or a batch's round trips on the client within the deadline (the
+        whole call, detection included: a cancelled read drops its connection); its
+        result."""
+        if self.timeout is None:
+            return await self._run(steps)
+        if _timeout is None:
+            return await asyncio.wait_for(self._run(steps), self.timeout)
+        async with _timeout(self.timeout):
+            return await self._run(steps)
+
+    async def _run(self, steps: Steps) -> Any:
         conn = self._conn
         try:
             step = next(steps)

@@ -57,7 +57,7 @@ def ident(name: str) -> str:
 
 
 def constant(command: Command) -> str:
-    """FIXED, SLIDINGCOUNTER, THROTTLE: the module-level name of a command's Spec."""
+    """FIXED, SLIDING_COUNTER, THROTTLE: the module-level name of a command's Spec."""
     return "_".join(command.words).upper()
 
 

@@ -33,6 +33,7 @@ type optionBit uint32
 // it cannot be given with.
 type optionRule struct {
 	bit      optionBit
+	word     string // "COST"
 	value    rule
 	excludes optionBit
 }
@@ -72,6 +73,7 @@ type command struct {
 	options       []optionRule
 	policyOptions []optionRule // the options its policy takes inside RL.ALL
 	numkeys       *rule        // RL.ALL's: counted keys
+	instead       string       // for ModuleOnlyError: what the library offers instead
 	nameV, fnV    any
 	wordV         any
 	takes         string // the options it takes, for an error: "COST, REFUND"
@@ -86,12 +88,12 @@ func newCommand(c command) *command {
 func optionWords(rules []optionRule) string {
 	words := make([]string, 0, len(rules))
 	for _, r := range rules {
-		words = append(words, r.value.name)
+		words = append(words, r.word)
 	}
 	if len(words) == 0 {
-		return "none"
+		return "no options"
 	}
-	return strings.ToUpper(strings.Join(words, ", "))
+	return strings.Join(words, " or ")
 }
 
 // builder appends a call's (or a policy's) checked arguments to *dst, keeping
@@ -109,15 +111,23 @@ type builder struct {
 
 func (b *builder) refuse(format string, a ...any) {
 	if b.err == nil {
-		b.err = &ArgumentError{Command: b.who, Message: b.what + fmt.Sprintf(format, a...)}
+		b.err = &ArgumentError{Command: b.who, Message: fmt.Sprintf(format, a...)}
 	}
+}
+
+// subject is what takes the arguments: the command, or the policy inside RL.ALL.
+func (b *builder) subject() string {
+	if b.what != "" {
+		return strings.TrimSpace(b.what)
+	}
+	return b.who
 }
 
 func (b *builder) add(v ...any) { *b.dst = append(*b.dst, v...) }
 
 func (b *builder) int(r *rule, n int64) {
 	if n < r.min || n > r.max {
-		b.refuse("%s must be an integer from %d to %d, got %d", r.name, r.min, r.max, n)
+		b.refuse("%s%s must be an integer from %d to %d, got %d", b.what, r.name, r.min, r.max, n)
 	}
 	*b.dst = append(*b.dst, b.box.int(n))
 }
@@ -125,14 +135,14 @@ func (b *builder) int(r *rule, n int64) {
 func (b *builder) dur(r *rule, d time.Duration) {
 	v, msg := b.box.dur(r, d)
 	if msg != "" {
-		b.refuse("%s", msg)
+		b.refuse("%s%s", b.what, msg)
 	}
 	*b.dst = append(*b.dst, v)
 }
 
 func (b *builder) text(r *rule, s string) {
 	if int64(len(s)) < r.min || int64(len(s)) > r.max {
-		b.refuse("%s must be from %d to %d bytes, got %d", r.name, r.min, r.max, len(s))
+		b.refuse("%s%s must be %d to %d bytes, got %d", b.what, r.name, r.min, r.max, len(s))
 	}
 	*b.dst = append(*b.dst, s)
 }
@@ -151,11 +161,11 @@ func (b *builder) options(rules []optionRule, opts []Option) {
 		}
 		switch {
 		case r == nil:
-			b.refuse("takes no %s option (options: %s)", o.name, optionWords(rules))
+			b.refuse("%s does not apply to %s, which takes %s", o.name, b.subject(), optionWords(rules))
 		case seen&o.bit != 0:
 			b.refuse("%s given twice", o.name)
 		case banned&o.bit != 0 || r.excludes&seen != 0:
-			b.refuse("%s cannot be given with %s", o.name, optionWords(conflicts(rules, seen, o.bit, r.excludes)))
+			b.refuse("%s and %s exclude each other", optionWords(conflicts(rules, seen, o.bit, r.excludes)), o.name)
 		}
 		seen |= o.bit
 		if r == nil {
@@ -225,7 +235,7 @@ func (k *call) init(cmd *command, dst *[]any, box *boxer) {
 func (k *call) policies(checks []KeyPolicy) {
 	k.numkeys = len(checks)
 	if r := k.cmd.numkeys; r != nil && (int64(len(checks)) < r.min || int64(len(checks)) > r.max) {
-		k.refuse("takes from %d to %d keys, got %d", r.min, r.max, len(checks))
+		k.refuse("%s takes %d to %d keys, got %d", k.who, r.min, r.max, len(checks))
 	}
 	k.keys = make([]Policy, len(checks))
 	for i, c := range checks {
@@ -235,7 +245,7 @@ func (k *call) policies(checks []KeyPolicy) {
 			k.err = c.Policy.err
 		}
 		if c.Policy.word == "" {
-			k.refuse("key %d has no policy", i+1)
+			k.refuse("key %d (%s) has no policy", i+1, c.Key)
 		}
 	}
 	if len(checks) > 0 {
@@ -260,7 +270,7 @@ func (k *call) render(b Backend) ([]any, error) {
 	args := (*k.dst)[k.start:k.end:k.end]
 	if b == BackendLibrary {
 		if k.cmd.fn == "" {
-			return nil, &ModuleOnlyError{Command: k.cmd.name}
+			return nil, &ModuleOnlyError{Command: k.cmd.name, Instead: k.cmd.instead}
 		}
 		args[0], args[1], args[2] = fcallV, k.cmd.fnV, k.box.int(int64(k.numkeys))
 		return args, nil

@@ -11,7 +11,7 @@ import (
 
 // The commands of the table, in its order: each one's rules, then its call.
 
-var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
+var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
 // argsFixed appends RL.FIXED's arguments after the key, checked against the table.
 func (b *builder) argsFixed(limit int64, window time.Duration) {
@@ -32,7 +32,7 @@ func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time
 	return c.decide(ctx, k)
 }
 
-var cmdSliding = newCommand(command{name: "RL.SLIDING", fn: "rl_sliding", word: "SLIDING", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}}})
+var cmdSliding = newCommand(command{name: "RL.SLIDING", fn: "rl_sliding", word: "SLIDING", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}}})
 
 // argsSliding appends RL.SLIDING's arguments after the key, checked against the table.
 func (b *builder) argsSliding(limit int64, window time.Duration) {
@@ -53,7 +53,7 @@ func (c *Client) Sliding(ctx context.Context, key string, limit int64, window ti
 	return c.decide(ctx, k)
 }
 
-var cmdBucket = newCommand(command{name: "RL.BUCKET", fn: "rl_bucket", word: "BUCKET", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
+var cmdBucket = newCommand(command{name: "RL.BUCKET", fn: "rl_bucket", word: "BUCKET", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
 // argsBucket appends RL.BUCKET's arguments after the key, checked against the table.
 func (b *builder) argsBucket(capacity int64, tokens int64, period time.Duration) {
@@ -75,7 +75,7 @@ func (c *Client) Bucket(ctx context.Context, key string, capacity int64, tokens 
 	return c.decide(ctx, k)
 }
 
-var cmdGCRA = newCommand(command{name: "RL.GCRA", fn: "rl_gcra", word: "GCRA", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optDelay, value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}, policyOptions: []optionRule{{bit: optDelay, value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}})
+var cmdGCRA = newCommand(command{name: "RL.GCRA", fn: "rl_gcra", word: "GCRA", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}, policyOptions: []optionRule{{bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}})
 
 // argsGCRA appends RL.GCRA's arguments after the key, checked against the table.
 func (b *builder) argsGCRA(capacity int64, tokens int64, period time.Duration) {
@@ -97,7 +97,7 @@ func (c *Client) GCRA(ctx context.Context, key string, capacity int64, tokens in
 	return c.decide(ctx, k)
 }
 
-var cmdSlidingCounter = newCommand(command{name: "RL.SLIDINGCOUNTER", fn: "rl_slidingcounter", word: "SLIDINGCOUNTER", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
+var cmdSlidingCounter = newCommand(command{name: "RL.SLIDINGCOUNTER", fn: "rl_slidingcounter", word: "SLIDINGCOUNTER", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
 // argsSlidingCounter appends RL.SLIDINGCOUNTER's arguments after the key, checked against the table.
 func (b *builder) argsSlidingCounter(limit int64, window time.Duration) {
@@ -118,7 +118,7 @@ func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, wi
 	return c.decide(ctx, k)
 }
 
-var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil})
+var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
 
 // argsThrottle appends CL.THROTTLE's arguments after the key, checked against the table.
 func (b *builder) argsThrottle(maxBurst int64, count int64, period time.Duration, quantity int64) {
@@ -143,7 +143,7 @@ func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count
 	return c.decide(ctx, k)
 }
 
-var cmdAll = newCommand(command{name: "RL.ALL", fn: "rl_all", word: "", reply: replyAll, args: []rule{}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, numkeys: &rule{name: "numkeys", kind: kindInteger, min: 1, max: 16}})
+var cmdAll = newCommand(command{name: "RL.ALL", fn: "rl_all", word: "", reply: replyAll, args: []rule{}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, numkeys: &rule{name: "numkeys", kind: kindInteger, min: 1, max: 16}})
 
 // All is RL.ALL numkeys key... policy...: checks several limits at one instant and
 // consumes from all of them or none. Every key checked and taken all or nothing, each
@@ -199,7 +199,7 @@ func (c *Client) Release(ctx context.Context, key string, id string) (bool, erro
 	return c.released(ctx, k)
 }
 
-var cmdPenalty = newCommand(command{name: "RL.PENALTY", fn: "rl_penalty", word: "PENALTY", reply: replyDecision, args: []rule{{name: "strikes", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}, {name: "block", kind: kindDuration, min: 1, max: 315360000000}, {name: "max", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}}})
+var cmdPenalty = newCommand(command{name: "RL.PENALTY", fn: "rl_penalty", word: "PENALTY", reply: replyDecision, args: []rule{{name: "strikes", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}, {name: "block", kind: kindDuration, min: 1, max: 315360000000}, {name: "max", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}}})
 
 // argsPenalty appends RL.PENALTY's arguments after the key, checked against the table.
 func (b *builder) argsPenalty(strikes int64, window time.Duration, block time.Duration, max time.Duration) {
@@ -223,7 +223,7 @@ func (c *Client) Penalty(ctx context.Context, key string, strikes int64, window 
 	return c.decide(ctx, k)
 }
 
-var cmdShare = newCommand(command{name: "RL.SHARE", fn: "rl_share", word: "SHARE", reply: replyDecision, args: []rule{{name: "tenant", kind: kindText, min: 1, max: 256}, {name: "weight", kind: kindInteger, min: 1, max: 10000}, {name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
+var cmdShare = newCommand(command{name: "RL.SHARE", fn: "rl_share", word: "SHARE", reply: replyDecision, args: []rule{{name: "tenant", kind: kindText, min: 1, max: 256}, {name: "weight", kind: kindInteger, min: 1, max: 10000}, {name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
 // argsShare appends RL.SHARE's arguments after the key, checked against the table.
 func (b *builder) argsShare(tenant string, weight int64, capacity int64, tokens int64, period time.Duration) {

@@ -28,10 +28,15 @@ var ErrModuleOnly = errors.New("rl: this command needs the RL module; the rl Fun
 // server with only the library. It matches ErrModuleOnly.
 type ModuleOnlyError struct {
 	Command string // "CL.THROTTLE"
+	Instead string // what to call on the library instead, if anything
 }
 
 func (e *ModuleOnlyError) Error() string {
-	return "rl: " + e.Command + " needs the RL module; the rl Functions library has none"
+	s := "rl: " + e.Command + " needs the RL module; the rl Functions library has none"
+	if e.Instead != "" {
+		s += ": call " + e.Instead + " instead"
+	}
+	return s
 }
 
 // Is makes errors.Is(err, ErrModuleOnly) true.

@@ -60,6 +60,9 @@ NOTES = {
     "RL.PENALTY": "Cost(0) asks whether the key is blocked.",
 }
 
+# What a module-only command's error suggests on a server with only the library.
+INSTEAD = {"CL.THROTTLE": "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"}
+
 OPTION_NOTES = {
     "COST": "how many units the call takes, all or nothing (default 1); Cost(0) looks without taking",
     "REFUND": "give back up to n units taken earlier (the work they paid for did not happen)",
@@ -156,7 +159,7 @@ class Emitter:
         rows = []
         for o in options:
             excludes = " | ".join(f"opt{option_name(self.options[e])}" for e in o.excludes if e in self.options) or "0"
-            rows.append(f"{{bit: opt{option_name(o)}, value: rule{rule_literal(o.value)}, excludes: {excludes}}}")
+            rows.append(f'{{bit: opt{option_name(o)}, word: "{o.name}", value: rule{rule_literal(o.value)}, excludes: {excludes}}}')
         return "[]optionRule{" + ", ".join(rows) + "}" if rows else "nil"
 
     def usage(self, c: Command) -> str:
@@ -189,6 +192,8 @@ class Emitter:
             fields.append(f"policyOptions: {self.option_rules(c, c.policy_options)}")
         if c.counted_keys:
             fields.append(f"numkeys: &rule{numkeys_rule()}")
+        if c.name in INSTEAD and not c.function:
+            fields.append(f'instead: "{INSTEAD[c.name]}"')
         return [f"var {self.var(c)} = newCommand(command{{{', '.join(fields)}}})"]
 
     def limit_and_window(self, c: Command) -> list[str]:

@@ -246,7 +246,7 @@ func TestSliding(t *testing.T) {
 			t.Fatalf("ZCARD %d after a refund", n)
 		}
 		_, err = e.c.Sliding(ctx, k, 2, hour, rl.Debit(1))
-		wantArgumentError(t, "DEBIT", err, "DEBIT does not apply to RL.SLIDING, which takes COST n or REFUND n")
+		wantArgumentError(t, "DEBIT", err, "DEBIT does not apply to RL.SLIDING, which takes COST or REFUND")
 	})
 }
 
@@ -415,8 +415,8 @@ func TestAll(t *testing.T) {
 		} else {
 			t.Logf("this RL predates the PENALTY-needs-COST-0 rule of RL.ALL")
 		}
-		// Headers: the combined decision's window is the key it reports.
-		if got := d.Headers().Get("RateLimit-Policy"); got != `"default";q=5;w=86400` {
+		// Headers: one member per policy, each with its own key's numbers.
+		if got := d.Headers().Get("RateLimit-Policy"); got != `"fixed";q=5;w=86400, "slidingcounter";q=5;w=86400, "bucket";q=5;w=18000, "gcra";q=5;w=18000` {
 			t.Fatalf("RateLimit-Policy %q", got)
 		}
 	})
@@ -496,7 +496,7 @@ func TestPenalty(t *testing.T) {
 		_, err = e.c.Penalty(ctx, k, 3, m, 2*hour, hour)
 		wantArgumentError(t, "block > max", err, "block must be at most max")
 		_, err = e.c.Penalty(ctx, k, 3, m, m, hour, rl.Refund(1))
-		wantArgumentError(t, "REFUND", err, "REFUND does not apply to RL.PENALTY")
+		wantArgumentError(t, "REFUND", err, "REFUND does not apply to RL.PENALTY, which takes COST")
 	})
 }
 
@@ -567,7 +567,7 @@ func TestErrors(t *testing.T) {
 			t.Fatal("a bad call created the key")
 		}
 		_, err = e.c.Fixed(ctx, e.key("new"), 1, -time.Second)
-		wantArgumentError(t, "negative window", err, "window must be a duration")
+		wantArgumentError(t, "negative window", err, "window must be from 1ms to 315360000000ms")
 		_, err = e.c.Fixed(ctx, k, 1, time.Minute, rl.Cost(1), rl.Refund(1))
 		wantArgumentError(t, "COST and REFUND", err, "COST and REFUND exclude each other")
 		// A key RL did not write.

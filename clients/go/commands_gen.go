@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// The commands of the table, in its order: each one's rules, then its call.
+// commands is the table, in its order: each command's rules, then its call.
+var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdThrottle, cmdAll, cmdAcquire, cmdRelease, cmdPenalty, cmdShare}
 
 var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 

@@ -323,7 +323,8 @@ class Emitter:
     # -- the files -----------------------------------------------------------
     def commands_file(self) -> str:
         out = [HEADER, "package rl", "", "import (", '\t"context"', '\t"math"', '\t"time"', ")", ""]
-        out += ["// The commands of the table, in its order: each one's rules, then its call.", ""]
+        out += ["// commands is the table, in its order: each command's rules, then its call.",
+                "var commands = []*command{" + ", ".join(self.var(c) for c in self.model.commands) + "}", ""]
         for c in self.model.commands:
             out += self.command_var(c) + [""]
             if not c.counted_keys:

@@ -100,8 +100,8 @@ func optionWords(rules []optionRule) string {
 // the first refusal, and what the fail modes and headers need: the limit
 // and the window.
 type builder struct {
-	who    string // "RL.GCRA", for errors
-	what   string // "GCRA " inside RL.ALL, before an argument's name
+	cmd    *command
+	policy bool // building cmd's policy inside RL.ALL
 	dst    *[]any
 	box    *boxer // a pipeline's, to box repeated values once
 	err    error
@@ -111,23 +111,35 @@ type builder struct {
 
 func (b *builder) refuse(format string, a ...any) {
 	if b.err == nil {
-		b.err = &ArgumentError{Command: b.who, Message: fmt.Sprintf(format, a...)}
+		who := b.cmd.name
+		if b.policy {
+			who = "RL.ALL"
+		}
+		b.err = &ArgumentError{Command: who, Message: fmt.Sprintf(format, a...)}
 	}
 }
 
-// subject is what takes the arguments: the command, or the policy inside RL.ALL.
+// subject is what takes the arguments: the command, or its policy inside RL.ALL.
 func (b *builder) subject() string {
-	if b.what != "" {
-		return strings.TrimSpace(b.what)
+	if b.policy {
+		return b.cmd.word
 	}
-	return b.who
+	return b.cmd.name
+}
+
+// what names r for an error: "limit", or "GCRA capacity" inside RL.ALL.
+func (b *builder) what(r *rule) string {
+	if b.policy {
+		return b.cmd.word + " " + r.name
+	}
+	return r.name
 }
 
 func (b *builder) add(v ...any) { *b.dst = append(*b.dst, v...) }
 
 func (b *builder) int(r *rule, n int64) {
 	if n < r.min || n > r.max {
-		b.refuse("%s%s must be an integer from %d to %d, got %d", b.what, r.name, r.min, r.max, n)
+		b.refuse("%s must be an integer from %d to %d, got %d", b.what(r), r.min, r.max, n)
 	}
 	*b.dst = append(*b.dst, b.box.int(n))
 }
@@ -135,14 +147,14 @@ func (b *builder) int(r *rule, n int64) {
 func (b *builder) dur(r *rule, d time.Duration) {
 	v, msg := b.box.dur(r, d)
 	if msg != "" {
-		b.refuse("%s%s", b.what, msg)
+		b.refuse("%s %s", b.what(r), msg)
 	}
 	*b.dst = append(*b.dst, v)
 }
 
 func (b *builder) text(r *rule, s string) {
 	if int64(len(s)) < r.min || int64(len(s)) > r.max {
-		b.refuse("%s%s must be %d to %d bytes, got %d", b.what, r.name, r.min, r.max, len(s))
+		b.refuse("%s must be %d to %d bytes, got %d", b.what(r), r.min, r.max, len(s))
 	}
 	*b.dst = append(*b.dst, s)
 }
@@ -202,7 +214,6 @@ func conflicts(rules []optionRule, seen, o, excludes optionBit) []optionRule {
 // library form all three for FCALL, the function and numkeys.
 type call struct {
 	builder
-	cmd     *command
 	numkeys int
 	start   int
 	end     int      // set by seal
@@ -226,7 +237,7 @@ func one(cmd *command) *call {
 }
 
 func (k *call) init(cmd *command, dst *[]any, box *boxer) {
-	k.cmd, k.dst, k.box, k.numkeys, k.who = cmd, dst, box, 1, cmd.name
+	k.cmd, k.dst, k.box, k.numkeys = cmd, dst, box, 1
 	k.start = len(*dst)
 	*dst = append(*dst, nil, nil, nil)
 }
@@ -235,7 +246,7 @@ func (k *call) init(cmd *command, dst *[]any, box *boxer) {
 func (k *call) policies(checks []KeyPolicy) {
 	k.numkeys = len(checks)
 	if r := k.cmd.numkeys; r != nil && (int64(len(checks)) < r.min || int64(len(checks)) > r.max) {
-		k.refuse("%s takes %d to %d keys, got %d", k.who, r.min, r.max, len(checks))
+		k.refuse("%s takes %d to %d keys, got %d", k.cmd.name, r.min, r.max, len(checks))
 	}
 	k.keys = make([]Policy, len(checks))
 	for i, c := range checks {

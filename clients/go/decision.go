@@ -38,8 +38,6 @@ type Decision struct {
 	// (WithFailOpen, WithFailClosed), when Redis could not be reached: the
 	// connection error. Nil on every decision the server made.
 	Unavailable error
-
-	name string // the RateLimit fields' policy name (Named), "" for "default"
 }
 
 // Retryable reports whether a rejected call can pass later (RetryAfter is not
@@ -70,6 +68,8 @@ func (d Decision) String() string {
 type AllDecision struct {
 	Decision
 	Keys []Decision
+
+	names []string // each key's name in the RateLimit fields
 }
 
 func toInt64(v any) (int64, bool) {

@@ -73,14 +73,14 @@ func MustDuration(s string) time.Duration {
 // whole number of milliseconds (never rounded), or outside r's range.
 func msArg(r *rule, d time.Duration) (string, string) {
 	if d%time.Millisecond != 0 {
-		return "", fmt.Sprintf("%s must be a whole number of milliseconds, got %v", r.name, d)
+		return "", fmt.Sprintf("must be a whole number of milliseconds, got %v", d)
 	}
 	ms := int64(d / time.Millisecond)
 	var buf [24]byte
 	b := strconv.AppendInt(buf[:0], ms, 10)
 	b = append(b, 'm', 's')
 	if ms < r.min || ms > r.max {
-		return string(b), fmt.Sprintf("%s must be from %dms to %dms, got %v", r.name, r.min, r.max, d)
+		return string(b), fmt.Sprintf("must be from %dms to %dms, got %v", r.min, r.max, d)
 	}
 	return string(b), ""
 }

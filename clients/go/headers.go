@@ -26,25 +26,37 @@ const DefaultPolicyName = "default"
 // numbers are given as it.
 const maxFieldInteger = 999_999_999_999_999
 
+// NamedDecision is a Decision whose policy has a name in its RateLimit
+// fields (see Decision.Named).
+type NamedDecision struct {
+	Decision
+	name string
+}
+
 // Named gives the decision's policy a name in its RateLimit fields
 // ("default" without it). The name is sent as a structured-field string,
 // `"` and `\` escaped; a name with a byte outside printable ASCII is refused
 // with an *ArgumentError.
-func (d Decision) Named(name string) (Decision, error) {
+func (d Decision) Named(name string) (NamedDecision, error) {
 	if err := checkName(name); err != nil {
-		return d, &ArgumentError{Command: "Named", Message: err.Error()}
+		return NamedDecision{}, &ArgumentError{Command: "Named", Message: err.Error()}
 	}
-	d.name = name
-	return d, nil
+	return NamedDecision{d, name}, nil
 }
 
-// Name is the policy's name in the decision's RateLimit fields.
-func (d Decision) Name() string {
-	if d.name == "" {
-		return DefaultPolicyName
-	}
-	return d.name
+// Name is the policy's name in the RateLimit fields.
+func (n NamedDecision) Name() string { return n.name }
+
+// HeaderPairs gives the decision's fields (see Decision.HeaderPairs) under its name.
+func (n NamedDecision) HeaderPairs() [][2]string {
+	return n.pairs(n.policyItem(n.name), n.limitItem(n.name))
 }
+
+// SetHeaders sets the decision's fields under its name on h.
+func (n NamedDecision) SetHeaders(h http.Header) { setPairs(h, n.HeaderPairs()) }
+
+// Headers gives the decision's fields under its name.
+func (n NamedDecision) Headers() http.Header { return headersOf(n.HeaderPairs()) }
 
 func checkName(name string) error {
 	for i := 0; i < len(name); i++ {
@@ -70,8 +82,8 @@ func fieldInt(n int64) string {
 
 // policyItem is the decision's member of RateLimit-Policy:
 // "name";q=<limit>;w=<window s>, w left out when unknown.
-func (d Decision) policyItem() string {
-	s := `"` + nameEscaper.Replace(d.Name()) + `";q=` + fieldInt(d.Limit)
+func (d Decision) policyItem(name string) string {
+	s := `"` + nameEscaper.Replace(name) + `";q=` + fieldInt(d.Limit)
 	if d.Window > 0 {
 		s += ";w=" + fieldInt(ceilSeconds(d.Window))
 	}
@@ -79,8 +91,8 @@ func (d Decision) policyItem() string {
 }
 
 // limitItem is the decision's member of RateLimit: "name";r=<remaining>;t=<reset s>.
-func (d Decision) limitItem() string {
-	return `"` + nameEscaper.Replace(d.Name()) + `";r=` + fieldInt(d.Remaining) + ";t=" + fieldInt(ceilSeconds(d.ResetAfter))
+func (d Decision) limitItem(name string) string {
+	return `"` + nameEscaper.Replace(name) + `";r=` + fieldInt(d.Remaining) + ";t=" + fieldInt(ceilSeconds(d.ResetAfter))
 }
 
 // HeaderPairs gives the HTTP fields of this decision, names spelled as above,
@@ -96,7 +108,7 @@ func (d Decision) limitItem() string {
 // The RateLimit fields follow the IETF draft draft-ietf-httpapi-ratelimit-headers;
 // the name is "default" unless the decision is Named.
 func (d Decision) HeaderPairs() [][2]string {
-	return d.pairs(d.policyItem(), d.limitItem())
+	return d.pairs(d.policyItem(DefaultPolicyName), d.limitItem(DefaultPolicyName))
 }
 
 // pairs gives the fields with the RateLimit lists given and the rest from d.
@@ -131,7 +143,11 @@ func (a AllDecision) HeaderPairs() [][2]string {
 	policy := make([]string, len(a.Keys))
 	limit := make([]string, len(a.Keys))
 	for i, k := range a.Keys {
-		policy[i], limit[i] = k.policyItem(), k.limitItem()
+		name := DefaultPolicyName
+		if i < len(a.names) {
+			name = a.names[i]
+		}
+		policy[i], limit[i] = k.policyItem(name), k.limitItem(name)
 	}
 	return a.Decision.pairs(strings.Join(policy, ", "), strings.Join(limit, ", "))
 }
@@ -155,22 +171,24 @@ func headersOf(pairs [][2]string) http.Header {
 	return h
 }
 
-// nameKeys names RL.ALL's keys' decisions after their policies.
-func nameKeys(keys []Decision, policies []Policy) {
+// keyNames names RL.ALL's keys after their policies.
+func keyNames(policies []Policy) []string {
 	count := make(map[string]int, len(policies))
 	for _, p := range policies {
 		count[p.word]++
 	}
+	names := make([]string, len(policies))
 	for i, p := range policies {
 		switch {
 		case p.name != "":
-			keys[i].name = p.name
+			names[i] = p.name
 		case count[p.word] > 1:
-			keys[i].name = strings.ToLower(p.word) + "-" + strconv.Itoa(i+1)
+			names[i] = strings.ToLower(p.word) + "-" + strconv.Itoa(i+1)
 		default:
-			keys[i].name = strings.ToLower(p.word)
+			names[i] = strings.ToLower(p.word)
 		}
 	}
+	return names
 }
 
 // ceilSeconds is ceil(d / 1s) for d >= 0, 0 below.

@@ -43,7 +43,7 @@ type policyBuilder struct {
 
 func newPolicy(cmd *command, n int) *policyBuilder {
 	pb := &policyBuilder{p: Policy{word: cmd.word, wordV: cmd.wordV}, args: make([]any, 0, n)}
-	pb.b = builder{who: "RL.ALL", what: cmd.word + " ", dst: &pb.args}
+	pb.b = builder{cmd: cmd, policy: true, dst: &pb.args}
 	return pb
 }
 

@@ -145,7 +145,7 @@ func (c *Client) finishAll(k *call, r any, err error) (AllDecision, error) {
 	} else if out, err = parseAll(r, k.keys); err != nil {
 		return AllDecision{}, err
 	}
-	nameKeys(out.Keys, k.keys)
+	out.names = keyNames(k.keys)
 	return out, nil
 }
 

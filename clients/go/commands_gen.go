@@ -23,13 +23,18 @@ func (b *builder) argsFixed(limit int64, window time.Duration) {
 	b.window = window
 }
 
-// Fixed is RL.FIXED key limit window: counts units in an epoch-aligned fixed window and
-// admits at most limit per window. Options: Cost, Refund, Debit.
-func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdFixed)
+// callFixed builds RL.FIXED's call.
+func (k *call) callFixed(key string, limit int64, window time.Duration, opts []Option) *call {
 	k.add(key)
 	k.argsFixed(limit, window)
 	k.options(cmdFixed.options, opts)
+	return k
+}
+
+// Fixed is RL.FIXED key limit window: counts units in an epoch-aligned fixed window and
+// admits at most limit per window. Options: Cost, Refund, Debit.
+func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	k := one(cmdFixed).callFixed(key, limit, window, opts)
 	return c.decide(ctx, k)
 }
 
@@ -44,13 +49,18 @@ func (b *builder) argsSliding(limit int64, window time.Duration) {
 	b.window = window
 }
 
-// Sliding is RL.SLIDING key limit window: logs accepted units in a sorted set and
-// admits at most limit in any window-long interval. Options: Cost, Refund.
-func (c *Client) Sliding(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdSliding)
+// callSliding builds RL.SLIDING's call.
+func (k *call) callSliding(key string, limit int64, window time.Duration, opts []Option) *call {
 	k.add(key)
 	k.argsSliding(limit, window)
 	k.options(cmdSliding.options, opts)
+	return k
+}
+
+// Sliding is RL.SLIDING key limit window: logs accepted units in a sorted set and
+// admits at most limit in any window-long interval. Options: Cost, Refund.
+func (c *Client) Sliding(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	k := one(cmdSliding).callSliding(key, limit, window, opts)
 	return c.decide(ctx, k)
 }
 
@@ -66,13 +76,18 @@ func (b *builder) argsBucket(capacity int64, tokens int64, period time.Duration)
 	b.window = refillWindow(capacity, tokens, period)
 }
 
-// Bucket is RL.BUCKET key capacity tokens period: takes cost tokens from a bucket of
-// capacity tokens that refills tokens per period. Options: Cost, Refund, Debit.
-func (c *Client) Bucket(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdBucket)
+// callBucket builds RL.BUCKET's call.
+func (k *call) callBucket(key string, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
 	k.add(key)
 	k.argsBucket(capacity, tokens, period)
 	k.options(cmdBucket.options, opts)
+	return k
+}
+
+// Bucket is RL.BUCKET key capacity tokens period: takes cost tokens from a bucket of
+// capacity tokens that refills tokens per period. Options: Cost, Refund, Debit.
+func (c *Client) Bucket(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
+	k := one(cmdBucket).callBucket(key, capacity, tokens, period, opts)
 	return c.decide(ctx, k)
 }
 
@@ -88,13 +103,18 @@ func (b *builder) argsGCRA(capacity int64, tokens int64, period time.Duration) {
 	b.window = refillWindow(capacity, tokens, period)
 }
 
-// GCRA is RL.GCRA key capacity tokens period: token bucket of capacity units refilling
-// tokens per period, kept as one integer (GCRA). Options: Cost, Refund, Debit, Delay.
-func (c *Client) GCRA(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdGCRA)
+// callGCRA builds RL.GCRA's call.
+func (k *call) callGCRA(key string, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
 	k.add(key)
 	k.argsGCRA(capacity, tokens, period)
 	k.options(cmdGCRA.options, opts)
+	return k
+}
+
+// GCRA is RL.GCRA key capacity tokens period: token bucket of capacity units refilling
+// tokens per period, kept as one integer (GCRA). Options: Cost, Refund, Debit, Delay.
+func (c *Client) GCRA(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
+	k := one(cmdGCRA).callGCRA(key, capacity, tokens, period, opts)
 	return c.decide(ctx, k)
 }
 
@@ -109,13 +129,18 @@ func (b *builder) argsSlidingCounter(limit int64, window time.Duration) {
 	b.window = window
 }
 
-// SlidingCounter is RL.SLIDINGCOUNTER key limit window: estimates a sliding window from
-// two fixed-window counts and admits at most limit in it. Options: Cost, Refund, Debit.
-func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdSlidingCounter)
+// callSlidingCounter builds RL.SLIDINGCOUNTER's call.
+func (k *call) callSlidingCounter(key string, limit int64, window time.Duration, opts []Option) *call {
 	k.add(key)
 	k.argsSlidingCounter(limit, window)
 	k.options(cmdSlidingCounter.options, opts)
+	return k
+}
+
+// SlidingCounter is RL.SLIDINGCOUNTER key limit window: estimates a sliding window from
+// two fixed-window counts and admits at most limit in it. Options: Cost, Refund, Debit.
+func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
+	k := one(cmdSlidingCounter).callSlidingCounter(key, limit, window, opts)
 	return c.decide(ctx, k)
 }
 
@@ -132,28 +157,38 @@ func (b *builder) argsThrottle(maxBurst int64, count int64, period time.Duration
 	b.window = refillWindow(maxBurst+1, count, period)
 }
 
+// callThrottle builds CL.THROTTLE's call.
+func (k *call) callThrottle(key string, maxBurst int64, count int64, period time.Duration, quantity int64, opts []Option) *call {
+	k.add(key)
+	k.argsThrottle(maxBurst, count, period, quantity)
+	k.options(cmdThrottle.options, opts)
+	return k
+}
+
 // Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
 // limiter: max_burst + 1 units at once, count more per period (GCRA). redis-cell's
 // command: module only (ErrModuleOnly on the library). Its reply becomes a Decision:
 // Allowed = !limited, Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
 func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count int64, period time.Duration, quantity int64) (Decision, error) {
-	k := one(cmdThrottle)
-	k.add(key)
-	k.argsThrottle(maxBurst, count, period, quantity)
-	k.options(cmdThrottle.options, nil)
+	k := one(cmdThrottle).callThrottle(key, maxBurst, count, period, quantity, nil)
 	return c.decide(ctx, k)
 }
 
 var cmdAll = newCommand(command{name: "RL.ALL", fn: "rl_all", word: "", reply: replyAll, args: []rule{}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, numkeys: &rule{name: "numkeys", kind: kindInteger, min: 1, max: 16}})
+
+// callAll builds RL.ALL's call.
+func (k *call) callAll(checks []KeyPolicy, opts []Option) *call {
+	k.policies(checks)
+	k.options(cmdAll.options, opts)
+	return k
+}
 
 // All is RL.ALL numkeys key... policy...: checks several limits at one instant and
 // consumes from all of them or none. Every key checked and taken all or nothing, each
 // under its policy. On a cluster the keys must share a hash slot ("{user42}:burst",
 // "{user42}:day"). Options: Cost, Refund, Debit.
 func (c *Client) All(ctx context.Context, checks []KeyPolicy, opts ...Option) (AllDecision, error) {
-	k := one(cmdAll)
-	k.policies(checks)
-	k.options(cmdAll.options, opts)
+	k := one(cmdAll).callAll(checks, opts)
 	return c.decideAll(ctx, k)
 }
 
@@ -169,17 +204,19 @@ func (b *builder) argsAcquire(limit int64, ttl time.Duration, id string) {
 	b.window = ttl
 }
 
+// callAcquire builds RL.ACQUIRE's call.
+func (k *call) callAcquire(key string, limit int64, ttl time.Duration, id string, opts []Option) *call {
+	k.add(key)
+	k.argsAcquire(limit, ttl, id)
+	k.options(cmdAcquire.options, opts)
+	return k
+}
+
 // Acquire is RL.ACQUIRE key limit ttl id: takes or renews a named lease that ends by
 // itself after ttl, at most limit held at once. When the lease is Allowed, give it back
 // with its Release, typically deferred.
 func (c *Client) Acquire(ctx context.Context, key string, limit int64, ttl time.Duration, id string) (*Lease, error) {
-	build := func() *call {
-		k := one(cmdAcquire)
-		k.add(key)
-		k.argsAcquire(limit, ttl, id)
-		k.options(cmdAcquire.options, nil)
-		return k
-	}
+	build := func() *call { return one(cmdAcquire).callAcquire(key, limit, ttl, id, nil) }
 	return c.lease(ctx, build, key, id)
 }
 
@@ -191,12 +228,17 @@ func (b *builder) argsRelease(id string) {
 	b.text(&r[0], id)
 }
 
-// Release is RL.RELEASE key id: ends the lease named id early, freeing its slot.
-func (c *Client) Release(ctx context.Context, key string, id string) (bool, error) {
-	k := one(cmdRelease)
+// callRelease builds RL.RELEASE's call.
+func (k *call) callRelease(key string, id string, opts []Option) *call {
 	k.add(key)
 	k.argsRelease(id)
-	k.options(cmdRelease.options, nil)
+	k.options(cmdRelease.options, opts)
+	return k
+}
+
+// Release is RL.RELEASE key id: ends the lease named id early, freeing its slot.
+func (c *Client) Release(ctx context.Context, key string, id string) (bool, error) {
+	k := one(cmdRelease).callRelease(key, id, nil)
 	return c.released(ctx, k)
 }
 
@@ -213,14 +255,19 @@ func (b *builder) argsPenalty(strikes int64, window time.Duration, block time.Du
 	b.window = window
 }
 
+// callPenalty builds RL.PENALTY's call.
+func (k *call) callPenalty(key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts []Option) *call {
+	k.add(key)
+	k.argsPenalty(strikes, window, block, max)
+	k.options(cmdPenalty.options, opts)
+	return k
+}
+
 // Penalty is RL.PENALTY key strikes window block max: counts an offender's strikes and
 // blocks the key for escalating periods, from block doubling up to max. Cost(0) asks
 // whether the key is blocked. Options: Cost.
 func (c *Client) Penalty(ctx context.Context, key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdPenalty)
-	k.add(key)
-	k.argsPenalty(strikes, window, block, max)
-	k.options(cmdPenalty.options, opts)
+	k := one(cmdPenalty).callPenalty(key, strikes, window, block, max, opts)
 	return c.decide(ctx, k)
 }
 
@@ -238,14 +285,19 @@ func (b *builder) argsShare(tenant string, weight int64, capacity int64, tokens 
 	b.window = refillWindow(capacity, tokens, period)
 }
 
+// callShare builds RL.SHARE's call.
+func (k *call) callShare(key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
+	k.add(key)
+	k.argsShare(tenant, weight, capacity, tokens, period)
+	k.options(cmdShare.options, opts)
+	return k
+}
+
 // Share is RL.SHARE key tenant weight capacity tokens period: shares one budget of
 // capacity units refilling tokens per period across tenants by weight, lending idle
 // shares. Options: Cost, Refund, Debit.
 func (c *Client) Share(ctx context.Context, key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdShare)
-	k.add(key)
-	k.argsShare(tenant, weight, capacity, tokens, period)
-	k.options(cmdShare.options, opts)
+	k := one(cmdShare).callShare(key, tenant, weight, capacity, tokens, period, opts)
 	return c.decide(ctx, k)
 }
 

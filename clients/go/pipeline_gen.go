@@ -8,109 +8,77 @@ import "time"
 // Fixed queues RL.FIXED (see Client.Fixed).
 func (p *Pipeline) Fixed(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdFixed)
-	k.add(key)
-	k.argsFixed(limit, window)
-	k.options(cmdFixed.options, opts)
-	k.seal()
+	k.callFixed(key, limit, window, opts).seal()
 	return r
 }
 
 // Sliding queues RL.SLIDING (see Client.Sliding).
 func (p *Pipeline) Sliding(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdSliding)
-	k.add(key)
-	k.argsSliding(limit, window)
-	k.options(cmdSliding.options, opts)
-	k.seal()
+	k.callSliding(key, limit, window, opts).seal()
 	return r
 }
 
 // Bucket queues RL.BUCKET (see Client.Bucket).
 func (p *Pipeline) Bucket(key string, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdBucket)
-	k.add(key)
-	k.argsBucket(capacity, tokens, period)
-	k.options(cmdBucket.options, opts)
-	k.seal()
+	k.callBucket(key, capacity, tokens, period, opts).seal()
 	return r
 }
 
 // GCRA queues RL.GCRA (see Client.GCRA).
 func (p *Pipeline) GCRA(key string, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdGCRA)
-	k.add(key)
-	k.argsGCRA(capacity, tokens, period)
-	k.options(cmdGCRA.options, opts)
-	k.seal()
+	k.callGCRA(key, capacity, tokens, period, opts).seal()
 	return r
 }
 
 // SlidingCounter queues RL.SLIDINGCOUNTER (see Client.SlidingCounter).
 func (p *Pipeline) SlidingCounter(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdSlidingCounter)
-	k.add(key)
-	k.argsSlidingCounter(limit, window)
-	k.options(cmdSlidingCounter.options, opts)
-	k.seal()
+	k.callSlidingCounter(key, limit, window, opts).seal()
 	return r
 }
 
 // Throttle queues CL.THROTTLE (see Client.Throttle).
 func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
 	k, r := p.decision(cmdThrottle)
-	k.add(key)
-	k.argsThrottle(maxBurst, count, period, quantity)
-	k.options(cmdThrottle.options, nil)
-	k.seal()
+	k.callThrottle(key, maxBurst, count, period, quantity, nil).seal()
 	return r
 }
 
 // All queues RL.ALL (see Client.All).
 func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
 	k, r := p.allDecision(cmdAll)
-	k.policies(checks)
-	k.options(cmdAll.options, opts)
-	k.seal()
+	k.callAll(checks, opts).seal()
 	return r
 }
 
 // Acquire queues RL.ACQUIRE (see Client.Acquire).
 func (p *Pipeline) Acquire(key string, limit int64, ttl time.Duration, id string) *Pending[Decision] {
 	k, r := p.decision(cmdAcquire)
-	k.add(key)
-	k.argsAcquire(limit, ttl, id)
-	k.options(cmdAcquire.options, nil)
-	k.seal()
+	k.callAcquire(key, limit, ttl, id, nil).seal()
 	return r
 }
 
 // Release queues RL.RELEASE (see Client.Release).
 func (p *Pipeline) Release(key string, id string) *Pending[bool] {
 	k, r := p.released(cmdRelease)
-	k.add(key)
-	k.argsRelease(id)
-	k.options(cmdRelease.options, nil)
-	k.seal()
+	k.callRelease(key, id, nil).seal()
 	return r
 }
 
 // Penalty queues RL.PENALTY (see Client.Penalty).
 func (p *Pipeline) Penalty(key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdPenalty)
-	k.add(key)
-	k.argsPenalty(strikes, window, block, max)
-	k.options(cmdPenalty.options, opts)
-	k.seal()
+	k.callPenalty(key, strikes, window, block, max, opts).seal()
 	return r
 }
 
 // Share queues RL.SHARE (see Client.Share).
 func (p *Pipeline) Share(key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdShare)
-	k.add(key)
-	k.argsShare(tenant, weight, capacity, tokens, period)
-	k.options(cmdShare.options, opts)
-	k.seal()
+	k.callShare(key, tenant, weight, capacity, tokens, period, opts).seal()
 	return r
 }
 

@@ -232,58 +232,67 @@ class Emitter:
         lines.append("}")
         return lines
 
+    def signature(self, c: Command) -> tuple[str, str]:
+        """The parameters after ctx (the key, or RL.ALL's checks, the arguments,
+        the options) and the arguments to pass them on with."""
+        params = ["checks []KeyPolicy"] if c.counted_keys else ["key string"] + [
+            f"{param_name(a)} {GO_TYPES[a.kind]}" for a in c.arguments
+        ]
+        names = ["checks"] if c.counted_keys else ["key"] + [param_name(a) for a in c.arguments]
+        params.append("opts ...Option" if c.options else "")
+        names.append("opts" if c.options else "nil")
+        return ", ".join(p for p in params if p), ", ".join(names)
+
+    def call_func(self, c: Command) -> list[str]:
+        """The call on one key (or RL.ALL's keys), shared by the Client and the Pipeline."""
+        params, _ = self.signature(c)
+        params = params.replace("opts ...Option", "opts []Option")
+        if not c.options:
+            params += ", opts []Option"
+        first = ["\tk.policies(checks)"] if c.counted_keys else ["\tk.add(key)", f"\tk.{self.builder(c)}({self.names(c)})"]
+        return [
+            f"// {self.call(c)} builds {c.name}'s call.",
+            f"func (k *call) {self.call(c)}({params}) *call {{",
+            *first,
+            f"\tk.options({self.var(c)}.options, opts)",
+            "\treturn k",
+            "}",
+        ]
+
+    @staticmethod
+    def call(c: Command) -> str:
+        return "call" + method_name(c)
+
     def client_method(self, c: Command) -> list[str]:
         name = method_name(c)
         result, finish, _ = REPLIES[c.reply]
-        opts = ", opts ...Option" if c.options else ""
-        given = "opts" if c.options else "nil"
-        if c.counted_keys:
-            params, build = "checks []KeyPolicy", f"k.policies(checks)"
-        else:
-            params, build = f"key string, {self.params(c)}" if c.arguments else "key string", f"k.add(key)\n\tk.{self.builder(c)}({self.names(c)})"
+        params, names = self.signature(c)
         lines = self.comment(name, c, "is")
         if c.name in LEASES:
             ids = [param_name(a) for a in c.arguments if a.kind == "text"]
-            key_id = ids[-1] if ids else '""'
-            lines += [
-                f"func (c *Client) {name}(ctx context.Context, {params}{opts}) (*Lease, error) {{",
-                "\tbuild := func() *call {",
-                f"\t\tk := one({self.var(c)})",
-                "\t\t" + build.replace("\n\t", "\n\t\t"),
-                f"\t\tk.options({self.var(c)}.options, {given})",
-                "\t\treturn k",
-                "\t}",
-                f"\treturn c.lease(ctx, build, key, {key_id})",
+            lease_id = ids[-1] if ids else '""'
+            return lines + [
+                f"func (c *Client) {name}(ctx context.Context, {params}) (*Lease, error) {{",
+                f"\tbuild := func() *call {{ return one({self.var(c)}).{self.call(c)}({names}) }}",
+                f"\treturn c.lease(ctx, build, key, {lease_id})",
                 "}",
             ]
-            return lines
-        lines += [
-            f"func (c *Client) {name}(ctx context.Context, {params}{opts}) ({result}, error) {{",
-            f"\tk := one({self.var(c)})",
-            "\t" + build,
-            f"\tk.options({self.var(c)}.options, {given})",
+        return lines + [
+            f"func (c *Client) {name}(ctx context.Context, {params}) ({result}, error) {{",
+            f"\tk := one({self.var(c)}).{self.call(c)}({names})",
             f"\treturn {finish}",
             "}",
         ]
-        return lines
 
     def pipeline_method(self, c: Command) -> list[str]:
         name = method_name(c)
         result, _, pending = REPLIES[c.reply]
-        opts = ", opts ...Option" if c.options else ""
-        given = "opts" if c.options else "nil"
-        if c.counted_keys:
-            params, build = "checks []KeyPolicy", "k.policies(checks)"
-        else:
-            params = f"key string, {self.params(c)}" if c.arguments else "key string"
-            build = f"k.add(key)\n\tk.{self.builder(c)}({self.names(c)})"
+        params, names = self.signature(c)
         return [
             f"// {name} queues {c.name} (see Client.{name}).",
-            f"func (p *Pipeline) {name}({params}{opts}) *Pending[{result}] {{",
+            f"func (p *Pipeline) {name}({params}) *Pending[{result}] {{",
             f"\tk, r := {pending}({self.var(c)})",
-            "\t" + build,
-            f"\tk.options({self.var(c)}.options, {given})",
-            "\tk.seal()",
+            f"\tk.{self.call(c)}({names}).seal()",
             "\treturn r",
             "}",
         ]
@@ -329,7 +338,7 @@ class Emitter:
             out += self.command_var(c) + [""]
             if not c.counted_keys:
                 out += self.builder_func(c) + [""]
-            out += self.client_method(c) + [""]
+            out += self.call_func(c) + [""] + self.client_method(c) + [""]
         return "\n".join(out).rstrip() + "\n" + UNUSED + "var _ = math.MaxInt64\n"
 
     def pipeline_file(self) -> str:

@@ -181,31 +181,32 @@ func wantFields(t *testing.T, what string, h headered, fields map[string]string)
 	}
 }
 
-func TestHeadersCalls(t *testing.T) {
+// TestHeadersCallsAndFresh: calls (their RateLimit-Policy) and fresh (every
+// field after the first call on a new key).
+func TestHeadersCallsAndFresh(t *testing.T) {
 	h := loadHeaderCases(t)
+	type fieldCase struct {
+		call       []json.RawMessage
+		moduleOnly bool
+		fields     map[string]string
+	}
+	var cases []fieldCase
+	for _, c := range h.Calls {
+		cases = append(cases, fieldCase{c.Call, c.ModuleOnly, map[string]string{"RateLimit-Policy": c.Policy}})
+	}
+	for _, c := range h.Fresh {
+		cases = append(cases, fieldCase{c.Call, false, c.Fields})
+	}
 	each(t, func(t *testing.T, e *env) {
-		for i, c := range h.Calls {
-			if c.ModuleOnly && e.backend != rl.BackendModule {
+		for i, c := range cases {
+			if c.moduleOnly && e.backend != rl.BackendModule {
 				continue
 			}
-			d, err := callOf(t, e.c, e.key(fmt.Sprintf("calls-%d", i)), c.Call)
+			d, err := callOf(t, e.c, e.key(fmt.Sprintf("case-%d", i)), c.call)
 			if err != nil {
-				t.Fatalf("%s: %v", c.Call, err)
+				t.Fatalf("%s: %v", c.call, err)
 			}
-			wantFields(t, fmt.Sprintf("call %d", i), d, map[string]string{"RateLimit-Policy": c.Policy})
-		}
-	})
-}
-
-func TestHeadersFresh(t *testing.T) {
-	h := loadHeaderCases(t)
-	each(t, func(t *testing.T, e *env) {
-		for i, c := range h.Fresh {
-			d, err := callOf(t, e.c, e.key(fmt.Sprintf("fresh-%d", i)), c.Call)
-			if err != nil {
-				t.Fatalf("%s: %v", c.Call, err)
-			}
-			wantFields(t, fmt.Sprintf("fresh %d", i), d, c.Fields)
+			wantFields(t, fmt.Sprintf("case %d", i), d, c.fields)
 		}
 	})
 }

@@ -370,7 +370,7 @@ func TestAll(t *testing.T) {
 		g, err := e.c.GCRA(ctx, minute, 5, 1, hour, rl.Cost(0))
 		e.want("key 1 after", g, err, true, 5, 4, zero, within(hour-time.Second, hour))
 
-		// Every policy in one call (PENALTY needs COST 0: only looked at).
+		// Every policy in one call (PENALTY is only looked at).
 		p := "{p}:"
 		every := []rl.KeyPolicy{
 			rl.Key(e.key(p+"fixed"), rl.Fixed(5, day)),
@@ -408,12 +408,9 @@ func TestAll(t *testing.T) {
 		}
 		_, err = e.c.All(ctx, rates, rl.Debit(2))
 		wantArgumentError(t, "DEBIT with SLIDING", err, "DEBIT does not apply to SLIDING, which takes COST n or REFUND n")
-		// RL builds since the rule answer an error for a PENALTY policy under
-		// another COST; older ones took it. Either way nothing is swallowed.
+		// A PENALTY policy is only looked at, whatever the amount.
 		if _, err = e.c.All(ctx, every, rl.Cost(1)); err != nil {
-			wantArgumentError(t, "PENALTY with COST 1", err, "PENALTY policy needs COST 0")
-		} else {
-			t.Logf("this RL predates the PENALTY-needs-COST-0 rule of RL.ALL")
+			t.Fatalf("every policy, COST 1: %v", err)
 		}
 		// Headers: one member per policy, each with its own key's numbers.
 		if got := d.Headers().Get("RateLimit-Policy"); got != `"fixed";q=5;w=86400, "slidingcounter";q=5;w=86400, "bucket";q=5;w=18000, "gcra";q=5;w=18000` {

@@ -214,10 +214,9 @@ func conflicts(rules []optionRule, seen, o, excludes optionBit) []optionRule {
 // library form all three for FCALL, the function and numkeys.
 type call struct {
 	builder
-	numkeys int
-	start   int
-	end     int      // set by seal
-	keys    []Policy // RL.ALL's, for each key's decision
+	start int32
+	end   int32    // set by seal
+	keys  []Policy // RL.ALL's, for each key's decision
 }
 
 // oneCall is a call outside a pipeline, with room for its arguments: one
@@ -237,14 +236,13 @@ func one(cmd *command) *call {
 }
 
 func (k *call) init(cmd *command, dst *[]any, box *boxer) {
-	k.cmd, k.dst, k.box, k.numkeys = cmd, dst, box, 1
-	k.start = len(*dst)
+	k.cmd, k.dst, k.box = cmd, dst, box
+	k.start = int32(len(*dst))
 	*dst = append(*dst, nil, nil, nil)
 }
 
 // policies appends RL.ALL's keys, then each key's policy.
 func (k *call) policies(checks []KeyPolicy) {
-	k.numkeys = len(checks)
 	if r := k.cmd.numkeys; r != nil && (int64(len(checks)) < r.min || int64(len(checks)) > r.max) {
 		k.refuse("%s takes %d to %d keys, got %d", k.cmd.name, r.min, r.max, len(checks))
 	}
@@ -270,7 +268,7 @@ func (k *call) policies(checks []KeyPolicy) {
 
 // seal ends the call's arguments.
 func (k *call) seal() *call {
-	k.end = len(*k.dst)
+	k.end = int32(len(*k.dst))
 	return k
 }
 
@@ -279,15 +277,19 @@ func (k *call) render(b Backend) ([]any, error) {
 		return nil, k.err
 	}
 	args := (*k.dst)[k.start:k.end:k.end]
+	numkeys := 1
+	if k.cmd.numkeys != nil {
+		numkeys = len(k.keys)
+	}
 	if b == BackendLibrary {
 		if k.cmd.fn == "" {
 			return nil, &ModuleOnlyError{Command: k.cmd.name, Instead: k.cmd.instead}
 		}
-		args[0], args[1], args[2] = fcallV, k.cmd.fnV, k.box.int(int64(k.numkeys))
+		args[0], args[1], args[2] = fcallV, k.cmd.fnV, k.box.int(int64(numkeys))
 		return args, nil
 	}
 	if k.cmd.numkeys != nil {
-		args[1], args[2] = k.cmd.nameV, k.box.int(int64(k.numkeys))
+		args[1], args[2] = k.cmd.nameV, k.box.int(int64(numkeys))
 		return args[1:], nil
 	}
 	args[2] = k.cmd.nameV

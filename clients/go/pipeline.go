@@ -25,14 +25,10 @@ func (p *Pending[T]) set(v T, err error) { p.v, p.err, p.done = v, err, true }
 
 var errNotExecuted = fmt.Errorf("rl: the pipeline has not been executed: call Exec first")
 
-// pendingCall is a queued call and its result, allocated together.
-type pendingCall[T any] struct {
-	p Pending[T]
-	k call
-}
-
+// pipeEntry is a queued call, kept in the pipeline's reused entries, and
+// where its result goes: the only part allocated per call.
 type pipeEntry struct {
-	k   *call
+	k   call
 	dec *Pending[Decision]
 	all *Pending[AllDecision]
 	rel *Pending[bool]
@@ -46,7 +42,7 @@ type Pipeline struct {
 	c       *Client
 	entries []pipeEntry
 	arena   []any // every queued call's arguments, one after the other
-	slab    []pendingCall[Decision]
+	slab    []Pending[Decision]
 	box     boxer
 	cmds    [][]any // Exec's, reused
 	sent    []int
@@ -61,43 +57,46 @@ func (p *Pipeline) Len() int { return len(p.entries) }
 // slabSize: a pipeline allocates its decisions this many at a time.
 const slabSize = 64
 
+// queue adds an entry for cmd; its call is built at once, before the next
+// append can move it.
+func (p *Pipeline) queue(cmd *command, e pipeEntry) *call {
+	p.entries = append(p.entries, e)
+	k := &p.entries[len(p.entries)-1].k
+	k.init(cmd, &p.arena, &p.box)
+	return k
+}
+
 func (p *Pipeline) decision(cmd *command) (*call, *Pending[Decision]) {
 	if len(p.slab) == cap(p.slab) {
-		p.slab = make([]pendingCall[Decision], 0, slabSize)
+		p.slab = make([]Pending[Decision], 0, slabSize)
 	}
 	p.slab = p.slab[:len(p.slab)+1]
-	e := &p.slab[len(p.slab)-1]
-	e.k.init(cmd, &p.arena, &p.box)
-	p.entries = append(p.entries, pipeEntry{k: &e.k, dec: &e.p})
-	return &e.k, &e.p
+	r := &p.slab[len(p.slab)-1]
+	return p.queue(cmd, pipeEntry{dec: r}), r
 }
 
 func (p *Pipeline) allDecision(cmd *command) (*call, *Pending[AllDecision]) {
-	e := &pendingCall[AllDecision]{}
-	e.k.init(cmd, &p.arena, &p.box)
-	p.entries = append(p.entries, pipeEntry{k: &e.k, all: &e.p})
-	return &e.k, &e.p
+	r := &Pending[AllDecision]{}
+	return p.queue(cmd, pipeEntry{all: r}), r
 }
 
 func (p *Pipeline) released(cmd *command) (*call, *Pending[bool]) {
-	e := &pendingCall[bool]{}
-	e.k.init(cmd, &p.arena, &p.box)
-	p.entries = append(p.entries, pipeEntry{k: &e.k, rel: &e.p})
-	return &e.k, &e.p
+	r := &Pending[bool]{}
+	return p.queue(cmd, pipeEntry{rel: r}), r
 }
 
-func (p *Pipeline) settle(e pipeEntry, r any, err error) error {
+func (p *Pipeline) settle(e *pipeEntry, r any, err error) error {
 	switch {
 	case e.dec != nil:
-		d, err := p.c.finishDecision(e.k, r, err)
+		d, err := p.c.finishDecision(&e.k, r, err)
 		e.dec.set(d, err)
 		return err
 	case e.all != nil:
-		d, err := p.c.finishAll(e.k, r, err)
+		d, err := p.c.finishAll(&e.k, r, err)
 		e.all.set(d, err)
 		return err
 	default:
-		ok, err := p.c.finishReleased(e.k, r, err)
+		ok, err := p.c.finishReleased(&e.k, r, err)
 		e.rel.set(ok, err)
 		return err
 	}
@@ -124,8 +123,8 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 	}
 	b, err := p.c.Backend(ctx)
 	if err != nil {
-		for _, e := range entries {
-			note(p.settle(e, nil, err))
+		for i := range entries {
+			note(p.settle(&entries[i], nil, err))
 		}
 		return first
 	}
@@ -134,8 +133,8 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 		return first
 	}
 	if b, err = p.c.Detect(ctx); err != nil {
-		for _, e := range lost {
-			note(p.settle(e, nil, err))
+		for i := range lost {
+			note(p.settle(&lost[i], nil, err))
 		}
 		return first
 	}
@@ -148,7 +147,8 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 // returned, to be sent again.
 func (p *Pipeline) send(ctx context.Context, entries []pipeEntry, b Backend, note func(error), keep bool) []pipeEntry {
 	cmds, sent := p.cmds[:0], p.sent[:0]
-	for i, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		args, err := e.k.render(b)
 		if err != nil {
 			note(p.settle(e, nil, err))
@@ -168,7 +168,7 @@ func (p *Pipeline) send(ctx context.Context, entries []pipeEntry, b Backend, not
 	}
 	var lost []pipeEntry
 	for j, i := range sent {
-		e := entries[i]
+		e := &entries[i]
 		if err != nil {
 			note(p.settle(e, nil, err))
 			continue
@@ -180,7 +180,7 @@ func (p *Pipeline) send(ctx context.Context, entries []pipeEntry, b Backend, not
 		}
 		if missing(e.k.cmd, rerr) {
 			if keep {
-				lost = append(lost, e)
+				lost = append(lost, *e)
 				continue
 			}
 			if p.c.forced == BackendAuto {

@@ -69,12 +69,12 @@ func Pipeliner(pool *redis.Pool) rl.PipelineFunc {
 			return nil, err
 		}
 		out := make([]any, len(cmds))
-		d := left(ctx)
+		d := left(ctx) // read from now to the deadline each reply: the client returns at it anyway
 		for i := range cmds {
 			var r any
 			var err error
 			if d > 0 {
-				r, err = redis.ReceiveWithTimeout(conn, left(ctx))
+				r, err = redis.ReceiveWithTimeout(conn, d)
 			} else {
 				r, err = conn.Receive()
 			}

@@ -113,7 +113,7 @@ func (b *builder) refuse(format string, a ...any) {
 	if b.err == nil {
 		who := b.cmd.name
 		if b.policy {
-			who = "RL.ALL"
+			who = "RL.ALL" // the policy's arguments are RL.ALL's
 		}
 		b.err = &ArgumentError{Command: who, Message: fmt.Sprintf(format, a...)}
 	}

@@ -145,20 +145,20 @@ func parseThrottle(cmd string, reply any, window time.Duration) (Decision, error
 
 // parseAll reads RL.ALL's numkeys + 1 decisions, each key's with its
 // policy's window.
-func parseAll(reply any, keys []Policy) (AllDecision, error) {
+func parseAll(cmd string, reply any, keys []Policy) (AllDecision, error) {
 	a, ok := reply.([]any)
 	if !ok || len(a) != len(keys)+1 {
-		return AllDecision{}, replyError("RL.ALL", reply)
+		return AllDecision{}, replyError(cmd, reply)
 	}
 	out := AllDecision{Keys: make([]Decision, len(keys))}
 	for i, p := range keys {
-		d, err := parseDecision("RL.ALL", a[i+1], p.window)
+		d, err := parseDecision(cmd, a[i+1], p.window)
 		if err != nil {
 			return AllDecision{}, err
 		}
 		out.Keys[i] = d
 	}
-	d, err := parseDecision("RL.ALL", a[0], 0)
+	d, err := parseDecision(cmd, a[0], 0)
 	if err != nil {
 		return AllDecision{}, err
 	}
@@ -174,10 +174,10 @@ func parseAll(reply any, keys []Policy) (AllDecision, error) {
 	return out, nil
 }
 
-func parseReleased(reply any) (bool, error) {
+func parseReleased(cmd string, reply any) (bool, error) {
 	n, ok := toInt64(reply)
 	if !ok || (n != 0 && n != 1) {
-		return false, replyError("RL.RELEASE", reply)
+		return false, replyError(cmd, reply)
 	}
 	return n == 1, nil
 }

@@ -142,7 +142,7 @@ func (c *Client) finishAll(k *call, r any, err error) (AllDecision, error) {
 		for i, p := range k.keys {
 			out.Keys[i] = c.fallback(p.limit, p.window, d.Unavailable)
 		}
-	} else if out, err = parseAll(r, k.keys); err != nil {
+	} else if out, err = parseAll(k.cmd.name, r, k.keys); err != nil {
 		return AllDecision{}, err
 	}
 	out.names = keyNames(k.keys)
@@ -154,7 +154,7 @@ func (c *Client) finishReleased(k *call, r any, err error) (bool, error) {
 		err, _ = classify(k.cmd.name, err)
 		return false, err
 	}
-	return parseReleased(r)
+	return parseReleased(k.cmd.name, r)
 }
 
 func (c *Client) decide(ctx context.Context, k *call) (Decision, error) {

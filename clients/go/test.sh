@@ -2,9 +2,14 @@
 # The Go client's tests, run by scripts/clients.sh (make test) with
 # RL_TEST_MODULE_URL and RL_TEST_LIBRARY_URL set to a server with the module
 # and one with only the Functions library:
-#   - the client module (no dependencies): unit tests and the commands.json
-#     coverage test;
-#   - internal/itest (redigo): every command and option on both servers;
+#   - the client module (no dependencies): unit tests and the generated table
+#     against commands.json;
+#   - the generated files up to date, and a made-up command reaching the client
+#     through the emitter alone (internal/newcommand);
+#   - the module's files, LICENSE included;
+#   - internal/itest (redigo): every command and option on both servers, every
+#     case of clients/headers.json, the fail modes within the deadline;
+#   - every RateLimit field those tests gave, read by http-sf (PyPI);
 #   - examples/go: the net/http middleware, vetted and tested on both servers.
 # Installs Go and redigo with apt-get when missing (root); exits 77 when they
 # cannot be had.
@@ -76,10 +81,12 @@ grep -E -- '--- SKIP|_test.go:[0-9]+: ' "$tmp/itest.log" || true
 grep -E '^ok' "$tmp/itest.log"
 
 echo "go: every header the tests produced, read by a structured-field parser (http-sf)"
-if ! PYTHONPATH="$tmp/sf" python3 -c 'import http_sf' 2>/dev/null; then
-  python3 -m pip install -q --disable-pip-version-check --target "$tmp/sf" http-sf >/dev/null 2>&1 ||
-    { echo "go: cannot install http-sf from PyPI" >&2; exit 1; }
-fi
+# Into a directory of its own; Debian's python3 may need python3-pip first, and
+# refuses a plain install outside a virtual environment (PEP 668).
+python3 -m pip --version >/dev/null 2>&1 || go_env_apt python3-pip || true
+python3 -m pip install -q --disable-pip-version-check --target "$tmp/sf" http-sf >/dev/null 2>&1 ||
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages --target "$tmp/sf" http-sf >/dev/null 2>&1 ||
+  { echo "go: cannot install http-sf from PyPI" >&2; exit 1; }
 PYTHONPATH="$tmp/sf" python3 - "$RL_TEST_HEADER_DUMP" <<'PY'
 import sys, http_sf
 checked = 0

@@ -2,10 +2,13 @@
 
 For each command: its rules (the arguments' kinds and ranges, the options it takes
 and what each excludes), the argument builder shared by the call and its RL.ALL
-policy, the Client method, the Pipeline method and, for an RL.ALL policy, the
-Policy constructor; for each option word, its constructor. The hand-written files
-(client.go, pipeline.go, args.go, decision.go, headers.go, errors.go, duration.go)
-hold what is Go's own and never name a command.
+policy, the call builder shared by the Client and Pipeline methods, those methods
+and, for an RL.ALL policy, the Policy constructor; for each option word, its
+constructor. The hand-written files (client.go, send.go, pipeline.go, args.go,
+policy.go, decision.go, headers.go, errors.go, duration.go) hold what is Go's own:
+the Doer, deadlines, fail modes, detection, the Decision and the reply kinds, the
+headers, the errors and the one duration parser; of the commands they know only
+RL.ALL (the policies' container) and the lease's RELEASE.
 
 The output is gofmt-clean as emitted: no aligned blocks, one declaration a line.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from clientgen.model import COMMANDS_JSON, Argument, Command, Model, Option, split_words
+from clientgen.model import COMMANDS_JSON, Argument, Command, Model, Option
 
 PACKAGE = "clients/go"
 
@@ -317,7 +317,7 @@ class Emitter:
             lines.append(f"\tp.b.options({self.var(c)}.policyOptions, opts)")
         return lines + ["\treturn p.done()", "}"]
 
-    def option_func(self, o: Option, bit: int) -> list[str]:
+    def option_func(self, o: Option) -> list[str]:
         name = option_name(o)
         go_type = GO_TYPES[o.value.kind]
         param = {"integer": "n", "duration": "d", "text": "s"}[o.value.kind]
@@ -364,8 +364,8 @@ class Emitter:
         for o in self.options.values():
             out.append(f'var word{option_name(o)} any = "{o.name}"')
         out.append("")
-        for i, o in enumerate(self.options.values()):
-            out += self.option_func(o, i) + [""]
+        for o in self.options.values():
+            out += self.option_func(o) + [""]
         return "\n".join(out).rstrip() + "\n" + UNUSED
 
 

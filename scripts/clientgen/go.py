@@ -131,7 +131,13 @@ class Emitter:
         return out
 
     def _check_names(self) -> None:
-        taken = {"Key", "New", "Never", "ParseDuration", "MustDuration", "Version"}
+        """Fail loudly rather than emit a name Go would refuse (or shadow a hand-written one)."""
+        methods = {"Backend", "Detect", "Pipeline", "Exec", "Len"}  # Client's and Pipeline's own
+        for c in self.model.commands:
+            if method_name(c) in methods:
+                raise ValueError(f"{c.name}'s method {method_name(c)} clashes with a method of the client")
+            methods.add(method_name(c))
+        taken = {"Key", "New", "Never", "ParseDuration", "MustDuration", "Version", "DoFunc", "PipelineFunc"}
         for c in self.model.policies:
             if method_name(c) in taken:
                 raise ValueError(f"policy {c.policy}'s constructor {method_name(c)} clashes")

@@ -64,6 +64,10 @@ func TestArgumentsCheckedBeforeSending(t *testing.T) {
 			_, err := c.All(bg, []KeyPolicy{Key("a", Fixed(1, time.Second)), Key("b", Bucket(0, 1, time.Second))})
 			return err
 		}, "BUCKET capacity must be an integer from 1"},
+		{"a policy's duration not whole ms", func(c *Client) error {
+			_, err := c.All(bg, []KeyPolicy{Key("a", Fixed(1, time.Second)), Key("b", GCRA(1, 1, time.Second, Delay(time.Microsecond)))})
+			return err
+		}, "GCRA delay must be a whole number of milliseconds, got 1µs"},
 		{"a policy option it does not take", func(c *Client) error {
 			_, err := c.All(bg, []KeyPolicy{Key("a", GCRA(1, 1, time.Second, Cost(1)))})
 			return err

@@ -169,8 +169,11 @@ func (c *Client) Detect(ctx context.Context) (Backend, error) {
 	return c.redetect(ctx)
 }
 
-// redetect runs the probe with c.mu held.
+// redetect runs the probe with c.mu held, within the client's deadline (a
+// call's own, when it comes from one).
 func (c *Client) redetect(ctx context.Context) (Backend, error) {
+	ctx, cancel := c.deadline(ctx)
+	defer cancel()
 	b, err := c.detect(ctx)
 	atomic.StoreInt32(&c.detected, int32(b))
 	return b, err

@@ -166,7 +166,11 @@ func TestDeadline(t *testing.T) {
 			t.Errorf("pipelined, deadline %v: %v %v %v after %v", tc.timeout, err, d, rerr, took)
 		}
 	}
-	// Detection is within the deadline too.
+	// Detection is within the deadline too, asked for or on a call.
+	start := time.Now()
+	if _, err := New(b, WithTimeout(20*time.Millisecond)).Detect(bg); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 120*time.Millisecond {
+		t.Errorf("Detect: %v after %v", err, time.Since(start))
+	}
 	c := New(b, WithTimeout(20*time.Millisecond), WithFailOpen())
 	d, err := c.Fixed(bg, "k", 3, time.Second)
 	if err != nil || !d.Allowed || d.Remaining != 3 || d.Unavailable == nil {

@@ -166,9 +166,9 @@ func (k *call) callThrottle(key string, maxBurst int64, count int64, period time
 }
 
 // Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
-// limiter: max_burst + 1 units at once, count more per period (GCRA). redis-cell's
-// command: module only (ErrModuleOnly on the library). Its reply becomes a Decision:
-// Allowed = !limited, Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
+// limiter: max_burst + 1 units at once, count more per period (GCRA). Module only
+// (ErrModuleOnly on the library). Its reply becomes a Decision: Allowed = !limited,
+// Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
 func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count int64, period time.Duration, quantity int64) (Decision, error) {
 	k := one(cmdThrottle).callThrottle(key, maxBurst, count, period, quantity, nil)
 	return c.decide(ctx, k)

@@ -17,28 +17,28 @@ var wordRefund any = "REFUND"
 var wordDebit any = "DEBIT"
 var wordDelay any = "DELAY"
 
-// Cost is the option COST <cost>: how many units the call takes, all or nothing
-// (default 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
+// Cost is the option COST <n>: how many units the call takes, all or nothing (default
+// 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
 // SlidingCounter, All, Penalty, Share.
 func Cost(n int64) Option {
 	return Option{bit: optCost, word: wordCost, name: "COST", kind: kindInteger, n: n}
 }
 
-// Refund is the option REFUND <refund>: give back up to n units taken earlier (the work
-// they paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter,
-// All, Share.
+// Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
+// paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter, All,
+// Share.
 func Refund(n int64) Option {
 	return Option{bit: optRefund, word: wordRefund, name: "REFUND", kind: kindInteger, n: n}
 }
 
-// Debit is the option DEBIT <debit>: charge n units after the fact, into debt if need
-// be (a cost known only once the work is done). Taken by Fixed, Bucket, GCRA,
-// SlidingCounter, All, Share.
+// Debit is the option DEBIT <n>: charge n units after the fact, into debt if need be (a
+// cost known only once the work is done). Taken by Fixed, Bucket, GCRA, SlidingCounter,
+// All, Share.
 func Debit(n int64) Option {
 	return Option{bit: optDebit, word: wordDebit, name: "DEBIT", kind: kindInteger, n: n}
 }
 
-// Delay is the option DELAY <delay>: schedule instead of reject: an allowed call's
+// Delay is the option DELAY <d>: schedule instead of reject: an allowed call's
 // RetryAfter is how long to wait before acting. Taken by GCRA, GCRA policy.
 func Delay(d time.Duration) Option {
 	return Option{bit: optDelay, word: wordDelay, name: "DELAY", kind: kindDuration, d: d}

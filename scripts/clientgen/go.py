@@ -55,7 +55,7 @@ LEASES = {"RL.ACQUIRE"}
 
 # A sentence the summary in commands.json cannot give, added to a method's comment.
 NOTES = {
-    "CL.THROTTLE": "redis-cell's command: module only (ErrModuleOnly on the library). Its reply becomes a "
+    "CL.THROTTLE": "Module only (ErrModuleOnly on the library). Its reply becomes a "
     "Decision: Allowed = !limited, Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.",
     "RL.ALL": "Every key checked and taken all or nothing, each under its policy. On a cluster the keys "
     "must share a hash slot (\"{user42}:burst\", \"{user42}:day\").",
@@ -330,7 +330,7 @@ class Emitter:
         note = OPTION_NOTES.get(o.name, f"the option {o.name}")
         takers = [method_name(c) for c in self.model.commands if any(x.name == o.name for x in c.options)]
         policies = [method_name(c) + " policy" for c in self.model.commands if any(x.name == o.name for x in c.policy_options)]
-        text = f"{name} is the option {o.name} <{o.value.name}>: {note}. Taken by " + ", ".join(takers + policies) + "."
+        text = f"{name} is the option {o.name} <{param}>: {note}. Taken by " + ", ".join(takers + policies) + "."
         value = {"integer": "n: n", "duration": "d: d", "text": "s: s"}[o.value.kind]
         return wrap(text) + [
             f"func {name}({param} {go_type}) Option {{",

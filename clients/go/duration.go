@@ -73,6 +73,10 @@ func MustDuration(s string) time.Duration {
 // whole number of milliseconds (never rounded), or outside r's range.
 func msArg(r *rule, d time.Duration) (string, string) {
 	if d%time.Millisecond != 0 {
+		if d > 0 && d < time.Millisecond {
+			// Most likely a bare number meant as seconds, as RL reads one.
+			return "", fmt.Sprintf("must be a whole number of milliseconds, got %v (a time.Duration counts nanoseconds: for %d seconds write %d*time.Second)", d, int64(d), int64(d))
+		}
 		return "", fmt.Sprintf("must be a whole number of milliseconds, got %v", d)
 	}
 	ms := int64(d / time.Millisecond)

@@ -34,6 +34,7 @@ func TestArgumentsCheckedBeforeSending(t *testing.T) {
 		{"limit 2^53", func(c *Client) error { _, err := c.GCRA(bg, "k", 1<<53, 1, time.Second); return err }, "capacity must be an integer from 1"},
 		{"sliding limit over its maximum", func(c *Client) error { _, err := c.Sliding(bg, "k", 100001, time.Second); return err }, "limit must be an integer from 1 to 100000"},
 		{"1 ns", func(c *Client) error { _, err := c.Fixed(bg, "k", 1, time.Nanosecond); return err }, "window must be a whole number of milliseconds, got 1ns"},
+		{"a bare 60", func(c *Client) error { _, err := c.Fixed(bg, "k", 1, 60); return err }, "got 60ns (a time.Duration counts nanoseconds: for 60 seconds write 60*time.Second)"},
 		{"1.5 ms", func(c *Client) error { _, err := c.Fixed(bg, "k", 1, 1500*time.Microsecond); return err }, "whole number of milliseconds, got 1.5ms"},
 		{"window 0", func(c *Client) error { _, err := c.Fixed(bg, "k", 1, 0); return err }, "window must be from 1ms"},
 		{"window over 10 years", func(c *Client) error { _, err := c.Fixed(bg, "k", 1, 11*year); return err }, "window must be from 1ms to 315360000000ms"},

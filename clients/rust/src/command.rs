@@ -163,7 +163,9 @@ pub(crate) enum Expect {
         window: Option<Duration>,
     },
     All(Box<AllExpect>),
-    Throttle,
+    Throttle {
+        window: Option<Duration>,
+    },
     Released,
 }
 
@@ -223,7 +225,9 @@ impl Call<'_> {
     pub(crate) fn expect(&self) -> Expect {
         match self {
             Call::One(_, p) => match p.spec().shape {
-                Shape::Throttle => Expect::Throttle,
+                Shape::Throttle => Expect::Throttle {
+                    window: p.window(),
+                },
                 Shape::Released => Expect::Released,
                 Shape::Decision | Shape::All => Expect::Decision {
                     limit: p.limit(),
@@ -286,7 +290,8 @@ pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
         Expect::All(all) => AllDecision::from_value(v)
             .filter(|a| a.keys.len() == all.windows.len())
             .map(|a| Reply::All(a.with_policies(&all.windows, &all.words))),
-        Expect::Throttle => ThrottleDecision::from_value(v).map(Reply::Throttle),
+        Expect::Throttle { window } => ThrottleDecision::from_value(v)
+            .map(|t| Reply::Throttle(ThrottleDecision { window: *window, ..t })),
         Expect::Released => released_of(v).map(Reply::Released),
     }
 }
@@ -330,7 +335,7 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<R
                 words: all.words.clone(),
             }))
         }
-        Expect::Throttle | Expect::Released => None,
+        Expect::Throttle { .. } | Expect::Released => None,
     }
 }
 

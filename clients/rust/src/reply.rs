@@ -345,12 +345,39 @@ pub struct ThrottleDecision {
     pub retry_after: Option<Duration>,
     /// How long until the limiter is back to its initial state (whole seconds).
     pub reset_after: Duration,
+    /// The `w` of `RateLimit-Policy`: the time the bucket of max_burst + 1 takes to
+    /// refill from empty at count per period (`None` when parsed without its call).
+    pub window: Option<Duration>,
 }
 
 impl ThrottleDecision {
     /// Whether the call was accepted.
     pub fn allowed(&self) -> bool {
         !self.limited
+    }
+
+    /// RL's decision for the same answer (`Retry-After` only when limited).
+    pub fn decision(&self) -> Decision {
+        Decision {
+            allowed: !self.limited,
+            limit: self.limit,
+            remaining: self.remaining,
+            retry_after: if self.limited { self.retry_after } else { Some(Duration::ZERO) },
+            reset_after: self.reset_after,
+            window: self.window,
+            fallback: false,
+            error: None,
+        }
+    }
+
+    /// The HTTP fields, as [`Decision::headers`].
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        self.decision().headers()
+    }
+
+    /// The HTTP fields with the policy named `name`, as [`Decision::headers_named`].
+    pub fn headers_named(&self, name: &str) -> Result<Vec<(&'static str, String)>> {
+        self.decision().headers_named(name)
     }
 
     pub(crate) fn from_value(v: &Value) -> Option<ThrottleDecision> {
@@ -368,6 +395,7 @@ impl ThrottleDecision {
                 s => Some(Duration::from_secs(u64::try_from(s).ok()?)),
             },
             reset_after: Duration::from_secs(u64::try_from(reset).ok()?),
+            window: None,
         })
     }
 }

@@ -77,10 +77,14 @@ def describe(a: Argument) -> str:
 
 
 def check(a: Argument, value: str, label: str) -> str:
+    """The check of `value` (a field, or `v` bound by reference to an option's value)."""
     lo = "0" if a.min is None else str(a.min)
     hi = "u64::MAX" if a.max is None else str(a.max)
     fn = {"integer": "integer", "duration": "duration", "text": "text"}[a.kind]
-    arg = value if a.kind == "integer" else f"&{value}"
+    if value == "v":
+        arg = "*v" if a.kind == "integer" else "v"
+    else:
+        arg = value if a.kind == "integer" else f"&{value}"
     return f'check::{fn}("{label}", {arg}, {lo}, {hi})?;'
 
 
@@ -181,7 +185,7 @@ def option_checks(out: Lines, options: tuple[Option, ...], indent: int) -> None:
             out.add(indent, "}")
     for o in options:
         out.add(indent, f"if let Some(v) = &self.{ident(o.words)} {{")
-        out.add(indent + 1, check(o.value, "v" if o.value.kind != "integer" else "*v", o.name))
+        out.add(indent + 1, check(o.value, "v", o.name))
         out.add(indent, "}")
 
 
@@ -277,7 +281,7 @@ def command_type(out: Lines, c: Command) -> None:
         out.add(2, check(a, f"self.{ident(a.words)}", a.name))
     for a in optional:
         out.add(2, f"if let Some(v) = &self.{ident(a.words)} {{")
-        out.add(3, check(a, "*v" if a.kind == "integer" else "v", a.name))
+        out.add(3, check(a, "v", a.name))
         out.add(2, "}")
     option_checks(out, c.options, 2)
     out.add(2, "Ok(())")

@@ -134,7 +134,9 @@ impl Batch {
             .zip(&self.commands)
             .zip(replies)
             .map(|((expect, command), v)| match v {
-                Value::ServerError(e) => Err(Error::from_redis(RedisError::from(e.clone()), command)),
+                Value::ServerError(e) => {
+                    Err(Error::from_redis(RedisError::from(e.clone()), command))
+                }
                 v => command::parse(expect, v).ok_or_else(|| command::unexpected(command, v)),
             })
             .collect()
@@ -145,7 +147,10 @@ impl Batch {
         match result {
             Ok(Value::Array(items)) => self.parse(&items),
             Ok(other) => Err(command::unexpected("the pipeline", &other)),
-            Err(e) => Err(Error::from_redis(e, self.commands.first().copied().unwrap_or("RL"))),
+            Err(e) => Err(Error::from_redis(
+                e,
+                self.commands.first().copied().unwrap_or("RL"),
+            )),
         }
     }
 
@@ -202,7 +207,10 @@ mod tests {
             .parse(&[
                 decision([1, 5, 4, 0, 1000]),
                 Value::Int(1),
-                Value::Array(vec![decision([1, 1, 0, 0, 60000]), decision([1, 1, 0, 0, 60000])]),
+                Value::Array(vec![
+                    decision([1, 1, 0, 0, 60000]),
+                    decision([1, 1, 0, 0, 60000]),
+                ]),
             ])
             .unwrap();
         let Reply::Decision(d) = &replies[0] else {
@@ -214,7 +222,9 @@ mod tests {
         assert!(matches!(&replies[2], Reply::All(a) if a.keys.len() == 1 && a.words == ["FIXED"]));
         // Too few replies, or one of the wrong shape.
         assert!(b.parse(&[decision([1, 5, 4, 0, 1000])]).is_err());
-        assert!(b.parse(&[Value::Int(1), Value::Int(1), Value::Int(1)]).is_err());
+        assert!(b
+            .parse(&[Value::Int(1), Value::Int(1), Value::Int(1)])
+            .is_err());
     }
 
     #[test]
@@ -228,7 +238,9 @@ mod tests {
             .gcra("g", &Gcra::new(5, 1, "1s").cost(1).refund(1))
             .gcra("g", &Gcra::new(5, 1, "1s"));
         assert_eq!(b.len(), 1);
-        assert!(matches!(b.refusal(), Err(Error::InvalidArgument(m)) if m.contains("COST and REFUND")));
+        assert!(
+            matches!(b.refusal(), Err(Error::InvalidArgument(m)) if m.contains("COST and REFUND"))
+        );
         b.clear();
         assert!(b.is_empty() && b.refusal().is_ok());
     }
@@ -236,7 +248,8 @@ mod tests {
     #[test]
     fn an_error_names_its_own_call() {
         let mut b = Batch::new(Backend::Module);
-        b.gcra("a", &Gcra::new(5, 1, "1s")).fixed("f", &Fixed::new(1, "1s"));
+        b.gcra("a", &Gcra::new(5, 1, "1s"))
+            .fixed("f", &Fixed::new(1, "1s"));
         let err = redis::parse_redis_value(b"-WRONGTYPE Operation against a key\r\n").unwrap();
         let out = b.parse(&[decision([1, 5, 4, 0, 1000]), err]);
         assert!(matches!(out, Err(Error::WrongType(_))), "{out:?}");

@@ -61,7 +61,9 @@ mod tests {
     fn ranges() {
         assert!(integer("limit", 1, 1, 5).is_ok());
         let e = integer("limit", 0, 1, 5).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument(m) if m == "limit must be an integer from 1 to 5, not 0"));
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m == "limit must be an integer from 1 to 5, not 0")
+        );
         assert!(duration("window", &Period::ms(1), 1, 10).is_ok());
         assert!(duration("window", &Period::ms(0), 1, 10).is_err());
         assert!(duration("window", &Period::from("1.5ms"), 0, 10).is_err());

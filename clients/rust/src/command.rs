@@ -225,9 +225,7 @@ impl Call<'_> {
     pub(crate) fn expect(&self) -> Expect {
         match self {
             Call::One(_, p) => match p.spec().shape {
-                Shape::Throttle => Expect::Throttle {
-                    window: p.window(),
-                },
+                Shape::Throttle => Expect::Throttle { window: p.window() },
                 Shape::Released => Expect::Released,
                 Shape::Decision | Shape::All => Expect::Decision {
                     limit: p.limit(),
@@ -290,8 +288,12 @@ pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
         Expect::All(all) => AllDecision::from_value(v)
             .filter(|a| a.keys.len() == all.windows.len())
             .map(|a| Reply::All(a.with_policies(&all.windows, &all.words))),
-        Expect::Throttle { window } => ThrottleDecision::from_value(v)
-            .map(|t| Reply::Throttle(ThrottleDecision { window: *window, ..t })),
+        Expect::Throttle { window } => ThrottleDecision::from_value(v).map(|t| {
+            Reply::Throttle(ThrottleDecision {
+                window: *window,
+                ..t
+            })
+        }),
         Expect::Released => released_of(v).map(Reply::Released),
     }
 }

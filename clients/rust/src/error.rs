@@ -116,7 +116,10 @@ pub(crate) fn is_missing(err: &RedisError) -> bool {
 }
 
 pub(crate) fn is_connection_error(err: &RedisError) -> bool {
-    err.is_io_error() || err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal()
+    err.is_io_error()
+        || err.is_timeout()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
 }
 
 #[cfg(test)]
@@ -131,7 +134,7 @@ mod tests {
                 Err(e) => e,
                 Ok(v) => panic!("not an error: {v:?}"),
             },
-            Err(e) => e.into(),
+            Err(e) => e,
         }
     }
 
@@ -147,15 +150,24 @@ mod tests {
         );
         assert_eq!(e.code(), Some("ERR"));
         let e = Error::from_redis(
-            server("WRONGTYPE", "Operation against a key holding the wrong kind of value"),
+            server(
+                "WRONGTYPE",
+                "Operation against a key holding the wrong kind of value",
+            ),
             "RL.FIXED",
         );
-        assert!(matches!(&e, Error::WrongType(m) if m.starts_with("WRONGTYPE Operation")), "{e:?}");
+        assert!(
+            matches!(&e, Error::WrongType(m) if m.starts_with("WRONGTYPE Operation")),
+            "{e:?}"
+        );
         let e = Error::from_redis(
             server("OOM", "command not allowed when used memory > 'maxmemory'."),
             "RL.FIXED",
         );
-        assert!(matches!(&e, Error::Oom(m) if m.starts_with("OOM command")), "{e:?}");
+        assert!(
+            matches!(&e, Error::Oom(m) if m.starts_with("OOM command")),
+            "{e:?}"
+        );
         let e = Error::from_redis(server("NOPERM", "this user has no permissions"), "RL.FIXED");
         assert!(matches!(&e, Error::Redis(_)), "{e:?}");
         assert_eq!(e.code(), Some("NOPERM"));
@@ -171,16 +183,25 @@ mod tests {
             let err = server("ERR", detail);
             assert!(is_missing(&err), "{detail}");
             let e = Error::from_redis(err.clone(), "RL.GCRA");
-            assert!(matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule")), "{e:?}");
+            assert!(
+                matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule")),
+                "{e:?}"
+            );
             let e = Error::unsupported("RL.SHARE", &err);
-            assert!(matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")), "{e:?}");
+            assert!(
+                matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")),
+                "{e:?}"
+            );
         }
         assert!(!is_missing(&server("ERR", "limit must be an integer")));
     }
 
     #[test]
     fn connection_errors() {
-        let io = RedisError::from(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"));
+        let io = RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
         assert!(Error::from_redis(io, "RL.FIXED").is_connection());
         assert!(Error::timeout(std::time::Duration::from_millis(100)).is_connection());
     }

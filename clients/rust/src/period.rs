@@ -310,7 +310,10 @@ mod tests {
     fn fractions_of_a_millisecond_are_refused_not_rounded() {
         assert_eq!(Period::from(Duration::from_nanos(1)).as_millis(), None);
         assert_eq!(Period::from(Duration::from_micros(1500)).as_millis(), None);
-        let why = Period::from(Duration::from_nanos(1)).millis().unwrap_err().to_string();
+        let why = Period::from(Duration::from_nanos(1))
+            .millis()
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("whole number of milliseconds"), "{why}");
         assert_eq!(Period::from(Duration::from_millis(7)).as_millis(), Some(7));
         assert_eq!(Period::from(Duration::ZERO).as_millis(), Some(0));

@@ -33,7 +33,9 @@ pub fn field_string(name: &str) -> Result<String> {
 }
 
 fn ceil_secs(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).div_ceil(1000)
+    u64::try_from(d.as_millis())
+        .unwrap_or(u64::MAX)
+        .div_ceil(1000)
 }
 
 fn field_int(n: u64) -> u64 {
@@ -195,7 +197,11 @@ impl Decision {
         window: Option<Duration>,
         error: String,
     ) -> Decision {
-        let wait = if allowed { Duration::ZERO } else { FAIL_CLOSED_RETRY };
+        let wait = if allowed {
+            Duration::ZERO
+        } else {
+            FAIL_CLOSED_RETRY
+        };
         Decision {
             allowed,
             limit,
@@ -362,7 +368,11 @@ impl ThrottleDecision {
             allowed: !self.limited,
             limit: self.limit,
             remaining: self.remaining,
-            retry_after: if self.limited { self.retry_after } else { Some(Duration::ZERO) },
+            retry_after: if self.limited {
+                self.retry_after
+            } else {
+                Some(Duration::ZERO)
+            },
             reset_after: self.reset_after,
             window: self.window,
             fallback: false,
@@ -514,7 +524,10 @@ mod tests {
         assert!(!all.allowed());
         assert_eq!(all.keys.len(), 2);
         assert_eq!(all.rejected().collect::<Vec<_>>(), vec![0]);
-        let all = all.with_policies(&[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))], &["GCRA", "FIXED"]);
+        let all = all.with_policies(
+            &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
+            &["GCRA", "FIXED"],
+        );
         assert_eq!(all.combined.window, Some(Duration::from_secs(1)));
         assert_eq!(all.keys[1].window, Some(Duration::from_secs(60)));
         // Only the combined decision: not a reply of RL.ALL.
@@ -537,10 +550,16 @@ mod tests {
             ints(&[1, 3, 1, 0, 60000]),
             ints(&[1, 8, 1, 0, 500]),
         ]);
-        let all = AllDecision::from_redis_value_ref(&v).unwrap().with_policies(
-            &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60)), None],
-            &["GCRA", "FIXED", "FIXED"],
-        );
+        let all = AllDecision::from_redis_value_ref(&v)
+            .unwrap()
+            .with_policies(
+                &[
+                    Some(Duration::from_secs(1)),
+                    Some(Duration::from_secs(60)),
+                    None,
+                ],
+                &["GCRA", "FIXED", "FIXED"],
+            );
         // A tie between keys 1 and 2: the first.
         assert_eq!(all.combined.window, Some(Duration::from_secs(60)));
     }
@@ -620,7 +639,10 @@ mod tests {
         assert_eq!(field_string("my \"api\"").unwrap(), r#""my \"api\"""#);
         assert_eq!(field_string("back\\slash").unwrap(), r#""back\\slash""#);
         for bad in ["a\r\nb", "caf\u{e9}", "tab\t", "\u{7f}"] {
-            assert!(matches!(field_string(bad), Err(Error::InvalidArgument(_))), "{bad:?}");
+            assert!(
+                matches!(field_string(bad), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
         }
     }
 
@@ -629,8 +651,14 @@ mod tests {
         let mut d = Decision::from_fields([1, i64::MAX, i64::MAX, 0, i64::MAX]).unwrap();
         d.window = Some(Duration::ZERO);
         let h = d.headers();
-        assert_eq!(header(&h, "RateLimit-Policy"), Some("\"default\";q=999999999999999"));
-        assert_eq!(header(&h, "RateLimit"), Some("\"default\";r=999999999999999;t=999999999999999"));
+        assert_eq!(
+            header(&h, "RateLimit-Policy"),
+            Some("\"default\";q=999999999999999")
+        );
+        assert_eq!(
+            header(&h, "RateLimit"),
+            Some("\"default\";r=999999999999999;t=999999999999999")
+        );
     }
 
     #[test]
@@ -640,16 +668,27 @@ mod tests {
             ints(&[1, 10, 9, 0, 1000]),
             ints(&[1, 3, 2, 0, 60000]),
         ]);
-        let all = AllDecision::from_redis_value_ref(&v).unwrap().with_policies(
-            &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
-            &["FIXED", "FIXED"],
-        );
+        let all = AllDecision::from_redis_value_ref(&v)
+            .unwrap()
+            .with_policies(
+                &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
+                &["FIXED", "FIXED"],
+            );
         assert_eq!(all.names(), ["fixed-1", "fixed-2"]);
         let h = all.headers();
-        assert_eq!(header(&h, "RateLimit-Policy"), Some("\"fixed-1\";q=10;w=1, \"fixed-2\";q=3;w=60"));
-        assert_eq!(header(&h, "RateLimit"), Some("\"fixed-1\";r=9;t=1, \"fixed-2\";r=2;t=60"));
+        assert_eq!(
+            header(&h, "RateLimit-Policy"),
+            Some("\"fixed-1\";q=10;w=1, \"fixed-2\";q=3;w=60")
+        );
+        assert_eq!(
+            header(&h, "RateLimit"),
+            Some("\"fixed-1\";r=9;t=1, \"fixed-2\";r=2;t=60")
+        );
         let named = all.headers_named(&["burst", "day"]).unwrap();
-        assert_eq!(header(&named, "RateLimit"), Some("\"burst\";r=9;t=1, \"day\";r=2;t=60"));
+        assert_eq!(
+            header(&named, "RateLimit"),
+            Some("\"burst\";r=9;t=1, \"day\";r=2;t=60")
+        );
         assert!(all.headers_named(&["one"]).is_err());
     }
 }

@@ -72,11 +72,17 @@ impl<C: ConnectionLike + Deadline> Limiter<C> {
     }
 
     fn send(&mut self, cmd: &Cmd, deadline: Instant) -> Option<RedisResult<Value>> {
-        Some(self.left(deadline)?.and_then(|()| cmd.query::<Value>(&mut self.con)))
+        Some(
+            self.left(deadline)?
+                .and_then(|()| cmd.query::<Value>(&mut self.con)),
+        )
     }
 
     fn send_pipeline(&mut self, pipe: &Pipeline, deadline: Instant) -> Option<RedisResult<Value>> {
-        Some(self.left(deadline)?.and_then(|()| pipe.query::<Value>(&mut self.con)))
+        Some(
+            self.left(deadline)?
+                .and_then(|()| pipe.query::<Value>(&mut self.con)),
+        )
     }
 
     /// `RL.ACQUIRE` as a guard: the lease is released by [`Lease::release`] or,
@@ -246,12 +252,16 @@ mod tests {
     }
 
     fn module() -> RedisResult<Value> {
-        Ok(Value::Array(vec![Value::Array(vec![Value::BulkString(b"rl.gcra".to_vec())])]))
+        Ok(Value::Array(vec![Value::Array(vec![Value::BulkString(
+            b"rl.gcra".to_vec(),
+        )])]))
     }
 
     fn missing(detail: &str) -> RedisResult<Value> {
         let reply = format!("-ERR {detail}\r\n");
-        redis::parse_redis_value(reply.as_bytes()).unwrap().extract_error()
+        redis::parse_redis_value(reply.as_bytes())
+            .unwrap()
+            .extract_error()
     }
 
     #[test]
@@ -275,21 +285,39 @@ mod tests {
             ]
         );
         // A command still missing once RL is found: this server's RL lacks it.
-        let con = Scripted::new(vec![missing("Function not found"), module(), missing("unknown command 'RL.SHARE'")]);
+        let con = Scripted::new(vec![
+            missing("Function not found"),
+            module(),
+            missing("unknown command 'RL.SHARE'"),
+        ]);
         let mut rl = Limiter::with_backend(con, Backend::Library);
         let err = rl.fixed("k", &Fixed::new(5, 1)).unwrap_err();
-        assert!(matches!(&err, Error::Unsupported(m) if m.contains("RL.FIXED")), "{err:?}");
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("RL.FIXED")),
+            "{err:?}"
+        );
         assert_eq!(rl.connection().sent.len(), 3);
         // RL gone altogether: not loaded, and the next call detects again.
-        let con = Scripted::new(vec![missing("No such function"), Ok(Value::Array(vec![Value::Nil])), Ok(Value::Array(vec![]))]);
+        let con = Scripted::new(vec![
+            missing("No such function"),
+            Ok(Value::Array(vec![Value::Nil])),
+            Ok(Value::Array(vec![])),
+        ]);
         let mut rl = Limiter::with_backend(con, Backend::Library);
-        assert!(matches!(rl.fixed("k", &Fixed::new(5, 1)), Err(Error::NotLoaded(_))));
+        assert!(matches!(
+            rl.fixed("k", &Fixed::new(5, 1)),
+            Err(Error::NotLoaded(_))
+        ));
         assert_eq!(rl.backend.get(), None);
     }
 
     #[test]
     fn detect_asks_the_server_every_time() {
-        let con = Scripted::new(vec![module(), Ok(Value::Array(vec![Value::Nil])), library()]);
+        let con = Scripted::new(vec![
+            module(),
+            Ok(Value::Array(vec![Value::Nil])),
+            library(),
+        ]);
         let mut rl = Limiter::new(con);
         assert_eq!(rl.detect().unwrap(), Backend::Module);
         assert_eq!(rl.detect().unwrap(), Backend::Library);
@@ -299,19 +327,35 @@ mod tests {
 
     #[test]
     fn a_refused_argument_sends_nothing() {
-        let mut rl = Limiter::with_backend(Scripted::new(vec![]), Backend::Module).fail_mode(FailMode::Open);
+        let mut rl =
+            Limiter::with_backend(Scripted::new(vec![]), Backend::Module).fail_mode(FailMode::Open);
         for (p, why) in [
             (Gcra::new(0, 1, "1s"), "capacity must be an integer from 1"),
-            (Gcra::new(5, 1, std::time::Duration::from_nanos(1)), "not a whole number of milliseconds"),
+            (
+                Gcra::new(5, 1, std::time::Duration::from_nanos(1)),
+                "not a whole number of milliseconds",
+            ),
             (Gcra::new(5, 1, "1.5ms"), "not a duration"),
             (Gcra::new(5, 1, "11y"), "not a duration"),
             (Gcra::new(5, 1, 315_360_001), "from 1 ms to 315360000000 ms"),
-            (Gcra::new(5, 1, "1s").cost(1).refund(1), "COST and REFUND exclude one another"),
-            (Gcra::new(5, 1, "1s").delay("1s").delay("2s"), "DELAY given twice"),
-            (Gcra::new(5, 1, "1s").debit(0), "DEBIT must be an integer from 1"),
+            (
+                Gcra::new(5, 1, "1s").cost(1).refund(1),
+                "COST and REFUND exclude one another",
+            ),
+            (
+                Gcra::new(5, 1, "1s").delay("1s").delay("2s"),
+                "DELAY given twice",
+            ),
+            (
+                Gcra::new(5, 1, "1s").debit(0),
+                "DEBIT must be an integer from 1",
+            ),
         ] {
             let err = rl.gcra("k", &p).unwrap_err();
-            assert!(matches!(&err, Error::InvalidArgument(m) if m.contains(why)), "{p:?}: {err:?}");
+            assert!(
+                matches!(&err, Error::InvalidArgument(m) if m.contains(why)),
+                "{p:?}: {err:?}"
+            );
         }
         assert!(rl.connection().sent.is_empty());
     }
@@ -357,13 +401,19 @@ mod tests {
         let d = rl.gcra("k", &g).unwrap();
         assert!(d.allowed && d.fallback);
         assert_eq!((d.remaining, d.reset_after), (5, Duration::ZERO));
-        assert!(d.error.as_deref().is_some_and(|e| e.contains("refused")), "{d:?}");
+        assert!(
+            d.error.as_deref().is_some_and(|e| e.contains("refused")),
+            "{d:?}"
+        );
 
         // Detection itself failing: the fail mode still decides.
         let mut rl = Limiter::new(Scripted::new(vec![refused()])).fail_mode(FailMode::Closed);
         let d = rl.gcra("k", &g).unwrap();
         assert!(!d.allowed && d.fallback);
-        assert_eq!((d.remaining, d.retry_after, d.reset_after), (0, Some(Duration::from_secs(1)), Duration::from_secs(1)));
+        assert_eq!(
+            (d.remaining, d.retry_after, d.reset_after),
+            (0, Some(Duration::from_secs(1)), Duration::from_secs(1))
+        );
 
         // A server error is never turned into a decision.
         let bad = missing("limit must be an integer");

@@ -523,7 +523,7 @@ impl Params for Gcra {
             check::integer("DEBIT", *v, 1, 9007199254740991)?;
         }
         if let Some(v) = &self.delay {
-            check::duration("DELAY", &v, 0, 315360000000)?;
+            check::duration("DELAY", v, 0, 315360000000)?;
         }
         Ok(())
     }

@@ -107,11 +107,16 @@ fn a_batch_error_is_typed() {
         let penalty = key("penalty");
         let mut batch = rl.batch().unwrap();
         // (A fixed window's counter is not a penalty's state.)
-        batch
-            .fixed(&penalty, &Fixed::new(5, "1m"))
-            .all(&rl_client::All::new().key(&penalty, rl_client::Penalty::new(3, "1m", "1m", "1h")).cost(0));
+        batch.fixed(&penalty, &Fixed::new(5, "1m")).all(
+            &rl_client::All::new()
+                .key(&penalty, rl_client::Penalty::new(3, "1m", "1m", "1h"))
+                .cost(0),
+        );
         let err = rl.run(&batch).unwrap_err();
-        assert!(matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")), "{err:?}");
+        assert!(
+            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")),
+            "{err:?}"
+        );
 
         let list = key("list");
         redis::cmd("RPUSH")

@@ -41,19 +41,34 @@ fn refused_arguments_send_nothing() {
             assert_eq!(err.code(), None);
         }
         let err = rl.sliding(&k, &Sliding::new(100_001, "1m")).unwrap_err();
-        assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("from 1 to 100000")), "{err:?}");
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains("from 1 to 100000")),
+            "{err:?}"
+        );
         // A policy carrying its own charge inside RL.ALL is refused before sending.
-        let err = rl.all(&All::new().key(&k, Fixed::new(5, "3650d").cost(1))).unwrap_err();
+        let err = rl
+            .all(&All::new().key(&k, Fixed::new(5, "3650d").cost(1)))
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
-        assert!(matches!(rl.all(&All::new()), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            rl.all(&All::new()),
+            Err(Error::InvalidArgument(_))
+        ));
         let after = state(&mut rl);
         assert_eq!(before, after);
         assert_eq!(after.0, "2");
         // What only the server can refuse: a PENALTY policy is only looked at.
         let err = rl
-            .all(&All::new().key(&k, Penalty::new(3, "1m", "1m", "1h")).cost(1))
+            .all(
+                &All::new()
+                    .key(&k, Penalty::new(3, "1m", "1m", "1h"))
+                    .cost(1),
+            )
             .unwrap_err();
-        assert!(matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")), "{err:?}");
+        assert!(
+            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")),
+            "{err:?}"
+        );
         assert_eq!(err.code(), Some("ERR"));
         assert_eq!(state(&mut rl), before);
     }
@@ -115,7 +130,12 @@ fn a_wrong_backend_is_detected_again() {
         assert_eq!(rl.backend().unwrap(), t.backend);
         runtime().block_on(async {
             let mut rl = AsyncLimiter::with_backend(t.multiplexed().await, other);
-            assert!(rl.gcra(key("forced"), &Gcra::new(5, 1, "1s")).await.unwrap().allowed);
+            assert!(
+                rl.gcra(key("forced"), &Gcra::new(5, 1, "1s"))
+                    .await
+                    .unwrap()
+                    .allowed
+            );
             assert_eq!(rl.backend().await.unwrap(), t.backend);
         });
     }
@@ -125,7 +145,12 @@ fn a_wrong_backend_is_detected_again() {
 fn load_library(con: &mut redis::Connection) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../functions/rl.lua");
     let code = std::fs::read_to_string(&path).unwrap();
-    redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(code).query::<String>(con).unwrap();
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(code)
+        .query::<String>(con)
+        .unwrap();
 }
 
 #[test]
@@ -140,14 +165,22 @@ fn detect_asks_every_time_and_a_lost_library_is_found_again() {
     assert_eq!(rl.detect().unwrap(), Backend::Library);
     let g = Gcra::new(5, 1, "1h");
     assert_eq!(rl.gcra("k", &g).unwrap().remaining, 4);
-    redis::cmd("FUNCTION").arg("DELETE").arg("rl").query::<()>(&mut admin).unwrap();
+    redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("rl")
+        .query::<()>(&mut admin)
+        .unwrap();
     assert!(matches!(rl.detect(), Err(Error::NotLoaded(_))));
     // Loaded again: the next call finds it by itself (no detect() needed).
     load_library(&mut admin);
     assert_eq!(rl.gcra("k", &g).unwrap().remaining, 3);
     // Deleted while the limiter still believes in it: the call answers NotLoaded,
     // nothing counted, and once the library is back the call works.
-    redis::cmd("FUNCTION").arg("DELETE").arg("rl").query::<()>(&mut admin).unwrap();
+    redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("rl")
+        .query::<()>(&mut admin)
+        .unwrap();
     assert!(matches!(rl.gcra("k", &g), Err(Error::NotLoaded(_))));
     load_library(&mut admin);
     assert_eq!(rl.gcra("k", &g).unwrap().remaining, 2);
@@ -278,7 +311,12 @@ fn decided(d: &rl_client::Decision, mode: FailMode, took: Duration) {
         ),
         FailMode::Closed => assert_eq!(
             (d.allowed, d.remaining, d.retry_after, d.reset_after),
-            (false, 0, Some(Duration::from_secs(1)), Duration::from_secs(1))
+            (
+                false,
+                0,
+                Some(Duration::from_secs(1)),
+                Duration::from_secs(1)
+            )
         ),
         FailMode::Error => unreachable!(),
     }
@@ -290,7 +328,11 @@ fn sync_fail_modes(con: &mut redis::Connection, what: &str) {
     let mut rl = Limiter::with_backend(&mut *con, Backend::Module).timeout(TIMEOUT);
     let start = Instant::now();
     let err = rl.gcra("k", &g).unwrap_err();
-    assert!(err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN, "{what}: {err:?} after {:?}", start.elapsed());
+    assert!(
+        err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: {err:?} after {:?}",
+        start.elapsed()
+    );
     for mode in [FailMode::Open, FailMode::Closed] {
         rl.set_fail_mode(mode);
         let start = Instant::now();
@@ -314,7 +356,11 @@ async fn async_fail_modes<C: redis::aio::ConnectionLike>(con: C, what: &str) {
     let mut rl = AsyncLimiter::with_backend(con, Backend::Module).timeout(TIMEOUT);
     let start = Instant::now();
     let err = rl.gcra("k", &g).await.unwrap_err();
-    assert!(err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN, "{what}: {err:?} after {:?}", start.elapsed());
+    assert!(
+        err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: {err:?} after {:?}",
+        start.elapsed()
+    );
     for mode in [FailMode::Open, FailMode::Closed] {
         rl.set_fail_mode(mode);
         let start = Instant::now();
@@ -324,7 +370,11 @@ async fn async_fail_modes<C: redis::aio::ConnectionLike>(con: C, what: &str) {
     // Detection too is bounded by the deadline.
     let start = Instant::now();
     assert!(rl.detect().await.unwrap_err().is_connection(), "{what}");
-    assert!(start.elapsed() <= TIMEOUT + MARGIN, "{what}: detect took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: detect took {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -365,7 +415,12 @@ fn fail_modes_against_a_paused_server() {
     let client = redis::Client::open(server.url.as_str()).unwrap();
     let mut admin = client.get_connection().unwrap();
     let mut con = client.get_connection().unwrap();
-    redis::cmd("CLIENT").arg("PAUSE").arg(3000).arg("ALL").query::<()>(&mut admin).unwrap();
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(3000)
+        .arg("ALL")
+        .query::<()>(&mut admin)
+        .unwrap();
     sync_fail_modes(&mut con, "paused");
     runtime().block_on(async {
         let multiplexed = client.get_multiplexed_async_connection().await.unwrap();

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use rl_client::{
-    Acquire, All, Bucket, FailMode, Fixed, Gcra, Limiter, Penalty, Policy, Sliding,
-    SlidingCounter, Throttle,
+    Acquire, All, Bucket, FailMode, Fixed, Gcra, Limiter, Penalty, Policy, Sliding, SlidingCounter,
+    Throttle,
 };
 use serde_json::Value;
 
@@ -91,7 +91,11 @@ fn dump(f: &Fields) {
     let Ok(path) = std::env::var("RL_HEADERS_DUMP") else {
         return;
     };
-    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     for (n, v) in f {
         writeln!(out, "{}", serde_json::json!({"name": n, "value": v})).unwrap();
     }
@@ -123,13 +127,21 @@ fn every_case_of_headers_json() {
             let call = case["call"].as_array().unwrap();
             let got = fields(&mut rl, call, None).unwrap();
             let what = format!("{call:?} on {:?}", t.backend);
-            expect(&got, &serde_json::json!({"RateLimit-Policy": case["policy"]}), &what);
+            expect(
+                &got,
+                &serde_json::json!({"RateLimit-Policy": case["policy"]}),
+                &what,
+            );
             checked += 1;
         }
         for case in file["fresh"].as_array().unwrap() {
             let call = case["call"].as_array().unwrap();
             let got = fields(&mut rl, call, None).unwrap();
-            expect(&got, &case["fields"], &format!("fresh {call:?} on {:?}", t.backend));
+            expect(
+                &got,
+                &case["fields"],
+                &format!("fresh {call:?} on {:?}", t.backend),
+            );
             checked += 1;
         }
         for case in file["names"].as_array().unwrap() {
@@ -138,7 +150,11 @@ fn every_case_of_headers_json() {
             match fields(&mut rl, call, Some(name)) {
                 Ok(got) => {
                     assert_ne!(case["error"], true, "{name:?} was not refused");
-                    expect(&got, &serde_json::json!({"RateLimit-Policy": case["policy"]}), name);
+                    expect(
+                        &got,
+                        &serde_json::json!({"RateLimit-Policy": case["policy"]}),
+                        name,
+                    );
                 }
                 Err(e) => {
                     assert_eq!(case["error"], true, "{name:?}: {e}");
@@ -171,6 +187,10 @@ fn fail_mode_fields() {
         rl.set_fail_mode(mode);
         let call = case["call"].as_array().unwrap();
         let got = fields(&mut rl, call, None).unwrap();
-        expect(&got, &case["fields"], &format!("{call:?} failing with {mode:?}"));
+        expect(
+            &got,
+            &case["fields"],
+            &format!("{call:?} failing with {mode:?}"),
+        );
     }
 }

@@ -177,6 +177,14 @@ impl Batch {
     }
 }
 
+/// One call's typed reply, or its error reply as a typed error naming its command.
+fn reply(expect: &Expect, command: &str, v: &Value) -> Result<Reply> {
+    match v {
+        Value::ServerError(e) => Err(Error::from_redis(RedisError::from(e.clone()), command)),
+        v => command::parse(expect, v).ok_or_else(|| command::unexpected(command, v)),
+    }
+}
+
 impl std::fmt::Debug for Batch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Batch")

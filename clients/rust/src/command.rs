@@ -39,8 +39,8 @@ pub enum FailMode {
 pub enum Reply {
     /// Every command answering a decision (RL.FIXED, RL.GCRA, RL.ACQUIRE, …).
     Decision(Decision),
-    /// RL.ALL.
-    All(AllDecision),
+    /// RL.ALL (boxed: a batch of one-key decisions stays small).
+    All(Box<AllDecision>),
     /// CL.THROTTLE.
     Throttle(ThrottleDecision),
     /// RL.RELEASE: whether a live lease was released.
@@ -80,7 +80,7 @@ impl Reply {
 
     pub(crate) fn into_all(self) -> Result<AllDecision> {
         match self {
-            Reply::All(a) => Ok(a),
+            Reply::All(a) => Ok(*a),
             other => Err(other.unexpected()),
         }
     }
@@ -287,7 +287,7 @@ pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
         }
         Expect::All(all) => AllDecision::from_value(v)
             .filter(|a| a.keys.len() == all.windows.len())
-            .map(|a| Reply::All(a.with_policies(&all.windows, &all.words))),
+            .map(|a| Reply::All(Box::new(a.with_policies(&all.windows, &all.words)))),
         Expect::Throttle { window } => ThrottleDecision::from_value(v).map(|t| {
             Reply::Throttle(ThrottleDecision {
                 window: *window,
@@ -314,7 +314,7 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<R
         FailMode::Open => true,
         FailMode::Closed => false,
     };
-    let cause = err.to_string();
+    let cause: Box<str> = err.to_string().into();
     let decide = |limit: u64, window| Decision::fallback(allowed, limit, window, cause.clone());
     match expect {
         Expect::Decision { limit, window } => Some(Reply::Decision(decide(*limit, *window))),
@@ -331,11 +331,11 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<R
                 .min_by_key(|d| d.remaining)
                 .cloned()
                 .unwrap_or_else(|| decide(0, None));
-            Some(Reply::All(AllDecision {
+            Some(Reply::All(Box::new(AllDecision {
                 combined,
                 keys,
                 words: all.words.clone(),
-            }))
+            })))
         }
         Expect::Throttle { .. } | Expect::Released => None,
     }

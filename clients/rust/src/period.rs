@@ -108,8 +108,15 @@ pub(crate) mod window {
         if tokens == 0 {
             return None; // refused by the server: no window
         }
-        let w = (u128::from(capacity) * u128::from(period_ms)).div_ceil(u128::from(tokens));
-        Some(u64::try_from(w).map_or(MAX_REFILL_MS, |w| w.min(MAX_REFILL_MS)))
+        // u64 arithmetic when the product fits (a u128 division costs more per call).
+        let w = match capacity.checked_mul(period_ms) {
+            Some(p) => p.div_ceil(tokens),
+            None => {
+                let w = (u128::from(capacity) * u128::from(period_ms)).div_ceil(u128::from(tokens));
+                u64::try_from(w).unwrap_or(u64::MAX)
+            }
+        };
+        Some(w.min(MAX_REFILL_MS))
     }
 }
 

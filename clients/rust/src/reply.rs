@@ -108,7 +108,7 @@ pub struct Decision {
     /// the server.
     pub fallback: bool,
     /// For a fallback decision: the error that caused it, to log.
-    pub error: Option<String>,
+    pub error: Option<Box<str>>,
 }
 
 impl Decision {
@@ -195,7 +195,7 @@ impl Decision {
         allowed: bool,
         limit: u64,
         window: Option<Duration>,
-        error: String,
+        error: Box<str>,
     ) -> Decision {
         let wait = if allowed {
             Duration::ZERO

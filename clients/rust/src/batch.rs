@@ -129,23 +129,27 @@ impl Batch {
     /// Reads the pipeline's replies (one per call, in order) as typed replies.
     pub fn parse(&self, replies: &[Value]) -> Result<Vec<Reply>> {
         self.check_len(replies.len())?;
-        self.expects
-            .iter()
-            .zip(&self.commands)
+        let calls = self.expects.iter().zip(&self.commands);
+        calls
             .zip(replies)
-            .map(|((expect, command), v)| match v {
-                Value::ServerError(e) => {
-                    Err(Error::from_redis(RedisError::from(e.clone()), command))
-                }
-                v => command::parse(expect, v).ok_or_else(|| command::unexpected(command, v)),
-            })
+            .map(|((e, c), v)| reply(e, c, v))
+            .collect()
+    }
+
+    /// As [`parse`](Batch::parse), each reply dropped as soon as it is read.
+    fn parse_owned(&self, replies: Vec<Value>) -> Result<Vec<Reply>> {
+        self.check_len(replies.len())?;
+        let calls = self.expects.iter().zip(&self.commands);
+        calls
+            .zip(replies)
+            .map(|((e, c), v)| reply(e, c, &v))
             .collect()
     }
 
     /// The typed replies of what the pipeline answered.
     pub(crate) fn read(&self, result: RedisResult<Value>) -> Result<Vec<Reply>> {
         match result {
-            Ok(Value::Array(items)) => self.parse(&items),
+            Ok(Value::Array(items)) => self.parse_owned(items),
             Ok(other) => Err(command::unexpected("the pipeline", &other)),
             Err(e) => Err(Error::from_redis(
                 e,

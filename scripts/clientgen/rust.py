@@ -215,15 +215,15 @@ def window_of(c: Command) -> str:
     return "None"
 
 
-def spec_const(c: Command) -> str:
+def names_const(c: Command) -> str:
     return snake(c.words).upper()
 
 
-def spec(out: Lines, c: Command) -> None:
+def names_const_item(out: Lines, c: Command) -> None:
     function = f'Some("{c.function}")' if c.function else "None"
     word = f'Some("{c.policy}")' if c.policy else "None"
     shape = pascal([c.reply])
-    out.add(0, f"pub(crate) const {spec_const(c)}: Spec = Spec {{")
+    out.add(0, f"pub(crate) const {names_const(c)}: Names = Names {{")
     out.add(1, f'command: "{c.name}",')
     out.add(1, f"function: {function},")
     out.add(1, f"word: {word},")
@@ -236,7 +236,7 @@ def command_type(out: Lines, c: Command) -> None:
     name = pascal(c.words)
     required = tuple(a for a in c.arguments if not a.optional)
     optional = tuple(a for a in c.arguments if a.optional)
-    spec(out, c)
+    names_const_item(out, c)
     out.add(0, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.function is None:
         out.add(0, "///")
@@ -273,8 +273,8 @@ def command_type(out: Lines, c: Command) -> None:
     out.add(0, "}")
     out.add(0)
     out.add(0, f"impl Params for {name} {{")
-    out.add(1, "fn spec(&self) -> &'static Spec {")
-    out.add(2, f"&{spec_const(c)}")
+    out.add(1, "fn names(&self) -> &'static Names {")
+    out.add(2, f"&{names_const(c)}")
     out.add(1, "}")
     out.add(1, "fn check(&self) -> Result<()> {")
     for a in required:
@@ -328,7 +328,7 @@ def counted_type(out: Lines, c: Command) -> None:
     """RL.ALL: keys and their policies (added by the hand-written `key`/`push`), and
     the call's options."""
     name = pascal(c.words)
-    spec(out, c)
+    names_const_item(out, c)
     out.add(0, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
     out.add(0, "///")
     out.add(0, "/// COST, REFUND and DEBIT are the call's, for every key: set them here, not on the")
@@ -412,7 +412,7 @@ def commands_rs(model: Model) -> str:
     out.add(0, "use redis::Cmd;")
     out.add(0)
     out.add(0, "use crate::check;")
-    out.add(0, "use crate::command::{Params, Shape, Spec};")
+    out.add(0, "use crate::command::{Params, Shape, Names};")
     out.add(0, "use crate::error::Result;")
     out.add(0, "use crate::period::{window, Period};")
     out.add(0)

@@ -112,7 +112,7 @@ pub(crate) enum Shape {
 /// A command's names: the module's command, the library's function (None: module
 /// only), the RL.ALL policy word (None: not a policy), and its reply.
 #[derive(Debug)]
-pub(crate) struct Spec {
+pub(crate) struct Names {
     pub command: &'static str,
     pub function: Option<&'static str>,
     pub word: Option<&'static str>,
@@ -121,7 +121,7 @@ pub(crate) struct Spec {
 
 /// What every command's parameters give (implemented by the generated types).
 pub(crate) trait Params {
-    fn spec(&self) -> &'static Spec;
+    fn names(&self) -> &'static Names;
     /// The table's ranges, each option once, the exclusive options alone.
     fn check(&self) -> Result<()>;
     /// The arguments after the key.
@@ -177,9 +177,9 @@ pub(crate) struct AllExpect {
 }
 
 /// `RL.X key …` or `FCALL rl_x numkeys key …`.
-fn start(backend: Backend, spec: &Spec, numkeys: usize) -> Result<Cmd> {
-    Ok(match (backend, spec.function) {
-        (Backend::Module, _) => cmd(spec.command),
+fn start(backend: Backend, names: &Names, numkeys: usize) -> Result<Cmd> {
+    Ok(match (backend, names.function) {
+        (Backend::Module, _) => cmd(names.command),
         (Backend::Library, Some(function)) => {
             let mut c = cmd("FCALL");
             c.arg(function).arg(numkeys);
@@ -188,7 +188,7 @@ fn start(backend: Backend, spec: &Spec, numkeys: usize) -> Result<Cmd> {
         (Backend::Library, None) => {
             return Err(Error::Unsupported(format!(
                 "{} has no Functions-library equivalent: call it on a server with the RL module",
-                spec.command
+                names.command
             )))
         }
     })
@@ -197,7 +197,7 @@ fn start(backend: Backend, spec: &Spec, numkeys: usize) -> Result<Cmd> {
 impl Call<'_> {
     pub(crate) fn command(&self) -> &'static str {
         match self {
-            Call::One(_, p) => p.spec().command,
+            Call::One(_, p) => p.names().command,
             Call::Many(_) => ALL.command,
         }
     }
@@ -224,7 +224,7 @@ impl Call<'_> {
 
     pub(crate) fn expect(&self) -> Expect {
         match self {
-            Call::One(_, p) => match p.spec().shape {
+            Call::One(_, p) => match p.names().shape {
                 Shape::Throttle => Expect::Throttle { window: p.window() },
                 Shape::Released => Expect::Released,
                 Shape::Decision | Shape::All => Expect::Decision {
@@ -237,7 +237,7 @@ impl Call<'_> {
                 Expect::All(Box::new(AllExpect {
                     limits: params.clone().map(|p| p.limit()).collect(),
                     windows: params.clone().map(|p| p.window()).collect(),
-                    words: params.map(|p| p.spec().word.unwrap_or("")).collect(),
+                    words: params.map(|p| p.names().word.unwrap_or("")).collect(),
                 }))
             }
         }
@@ -247,7 +247,7 @@ impl Call<'_> {
     pub(crate) fn prepare(&self, backend: Backend) -> Result<Prepared> {
         let cmd = match self {
             Call::One(key, p) => {
-                let mut c = start(backend, p.spec(), 1)?;
+                let mut c = start(backend, p.names(), 1)?;
                 c.arg(*key);
                 p.write_args(&mut c);
                 p.write_options(&mut c);
@@ -263,7 +263,7 @@ impl Call<'_> {
                 }
                 for (_, policy) in &all.entries {
                     let p = policy.params();
-                    c.arg(p.spec().word.unwrap_or_default());
+                    c.arg(p.names().word.unwrap_or_default());
                     p.write_args(&mut c);
                     p.write_policy_options(&mut c);
                 }

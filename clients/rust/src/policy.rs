@@ -50,6 +50,6 @@ impl All {
 impl Policy {
     /// The policy's word in RL.ALL (`FIXED`, `GCRA`, …).
     pub fn word(&self) -> &'static str {
-        self.params().spec().word.unwrap_or_default()
+        self.params().names().word.unwrap_or_default()
     }
 }

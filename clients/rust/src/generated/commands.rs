@@ -11,7 +11,7 @@ use std::time::Duration;
 use redis::Cmd;
 
 use crate::check;
-use crate::command::{Params, Shape, Spec};
+use crate::command::{Params, Shape, Names};
 use crate::error::Result;
 use crate::period::{window, Period};
 
@@ -27,7 +27,7 @@ pub enum Charge {
     Debit(u64),
 }
 
-pub(crate) const FIXED: Spec = Spec {
+pub(crate) const FIXED: Names = Names {
     command: "RL.FIXED",
     function: Some("rl_fixed"),
     word: Some("FIXED"),
@@ -94,7 +94,7 @@ impl Fixed {
 }
 
 impl Params for Fixed {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &FIXED
     }
     fn check(&self) -> Result<()> {
@@ -161,7 +161,7 @@ impl Params for Fixed {
     }
 }
 
-pub(crate) const SLIDING: Spec = Spec {
+pub(crate) const SLIDING: Names = Names {
     command: "RL.SLIDING",
     function: Some("rl_sliding"),
     word: Some("SLIDING"),
@@ -217,7 +217,7 @@ impl Sliding {
 }
 
 impl Params for Sliding {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &SLIDING
     }
     fn check(&self) -> Result<()> {
@@ -268,7 +268,7 @@ impl Params for Sliding {
     }
 }
 
-pub(crate) const BUCKET: Spec = Spec {
+pub(crate) const BUCKET: Names = Names {
     command: "RL.BUCKET",
     function: Some("rl_bucket"),
     word: Some("BUCKET"),
@@ -338,7 +338,7 @@ impl Bucket {
 }
 
 impl Params for Bucket {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &BUCKET
     }
     fn check(&self) -> Result<()> {
@@ -407,7 +407,7 @@ impl Params for Bucket {
     }
 }
 
-pub(crate) const GCRA: Spec = Spec {
+pub(crate) const GCRA: Names = Names {
     command: "RL.GCRA",
     function: Some("rl_gcra"),
     word: Some("GCRA"),
@@ -488,7 +488,7 @@ impl Gcra {
 }
 
 impl Params for Gcra {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &GCRA
     }
     fn check(&self) -> Result<()> {
@@ -576,7 +576,7 @@ impl Params for Gcra {
     }
 }
 
-pub(crate) const SLIDING_COUNTER: Spec = Spec {
+pub(crate) const SLIDING_COUNTER: Names = Names {
     command: "RL.SLIDINGCOUNTER",
     function: Some("rl_slidingcounter"),
     word: Some("SLIDINGCOUNTER"),
@@ -643,7 +643,7 @@ impl SlidingCounter {
 }
 
 impl Params for SlidingCounter {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &SLIDING_COUNTER
     }
     fn check(&self) -> Result<()> {
@@ -710,7 +710,7 @@ impl Params for SlidingCounter {
     }
 }
 
-pub(crate) const THROTTLE: Spec = Spec {
+pub(crate) const THROTTLE: Names = Names {
     command: "CL.THROTTLE",
     function: None,
     word: None,
@@ -752,7 +752,7 @@ impl Throttle {
 }
 
 impl Params for Throttle {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &THROTTLE
     }
     fn check(&self) -> Result<()> {
@@ -783,7 +783,7 @@ impl Params for Throttle {
     }
 }
 
-pub(crate) const ALL: Spec = Spec {
+pub(crate) const ALL: Names = Names {
     command: "RL.ALL",
     function: Some("rl_all"),
     word: None,
@@ -876,7 +876,7 @@ impl All {
     }
 }
 
-pub(crate) const ACQUIRE: Spec = Spec {
+pub(crate) const ACQUIRE: Names = Names {
     command: "RL.ACQUIRE",
     function: Some("rl_acquire"),
     word: Some("ACQUIRE"),
@@ -907,7 +907,7 @@ impl Acquire {
 }
 
 impl Params for Acquire {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &ACQUIRE
     }
     fn check(&self) -> Result<()> {
@@ -932,7 +932,7 @@ impl Params for Acquire {
     }
 }
 
-pub(crate) const RELEASE: Spec = Spec {
+pub(crate) const RELEASE: Names = Names {
     command: "RL.RELEASE",
     function: Some("rl_release"),
     word: None,
@@ -957,7 +957,7 @@ impl Release {
 }
 
 impl Params for Release {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &RELEASE
     }
     fn check(&self) -> Result<()> {
@@ -978,7 +978,7 @@ impl Params for Release {
     }
 }
 
-pub(crate) const PENALTY: Spec = Spec {
+pub(crate) const PENALTY: Names = Names {
     command: "RL.PENALTY",
     function: Some("rl_penalty"),
     word: Some("PENALTY"),
@@ -1029,7 +1029,7 @@ impl Penalty {
 }
 
 impl Params for Penalty {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &PENALTY
     }
     fn check(&self) -> Result<()> {
@@ -1071,7 +1071,7 @@ impl Params for Penalty {
     }
 }
 
-pub(crate) const SHARE: Spec = Spec {
+pub(crate) const SHARE: Names = Names {
     command: "RL.SHARE",
     function: Some("rl_share"),
     word: Some("SHARE"),
@@ -1147,7 +1147,7 @@ impl Share {
 }
 
 impl Params for Share {
-    fn spec(&self) -> &'static Spec {
+    fn names(&self) -> &'static Names {
         &SHARE
     }
     fn check(&self) -> Result<()> {

@@ -158,7 +158,7 @@ fn detect_asks_every_time_and_a_lost_library_is_found_again() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let client = redis::Client::open(server.url.as_str()).unwrap();
+    let client = server.client();
     let mut admin = client.get_connection().unwrap();
     load_library(&mut admin);
     let mut rl = Limiter::new(client.get_connection().unwrap());
@@ -191,10 +191,7 @@ fn neither_backend_is_not_loaded() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let con = redis::Client::open(server.url.as_str())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let con = server.con();
     let mut rl = Limiter::new(con);
     let err = rl.backend().unwrap_err();
     assert!(
@@ -395,7 +392,7 @@ fn fail_modes_against_a_killed_server() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let client = redis::Client::open(server.url.as_str()).unwrap();
+    let client = server.client();
     let mut con = client.get_connection().unwrap();
     runtime().block_on(async {
         let multiplexed = client.get_multiplexed_async_connection().await.unwrap();
@@ -412,7 +409,7 @@ fn fail_modes_against_a_paused_server() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let client = redis::Client::open(server.url.as_str()).unwrap();
+    let client = server.client();
     let mut admin = client.get_connection().unwrap();
     let mut con = client.get_connection().unwrap();
     redis::cmd("CLIENT")

@@ -172,10 +172,7 @@ fn fail_mode_fields() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let con = redis::Client::open(server.url.as_str())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let con = server.con();
     drop(server); // killed: every call fails
     let mut rl = Limiter::with_backend(con, rl_client::Backend::Module);
     for case in cases()["failures"].as_array().unwrap() {

@@ -83,5 +83,6 @@ for want in LICENSE README.md Cargo.toml src/lib.rs src/generated/commands.rs sr
 done
 "$cargo" package -q -p rl-client --allow-dirty
 crate=$root/target/package/rl-client-$(sed -nE 's/^version = "(.*)"/\1/p' clients/rust/Cargo.toml | head -n 1).crate
-tar -tzf "$crate" | grep -q '/LICENSE$' || { say "$crate has no LICENSE" >&2; exit 1; }
+tar -tzf "$crate" >"$tmp/crate-files"
+grep -q '/LICENSE$' "$tmp/crate-files" || { say "$crate has no LICENSE" >&2; exit 1; }
 say "package $(basename "$crate"): built, $(wc -l <"$tmp/files") files, LICENSE included"

@@ -96,6 +96,6 @@ class RLClusterStorage(RLStorage):
 
     def _client(self, uri: str, options: dict[str, Any]) -> Any:
         nodes, settings = cluster_nodes(uri)
-        startup = [redis.cluster.ClusterNode(host, port) for host, port in nodes]
+        startup = [redis.cluster.ClusterNode(host, port) for host, port in nodes]  # type: ignore[no-untyped-call]
         return redis.cluster.RedisCluster(startup_nodes=startup, **{**settings, **options})
 

@@ -882,6 +882,18 @@ setup_rust() {
 passed=0
 failed=0
 skipped=0
+# report <0 | 1> <what passed>: one example's PASS line, or its FAIL line with $reason
+# and the end of its $log; counted.
+report() {
+  if [ "$1" = 0 ]; then
+    echo "PASS $2"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name ($backend): $reason" >&2
+    show_log "$log"
+    failed=$((failed + 1))
+  fi
+}
 for backend in module library; do
 mkdir -p "$tmp/$backend"
 rl_start_redis "$tmp/$backend" "$backend"
@@ -908,40 +920,22 @@ for name in ${RL_EXAMPLES:-python policies login worker llm gateway flask_limite
   fi
   if [ "$name" = llm ] || [ "$name" = gateway ]; then
     reason=
-    if run_"$name" "$backend-$name"; then
-      if [ "$name" = llm ]; then what="COST max_tokens, then REFUND or DEBIT the real cost"; else
-        what="RL.ALL: SHARE by tier (1:4:16) beside GCRA per customer, COST then REFUND or DEBIT"; fi
-      echo "PASS $name ($backend, said so): $what: $reason ($((SECONDS - started)) s)"
-      passed=$((passed + 1))
-    else
-      echo "FAIL $name ($backend): $reason" >&2
-      show_log "$log"
-      failed=$((failed + 1))
-    fi
+    if [ "$name" = llm ]; then what="COST max_tokens, then REFUND or DEBIT the real cost"; else
+      what="RL.ALL: SHARE by tier (1:4:16) beside GCRA per customer, COST then REFUND or DEBIT"; fi
+    run_"$name" "$backend-$name" && ok=0 || ok=1
+    report "$ok" "$name ($backend, said so): $what: $reason ($((SECONDS - started)) s)"
     continue
   fi
   if [ "$name" = flask_limiter ] || [ "$name" = slowapi ]; then
     if [ "$name" = flask_limiter ]; then set -- /slow 1 /ping; else set -- /home 5; fi
-    if run_limiter "$backend-$name" "$@"; then
-      echo "PASS $name ($backend): $reason ($((SECONDS - started)) s)"
-      passed=$((passed + 1))
-    else
-      echo "FAIL $name ($backend): $reason" >&2
-      show_log "$log"
-      failed=$((failed + 1))
-    fi
+    run_limiter "$backend-$name" "$@" && ok=0 || ok=1
+    report "$ok" "$name ($backend): $reason ($((SECONDS - started)) s)"
     continue
   fi
   if [ "$name" = worker ]; then
     reason=
-    if run_worker "$backend-$name"; then
-      echo "PASS $name ($backend, said so): RL.GCRA … DELAY as a queue, $reason ($((SECONDS - started)) s)"
-      passed=$((passed + 1))
-    else
-      echo "FAIL $name ($backend): $reason" >&2
-      show_log "$log"
-      failed=$((failed + 1))
-    fi
+    run_worker "$backend-$name" && ok=0 || ok=1
+    report "$ok" "$name ($backend, said so): RL.GCRA … DELAY as a queue, $reason ($((SECONDS - started)) s)"
     continue
   fi
   port=$(free_port)

@@ -5,43 +5,24 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import redis
 import redis.asyncio
 import redis.asyncio.cluster
 from limits.aio.storage import MovingWindowSupport, SlidingWindowCounterSupport, Storage
 from limits.storage.base import TimestampedSlidingWindow
 
 from .._async import AsyncRateLimiter
-from .._core import Backend
-from .._errors import RLError
-from ._ops import PREFIX, Operations, batches, client_url, cluster_nodes, prefix_glob, run_async
+from ._ops import Operations, batches, client_url, cluster_nodes, prefix_glob, run_async
 
 
-class AsyncRLStorage(Storage, MovingWindowSupport, SlidingWindowCounterSupport, TimestampedSlidingWindow, Operations):
+class AsyncRLStorage(Operations, Storage, MovingWindowSupport, SlidingWindowCounterSupport, TimestampedSlidingWindow):
     """``RLStorage`` for asyncio: ``async+rl://host:port[/db]``, ``async+rls://``,
     ``async+rl+unix:///path``; the options go to ``redis.asyncio.Redis.from_url``."""
 
     STORAGE_SCHEME = ["async+rl", "async+rls", "async+rl+unix"]
-
-    def __init__(
-        self,
-        uri: str,
-        key_prefix: str = PREFIX,
-        wrap_exceptions: bool = False,
-        backend: Optional[Backend] = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        self.key_prefix = key_prefix
-        self.redis = self._client(uri, options)
-        self.rl = AsyncRateLimiter(self.redis, backend=backend, timeout=None)
+    limiter = AsyncRateLimiter
 
     def _client(self, uri: str, options: dict[str, Any]) -> Any:
         return redis.asyncio.Redis.from_url(client_url(uri), **options)
-
-    @property
-    def base_exceptions(self) -> tuple[type[Exception], ...]:
-        return (redis.RedisError, RLError)
 
     async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         return await run_async(self._incr(key, expiry, amount))

@@ -9,7 +9,10 @@ from functools import partial
 from typing import Any, Callable, Generator, Optional, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from .._errors import ArgumentError
+import redis
+
+from .._core import Backend
+from .._errors import ArgumentError, RLError
 
 T = TypeVar("T")
 #: An operation: it yields one round trip at a time and gets its reply back.
@@ -80,11 +83,34 @@ def moving_window(reply: list[Any]) -> tuple[float, int]:
 
 class Operations:
     """The storage operations over ``self.rl`` (a typed limiter) and ``self.redis``
-    (the client it wraps), for either flavour."""
+    (the client it wraps), for either flavour: the storage class names its limiter
+    class (``limiter``) and makes its client (``_client``)."""
 
+    limiter: Any
     rl: Any
     redis: Any
     key_prefix: str
+
+    def __init__(
+        self,
+        uri: str,
+        key_prefix: str = PREFIX,
+        wrap_exceptions: bool = False,
+        backend: Optional[Backend] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(uri, wrap_exceptions=wrap_exceptions)  # type: ignore[call-arg]
+        self.key_prefix = key_prefix
+        self.redis = self._client(uri, options)
+        # timeout=None: the calls go through that client, with its own settings.
+        self.rl = self.limiter(self.redis, backend=backend, timeout=None)
+
+    def _client(self, uri: str, options: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @property
+    def base_exceptions(self) -> tuple[type[Exception], ...]:
+        return (redis.RedisError, RLError)
 
     def _key(self, key: str) -> str:
         return f"{self.key_prefix}:{key}"

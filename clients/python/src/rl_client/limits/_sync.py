@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import redis
 import redis.cluster
 from limits.storage import MovingWindowSupport, SlidingWindowCounterSupport, Storage
 from limits.storage.base import TimestampedSlidingWindow
 
-from .._core import Backend
-from .._errors import RLError
 from .._sync import RateLimiter
-from ._ops import PREFIX, Operations, batches, client_url, cluster_nodes, prefix_glob, run
+from ._ops import Operations, batches, client_url, cluster_nodes, prefix_glob, run
 
 
-class RLStorage(Storage, MovingWindowSupport, SlidingWindowCounterSupport, TimestampedSlidingWindow, Operations):
+class RLStorage(Operations, Storage, MovingWindowSupport, SlidingWindowCounterSupport, TimestampedSlidingWindow):
     """``limits``' fixed window, moving window and sliding window counter on RL.FIXED,
     RL.SLIDING and RL.SLIDINGCOUNTER (the RL module or RL's Functions library, found at
     the first call): ``rl://[user:password@]host:port[/db]``, ``rls://`` (TLS),
@@ -28,26 +25,10 @@ class RLStorage(Storage, MovingWindowSupport, SlidingWindowCounterSupport, Times
     """
 
     STORAGE_SCHEME = ["rl", "rls", "rl+unix"]
-
-    def __init__(
-        self,
-        uri: str,
-        key_prefix: str = PREFIX,
-        wrap_exceptions: bool = False,
-        backend: Optional[Backend] = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(uri, wrap_exceptions=wrap_exceptions)
-        self.key_prefix = key_prefix
-        self.redis = self._client(uri, options)
-        self.rl = RateLimiter(self.redis, backend=backend, timeout=None)
+    limiter = RateLimiter
 
     def _client(self, uri: str, options: dict[str, Any]) -> Any:
         return redis.Redis.from_url(client_url(uri), **options)
-
-    @property
-    def base_exceptions(self) -> tuple[type[Exception], ...]:
-        return (redis.RedisError, RLError)
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         return run(self._incr(key, expiry, amount))

@@ -5,6 +5,10 @@ the URIs, errors and options. limits' own test suite runs against it too
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 from typing import Iterator
 
@@ -20,6 +24,7 @@ from limits.strategies import (
     SlidingWindowCounterRateLimiter,
 )
 
+from conftest import redis_server
 from rl_client import ArgumentError, WrongTypeError
 from rl_client.limits import AsyncRLClusterStorage, AsyncRLStorage, RLClusterStorage, RLStorage
 from rl_client.limits._ops import UNLIMITED, client_url, cluster_nodes, prefix_glob, sliding_window
@@ -215,3 +220,26 @@ def test_unlimited_is_rls_largest_limit(storage: RLStorage) -> None:
     assert storage.incr("big", 60, amount=UNLIMITED) == UNLIMITED
     with pytest.raises(ArgumentError):
         storage.incr("big2", 60, amount=UNLIMITED + 1)
+
+
+def test_tls(raw: redis.Redis, backend: str) -> None:
+    """rls:// on a server that listens with TLS only, the Functions library loaded."""
+    if backend != "library" or shutil.which("openssl") is None:
+        pytest.skip("once, on the library's server; needs openssl")
+    code = raw.execute_command("FUNCTION LIST", "LIBRARYNAME", "rl", "WITHCODE")[0]
+    code = dict(zip(code[::2], code[1::2]))["library_code"]
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+             "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+            check=True, capture_output=True,
+        )
+        with redis_server(tls=(cert, key)) as (_, url):
+            with redis.Redis.from_url(url, ssl_ca_certs=cert) as admin:
+                admin.execute_command("FUNCTION LOAD", code)
+            s = storage_from_string(url.replace("rediss://", "rls://", 1), ssl_ca_certs=cert)
+            limiter = FixedWindowRateLimiter(s)
+            assert [limiter.hit(limits.RateLimitItemPerMinute(2), "tls") for _ in range(3)] == [True, True, False]
+            assert s.rl.backend == "library"
+            s.redis.close()

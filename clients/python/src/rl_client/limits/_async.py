@@ -1,5 +1,5 @@
-"""The storage for ``limits``' asyncio strategies (``limits.aio``: slowapi's, and
-flask-limiter's on an async view)."""
+"""The storage for ``limits``' asyncio strategies (``limits.aio``). flask-limiter and
+slowapi use the synchronous ones (``_sync``)."""
 
 from __future__ import annotations
 

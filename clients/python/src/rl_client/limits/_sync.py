@@ -1,4 +1,5 @@
-"""The storage for ``limits``' synchronous strategies (flask-limiter's)."""
+"""The storage for ``limits``' synchronous strategies, the ones flask-limiter and
+slowapi use."""
 
 from __future__ import annotations
 

@@ -172,8 +172,9 @@ def redis_server(tls: Optional[tuple[str, str]] = None) -> Iterator[tuple[subpro
     workdir = tempfile.mkdtemp(prefix="rl-py-bare-")
     url, listen = f"redis://127.0.0.1:{port}", ["--port", str(port)]
     if tls is not None:
-        url, listen = f"rediss://127.0.0.1:{port}", ["--port", "0", "--tls-port", str(port), "--tls-cert-file",
-                                                     tls[0], "--tls-key-file", tls[1], "--tls-auth-clients", "no"]
+        url = f"rediss://127.0.0.1:{port}"
+        listen = ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
+        listen += ["--tls-cert-file", tls[0], "--tls-key-file", tls[1]]
     proc = subprocess.Popen(
         [server, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
         stdout=subprocess.DEVNULL,

@@ -39,6 +39,10 @@ def storage(url: str, raw: redis.Redis) -> Iterator[RLStorage]:
     s.redis.close()
 
 
+def rl_key(strategy: str, key: str) -> str:
+    return f"RL-LIMITS:{strategy}:{{{key}}}"
+
+
 def server_ms(raw: redis.Redis) -> int:
     seconds, micros = raw.time()
     return int(seconds) * 1000 + int(micros) // 1000
@@ -82,9 +86,9 @@ def test_database_from_the_uri(url: str, raw: redis.Redis) -> None:
     s = storage_from_string(url.replace("redis://", "rl://", 1) + "/3")
     assert s.incr("k", 60) == 1
     with redis.Redis.from_url(url, db=3) as db3:
-        assert db3.get("RL-LIMITS:k") == b"1"
+        assert db3.get(rl_key("fixed", "k")) == b"1"
         db3.flushdb()
-    assert raw.get("RL-LIMITS:k") is None
+    assert raw.get(rl_key("fixed", "k")) is None
 
 
 def test_fixed_window_is_rl_fixed_aligned_to_the_epoch(storage: RLStorage, raw: redis.Redis, backend: str) -> None:
@@ -92,7 +96,7 @@ def test_fixed_window_is_rl_fixed_aligned_to_the_epoch(storage: RLStorage, raw: 
     limiter = FixedWindowRateLimiter(storage)
     wait_into_window(raw, 2000)
     assert [limiter.hit(item, "ada") for _ in range(4)] == [True, True, True, False]
-    key = "RL-LIMITS:" + item.key_for("ada")
+    key = rl_key("fixed", item.key_for("ada"))
     # limits' fixed window counts every hit, the rejected one too (RL.FIXED under a
     # limit no hit reaches), in RL.FIXED's key, which ends with the epoch-aligned window.
     assert raw.get(key) == "4"
@@ -114,7 +118,7 @@ def test_moving_window_is_rl_sliding(storage: RLStorage, raw: redis.Redis) -> No
     time.sleep(0.2)
     assert limiter.hit(item, "ada")
     assert not limiter.hit(item, "ada")
-    key = "RL-LIMITS:" + item.key_for("ada")
+    key = rl_key("moving", item.key_for("ada"))
     entries = raw.zrange(key, 0, -1, withscores=True)
     assert raw.type(key) == "zset" and len(entries) == 2  # the rejected hit is not logged
     start, count = storage.get_moving_window(item.key_for("ada"), 2, 60)
@@ -134,7 +138,7 @@ def test_sliding_window_counter_weighs_exactly(storage: RLStorage, raw: redis.Re
     wait_into_window(raw, window, at_least=2000)
     now = server_ms(raw)
     start = now - now % window
-    key = "RL-LIMITS:" + "w"
+    key = rl_key("sliding", "w")
     # RL.SLIDINGCOUNTER's state: 1 unit counted in the window before this one.
     raw.set(key, f"{start - window} 1 0", px=2 * window)
     prev, prev_left, cur, cur_left = storage.get_sliding_window("w", window // 1000)
@@ -153,6 +157,18 @@ def test_sliding_window_counter_weighs_exactly(storage: RLStorage, raw: redis.Re
     assert limiter.get_window_stats(item, "x").remaining == 5
 
 
+def test_each_strategy_has_its_own_key(storage: RLStorage, raw: redis.Redis) -> None:
+    """A limit whose strategy changes in the settings meets no other strategy's state
+    (each has its own type), and clear() forgets it under every strategy."""
+    item = limits.RateLimitItemPerMinute(2)
+    for strategy in (FixedWindowRateLimiter, MovingWindowRateLimiter, SlidingWindowCounterRateLimiter):
+        limiter = strategy(storage)
+        assert [limiter.hit(item, "ada") for _ in range(3)] == [True, True, False]
+    assert sorted(raw.keys("*")) == [rl_key(s, item.key_for("ada")) for s in ("fixed", "moving", "sliding")]
+    FixedWindowRateLimiter(storage).clear(item, "ada")
+    assert raw.keys("*") == []
+
+
 def test_sliding_window_reading_rule() -> None:
     w = 1000
     assert sliding_window(None, 5000, w) == (0, 0.0, 0, 0.0)
@@ -166,8 +182,10 @@ def test_sliding_window_reading_rule() -> None:
 
 def test_errors_and_wrap_exceptions(url: str, raw: redis.Redis) -> None:
     raw.flushall()
-    raw.rpush("RL-LIMITS:list", "x")
-    raw.set("RL-LIMITS:text", "not a count")
+    for strategy in ("fixed", "moving"):
+        raw.rpush(rl_key(strategy, "list"), "x")
+    for strategy in ("fixed", "sliding"):
+        raw.set(rl_key(strategy, "text"), "not a count")
     plain = storage_from_string(url.replace("redis://", "rl://", 1))
     with pytest.raises(WrongTypeError):
         plain.incr("list", 60)

@@ -23,6 +23,10 @@ Steps = Generator[Callable[[], Any], Any, T]
 #: a limit no hit reaches and the count is this minus ``remaining``.
 UNLIMITED = 2**53 - 1
 
+#: Each strategy's part of its keys: ``<prefix>:<strategy>:{<limits key>}``.
+FIXED, MOVING, SLIDING = "fixed", "moving", "sliding"
+STRATEGIES = (FIXED, MOVING, SLIDING)
+
 #: The default key prefix: not ``limits``' own ``LIMITS``, whose keys for the moving
 #: window and the sliding window counter have other types than RL's.
 PREFIX = "RL-LIMITS"
@@ -112,41 +116,45 @@ class Operations:
     def base_exceptions(self) -> tuple[type[Exception], ...]:
         return (redis.RedisError, RLError)
 
-    def _key(self, key: str) -> str:
-        return f"{self.key_prefix}:{key}"
+    def _key(self, strategy: str, key: str) -> str:
+        """The RL key of a limits key under one strategy: each strategy's state has a
+        type of its own, so each has its own key (a strategy changed in the settings
+        meets no other one's state); the limits key is the hash tag, so all three are
+        in one cluster slot and ``clear`` deletes them in one call."""
+        return f"{self.key_prefix}:{strategy}:{{{key}}}"
 
     def _incr(self, key: str, expiry: int, amount: int) -> Steps[int]:
-        d = yield partial(self.rl.fixed, self._key(key), UNLIMITED, expiry, cost=amount)
+        d = yield partial(self.rl.fixed, self._key(FIXED, key), UNLIMITED, expiry, cost=amount)
         return UNLIMITED - int(d.remaining)
 
     def _get(self, key: str) -> Steps[int]:
-        value = yield partial(self.redis.get, self._key(key))
+        value = yield partial(self.redis.get, self._key(FIXED, key))
         try:
             return int(value or 0)
         except ValueError:
             raise ArgumentError("ERR key does not hold an RL.FIXED counter (an integer)", "ERR") from None
 
     def _get_expiry(self, key: str) -> Steps[float]:
-        pttl = yield partial(self.redis.pttl, self._key(key))
+        pttl = yield partial(self.redis.pttl, self._key(FIXED, key))
         return time.time() + max(int(pttl), 0) / 1000
 
     def _clear(self, key: str) -> Steps[None]:
-        yield partial(self.redis.delete, self._key(key))
+        yield partial(self.redis.delete, *(self._key(strategy, key) for strategy in STRATEGIES))
 
     def _acquire_entry(self, key: str, limit: int, expiry: int, amount: int) -> Steps[bool]:
-        d = yield partial(self.rl.sliding, self._key(key), limit, expiry, cost=amount)
+        d = yield partial(self.rl.sliding, self._key(MOVING, key), limit, expiry, cost=amount)
         return bool(d.allowed)
 
     def _get_moving_window(self, key: str, expiry: int) -> Steps[tuple[float, int]]:
-        reply = yield partial(self.redis.eval, MOVING_WINDOW, 1, self._key(key), expiry * 1000)
+        reply = yield partial(self.redis.eval, MOVING_WINDOW, 1, self._key(MOVING, key), expiry * 1000)
         return moving_window(reply)
 
     def _acquire_sliding_window_entry(self, key: str, limit: int, expiry: int, amount: int) -> Steps[bool]:
-        d = yield partial(self.rl.sliding_counter, self._key(key), limit, expiry, cost=amount)
+        d = yield partial(self.rl.sliding_counter, self._key(SLIDING, key), limit, expiry, cost=amount)
         return bool(d.allowed)
 
     def _get_sliding_window(self, key: str, expiry: int) -> Steps[tuple[int, float, int, float]]:
-        now, value = yield partial(self.redis.eval, SLIDING_WINDOW, 1, self._key(key))
+        now, value = yield partial(self.redis.eval, SLIDING_WINDOW, 1, self._key(SLIDING, key))
         return sliding_window(value, int(now), expiry * 1000)
 
 

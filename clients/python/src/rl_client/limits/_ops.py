@@ -77,7 +77,8 @@ def sliding_window(value: Optional[bytes], now: int, window: int) -> tuple[int, 
 def moving_window(reply: list[Any]) -> tuple[float, int]:
     """``limits``' (start, count) of a sliding log from ``MOVING_WINDOW``'s reply: the
     oldest counted unit's time on this machine's clock (its age on the server's clock,
-    back from now), or now when none is counted."""
+    back from now), or now when none is counted. Now is taken once the reply is in,
+    so the window's end (start + expiry) is late by the reply's latency, never early."""
     now, count, oldest = int(reply[0]), int(reply[1]), reply[2]
     here = time.time()
     if not count or oldest is None:

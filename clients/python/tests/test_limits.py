@@ -169,6 +169,18 @@ def test_each_strategy_has_its_own_key(storage: RLStorage, raw: redis.Redis) -> 
     assert raw.keys("*") == []
 
 
+def test_decoded_replies(url: str, raw: redis.Redis) -> None:
+    """A client made with decode_responses=True (a storage option) answers str, not bytes."""
+    raw.flushall()
+    s = storage_from_string(url.replace("redis://", "rl://", 1), decode_responses=True)
+    item = limits.RateLimitItemPerMinute(2)
+    for strategy in (FixedWindowRateLimiter, MovingWindowRateLimiter, SlidingWindowCounterRateLimiter):
+        limiter = strategy(s)
+        assert [limiter.hit(item, "ada") for _ in range(3)] == [True, True, False]
+        assert limiter.get_window_stats(item, "ada").remaining == 0
+    assert s.reset() == 3
+
+
 def test_sliding_window_reading_rule() -> None:
     w = 1000
     assert sliding_window(None, 5000, w) == (0, 0.0, 0, 0.0)
@@ -176,8 +188,11 @@ def test_sliding_window_reading_rule() -> None:
     assert sliding_window(b"4000 3 2", 5250, w) == (3, 0.75, 0, 0.0)  # the next: current is previous
     assert sliding_window(b"3000 3 2", 5250, w) == (0, 0.0, 0, 0.0)  # two windows on: gone
     assert sliding_window(b"6000 3 2", 5250, w) == (2, 1.0, 3, 2.0)  # a clock stepped back
+    assert sliding_window("5000 3 2", 5250, w) == (2, 0.75, 3, 1.75)  # decode_responses=True
     with pytest.raises(ArgumentError, match="does not hold an RL.SLIDINGCOUNTER"):
         sliding_window(b"12", 5250, w)
+    with pytest.raises(ArgumentError, match="does not hold an RL.SLIDINGCOUNTER"):
+        sliding_window(b"\xff 1 2", 5250, w)
 
 
 def test_errors_and_wrap_exceptions(url: str, raw: redis.Redis) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Any, Callable, Generator, Optional, TypeVar
+from typing import Any, Callable, Generator, Optional, TypeVar, Union
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -49,7 +49,7 @@ return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('G
 """
 
 
-def sliding_window(value: Optional[bytes], now: int, window: int) -> tuple[int, float, int, float]:
+def sliding_window(value: Optional[Union[bytes, str]], now: int, window: int) -> tuple[int, float, int, float]:
     """``limits``' view of an RL.SLIDINGCOUNTER state ``"<start> <current> <previous>"``
     read at server time ``now`` (ms), ``window`` in ms: (previous count, seconds until
     the previous window stops weighing, current count, seconds until the current count
@@ -57,8 +57,10 @@ def sliding_window(value: Optional[bytes], now: int, window: int) -> tuple[int, 
     if value is None:
         return 0, 0.0, 0, 0.0
     try:
-        start, current, previous = (int(word) for word in value.split(b" "))
-    except ValueError:
+        # bytes, or str from a client made with decode_responses=True
+        text = value.decode("ascii") if isinstance(value, bytes) else value
+        start, current, previous = (int(word) for word in text.split(" "))
+    except (ValueError, UnicodeDecodeError):
         raise ArgumentError(
             'ERR key does not hold an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")', "ERR"
         ) from None

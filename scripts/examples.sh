@@ -24,7 +24,10 @@
 # examples/python/llm_gateway.py (RL.ALL with SHARE per tier beside GCRA per customer)
 # is checked against the same stub model with free, pro and enterprise customers at
 # once: the real tokens split 1:4:16 within 25% per tier (the free tier, a twentieth of the traffic, counts few requests), and stay within the
-# provider budget. Prints PASS/FAIL/SKIP per
+# provider budget. examples/python/flask_limiter_rl.py and slowapi_rl.py (those
+# libraries' own examples with RL as limits' storage, rl://) are checked with each of
+# limits' strategies: a route's limit over HTTP (200s, then 429), an exempt route
+# still 200, and RL's calls counted by the server. Prints PASS/FAIL/SKIP per
 # example; exits 1 on any failure. Everything it starts is stopped on exit, also on
 # failure or Ctrl-C.
 #
@@ -709,6 +712,67 @@ run_gateway() {
   return $ok
 }
 
+# limits_calls: RL calls the server has answered so far (any of the commands limits'
+# strategies run on, or FCALL).
+limits_calls() {
+  redis-cli -p "$redis_port" INFO commandstats |
+    awk -F'[=,:]' 'tolower($1) ~ /^cmdstat_(rl\.fixed|rl\.sliding|rl\.slidingcounter|fcall)$/ { n += $3 } END { print n + 0 }'
+}
+
+# check_limit <url> <allowed> [<exempt url>]: <allowed> x 200, then 429, from one client;
+# the exempt route still 200 after that.
+check_limit() {
+  python3 - "$@" <<'PY'
+import sys, urllib.request, urllib.error
+
+url, allowed = sys.argv[1], int(sys.argv[2])
+
+def status(u):
+    try:
+        with urllib.request.urlopen(u, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+got = [status(url) for _ in range(allowed + 2)]
+if got != [200] * allowed + [429, 429]:
+    sys.exit(f"{url}: got {got}, want {allowed} x 200 then 429s")
+if len(sys.argv) > 3 and status(sys.argv[3]) != 200:
+    sys.exit(f"{sys.argv[3]} (exempt) did not answer 200 once {url} was limited")
+PY
+}
+
+# run_limiter <label> <route> <allowed> [<exempt route>]: the example (cmd) with each of
+# limits' strategies on a flushed server: the route's limit over HTTP, answered by RL
+# (its calls counted in INFO commandstats); sets reason.
+run_limiter() {
+  local label=$1 route=$2 allowed=$3 exempt=${4:-} strategy port pid before done=()
+  for strategy in fixed-window moving-window sliding-window-counter; do
+    redis-cli -p "$redis_port" FLUSHALL >/dev/null
+    before=$(limits_calls)
+    port=$(free_port)
+    RL_URI="rl://127.0.0.1:$redis_port" PORT=$port RL_STRATEGY=$strategy \
+      "${cmd[@]}" >"$tmp/$label-$strategy.log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    log=$tmp/$label-$strategy.log
+    if ! wait_port "$pid" "$port" 20; then
+      reason="$strategy: the example did not listen on port $port within 20 s"
+    elif ! reason=$(check_limit "http://127.0.0.1:$port$route" "$allowed" \
+      ${exempt:+"http://127.0.0.1:$port$exempt"} 2>&1); then
+      reason="$strategy: $reason"
+    elif (($(limits_calls) <= before)); then
+      reason="$strategy: the server answered no RL call"
+    else
+      reason=
+      done+=("$strategy")
+    fi
+    stop "$pid"
+    [ -z "$reason" ] || return 1
+  done
+  reason="storage rl://, ${done[*]}: $route $allowed x 200 then 429${exempt:+, $exempt exempt}, RL calls answered"
+}
+
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
 # It returns 1 when installing or building failed, and 2 when the example cannot run
@@ -774,6 +838,24 @@ setup_gateway() {
   cmd[${#cmd[@]} - 1]=$root/examples/python/llm_gateway.py
 }
 
+# flask-limiter and slowapi with RL as limits' storage (rl://): the same environment as
+# the Python one, plus those libraries (requirements-limiters.txt, once per run).
+setup_limiters() {
+  setup_python || return
+  local req=$root/examples/python/requirements-limiters.txt
+  if [ -z "${limiters_installed:-}" ]; then
+    if [ "${cmd[0]}" = env ]; then
+      python3 -m pip install --quiet --target "$root/target/examples-pydeps" "$root/clients/python" -r "$req" || return 1
+    else
+      "${cmd[0]}" -m pip install --quiet "$root/clients/python" -r "$req" || return 1
+    fi
+    limiters_installed=1
+  fi
+  cmd[${#cmd[@]} - 1]=$root/examples/python/$1
+}
+setup_flask_limiter() { setup_limiters flask_limiter_rl.py; }
+setup_slowapi() { setup_limiters slowapi_rl.py; }
+
 setup_node() {
   local major
   command -v node >/dev/null 2>&1 ||
@@ -800,6 +882,18 @@ setup_rust() {
 passed=0
 failed=0
 skipped=0
+# report <0 | 1> <what passed>: one example's PASS line, or its FAIL line with $reason
+# and the end of its $log; counted.
+report() {
+  if [ "$1" = 0 ]; then
+    echo "PASS $2"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name ($backend): $reason" >&2
+    show_log "$log"
+    failed=$((failed + 1))
+  fi
+}
 for backend in module library; do
 mkdir -p "$tmp/$backend"
 rl_start_redis "$tmp/$backend" "$backend"
@@ -808,7 +902,7 @@ pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 # RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
-for name in ${RL_EXAMPLES:-python policies login worker llm gateway node rust}; do
+for name in ${RL_EXAMPLES:-python policies login worker llm gateway flask_limiter slowapi node rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -826,28 +920,22 @@ for name in ${RL_EXAMPLES:-python policies login worker llm gateway node rust}; 
   fi
   if [ "$name" = llm ] || [ "$name" = gateway ]; then
     reason=
-    if run_"$name" "$backend-$name"; then
-      if [ "$name" = llm ]; then what="COST max_tokens, then REFUND or DEBIT the real cost"; else
-        what="RL.ALL: SHARE by tier (1:4:16) beside GCRA per customer, COST then REFUND or DEBIT"; fi
-      echo "PASS $name ($backend, said so): $what: $reason ($((SECONDS - started)) s)"
-      passed=$((passed + 1))
-    else
-      echo "FAIL $name ($backend): $reason" >&2
-      show_log "$log"
-      failed=$((failed + 1))
-    fi
+    if [ "$name" = llm ]; then what="COST max_tokens, then REFUND or DEBIT the real cost"; else
+      what="RL.ALL: SHARE by tier (1:4:16) beside GCRA per customer, COST then REFUND or DEBIT"; fi
+    run_"$name" "$backend-$name" && ok=0 || ok=1
+    report "$ok" "$name ($backend, said so): $what: $reason ($((SECONDS - started)) s)"
+    continue
+  fi
+  if [ "$name" = flask_limiter ] || [ "$name" = slowapi ]; then
+    if [ "$name" = flask_limiter ]; then set -- /slow 1 /ping; else set -- /home 5; fi
+    run_limiter "$backend-$name" "$@" && ok=0 || ok=1
+    report "$ok" "$name ($backend): $reason ($((SECONDS - started)) s)"
     continue
   fi
   if [ "$name" = worker ]; then
     reason=
-    if run_worker "$backend-$name"; then
-      echo "PASS $name ($backend, said so): RL.GCRA … DELAY as a queue, $reason ($((SECONDS - started)) s)"
-      passed=$((passed + 1))
-    else
-      echo "FAIL $name ($backend): $reason" >&2
-      show_log "$log"
-      failed=$((failed + 1))
-    fi
+    run_worker "$backend-$name" && ok=0 || ok=1
+    report "$ok" "$name ($backend, said so): RL.GCRA … DELAY as a queue, $reason ($((SECONDS - started)) s)"
     continue
   fi
   port=$(free_port)

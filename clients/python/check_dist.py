@@ -16,7 +16,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-NEEDED = ("rl_client/_commands.py", "rl_client/_policies.py", "rl_client/py.typed")
+NEEDED = ("rl_client/_commands.py", "rl_client/_policies.py", "rl_client/py.typed", "rl_client/limits/__init__.py")
 
 
 def check_dist(dist: Path, license_file: Path) -> None:
@@ -36,7 +36,7 @@ def check_dist(dist: Path, license_file: Path) -> None:
         assert handle is not None and handle.read() == expected, "the sdist's LICENSE is not the repository's"
         for needed in NEEDED:
             assert f"src/{needed}" in members, f"{needed} missing from {sdists[0].name}"
-    print(f"check_dist: {wheels[0].name} and {sdists[0].name} hold LICENSE, the generated modules and py.typed")
+    print(f"check_dist: {wheels[0].name} and {sdists[0].name} hold LICENSE, the generated modules, the limits storage and py.typed")
 
 
 def snippets(readme: Path, out: Path) -> None:

@@ -20,6 +20,9 @@ venv=${RL_PY_VENV:-$root/target/clients-python-venv}
 
 say() { echo "clients/python: $*"; }
 
+# The limits release rl_client.limits is tested with, its own test suite included.
+LIMITS_VERSION=5.8.0
+
 : "${RL_TEST_MODULE_URL:?set RL_TEST_MODULE_URL (run scripts/clients.sh python)}"
 : "${RL_TEST_LIBRARY_URL:?set RL_TEST_LIBRARY_URL (run scripts/clients.sh python)}"
 
@@ -49,9 +52,11 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The test dependencies, then the package itself, always rebuilt from this tree.
 # (FastAPI and httpx for the check of examples/python/fastapi_rl.py.)
 # (http-sf: a structured-field parser for every header the tests produce; build: the
-# wheel and sdist checked below.)
+# wheel and sdist checked below; limits, pinned, with what its own test suite needs:
+# rl_client.limits and limits_suite/.)
 "${pip[@]}" install "redis>=5.0" "valkey>=6.0" "pytest>=7" "pytest-asyncio>=0.23" "mypy>=1.8" \
-  "http-sf>=1.0" "build>=1.0" -r "$root/examples/python/requirements-fastapi.txt"
+  "http-sf>=1.0" "build>=1.0" -r "$root/examples/python/requirements-fastapi.txt" \
+  "limits==$LIMITS_VERSION" "pytest-lazy-fixtures>=1.1" "flaky>=3.8"
 
 say "the generated surface is current (make clients)"
 "$venv/bin/python" "$root/scripts/clientgen" --check python
@@ -74,3 +79,5 @@ snippets="$root/target/clients-python-snippets"
 "$venv/bin/python" -m mypy --strict --cache-dir "$root/target/clients-python-mypy" "$snippets"
 say "pytest against $RL_TEST_MODULE_URL (module) and $RL_TEST_LIBRARY_URL (library)"
 "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"
+say "limits $LIMITS_VERSION's own test suite against rl_client.limits"
+bash "$here/limits_suite/run.sh" "$venv/bin/python"

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 import redis
@@ -162,20 +162,26 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """A server of our own with neither the module nor the library: (process, url)."""
+def redis_server(tls: Optional[tuple[str, str]] = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A server of our own with neither the module nor the library: (process, url).
+    ``tls``: (certificate, key) files: then it listens with TLS only (``rediss://``)."""
     server = os.environ.get("REDIS_SERVER", "redis-server")
     if shutil.which(server) is None:
         pytest.skip(f"{server} is not installed")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="rl-py-bare-")
+    url, listen = f"redis://127.0.0.1:{port}", ["--port", str(port)]
+    if tls is not None:
+        url = f"rediss://127.0.0.1:{port}"
+        listen = ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
+        listen += ["--tls-cert-file", tls[0], "--tls-key-file", tls[1]]
     proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        [server, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        client = redis.Redis(port=port)
+        client = redis.Redis.from_url(url, ssl_ca_certs=tls[0]) if tls else redis.Redis(port=port)
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -186,7 +192,7 @@ def redis_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
                     raise RuntimeError(f"{server} did not start on port {port}") from None
                 time.sleep(0.05)
         client.close()
-        yield proc, f"redis://127.0.0.1:{port}"
+        yield proc, url
     finally:
         if proc.poll() is None:
             proc.kill()

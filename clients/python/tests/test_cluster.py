@@ -179,3 +179,34 @@ async def test_cluster_async(cluster: list[int]) -> None:
     async with forced.lease(f"rl:{tag}:lease", 1, "1h") as lease:
         assert lease.allowed
     await client.aclose()
+
+
+async def test_limits_storage_on_cluster(cluster: list[int]) -> None:
+    """rl+cluster:// (and async+rl+cluster://): every strategy's keys land on their own
+    nodes, and reset() finds them on every node."""
+    limits = pytest.importorskip("limits")
+    from limits.aio import strategies as aio
+    from limits.storage import storage_from_string
+    from limits.strategies import STRATEGIES
+
+    import rl_client.limits  # noqa: F401  (registers the schemes)
+
+    uri = "rl+cluster://" + ",".join(f"127.0.0.1:{p}" for p in cluster)
+    storage = storage_from_string(uri)
+    item = limits.RateLimitItemPerMinute(2)
+    users = [f"user{i}" for i in range(12)]  # enough keys to reach every node
+    for name, strategy in STRATEGIES.items():
+        limiter = strategy(storage)
+        for user in users:
+            assert [limiter.hit(item, name, user) for _ in range(3)] == [True, True, False]
+    with redis.cluster.RedisCluster(host="127.0.0.1", port=cluster[0]) as rc:
+        per_node = [len(rc.keys("RL-LIMITS:*", target_nodes=n)) for n in rc.get_primaries()]
+    assert sum(per_node) == 36 and all(per_node), per_node
+
+    a = storage_from_string("async+" + uri)
+    limiter = aio.SlidingWindowCounterRateLimiter(a)
+    assert not await limiter.hit(item, "sliding-window-counter", users[0])
+    assert await limiter.hit(item, "asyncio")
+    assert await a.reset() == 37
+    await a.redis.aclose()
+    assert storage.reset() == 0

@@ -1,6 +1,6 @@
 //! Every command as a type, and the one list of them ([`each_command!`]) from which
 //! the rest follows: RL.ALL's [`Policy`] (its variants, parsing, deciding and
-//! writing, over any backend), the dispatch by name ([`visit`]) the in-memory
+//! writing, over any store), the dispatch by name ([`visit`]) the in-memory
 //! executor and the fuzzer use, and the module's registration (the module expands
 //! the same list). A command missing from the list is a compile error wherever it
 //! is used, never a name that fails at run time.
@@ -14,9 +14,10 @@ use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
-use crate::command::{Backend, Runs, Settings, Spec};
+use crate::command::{Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
+use crate::store::Store;
 use crate::table::{self, Command};
 
 /// The list of RL's commands, handed to `$callback`: the single-key commands that
@@ -173,13 +174,11 @@ pub fn lease_cost(amount: Amount) -> Result<Cost> {
     }
 }
 
-/// What runs a command found by name ([`visit`]) on backend `B`.
-pub trait Visit<B> {
+/// What runs a command found by name ([`visit`]).
+pub trait Visit {
     type Output;
     /// A single-key command.
-    fn single<C: Spec>(self) -> Self::Output
-    where
-        B: Runs<C>;
+    fn single<C: Runs>(self) -> Self::Output;
     /// RL.ALL.
     fn all(self) -> Self::Output;
     /// RL.RELEASE.
@@ -214,14 +213,6 @@ macro_rules! generate {
             $($policy(<$policy as Spec>::Write)),*
         }
 
-        /// A backend that runs every policy's command.
-        pub trait RunsAll: Backend $(+ Runs<$policy>)* {}
-        impl<B: Backend $(+ Runs<$policy>)*> RunsAll for B {}
-
-        /// A backend that runs every single-key command.
-        pub trait RunsEvery: RunsAll $(+ Runs<$single>)* {}
-        impl<B: RunsAll $(+ Runs<$single>)*> RunsEvery for B {}
-
         /// Each policy's row and parser, in the list's order.
         pub static POLICIES: &[(&Command, fn(&[&[u8]], Settings) -> Result<Policy>)] = &[
             $(($policy::ROW, |args, settings| Ok(Policy::$policy($policy::params(args, settings)?)))),*
@@ -243,16 +234,16 @@ macro_rules! generate {
             }
 
             /// Decides on `key` as the policy's command would; writes nothing.
-            pub fn decide<B: RunsAll>(
+            pub fn decide<S: Store>(
                 &self,
-                backend: &mut B,
-                key: &B::Key,
+                store: &S,
+                key: &S::Key,
                 now: Millis,
                 amount: Amount,
             ) -> Result<Outcome<PolicyWrite>> {
                 match self {
                     $(Policy::$policy(p) => {
-                        let out = Runs::<$policy>::decide(backend, key, p, now, amount)?;
+                        let out = $policy::decide(store, key, p, now, amount)?;
                         Ok(Outcome {
                             decision: out.decision,
                             write: out.write.map(PolicyWrite::$policy),
@@ -264,16 +255,16 @@ macro_rules! generate {
 
         impl PolicyWrite {
             /// Writes it as its command writes.
-            pub fn store<B: RunsAll>(self, backend: &mut B, key: &B::Key) -> Result<()> {
+            pub fn store<S: Store>(self, store: &mut S, key: &S::Key) -> Result<()> {
                 match self {
-                    $(PolicyWrite::$policy(w) => Runs::<$policy>::store(backend, key, w)),*
+                    $(PolicyWrite::$policy(w) => $policy::store(store, key, w)),*
                 }
             }
         }
 
         /// Runs `visitor` for the command `row` is the row of; None for a row the
         /// list does not have (none: the list and the table are held to each other).
-        pub fn visit<B: RunsEvery, V: Visit<B>>(row: &Command, visitor: V) -> Option<V::Output> {
+        pub fn visit<V: Visit>(row: &Command, visitor: V) -> Option<V::Output> {
             let name = row.name.to_bytes();
             $(if name == $policy::ROW.name.to_bytes() {
                 return Some(visitor.single::<$policy>());

@@ -13,7 +13,7 @@ use crate::stats::{Counters, Verdict};
 use crate::storage::Server;
 use rl_core::algorithms::Decision;
 use rl_core::args;
-use rl_core::command::{self, Runs, Spec};
+use rl_core::command::{self, Runs};
 use rl_core::error::{Error, Result};
 use rl_core::table::{Command, Keys};
 
@@ -44,10 +44,7 @@ pub trait Counted {
     const STATS: &'static Counters;
 }
 
-impl<C: Spec + Counted> Handler for Single<C>
-where
-    Server: Runs<C>,
-{
+impl<C: Runs + Counted> Handler for Single<C> {
     const COMMAND: &'static Command = C::ROW;
     const STATS: &'static Counters = C::STATS;
     type Decided = Decision;

@@ -5,10 +5,10 @@
 use super::framework::Handler;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
-use crate::storage;
-use rl_core::algorithms::acquire;
+use crate::storage::Server;
 use rl_core::error::Result;
 use rl_core::params;
+use rl_core::store;
 use rl_core::table::{self, Command};
 
 pub struct Release;
@@ -29,12 +29,7 @@ impl Handler for Release {
         }
         let now = server::now_ms();
         let key = ctx.open_key(argv, 1);
-        let set = storage::acquire::load(&key)?;
-        let Some(release) = acquire::release(&set, now, id.as_bytes()) else {
-            return Ok(false);
-        };
-        storage::acquire::release(&key, id.as_bytes(), release)?;
-        Ok(true)
+        store::release(&mut Server, &key, now, id.as_bytes())
     }
 
     fn allowed(released: &bool) -> bool {

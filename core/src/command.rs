@@ -9,7 +9,7 @@ use crate::algorithms::{share, Amount, Decision, Millis, Outcome};
 use crate::error::Result;
 use crate::params;
 use crate::store::Store;
-use crate::table::{Command, SLIDING_MAX_LIMIT};
+use crate::table::{Command, Reply, SLIDING_MAX_LIMIT};
 
 /// The settings a call is parsed under: the module's (`rl.sliding-max-limit`,
 /// `rl.share-max-tenants`, configurable), or their defaults (the library, the
@@ -65,6 +65,23 @@ pub trait Spec {
     fn fields(d: &Decision) -> [i64; 5] {
         d.fields()
     }
+
+    /// Its reply: five integers, or one for a command whose row answers
+    /// [`Reply::Released`] (RL.RELEASE: 1 if it released a lease, else 0).
+    #[inline]
+    fn reply(d: &Decision) -> Answer {
+        match Self::ROW.reply {
+            Reply::Released => Answer::One(i64::from(d.allowed)),
+            _ => Answer::Five(Self::fields(d)),
+        }
+    }
+}
+
+/// A single-key command's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Five([i64; 5]),
+    One(i64),
 }
 
 /// How command `C` decides on, and writes, its key in any [`Store`]: written once

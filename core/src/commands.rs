@@ -5,7 +5,7 @@
 //! the same list). A command missing from the list is a compile error wherever it
 //! is used, never a name that fails at run time.
 
-use crate::algorithms::acquire::{Grant, LeaseId};
+use crate::algorithms::acquire::{self, Grant, LeaseId};
 use crate::algorithms::bucket::TokenBucket;
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
@@ -23,15 +23,15 @@ use crate::table::{self, Command};
 /// The list of RL's commands, handed to `$callback`: the single-key commands that
 /// are RL.ALL policies, the other single-key commands, and the commands with a flow
 /// of their own (each with its row in the table and the method of [`Visit`] that
-/// runs it; the module names its handlers for them `All` and `Release`). Every row of the
+/// runs it; the module names its handler for RL.ALL `All`). Every row of the
 /// table is here once (checked at compile time and by a test).
 #[macro_export]
 macro_rules! each_command {
     ($callback:ident) => {
         $callback! {
             policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share],
-            singles: [Throttle],
-            others: [All(ALL) => all, Release(RELEASE) => release],
+            singles: [Throttle, Release],
+            others: [All(ALL) => all],
         }
     };
 }
@@ -147,6 +147,26 @@ impl Spec for Acquire {
     }
 }
 
+/// `RL.RELEASE key id`: ends a lease early. Its decision is allowed when `id` held
+/// a live lease, now removed (the reply's one integer); it takes no amount.
+pub struct Release;
+
+impl Spec for Release {
+    const ROW: &'static Command = &table::RELEASE;
+    type Params = LeaseId;
+    /// The lease's id, and when the key expires after (None: no lease is left).
+    type Write = (LeaseId, acquire::Release);
+
+    fn params(args: &[&[u8]], _: Settings) -> Result<LeaseId> {
+        params::lease_id(args.first().copied().unwrap_or_default())
+    }
+
+    /// Exactly the id (the arity is checked before).
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Amount)> {
+        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    }
+}
+
 /// `RL.SHARE key tenant weight capacity tokens period`: one budget shared by
 /// weight, its state a hash read field by field.
 pub struct Share;
@@ -181,8 +201,6 @@ pub trait Visit {
     fn single<C: Runs>(self) -> Self::Output;
     /// RL.ALL.
     fn all(self) -> Self::Output;
-    /// RL.RELEASE.
-    fn release(self) -> Self::Output;
 }
 
 macro_rules! generate {

@@ -11,12 +11,11 @@
 //! same behaviour by the integration tests on real servers.
 
 use crate::algorithms::{Millis, MAX_COUNT};
-use crate::command::{apply, Runs, Settings};
+use crate::command::{apply, Answer, Runs, Settings};
 use crate::commands::{self, Visit};
 use crate::error::{Error, Result};
 use crate::keyspace::{self, Keyspace, Value, WrongType};
-use crate::params;
-use crate::store::{self, From, Kind, Store};
+use crate::store::{From, Kind, Store};
 use crate::table;
 
 pub use crate::table::SLIDING_MAX_LIMIT;
@@ -66,7 +65,10 @@ impl Visit for Line<'_, '_> {
         let key = self.argv[1].to_vec();
         let now = self.memory.now;
         let d = apply::<C, _>(&mut self.memory, &key, &params, now, amount)?;
-        Ok(integers(C::fields(&d)))
+        Ok(match C::reply(&d) {
+            Answer::Five(fields) => integers(fields),
+            Answer::One(n) => Value::Int(n),
+        })
     }
 
     fn all(mut self) -> Result<Value> {
@@ -78,14 +80,6 @@ impl Visit for Line<'_, '_> {
         Ok(Value::Array(
             decisions.iter().map(|d| integers(d.fields())).collect(),
         ))
-    }
-
-    fn release(mut self) -> Result<Value> {
-        let id = params::lease_id(self.argv[2])?;
-        let key = self.argv[1].to_vec();
-        let now = self.memory.now;
-        let released = store::release(&mut self.memory, &key, now, id.as_bytes())?;
-        Ok(Value::Int(i64::from(released)))
     }
 }
 

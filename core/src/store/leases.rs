@@ -1,15 +1,16 @@
 //! RL.ACQUIRE's state: a sorted set of leases, member = the lease's id, score = its
 //! end in server ms; the key expires at its latest lease's end. Read in place; an
 //! allowed ACQUIRE writes `ZREMRANGEBYSCORE` (the expired leases) + `ZADD` +
-//! `PEXPIREAT`, an RL.RELEASE `ZREM` + `PEXPIREAT`, or `DEL` for its last lease.
+//! `PEXPIREAT`; RL.RELEASE of a live lease `ZREM` + `PEXPIREAT`, or `DEL` for the
+//! last one.
 
 use super::zset::{after, check_times, time_between};
 use super::{From, Kind, Store};
 use crate::algorithms::acquire::{self, Grant, LeaseId, LeaseSet};
-use crate::algorithms::{Amount, Millis, Outcome};
+use crate::algorithms::{Amount, Decision, Millis, Outcome, RetryAfter};
 use crate::codec::LEASES_WHAT;
 use crate::command::Runs;
-use crate::commands::{self, Acquire};
+use crate::commands::{self, Acquire, Release};
 use crate::error::{Error, Result};
 use crate::params::Lease;
 
@@ -108,19 +109,42 @@ impl Runs for Acquire {
     }
 }
 
-/// `RL.RELEASE key id`: ends the lease named `id` early. True if it held a live
-/// lease, now removed (the expiry moved to the latest lease left, or the key
-/// deleted with the last one); false otherwise, and nothing is written.
-pub fn release<S: Store>(store: &mut S, key: &S::Key, now: Millis, id: &[u8]) -> Result<bool> {
-    let Some(release) = acquire::release(&load(store, key)?, now, id) else {
-        return Ok(false);
-    };
-    match release.expires_at {
-        Some(at) => {
-            store.zrem(key, &[id])?;
-            store.pexpireat(key, at)?;
-        }
-        None => store.del(key)?,
+impl Runs for Release {
+    /// Allowed when `id` holds a live lease (its removal the write); every other
+    /// field of the decision is 0.
+    #[inline]
+    fn decide<S: Store>(
+        store: &S,
+        key: &S::Key,
+        id: &LeaseId,
+        now: Millis,
+        _amount: Amount,
+    ) -> Result<Outcome<(LeaseId, acquire::Release)>> {
+        let release = acquire::release(&load(store, key)?, now, id.as_bytes());
+        Ok(Outcome {
+            decision: Decision {
+                allowed: release.is_some(),
+                limit: 0,
+                remaining: 0,
+                retry_after: RetryAfter::Now,
+                reset_after_ms: 0,
+            },
+            write: release.map(|r| (id.clone(), r)),
+        })
     }
-    Ok(true)
+
+    /// `ZREM` of the lease + `PEXPIREAT` at the latest lease left, or `DEL` when
+    /// none is left.
+    #[inline]
+    fn store<S: Store>(
+        store: &mut S,
+        key: &S::Key,
+        (id, release): (LeaseId, acquire::Release),
+    ) -> Result<()> {
+        let Some(at) = release.expires_at else {
+            return store.del(key);
+        };
+        store.zrem(key, &[id.as_bytes()])?;
+        store.pexpireat(key, at)
+    }
 }

@@ -18,8 +18,6 @@ mod sliding;
 mod string;
 mod zset;
 
-pub use leases::release;
-
 /// The hash fields every call of a command names: a store may keep them ready
 /// (the module keeps server strings of them) instead of making them per call.
 pub mod fields {

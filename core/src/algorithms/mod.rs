@@ -130,6 +130,20 @@ pub trait Algorithm {
         cost: Cost,
     ) -> Outcome<Self::Write>;
 
+    /// One call: take, give back or charge, as the call's amount says — one of
+    /// [`takes_any`], [`takes_refunds`] or [`takes_only`], as the algorithm is also
+    /// [`Refunds`] and [`Debits`]. Inlined, so a take costs what the algorithm's
+    /// own `take` costs.
+    fn call(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        amount: Amount,
+    ) -> Outcome<Self::Write>;
+}
+
+/// An algorithm whose command takes `REFUND n`.
+pub trait Refunds: Algorithm {
     /// Gives back up to `n` units taken earlier, never beyond the initial state.
     fn refund(
         state: Self::State,
@@ -137,31 +151,63 @@ pub trait Algorithm {
         params: Self::Params,
         n: Cost,
     ) -> Outcome<Self::Write>;
+}
 
+/// An algorithm whose command takes `DEBIT n`.
+pub trait Debits: Algorithm {
     /// Charges `n` units after the fact, into debt: always allowed, always writes.
-    /// An algorithm whose command takes no DEBIT (its parser refuses it) only
-    /// looks.
     fn debit(
         state: Self::State,
         now: Millis,
         params: Self::Params,
         n: Count,
     ) -> Outcome<Self::Write>;
+}
 
-    /// One call: take, give back or charge, as the call's amount says. Inlined, so a
-    /// take costs what the algorithm's own `take` costs.
-    #[inline]
-    fn call(
-        state: Self::State,
-        now: Millis,
-        params: Self::Params,
-        amount: Amount,
-    ) -> Outcome<Self::Write> {
-        match amount {
-            Amount::Take(n) => Self::take(state, now, params, n),
-            Amount::Refund(n) => Self::refund(state, now, params, n),
-            Amount::Debit(n) => Self::debit(state, now, params, n),
-        }
+/// [`Algorithm::call`] of an algorithm that takes every amount.
+#[inline]
+pub fn takes_any<A: Refunds + Debits>(
+    state: A::State,
+    now: Millis,
+    params: A::Params,
+    amount: Amount,
+) -> Outcome<A::Write> {
+    match amount {
+        Amount::Take(n) => A::take(state, now, params, n),
+        Amount::Refund(n) => A::refund(state, now, params, n),
+        Amount::Debit(n) => A::debit(state, now, params, n),
+    }
+}
+
+/// [`Algorithm::call`] of an algorithm that takes REFUND but no DEBIT: its
+/// command's parser refuses DEBIT (and RL.ALL asks no policy for what its row does
+/// not take), so a debit that reached here would only look, as `COST 0`.
+#[inline]
+pub fn takes_refunds<A: Refunds>(
+    state: A::State,
+    now: Millis,
+    params: A::Params,
+    amount: Amount,
+) -> Outcome<A::Write> {
+    match amount {
+        Amount::Take(n) => A::take(state, now, params, n),
+        Amount::Refund(n) => A::refund(state, now, params, n),
+        Amount::Debit(_) => A::take(state, now, params, Cost::ZERO),
+    }
+}
+
+/// [`Algorithm::call`] of an algorithm that takes neither REFUND nor DEBIT: either
+/// would only look, as `COST 0` (its parser refuses both).
+#[inline]
+pub fn takes_only<A: Algorithm>(
+    state: A::State,
+    now: Millis,
+    params: A::Params,
+    amount: Amount,
+) -> Outcome<A::Write> {
+    match amount {
+        Amount::Take(n) => A::take(state, now, params, n),
+        Amount::Refund(_) | Amount::Debit(_) => A::take(state, now, params, Cost::ZERO),
     }
 }
 
@@ -182,10 +228,19 @@ macro_rules! one_value_algorithm {
                 decide(state, now, params, cost).into_change()
             }
 
+            #[inline]
+            fn call(state: Option<$state>, now: Millis, params: $params, amount: $crate::algorithms::Amount) -> Outcome<Self::Write> {
+                $crate::algorithms::takes_any::<Self>(state, now, params, amount)
+            }
+        }
+
+        impl $crate::algorithms::Refunds for $name {
             fn refund(state: Option<$state>, now: Millis, params: $params, n: Cost) -> Outcome<Self::Write> {
                 refund(state, now, params, n)
             }
+        }
 
+        impl $crate::algorithms::Debits for $name {
             fn debit(state: Option<$state>, now: Millis, params: $params, n: Count) -> Outcome<Self::Write> {
                 debit(state, now, params, n).into_change()
             }

@@ -164,51 +164,37 @@ pub trait Debits: Algorithm {
     ) -> Outcome<Self::Write>;
 }
 
+/// What a call decides on: the state, `now` and the parameters.
+pub type On<A> = (<A as Algorithm>::State, Millis, <A as Algorithm>::Params);
+
 /// [`Algorithm::call`] of an algorithm that takes every amount.
 #[inline]
-pub fn takes_any<A: Refunds + Debits>(
-    state: A::State,
-    now: Millis,
-    params: A::Params,
-    amount: Amount,
-) -> Outcome<A::Write> {
+pub fn takes_any<A: Refunds + Debits>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
     match amount {
-        Amount::Take(n) => A::take(state, now, params, n),
-        Amount::Refund(n) => A::refund(state, now, params, n),
-        Amount::Debit(n) => A::debit(state, now, params, n),
+        Amount::Debit(n) => A::debit(s, now, p, n),
+        other => takes_refunds::<A>((s, now, p), other),
     }
 }
 
-/// [`Algorithm::call`] of an algorithm that takes REFUND but no DEBIT: its
-/// command's parser refuses DEBIT (and RL.ALL asks no policy for what its row does
-/// not take), so a debit that reached here would only look, as `COST 0`.
+/// [`Algorithm::call`] of an algorithm that takes REFUND but no DEBIT.
 #[inline]
-pub fn takes_refunds<A: Refunds>(
-    state: A::State,
-    now: Millis,
-    params: A::Params,
-    amount: Amount,
-) -> Outcome<A::Write> {
+pub fn takes_refunds<A: Refunds>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
     match amount {
-        Amount::Take(n) => A::take(state, now, params, n),
-        Amount::Refund(n) => A::refund(state, now, params, n),
-        Amount::Debit(_) => A::take(state, now, params, Cost::ZERO),
+        Amount::Refund(n) => A::refund(s, now, p, n),
+        other => takes_only::<A>((s, now, p), other),
     }
 }
 
-/// [`Algorithm::call`] of an algorithm that takes neither REFUND nor DEBIT: either
-/// would only look, as `COST 0` (its parser refuses both).
+/// [`Algorithm::call`] of an algorithm that takes neither REFUND nor DEBIT. An
+/// amount it does not take only looks, as `COST 0`: its command's parser refuses
+/// that option, and RL.ALL asks no policy for what its row does not take.
 #[inline]
-pub fn takes_only<A: Algorithm>(
-    state: A::State,
-    now: Millis,
-    params: A::Params,
-    amount: Amount,
-) -> Outcome<A::Write> {
-    match amount {
-        Amount::Take(n) => A::take(state, now, params, n),
-        Amount::Refund(_) | Amount::Debit(_) => A::take(state, now, params, Cost::ZERO),
-    }
+pub fn takes_only<A: Algorithm>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
+    let cost = match amount {
+        Amount::Take(n) => n,
+        Amount::Refund(_) | Amount::Debit(_) => Cost::ZERO,
+    };
+    A::take(s, now, p, cost)
 }
 
 /// The [`Algorithm`] of a limiter whose state is one value (None for an absent key),
@@ -230,7 +216,7 @@ macro_rules! one_value_algorithm {
 
             #[inline]
             fn call(state: Option<$state>, now: Millis, params: $params, amount: $crate::algorithms::Amount) -> Outcome<Self::Write> {
-                $crate::algorithms::takes_any::<Self>(state, now, params, amount)
+                $crate::algorithms::takes_any::<Self>((state, now, params), amount)
             }
         }
 

@@ -181,7 +181,7 @@ impl Algorithm for EscalatingBlocks {
     /// recorded) nor charged after the fact: no REFUND, no DEBIT.
     #[inline]
     fn call(state: Option<State>, now: Millis, p: Penalty, amount: Amount) -> Outcome<Self::Write> {
-        takes_only::<Self>(state, now, p, amount)
+        takes_only::<Self>((state, now, p), amount)
     }
 }
 

@@ -115,7 +115,7 @@ impl<L: Log> Algorithm for SlidingLog<L> {
     /// without bound).
     #[inline]
     fn call(log: L, now: Millis, quota: WindowLimit, amount: Amount) -> Outcome<Write> {
-        takes_refunds::<Self>(log, now, quota, amount)
+        takes_refunds::<Self>((log, now, quota), amount)
     }
 }
 

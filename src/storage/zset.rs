@@ -20,6 +20,11 @@ use crate::server::{EventClass as Class, ServerString, StrRef};
 use rl_core::algorithms::Millis;
 use rl_core::error::{Error, Result};
 use rl_core::store::From;
+use smallvec::SmallVec;
+
+/// Members a call removes by name, on the stack for the usual few (RL.RELEASE's
+/// one lease, a refund's newest units).
+type Strings<T> = SmallVec<[T; 8]>;
 
 /// The range a walk from `from` goes over, and whether it goes down.
 fn range(key: &Key, from: From) -> (Range<'_>, bool) {
@@ -102,7 +107,7 @@ fn propagate_zrem(
     failed: Option<Error>,
 ) -> Result<()> {
     if removed > 0 {
-        let members: Vec<StrRef> = members[..removed]
+        let members: Strings<StrRef> = members[..removed]
             .iter()
             .map(ServerString::as_ref)
             .collect();
@@ -149,7 +154,7 @@ pub(super) fn remove<M: AsRef<[u8]>>(key: &Key, members: &[M]) -> Result<()> {
     let members = members
         .iter()
         .map(|m| ServerString::new(m.as_ref()).ok_or(Error::WriteFailed("creating a string")))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Strings<_>>>()?;
     let (removed, failed) = remove_members(key, &members);
     propagate_zrem(key, &members, removed, failed)
 }

@@ -13,15 +13,28 @@
 // lib/commands.generated.js (written by `make clients` from commands.json) has each
 // command's method, the RL.ALL policies and the argument checks; the rest is lib/*.js.
 
-const errors = require('./lib/errors');
+const {
+  RLError,
+  RLServerError,
+  RLArgumentError,
+  RLWrongTypeError,
+  RLOutOfMemoryError,
+  RLNotLoadedError,
+  RLUnsupportedError,
+  RLConnectionError,
+  RLTimeoutError,
+  RLLeaseRejectedError,
+} = require('./lib/errors');
 const { RateLimiter, Pipeline, Lease, createLimiter, policies } = require('./lib/limiter');
 const { Decision, AllDecision, ThrottleDecision } = require('./lib/decisions');
 const { Policy } = require('./lib/policy');
 const { adapterFor, IORedisAdapter, NodeRedisAdapter, NodeRedisClusterAdapter } = require('./lib/adapters');
 const { durationMs, ms } = require('./lib/args');
 
+const VERSION = '0.2.0';
+
 module.exports = {
-  VERSION: '0.2.0',
+  VERSION,
   createLimiter,
   RateLimiter,
   Pipeline,
@@ -37,14 +50,14 @@ module.exports = {
   NodeRedisClusterAdapter,
   durationMs,
   ms,
-  RLError: errors.RLError,
-  RLServerError: errors.RLServerError,
-  RLArgumentError: errors.RLArgumentError,
-  RLWrongTypeError: errors.RLWrongTypeError,
-  RLOutOfMemoryError: errors.RLOutOfMemoryError,
-  RLNotLoadedError: errors.RLNotLoadedError,
-  RLUnsupportedError: errors.RLUnsupportedError,
-  RLConnectionError: errors.RLConnectionError,
-  RLTimeoutError: errors.RLTimeoutError,
-  RLLeaseRejectedError: errors.RLLeaseRejectedError,
+  RLError,
+  RLServerError,
+  RLArgumentError,
+  RLWrongTypeError,
+  RLOutOfMemoryError,
+  RLNotLoadedError,
+  RLUnsupportedError,
+  RLConnectionError,
+  RLTimeoutError,
+  RLLeaseRejectedError,
 };

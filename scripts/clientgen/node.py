@@ -144,14 +144,18 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
         "// policy builders, and the argument checks with the ranges of the server's command table.\n"
         "'use strict';\n\nconst A = require('./args');\nconst { Policy, countedKeys } = require('./policy');\n"
     )
-    out.append("/** Each command: its name, its Functions library function (null: the module only), its reply. */")
+    out.append(
+        "/**\n * Each command: its name, its method, its Functions library function (null: the module\n"
+        " * only), its reply, whether it takes several keys, its RL.ALL policy's builder (or null).\n */"
+    )
     out.append("const COMMANDS = {")
     for c in model.commands:
         if c.reply not in REPLY_TYPES:
             raise ValueError(f"{c.name}: reply {c.reply!r}: teach scripts/clientgen/node.py and lib/decisions.js")
+        policy = js_value(camel(c.words) if c.policy else None)
         out.append(
-            f"  {js_value(c.name)}: {{ name: {js_value(c.name)}, fn: {js_value(c.function)}, "
-            f"reply: {js_value(c.reply)}, counted: {js_value(c.counted_keys)} }},"
+            f"  {js_value(c.name)}: {{ name: {js_value(c.name)}, method: {js_value(camel(c.words))}, fn: {js_value(c.function)}, "
+            f"reply: {js_value(c.reply)}, counted: {js_value(c.counted_keys)}, policy: {policy} }},"
         )
     out.append("};\n")
     out.append("// Options: each parameter's name to [word, kind, min, max, the parameters it excludes].")

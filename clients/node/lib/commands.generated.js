@@ -8,19 +8,22 @@
 const A = require('./args');
 const { Policy, countedKeys } = require('./policy');
 
-/** Each command: its name, its Functions library function (null: the module only), its reply. */
+/**
+ * Each command: its name, its method, its Functions library function (null: the module
+ * only), its reply, whether it takes several keys, its RL.ALL policy's builder (or null).
+ */
 const COMMANDS = {
-  "RL.FIXED": { name: "RL.FIXED", fn: "rl_fixed", reply: "decision", counted: false },
-  "RL.SLIDING": { name: "RL.SLIDING", fn: "rl_sliding", reply: "decision", counted: false },
-  "RL.BUCKET": { name: "RL.BUCKET", fn: "rl_bucket", reply: "decision", counted: false },
-  "RL.GCRA": { name: "RL.GCRA", fn: "rl_gcra", reply: "decision", counted: false },
-  "RL.SLIDINGCOUNTER": { name: "RL.SLIDINGCOUNTER", fn: "rl_slidingcounter", reply: "decision", counted: false },
-  "CL.THROTTLE": { name: "CL.THROTTLE", fn: null, reply: "throttle", counted: false },
-  "RL.ALL": { name: "RL.ALL", fn: "rl_all", reply: "all", counted: true },
-  "RL.ACQUIRE": { name: "RL.ACQUIRE", fn: "rl_acquire", reply: "decision", counted: false },
-  "RL.RELEASE": { name: "RL.RELEASE", fn: "rl_release", reply: "released", counted: false },
-  "RL.PENALTY": { name: "RL.PENALTY", fn: "rl_penalty", reply: "decision", counted: false },
-  "RL.SHARE": { name: "RL.SHARE", fn: "rl_share", reply: "decision", counted: false },
+  "RL.FIXED": { name: "RL.FIXED", method: "fixed", fn: "rl_fixed", reply: "decision", counted: false, policy: "fixed" },
+  "RL.SLIDING": { name: "RL.SLIDING", method: "sliding", fn: "rl_sliding", reply: "decision", counted: false, policy: "sliding" },
+  "RL.BUCKET": { name: "RL.BUCKET", method: "bucket", fn: "rl_bucket", reply: "decision", counted: false, policy: "bucket" },
+  "RL.GCRA": { name: "RL.GCRA", method: "gcra", fn: "rl_gcra", reply: "decision", counted: false, policy: "gcra" },
+  "RL.SLIDINGCOUNTER": { name: "RL.SLIDINGCOUNTER", method: "slidingCounter", fn: "rl_slidingcounter", reply: "decision", counted: false, policy: "slidingCounter" },
+  "CL.THROTTLE": { name: "CL.THROTTLE", method: "throttle", fn: null, reply: "throttle", counted: false, policy: null },
+  "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
+  "RL.ACQUIRE": { name: "RL.ACQUIRE", method: "acquire", fn: "rl_acquire", reply: "decision", counted: false, policy: "acquire" },
+  "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
+  "RL.PENALTY": { name: "RL.PENALTY", method: "penalty", fn: "rl_penalty", reply: "decision", counted: false, policy: "penalty" },
+  "RL.SHARE": { name: "RL.SHARE", method: "share", fn: "rl_share", reply: "decision", counted: false, policy: "share" },
 };
 
 // Options: each parameter's name to [word, kind, min, max, the parameters it excludes].

@@ -35,9 +35,12 @@ class IORedisAdapter {
   }
 }
 
-// The per-command options node-redis (v5) takes: `timeout` drops a command still unwritten.
+// The per-command options node-redis (v5) takes: `timeout` drops a command still unwritten
+// by then. Only while the client is not ready (reconnecting, its commands queued): a
+// ready client writes a command at once, and the deadline bookkeeping would cost each call.
 const optionsCache = new Map();
-const commandOptions = (timeout) => {
+const commandOptions = (client, timeout) => {
+  if (client.isReady !== false || timeout === undefined) return undefined;
   let o = optionsCache.get(timeout);
   if (o === undefined) optionsCache.set(timeout, (o = { timeout }));
   return o;
@@ -51,10 +54,10 @@ class NodeRedisAdapter {
     this.kind = 'node-redis';
   }
   call(args, timeout) {
-    return this.client.sendCommand(args, commandOptions(timeout));
+    return this.client.sendCommand(args, commandOptions(this.client, timeout));
   }
   batch(commands, timeout) {
-    const options = commandOptions(timeout);
+    const options = commandOptions(this.client, timeout);
     const promises = new Array(commands.length);
     for (let i = 0; i < commands.length; i++) promises[i] = this.client.sendCommand(commands[i], options);
     return settleAll(promises);
@@ -67,10 +70,10 @@ class NodeRedisClusterAdapter {
     this.kind = 'node-redis-cluster';
   }
   call(args, timeout) {
-    return this.client.sendCommand(firstKey(args), false, args, commandOptions(timeout));
+    return this.client.sendCommand(firstKey(args), false, args, commandOptions(this.client, timeout));
   }
   batch(commands, timeout) {
-    const options = commandOptions(timeout);
+    const options = commandOptions(this.client, timeout);
     return settleAll(commands.map((args) => this.client.sendCommand(firstKey(args), false, args, options)));
   }
 }

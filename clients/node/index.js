@@ -13,18 +13,6 @@
 // lib/commands.generated.js (written by `make clients` from commands.json) has each
 // command's method, the RL.ALL policies and the argument checks; the rest is lib/*.js.
 
-const {
-  RLError,
-  RLServerError,
-  RLArgumentError,
-  RLWrongTypeError,
-  RLOutOfMemoryError,
-  RLNotLoadedError,
-  RLUnsupportedError,
-  RLConnectionError,
-  RLTimeoutError,
-  RLLeaseRejectedError,
-} = require('./lib/errors');
 const { RateLimiter, Pipeline, Lease, createLimiter, policies } = require('./lib/limiter');
 const { Decision, AllDecision, ThrottleDecision } = require('./lib/decisions');
 const { Policy } = require('./lib/policy');
@@ -50,14 +38,5 @@ module.exports = {
   NodeRedisClusterAdapter,
   durationMs,
   ms,
-  RLError,
-  RLServerError,
-  RLArgumentError,
-  RLWrongTypeError,
-  RLOutOfMemoryError,
-  RLNotLoadedError,
-  RLUnsupportedError,
-  RLConnectionError,
-  RLTimeoutError,
-  RLLeaseRejectedError,
+  ...require('./lib/errors'),
 };

@@ -1,12 +1,10 @@
 'use strict';
 // Adapters: one per client library; each sends argument arrays through the user's client.
-// call(args, timeout) resolves to the reply; batch(commands, timeout) to { replies,
-// errors }: replies[i] is command i's reply, and errors, when not null, holds at i the
-// error command i got instead. `timeout` (ms) is the call's deadline, given to clients that
-// can drop a command not yet written by then (node-redis), so that a call the limiter gave
-// up on is never sent later.
+// call(args) resolves to the reply; batch(commands) to { replies, errors }: replies[i] is
+// command i's reply, and errors, when not null, holds at i the error command i got
+// instead. The deadline is the limiter's (limiter.js), not the client's.
 
-const { refuse } = require('./errors');
+const { refuse } = require('./classify');
 
 class IORedisAdapter {
   constructor(client) {
@@ -35,17 +33,6 @@ class IORedisAdapter {
   }
 }
 
-// The per-command options node-redis (v5) takes: `timeout` drops a command still unwritten
-// by then. Only while the client is not ready (reconnecting, its commands queued): a
-// ready client writes a command at once, and the deadline bookkeeping would cost each call.
-const optionsCache = new Map();
-const commandOptions = (client, timeout) => {
-  if (client.isReady !== false || timeout === undefined) return undefined;
-  let o = optionsCache.get(timeout);
-  if (o === undefined) optionsCache.set(timeout, (o = { timeout }));
-  return o;
-};
-
 // node-redis sends every command issued in one tick in one write (auto-pipelining):
 // a batch is those commands issued together.
 class NodeRedisAdapter {
@@ -53,13 +40,12 @@ class NodeRedisAdapter {
     this.client = client;
     this.kind = 'node-redis';
   }
-  call(args, timeout) {
-    return this.client.sendCommand(args, commandOptions(this.client, timeout));
+  call(args) {
+    return this.client.sendCommand(args);
   }
-  batch(commands, timeout) {
-    const options = commandOptions(this.client, timeout);
+  batch(commands) {
     const promises = new Array(commands.length);
-    for (let i = 0; i < commands.length; i++) promises[i] = this.client.sendCommand(commands[i], options);
+    for (let i = 0; i < commands.length; i++) promises[i] = this.client.sendCommand(commands[i]);
     return settleAll(promises);
   }
 }
@@ -69,12 +55,11 @@ class NodeRedisClusterAdapter {
     this.client = client;
     this.kind = 'node-redis-cluster';
   }
-  call(args, timeout) {
-    return this.client.sendCommand(firstKey(args), false, args, commandOptions(this.client, timeout));
+  call(args) {
+    return this.client.sendCommand(firstKey(args), false, args);
   }
-  batch(commands, timeout) {
-    const options = commandOptions(this.client, timeout);
-    return settleAll(commands.map((args) => this.client.sendCommand(firstKey(args), false, args, options)));
+  batch(commands) {
+    return settleAll(commands.map((args) => this.client.sendCommand(firstKey(args), false, args)));
   }
 }
 
@@ -107,7 +92,7 @@ function firstKey(args) {
 /** The adapter for a node-redis client or cluster, or an ioredis client or cluster. */
 function adapterFor(client) {
   if (client && typeof client.call === 'function' && typeof client.batch === 'function') {
-    return client; // already an adapter: call(args, timeout) -> reply, batch(commands, timeout) -> { replies, errors }
+    return client; // already an adapter: call(args) -> reply, batch(commands) -> { replies, errors }
   }
   if (client && typeof client.call === 'function' && typeof client.pipeline === 'function') {
     return new IORedisAdapter(client);

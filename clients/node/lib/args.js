@@ -3,7 +3,7 @@
 // from the command table (commands.generated.js passes them in); a refused argument is an
 // RLArgumentError. Numbers go out as strings (node-redis takes only strings and Buffers).
 
-const { refuse } = require('./errors');
+const { refuse } = require('./classify');
 
 // ---------------------------------------------------------------------------
 // Integers: a whole number (number, bigint or decimal string) inside [min, max]; never a

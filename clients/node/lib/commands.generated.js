@@ -219,133 +219,48 @@ function share(to, key, tenant, weight, capacity, tokens, period, options) {
   return to._queue(argv, command, A.refill(v2, v3, v4), v2);
 }
 
-/** RateLimiter's methods: a call's promise (a refused argument rejects it). */
+// RateLimiter's methods send their call (a refused argument rejects its promise);
+// Pipeline's queue it and return the pipeline. Each passes on as many arguments as the
+// longest command takes.
+const sending = (build) =>
+  function send(a0, a1, a2, a3, a4, a5, a6) {
+    try {
+      return build(this, a0, a1, a2, a3, a4, a5, a6);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+const queuing = (build) =>
+  function queue(a0, a1, a2, a3, a4, a5, a6) {
+    return build(this, a0, a1, a2, a3, a4, a5, a6);
+  };
+
 const limiterMethods = {
-  /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n]: Counts units in an epoch-aligned fixed window and admits at most limit per window */
-  fixed(key, limit, window, options) {
-    try {
-      return fixed(this, key, limit, window, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.SLIDING key limit window [COST n | REFUND n]: Logs accepted units in a sorted set and admits at most limit in any window-long interval */
-  sliding(key, limit, window, options) {
-    try {
-      return sliding(this, key, limit, window, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]: Takes cost tokens from a bucket of capacity tokens that refills tokens per period */
-  bucket(key, capacity, tokens, period, options) {
-    try {
-      return bucket(this, key, capacity, tokens, period, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]: Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA) */
-  gcra(key, capacity, tokens, period, options) {
-    try {
-      return gcra(this, key, capacity, tokens, period, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]: Estimates a sliding window from two fixed-window counts and admits at most limit in it */
-  slidingCounter(key, limit, window, options) {
-    try {
-      return slidingCounter(this, key, limit, window, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA) */
-  throttle(key, maxBurst, count, period, quantity) {
-    try {
-      return throttle(this, key, maxBurst, count, period, quantity);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]: Checks several limits at one instant and consumes from all of them or none */
-  all(entries, options) {
-    try {
-      return all(this, entries, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.ACQUIRE key limit ttl id: Takes or renews a named lease that ends by itself after ttl, at most limit held at once */
-  acquire(key, limit, ttl, id) {
-    try {
-      return acquire(this, key, limit, ttl, id);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.RELEASE key id: Ends the lease named id early, freeing its slot */
-  release(key, id) {
-    try {
-      return release(this, key, id);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.PENALTY key strikes window block max [COST n]: Counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max */
-  penalty(key, strikes, window, block, max, options) {
-    try {
-      return penalty(this, key, strikes, window, block, max, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
-  /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares */
-  share(key, tenant, weight, capacity, tokens, period, options) {
-    try {
-      return share(this, key, tenant, weight, capacity, tokens, period, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  },
+  fixed: sending(fixed),
+  sliding: sending(sliding),
+  bucket: sending(bucket),
+  gcra: sending(gcra),
+  slidingCounter: sending(slidingCounter),
+  throttle: sending(throttle),
+  all: sending(all),
+  acquire: sending(acquire),
+  release: sending(release),
+  penalty: sending(penalty),
+  share: sending(share),
 };
 
-/** Pipeline's methods: each queues its call and returns the pipeline. */
 const pipelineMethods = {
-  fixed(key, limit, window, options) {
-    return fixed(this, key, limit, window, options);
-  },
-  sliding(key, limit, window, options) {
-    return sliding(this, key, limit, window, options);
-  },
-  bucket(key, capacity, tokens, period, options) {
-    return bucket(this, key, capacity, tokens, period, options);
-  },
-  gcra(key, capacity, tokens, period, options) {
-    return gcra(this, key, capacity, tokens, period, options);
-  },
-  slidingCounter(key, limit, window, options) {
-    return slidingCounter(this, key, limit, window, options);
-  },
-  throttle(key, maxBurst, count, period, quantity) {
-    return throttle(this, key, maxBurst, count, period, quantity);
-  },
-  all(entries, options) {
-    return all(this, entries, options);
-  },
-  acquire(key, limit, ttl, id) {
-    return acquire(this, key, limit, ttl, id);
-  },
-  release(key, id) {
-    return release(this, key, id);
-  },
-  penalty(key, strikes, window, block, max, options) {
-    return penalty(this, key, strikes, window, block, max, options);
-  },
-  share(key, tenant, weight, capacity, tokens, period, options) {
-    return share(this, key, tenant, weight, capacity, tokens, period, options);
-  },
+  fixed: queuing(fixed),
+  sliding: queuing(sliding),
+  bucket: queuing(bucket),
+  gcra: queuing(gcra),
+  slidingCounter: queuing(slidingCounter),
+  throttle: queuing(throttle),
+  all: queuing(all),
+  acquire: queuing(acquire),
+  release: queuing(release),
+  penalty: queuing(penalty),
+  share: queuing(share),
 };
 
 /** RL.ALL's policies, one builder per policy word. */

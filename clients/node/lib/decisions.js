@@ -3,7 +3,8 @@
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers, structured-field
 // lists), X-RateLimit-*, and Retry-After on a rejection.
 
-const { RLError, refuse } = require('./errors');
+const { RLError } = require('./errors');
+const { refuse } = require('./classify');
 
 // ---------------------------------------------------------------------------
 // Structured-field values

@@ -3,17 +3,8 @@
 // leases. Each command's method comes from commands.generated.js (installed below).
 
 const { randomUUID } = require('node:crypto');
-const {
-  RLConnectionError,
-  RLNotLoadedError,
-  RLTimeoutError,
-  RLUnsupportedError,
-  RLLeaseRejectedError,
-  refuse,
-  isMissing,
-  toRLError,
-  NOT_LOADED_HELP,
-} = require('./errors');
+const { RLConnectionError, RLNotLoadedError, RLTimeoutError, RLUnsupportedError, RLLeaseRejectedError } = require('./errors');
+const { refuse, isMissing, toRLError, NOT_LOADED_HELP } = require('./classify');
 const { adapterFor } = require('./adapters');
 const { integer } = require('./args');
 const { settle, failed } = require('./decisions');
@@ -138,7 +129,7 @@ class RateLimiter {
 
   async _probe(args) {
     try {
-      return { value: await this.adapter.call(args, this.timeout) };
+      return { value: await this.adapter.call(args) };
     } catch (err) {
       const e = toRLError(err, args.join(' '));
       if (e instanceof RLConnectionError) throw e;
@@ -231,14 +222,14 @@ class RateLimiter {
   async _send(argv, command) {
     const backend = this._backend !== null ? this._backend : await this.backend();
     try {
-      return await this.adapter.call(argsFor(argv, command, backend), this.timeout);
+      return await this.adapter.call(argsFor(argv, command, backend));
     } catch (err) {
       const e = toRLError(err, command.name);
       if (!isMissing(e) || this._forced !== null) throw e;
     }
     const again = await this.detect();
     try {
-      return await this.adapter.call(argsFor(argv, command, again), this.timeout);
+      return await this.adapter.call(argsFor(argv, command, again));
     } catch (err) {
       const e = toRLError(err, command.name);
       throw isMissing(e) ? unsupported(command, again, e) : e;
@@ -319,10 +310,10 @@ class RateLimiter {
         (errors === null ? (errors = new Array(n)) : errors)[i] = err;
       }
     }
-    if (errors === null) return this.adapter.batch(send, this.timeout);
+    if (errors === null) return this.adapter.batch(send);
     const at = [];
     for (let i = 0; i < n; i++) if (errors[i] === undefined) at.push(i);
-    const part = at.length ? await this.adapter.batch(at.map((i) => send[i]), this.timeout) : { replies: [], errors: null };
+    const part = at.length ? await this.adapter.batch(at.map((i) => send[i])) : { replies: [], errors: null };
     const replies = new Array(n);
     at.forEach((i, j) => {
       if (part.errors !== null && part.errors[j] != null) errors[i] = part.errors[j];

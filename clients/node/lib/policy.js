@@ -2,7 +2,7 @@
 // RL.ALL's policies (built by `policies.*`, generated from the command table) and the
 // [key, policy] entries of a call.
 
-const { refuse } = require('./errors');
+const { refuse } = require('./classify');
 const { key, integerText } = require('./args');
 
 class Policy {

@@ -17,17 +17,19 @@ const TIMEOUT = 100;
 const MARGIN = Number(process.env.RL_TEST_DEADLINE_MARGIN_MS || 150);
 const skip = !haveRedisServer() ? 'redis-server is not installed (set REDIS_SERVER to one)' : !fs.existsSync(LIBRARY) && `${LIBRARY} is missing`;
 
-// A client of `url` that is still trying to connect when the test starts using it.
-function connecting(kind, url) {
+// A client of `url` that is still trying to connect when the test starts using it. `strict`:
+// configured as the README asks for a call the deadline gave up on never to be sent later
+// (no offline queue).
+function connecting(kind, url, strict = false) {
   if (kind === 'node-redis') {
     const { createClient } = require('redis');
-    const client = createClient({ url });
+    const client = createClient({ url, disableOfflineQueue: strict });
     client.on('error', () => {});
     client.connect().catch(() => {});
     return { client, close: () => client.destroy() };
   }
   const { Redis } = require('ioredis');
-  const client = new Redis(url);
+  const client = new Redis(url, { enableOfflineQueue: !strict });
   client.on('error', () => {});
   return { client, close: () => client.disconnect() };
 }
@@ -66,26 +68,30 @@ describe('the deadline and the fail modes on real servers', { skip }, () => {
       }
     });
 
-    test(`${name}: a killed server; a call given up on is not sent later`, async () => {
-      const server = await startServer();
-      const { client, close } = connecting(name, server.url);
-      try {
-        await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
-        await server.kill();
-        await checkFailModes(client);
-        // The same port again: the client reconnects; the calls the deadline gave up on never arrive.
-        const again = await startServer([], server.port);
+    for (const strict of [false, true]) {
+      test(`${name}: a killed server${strict ? ', no offline queue: a call given up on is never sent later' : ''}`, async () => {
+        const server = await startServer();
+        const { client, close } = connecting(name, server.url, strict);
         try {
-          await until('the client to reconnect', 10000, async () => String(await raw(client, 'PING')) === 'PONG');
-          await new Promise((r) => setTimeout(r, 200));
-          if (name === 'node-redis') assert.equal(Number(await raw(client, 'DBSIZE')), 0);
+          await until('the client to connect', 10000, async () => String(await raw(client, 'PING')) === 'PONG');
+          await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
+          await server.kill();
+          await checkFailModes(client);
+          if (!strict) return;
+          // The same port again: the client reconnects; no FCALL of the calls given up on arrives.
+          const again = await startServer([], server.port);
+          try {
+            await until('the client to reconnect', 10000, async () => String(await raw(client, 'PING')) === 'PONG');
+            await new Promise((r) => setTimeout(r, 200));
+            assert.doesNotMatch(String(await raw(client, 'INFO', 'commandstats')), /cmdstat_fcall/);
+          } finally {
+            await again.stop();
+          }
         } finally {
-          await again.stop();
+          await close();
         }
-      } finally {
-        await close();
-      }
-    });
+      });
+    }
 
     test(`${name}: CLIENT PAUSE: the deadline holds while the server does not answer`, async () => {
       const server = await startServer();

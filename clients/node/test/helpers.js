@@ -62,14 +62,21 @@ function freePort() {
   });
 }
 
+// Waits for check() to answer true, by a deadline that also bounds a check that never settles.
 async function until(what, deadlineMs, check) {
   const end = Date.now() + deadlineMs;
   let last;
   while (Date.now() < end) {
+    let timer;
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the check did not settle')), Math.max(end - Date.now(), 1));
+    });
     try {
-      if (await check()) return;
+      if (await Promise.race([check(), late])) return;
     } catch (err) {
       last = err;
+    } finally {
+      clearTimeout(timer);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -20,16 +20,9 @@ const {
   ThrottleDecision,
   durationMs,
   ms,
-  RLError,
-  RLServerError,
-  RLArgumentError,
-  RLWrongTypeError,
-  RLOutOfMemoryError,
-  RLNotLoadedError,
-  RLUnsupportedError,
-  RLConnectionError,
-  RLTimeoutError,
 } = rl;
+// The error classes, as the package exports them.
+const E = rl;
 
 // An adapter that records what it is sent and answers from `respond`.
 function mockAdapter(respond = () => [1, 5, 4, 0, 1000]) {
@@ -118,7 +111,7 @@ describe('coverage of commands.json', () => {
         const adapter = mockAdapter(() => decisionReply(cmd));
         const limiter = createLimiter(adapter, { backend });
         if (backend === 'library' && cmd.function === null) {
-          await assert.rejects(limiter[method](...values), RLUnsupportedError);
+          await assert.rejects(limiter[method](...values), E.RLUnsupportedError);
           assert.equal(adapter.sent.length, 0);
           continue;
         }
@@ -217,7 +210,7 @@ describe('the commands as sent', () => {
   });
 });
 
-describe('the argument rules: refused before anything is sent, with an RLArgumentError', () => {
+describe('the argument rules: refused before anything is sent, with an E.RLArgumentError', () => {
   const refused = [
     ['a float', (l) => l.gcra('k', 5.5, 1, '1s'), /capacity must be an integer/],
     ['NaN', (l) => l.gcra('k', NaN, 1, '1s'), /capacity/],
@@ -252,7 +245,7 @@ describe('the argument rules: refused before anything is sent, with an RLArgumen
       const adapter = mockAdapter();
       const limiter = createLimiter(adapter, { backend: 'module' });
       const check = (e) => {
-        assert.ok(e instanceof RLArgumentError && e instanceof RLError, `${e.name}: ${e.message}`);
+        assert.ok(e instanceof E.RLArgumentError && e instanceof E.RLError, `${e.name}: ${e.message}`);
         assert.match(e.message, message);
         assert.equal(e.code, undefined); // the client's, not the server's
         return true;
@@ -263,13 +256,13 @@ describe('the argument rules: refused before anything is sent, with an RLArgumen
     });
   }
   test('policy builders, createLimiter and withLease refuse alike', () => {
-    assert.throws(() => policies.gcra(1, 1, '1s', { cost: 1 }), RLArgumentError);
-    assert.throws(() => policies.fixed(1.5, '1s'), RLArgumentError);
-    assert.throws(() => createLimiter({}), RLArgumentError);
-    assert.throws(() => createLimiter(mockAdapter(), { backend: 'cluster' }), RLArgumentError);
-    assert.throws(() => createLimiter(mockAdapter(), { onConnectionError: 'open' }), RLArgumentError);
-    assert.throws(() => createLimiter(mockAdapter(), { timeout: 0.5 }), RLArgumentError);
-    assert.throws(() => ms(1.5), RLArgumentError);
+    assert.throws(() => policies.gcra(1, 1, '1s', { cost: 1 }), E.RLArgumentError);
+    assert.throws(() => policies.fixed(1.5, '1s'), E.RLArgumentError);
+    assert.throws(() => createLimiter({}), E.RLArgumentError);
+    assert.throws(() => createLimiter(mockAdapter(), { backend: 'cluster' }), E.RLArgumentError);
+    assert.throws(() => createLimiter(mockAdapter(), { onConnectionError: 'open' }), E.RLArgumentError);
+    assert.throws(() => createLimiter(mockAdapter(), { timeout: 0.5 }), E.RLArgumentError);
+    assert.throws(() => ms(1.5), E.RLArgumentError);
   });
 });
 
@@ -288,7 +281,7 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
       for (const adapter of [deadAdapter(0), deadAdapter(null)]) {
         const limiter = createLimiter(adapter, { backend: 'module', onConnectionError: mode, timeout: 20 });
         const d = await callFor(limiter, call, 'k');
-        assert.ok(d.error instanceof RLConnectionError);
+        assert.ok(d.error instanceof E.RLConnectionError);
         const h = d.headers();
         for (const [name, value] of Object.entries(fields)) assert.equal(h[name], value, name);
         assert.equal(h['Retry-After'], fields['Retry-After']);
@@ -302,7 +295,7 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
     test(`names: ${JSON.stringify(name)}`, async () => {
       const d = await callFor(createLimiter(mockAdapter(), { backend: 'module' }), call, 'k');
       if (error) {
-        assert.throws(() => d.headers(name), RLArgumentError);
+        assert.throws(() => d.headers(name), E.RLArgumentError);
       } else {
         assert.equal(d.headers(name)['RateLimit-Policy'], policy);
         const parsed = parseFields(d.headers(name));
@@ -315,7 +308,7 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
     const d = new AllDecision([[1, 10, 9, 0, 100], [1, 10, 9, 0, 100], [1, 2e15, 2e15, 0, 2e18]], ['a', 'b'], [gcra, policies.gcra(2e15, 1, '1s')]);
     assert.equal(d.headers()['RateLimit-Policy'], '"gcra-1";q=10;w=10, "gcra-2";q=999999999999999;w=9223372037');
     assert.equal(d.headers(['burst', 'big'])['RateLimit'], '"burst";r=9;t=1, "big";r=999999999999999;t=999999999999999');
-    assert.throws(() => d.headers(['one']), RLArgumentError);
+    assert.throws(() => d.headers(['one']), E.RLArgumentError);
     parseFields(d.headers(['burst', 'big']));
     assert.equal(new Decision([1, 5, 4, 0, 0], null).headers()['RateLimit-Policy'], '"default";q=5');
     assert.equal(new Decision([1, 5, 4, 0, 0], 0).headers()['RateLimit-Policy'], '"default";q=5');
@@ -332,12 +325,12 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
 
 describe('errors', () => {
   const cases = [
-    ['ERR limit must be an integer from 1 to 9007199254740991', RLArgumentError, 'ERR'],
-    ['WRONGTYPE Operation against a key holding the wrong kind of value', RLWrongTypeError, 'WRONGTYPE'],
-    ["OOM command not allowed when used memory > 'maxmemory'.", RLOutOfMemoryError, 'OOM'],
-    ["NOPERM User ada has no permissions to run the 'rl.fixed' command", RLServerError, 'NOPERM'],
-    ["ERR unknown command 'RL.FIXED', with args beginning with: 'k'", RLNotLoadedError, 'ERR'],
-    ['ERR Function not found', RLNotLoadedError, 'ERR'],
+    ['ERR limit must be an integer from 1 to 9007199254740991', E.RLArgumentError, 'ERR'],
+    ['WRONGTYPE Operation against a key holding the wrong kind of value', E.RLWrongTypeError, 'WRONGTYPE'],
+    ["OOM command not allowed when used memory > 'maxmemory'.", E.RLOutOfMemoryError, 'OOM'],
+    ["NOPERM User ada has no permissions to run the 'rl.fixed' command", E.RLServerError, 'NOPERM'],
+    ["ERR unknown command 'RL.FIXED', with args beginning with: 'k'", E.RLNotLoadedError, 'ERR'],
+    ['ERR Function not found', E.RLNotLoadedError, 'ERR'],
   ];
   for (const [Reply, lib] of [
     [ErrorReply, 'node-redis'],
@@ -353,7 +346,7 @@ describe('errors', () => {
         );
         await assert.rejects(limiter.fixed('k', 5, '1m'), (e) => {
           assert.ok(e instanceof Type, `${message}: ${e.name}`);
-          assert.ok(e instanceof RLError);
+          assert.ok(e instanceof E.RLError);
           assert.equal(e.code, code);
           assert.equal(e.command, 'RL.FIXED');
           assert.equal(e.cause.message, message);
@@ -372,13 +365,13 @@ describe('errors', () => {
       throw new Error('no RL command may be sent');
     });
     const limiter = createLimiter(adapter);
-    await assert.rejects(limiter.gcra('k', 5, 1, '1s'), (e) => e instanceof RLNotLoadedError && /--loadmodule/.test(e.message) && /FUNCTION LOAD/.test(e.message));
+    await assert.rejects(limiter.gcra('k', 5, 1, '1s'), (e) => e instanceof E.RLNotLoadedError && /--loadmodule/.test(e.message) && /FUNCTION LOAD/.test(e.message));
     assert.deepEqual(adapter.sent, [
       ['COMMAND', 'INFO', 'rl.gcra'],
       ['FUNCTION', 'LIST', 'LIBRARYNAME', 'rl'],
     ]);
     const results = await limiter.pipeline().gcra('k', 5, 1, '1s').exec().catch((e) => e);
-    assert.ok(results instanceof RLNotLoadedError);
+    assert.ok(results instanceof E.RLNotLoadedError);
   });
 
   test('detection: the module, else the library (RESP2 lists and RESP3 maps), cached', async () => {
@@ -440,10 +433,10 @@ describe('errors', () => {
     const results = await limiter.pipeline().gcra('a', 5, 1, '1s').gcra('b', 5, 1, '1s').exec();
     assert.deepEqual(results.map((d) => d.remaining), [4, 4]);
     assert.deepEqual(adapter.sent.map((a) => a[0]), ['FCALL', 'FCALL', 'COMMAND', 'RL.GCRA', 'RL.GCRA']);
-    // Neither: RLNotLoadedError, and nothing sent a third time.
+    // Neither: E.RLNotLoadedError, and nothing sent a third time.
     state.backend = null;
     adapter.sent.length = 0;
-    await assert.rejects(limiter.gcra('k', 5, 1, '1s'), RLNotLoadedError);
+    await assert.rejects(limiter.gcra('k', 5, 1, '1s'), E.RLNotLoadedError);
     assert.equal(adapter.sent.filter((a) => a[0] === 'RL.GCRA').length, 1);
     // detect() asks every time.
     state.backend = 'library';
@@ -453,22 +446,22 @@ describe('errors', () => {
     assert.equal(adapter.sent.filter((a) => a[0] === 'FUNCTION').length, 2);
   });
 
-  test('a command newer than the server\'s RL: RLUnsupportedError after one more try, no special case', async () => {
+  test('a command newer than the server\'s RL: E.RLUnsupportedError after one more try, no special case', async () => {
     for (const backend of ['module', 'library']) {
       const adapter = changingServer({ backend, commands: ['RL.GCRA'], functions: ['rl_gcra'] });
       const limiter = createLimiter(adapter);
-      await assert.rejects(limiter.share('k', 't', 1, 5, 1, '1s'), (e) => e instanceof RLUnsupportedError && /older/.test(e.message));
+      await assert.rejects(limiter.share('k', 't', 1, 5, 1, '1s'), (e) => e instanceof E.RLUnsupportedError && /older/.test(e.message));
       assert.equal(adapter.sent.filter((a) => a.includes('k')).length, 2);
       const [slot] = await limiter.pipeline().share('k', 't', 1, 5, 1, '1s').exec();
-      assert.ok(slot instanceof RLUnsupportedError);
+      assert.ok(slot instanceof E.RLUnsupportedError);
       assert.equal(await limiter.supports('RL.SHARE'), false);
       assert.equal(await limiter.supports('RL.GCRA'), true);
     }
   });
 
-  test('a forced backend is not detected again: the missing command is RLNotLoadedError', async () => {
+  test('a forced backend is not detected again: the missing command is E.RLNotLoadedError', async () => {
     const adapter = changingServer({ backend: 'library', commands: [], functions: ['rl_gcra'] });
-    await assert.rejects(createLimiter(adapter, { backend: 'module' }).gcra('k', 5, 1, '1s'), RLNotLoadedError);
+    await assert.rejects(createLimiter(adapter, { backend: 'module' }).gcra('k', 5, 1, '1s'), E.RLNotLoadedError);
     assert.deepEqual(adapter.sent.map((a) => a[0]), ['RL.GCRA']);
   });
 });
@@ -482,17 +475,17 @@ describe('the deadline and the fail modes', () => {
     test(`${what}: raise (default), allow, deny, within the deadline`, async () => {
       for (const timeout of [30, 100]) {
         const t0 = Date.now();
-        await assert.rejects(createLimiter(adapter(), { timeout }).gcra('k', 5, 1, '1s'), RLConnectionError);
+        await assert.rejects(createLimiter(adapter(), { timeout }).gcra('k', 5, 1, '1s'), E.RLConnectionError);
         assert.ok(Date.now() - t0 < timeout + MARGIN, `took ${Date.now() - t0} ms`);
       }
       const open = await createLimiter(adapter(), { onConnectionError: 'allow' }).fixed('k', 5, '1m');
       assert.deepEqual([open.allowed, open.limit, open.remaining, open.retryAfter, open.resetAfter], [true, 5, 5, 0, 0]);
-      assert.ok(open.error instanceof RLConnectionError);
+      assert.ok(open.error instanceof E.RLConnectionError);
       const seen = [];
       const closed = createLimiter(adapter(), {
         backend: 'module',
         onConnectionError: (err, command) => {
-          seen.push([err instanceof RLConnectionError, command]);
+          seen.push([err instanceof E.RLConnectionError, command]);
           return 'deny';
         },
       });
@@ -506,14 +499,14 @@ describe('the deadline and the fail modes', () => {
       const t = await closed.throttle('k', 4, 1, '1s');
       assert.deepEqual([t.limited, t.limit, t.remaining, t.retryAfterSeconds], [true, 5, 0, 1]);
       // A release is not a decision: its connection error is always raised.
-      await assert.rejects(closed.release('k', 'id'), RLConnectionError);
+      await assert.rejects(closed.release('k', 'id'), E.RLConnectionError);
       // Fail open on a lease: fn runs, and no release is sent for a lease never taken.
       const openLimiter = createLimiter(adapter(), { backend: 'module', onConnectionError: 'allow' });
       assert.equal(await openLimiter.withLease('k', 1, '1m', 'id', () => 7), 7);
     });
   }
-  test('no reply in time is an RLTimeoutError, a kind of RLConnectionError', async () => {
-    await assert.rejects(createLimiter(deadAdapter(null), { timeout: 10 }).gcra('k', 5, 1, '1s'), (e) => e instanceof RLTimeoutError && /10 ms/.test(e.message));
+  test('no reply in time is an E.RLTimeoutError, a kind of E.RLConnectionError', async () => {
+    await assert.rejects(createLimiter(deadAdapter(null), { timeout: 10 }).gcra('k', 5, 1, '1s'), (e) => e instanceof E.RLTimeoutError && /10 ms/.test(e.message));
   });
 });
 

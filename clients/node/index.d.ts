@@ -27,7 +27,7 @@ export type Backend = 'module' | 'library';
 export type ConnectionErrorRule = 'throw' | 'raise' | 'allow' | 'deny';
 
 export interface LimiterOptions {
-  /** 'auto' (default): learnt from the server once; or force one. */
+  /** 'auto' (default): learnt by the first call, and again when a command turns out missing; or force one. */
   backend?: 'auto' | Backend;
   /** Each call's deadline in ms (default 100): no reply by then is an RLTimeoutError. No retry inside it. */
   timeout?: number;

@@ -9,7 +9,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, SPEC } = require('./helpers');
+const { ROOT, TABLE } = require('./helpers');
 
 const CLIENT = path.join(__dirname, '..');
 const tsc = path.join(CLIENT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -30,7 +30,7 @@ for rel, text in node.emit(model.load(source), json.loads(source.read_text())).i
     target.write_text(text)
 `;
 
-const COST = SPEC.commands.find((c) => c.name === 'RL.FIXED').options.find((o) => o.name === 'COST');
+const COST = TABLE.commands.find((c) => c.name === 'RL.FIXED').options.find((o) => o.name === 'COST');
 const QUOTA = {
   name: 'RL.QUOTA',
   summary: 'Counts units per calendar period (made up for this test)',
@@ -66,7 +66,7 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       for (const f of ['index.js', 'index.d.ts', 'package.json']) fs.copyFileSync(path.join(CLIENT, f), path.join(dir, f));
       fs.cpSync(path.join(CLIENT, 'lib'), path.join(dir, 'lib'), { recursive: true });
       fs.symlinkSync(path.join(CLIENT, 'node_modules'), path.join(dir, 'node_modules'));
-      const spec = JSON.parse(JSON.stringify(SPEC));
+      const spec = JSON.parse(JSON.stringify(TABLE));
       spec.commands.push(QUOTA);
       spec.policies.push({ word: 'QUOTA', command: 'RL.QUOTA', arguments: [QUOTA.arguments[1]], options: [QUOTA.options[4]], looked_at: false });
       fs.writeFileSync(path.join(dir, 'commands.json'), JSON.stringify(spec));

@@ -137,14 +137,14 @@ async function startServer(args = [], port = undefined) {
 // clients/headers.json: its cases, and its calls made through the typed API.
 
 const HEADERS = JSON.parse(fs.readFileSync(path.join(ROOT, 'clients', 'headers.json'), 'utf8'));
-const SPEC = JSON.parse(fs.readFileSync(path.join(ROOT, 'commands.json'), 'utf8'));
+const TABLE = JSON.parse(fs.readFileSync(path.join(ROOT, 'commands.json'), 'utf8'));
 
 // The command of a headers.json call name ("gcra", "slidingCounter", "throttle", "all").
 function commandOf(name) {
   const { COMMANDS } = require('../lib/commands.generated');
   const found = Object.values(COMMANDS).find((c) => c.method === name);
   if (!found) throw new Error(`headers.json names a call '${name}' the client has no method for`);
-  return SPEC.commands.find((c) => c.name === found.name);
+  return TABLE.commands.find((c) => c.name === found.name);
 }
 
 // A call's arguments after the key: headers.json gives durations in ms.
@@ -172,7 +172,7 @@ function parseFields(headers) {
 
 module.exports = {
   HEADERS,
-  SPEC,
+  TABLE,
   callFor,
   parseFields,
   ROOT,

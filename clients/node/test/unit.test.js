@@ -7,7 +7,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, HEADERS, SPEC, callFor, parseFields } = require('./helpers');
+const { ROOT, HEADERS, TABLE, callFor, parseFields } = require('./helpers');
 const rl = require('..');
 const { COMMANDS } = require('../lib/commands.generated');
 const {
@@ -82,7 +82,7 @@ function sample(arg, where) {
 const decisionReply = (c) => (c.reply === 'released' ? 1 : [1, 5, 4, 0, 1000]);
 
 describe('coverage of commands.json', () => {
-  const commands = SPEC.commands;
+  const commands = TABLE.commands;
   const allSpec = commands.find((c) => c.name === 'RL.ALL');
 
   test('every command has a method on RateLimiter and Pipeline, every policy a builder', () => {
@@ -132,7 +132,7 @@ describe('coverage of commands.json', () => {
       const head = backend === 'module' ? ['RL.ALL', '1', 'k'] : ['FCALL', 'rl_all', '1', 'k'];
       const adapter = mockAdapter(() => [[1, 5, 4, 0, 1000], [1, 5, 4, 0, 1000]]);
       const limiter = createLimiter(adapter, { backend });
-      for (const policy of SPEC.policies) {
+      for (const policy of TABLE.policies) {
         const values = [];
         const expected = [];
         for (const arg of policy.arguments) {

@@ -193,18 +193,21 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
         out.append("\n".join(lines))
         methods.append((name, plist, c))
 
-    out.append("/** RateLimiter's methods: a call's promise (a refused argument rejects it). */")
+    arity = max(len(plist.split(", ")) for _, plist, _ in methods)
+    params = ", ".join(f"a{i}" for i in range(arity))
+    out.append(
+        "// RateLimiter's methods send their call (a refused argument rejects its promise);\n"
+        "// Pipeline's queue it and return the pipeline. Each passes on as many arguments as the\n"
+        "// longest command takes.\n"
+        f"const sending = (build) =>\n  function send({params}) {{\n    try {{\n      return build(this, {params});\n"
+        "    } catch (err) {\n      return Promise.reject(err);\n    }\n  };\n"
+        f"const queuing = (build) =>\n  function queue({params}) {{\n    return build(this, {params});\n  }};\n"
+    )
     out.append("const limiterMethods = {")
-    for name, plist, c in methods:
-        out.append(f"  /** {synopsis(c)}: {c.summary} */")
-        out.append(f"  {name}({plist}) {{")
-        out.append(f"    try {{\n      return {name}(this, {plist});\n    }} catch (err) {{\n      return Promise.reject(err);\n    }}")
-        out.append("  },")
+    out += [f"  {name}: sending({name})," for name, _, _ in methods]
     out.append("};\n")
-    out.append("/** Pipeline's methods: each queues its call and returns the pipeline. */")
     out.append("const pipelineMethods = {")
-    for name, plist, c in methods:
-        out.append(f"  {name}({plist}) {{\n    return {name}(this, {plist});\n  }},")
+    out += [f"  {name}: queuing({name})," for name, _, _ in methods]
     out.append("};\n")
 
     out.append("/** RL.ALL's policies, one builder per policy word. */")

@@ -26,6 +26,7 @@ mod library;
 mod memory;
 mod mixed_replication;
 mod penalty;
+mod quota;
 mod redis_cell;
 mod refund;
 mod replication;

@@ -50,6 +50,8 @@ fn policies() -> Vec<Policy> {
             COMMANDS
                 .iter()
                 .enumerate()
+                // A calendar period (RL.QUOTA) is a day at least: the day-long keys.
+                .filter(move |(_, c)| lifetime == "day" || !c.calendar())
                 .map(move |(i, &command)| Policy {
                     command,
                     lifetime,

@@ -919,6 +919,14 @@ impl Command {
         self.row().debit()
     }
 
+    /// Whether its window is a calendar period (RL.QUOTA, as the table says: it
+    /// takes EVERY): [`Command::per`] cannot make it shorter than a day, so tests
+    /// that wait for a window to pass leave it out (tests/it/quota.rs sets a
+    /// server's clock instead).
+    pub fn calendar(&self) -> bool {
+        self.row().takes_option(Opt::Every)
+    }
+
     /// Whether the command is flagged `fast`, as the table says.
     pub fn fast(&self) -> bool {
         self.row()

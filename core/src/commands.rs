@@ -15,6 +15,7 @@ use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
+use crate::calendar::Calendar;
 use crate::command::{Backend, Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
@@ -98,20 +99,32 @@ impl Spec for Quota {
     type Params = quota::Quota;
     type Write = <CalendarQuota as Algorithm>::Write;
 
+    /// `limit unit` on the unit's defaults (an RL.ALL policy's calendar options
+    /// follow it: [`Spec::trailing`]).
     #[inline]
     fn params(args: &[&[u8]], _: Settings) -> Result<quota::Quota> {
-        params::quota(args)
+        Ok(params::quota(args, &[], false)?.0)
     }
 
-    /// The parameters, then the options: the calendar's among COST, REFUND, DEBIT.
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(quota::Quota, Amount)> {
-        let (q, options) = params::with_options(Self::ROW, args, |a| Self::params(a, settings))?;
-        let rest = args.get(Self::ROW.params().len()..).unwrap_or_default();
-        Ok((params::calendar(q, rest, true)?.0, options.amount))
+    /// The parameters and the calendar, then COST, REFUND or DEBIT (among which the
+    /// calendar's options may come in any order).
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(quota::Quota, Amount)> {
+        let (positional, rest) = args.split_at(Self::ROW.params().len().min(args.len()));
+        let (q, _) = params::quota(positional, rest, true)?;
+        let options = crate::args::options(rest.iter().copied(), Self::ROW.takes())?;
+        Ok((q, options.amount))
     }
 
+    /// An RL.ALL policy's calendar options, right after it.
     fn trailing(q: quota::Quota, rest: &[&[u8]]) -> Result<(quota::Quota, usize)> {
-        params::calendar(q, rest, false)
+        let unit = q.calendar.unit().name().as_bytes();
+        match params::calendar_words(rest, false)? {
+            (_, 0) => Ok((q, 0)),
+            ([every, on, at, tz], used) => {
+                let calendar = Calendar::parse(unit, every, on, at, tz)?;
+                Ok((quota::Quota { calendar, ..q }, used))
+            }
+        }
     }
 }
 

@@ -88,20 +88,24 @@ pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
     Ok((emission, Amount::Take(quantity)))
 }
 
-/// RL.QUOTA's `limit unit`, on the unit's default calendar (every 1, the first
-/// day, 00:00 UTC) until [`calendar`] reads the options.
-pub fn quota(args: &[&[u8]]) -> Result<Quota> {
-    Ok(Quota {
-        limit: args::count("limit", args[0])?,
-        calendar: Calendar::parse(args[1], None, None, None, None)?,
-    })
+/// RL.QUOTA's `limit unit`, then its calendar options among `rest` (see
+/// [`calendar_words`]): the limit, then the calendar, each bad value an error
+/// naming it.
+pub fn quota(args: &[&[u8]], rest: &[&[u8]], among_others: bool) -> Result<(Quota, usize)> {
+    let limit = args::count("limit", args[0])?;
+    let ([every, on, at, tz], used) = calendar_words(rest, among_others)?;
+    let calendar = Calendar::parse(args[1], every, on, at, tz)?;
+    Ok((Quota { limit, calendar }, used))
 }
 
 /// A quota's calendar options (`EVERY n`, `ON anchor`, `AT hh:mm`, `TZ zone`, each
-/// at most once) among name-value pairs at the start of `rest`: anywhere among
-/// the command's options (`among_others`), or, for an RL.ALL policy, only those
-/// right after it. The quota with them applied, and the arguments they took.
-pub fn calendar(quota: Quota, rest: &[&[u8]], among_others: bool) -> Result<(Quota, usize)> {
+/// at most once) among the name-value pairs of `rest`: anywhere among the
+/// command's options (`among_others`), or, for an RL.ALL policy, only those right
+/// after it. Their values (None: not given), and the arguments they took.
+pub fn calendar_words<'a>(
+    rest: &[&'a [u8]],
+    among_others: bool,
+) -> Result<([Option<&'a [u8]>; 4], usize)> {
     let mut values: [Option<&[u8]>; 4] = [None; 4];
     let mut used = 0;
     for pair in rest.chunks(2) {
@@ -121,13 +125,7 @@ pub fn calendar(quota: Quota, rest: &[&[u8]], among_others: bool) -> Result<(Quo
             None => break,
         }
     }
-    if used == 0 {
-        return Ok((quota, 0));
-    }
-    let [every, on, at, tz] = values;
-    let unit = quota.calendar.unit().name().as_bytes();
-    let calendar = Calendar::parse(unit, every, on, at, tz)?;
-    Ok((Quota { calendar, ..quota }, used))
+    Ok((values, used))
 }
 
 /// What an RL.ACQUIRE asks for: a lease named `id` under `leases`.

@@ -20,14 +20,13 @@ use crate::common::*;
 
 /// libfaketime, where Debian's `faketime` package puts it.
 fn libfaketime() -> Option<PathBuf> {
-    let lib = std::fs::read_dir("/usr/lib")
+    std::fs::read_dir("/usr/lib")
         .ok()?
         .flatten()
         .find_map(|arch| {
             let p = arch.path().join("faketime/libfaketime.so.1");
             p.exists().then_some(p)
-        });
-    lib
+        })
 }
 
 /// A server that starts under libfaketime: `RL_FAKETIME_SERVER`, the server a

@@ -59,6 +59,23 @@ pub(super) fn calendar(
     at: Option<&[u8]>,
     tz: Option<&[u8]>,
 ) -> Result<Calendar> {
+    let words = [Some(unit), every, on, at, tz];
+    if let Some(calendar) = recent::get(&words) {
+        return Ok(calendar);
+    }
+    let calendar = read(unit, every, on, at, tz)?;
+    recent::put(&words, calendar);
+    Ok(calendar)
+}
+
+/// Reads a calendar from its words, every one checked.
+fn read(
+    unit: &[u8],
+    every: Option<&[u8]>,
+    on: Option<&[u8]>,
+    at: Option<&[u8]>,
+    tz: Option<&[u8]>,
+) -> Result<Calendar> {
     let unit = Unit::parse(unit)?;
     let every = match every {
         Some(n) => args::integer("EVERY", n, 1, unit.max_every())?,
@@ -170,4 +187,80 @@ fn time_of_day(bytes: &[u8]) -> Result<u16> {
     minutes
         .and_then(|m| u16::try_from(m).ok())
         .ok_or(Error::BadTime)
+}
+
+/// The calendars last read, by the exact words a call gave (unit, then EVERY, ON,
+/// AT and TZ's values or their absence): a call repeating a recent calendar, as
+/// every call on a live limiter does, is not parsed again (the hot path).
+mod recent {
+    use std::cell::RefCell;
+
+    use super::Calendar;
+
+    const SLOTS: usize = 8;
+
+    /// Words as one byte string: each a length byte then its bytes, `ABSENT` for an
+    /// option not given. Words longer than 254 bytes are never remembered.
+    const ABSENT: u8 = 255;
+
+    /// The calendars by their words' key, and the slot the next one replaces.
+    type Recent = (Vec<(Vec<u8>, Calendar)>, usize);
+
+    thread_local! {
+        static RECENT: RefCell<Recent> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    fn matches(key: &[u8], words: &[Option<&[u8]>]) -> bool {
+        let mut rest = key;
+        for word in words {
+            let Some((&len, tail)) = rest.split_first() else {
+                return false;
+            };
+            rest = match word {
+                None if len == ABSENT => tail,
+                Some(w) if usize::from(len) == w.len() && tail.starts_with(w) => &tail[w.len()..],
+                _ => return false,
+            };
+        }
+        rest.is_empty()
+    }
+
+    pub(super) fn get(words: &[Option<&[u8]>]) -> Option<Calendar> {
+        RECENT.with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            recent
+                .0
+                .iter()
+                .find(|(key, _)| matches(key, words))
+                .map(|(_, calendar)| *calendar)
+        })
+    }
+
+    pub(super) fn put(words: &[Option<&[u8]>], calendar: Calendar) {
+        let mut key = Vec::new();
+        for word in words {
+            match word {
+                None => key.push(ABSENT),
+                Some(w) => match u8::try_from(w.len()) {
+                    Ok(len) if len != ABSENT => {
+                        key.push(len);
+                        key.extend_from_slice(w);
+                    }
+                    _ => return,
+                },
+            }
+        }
+        RECENT.with(|recent| {
+            let Ok(mut recent) = recent.try_borrow_mut() else {
+                return;
+            };
+            let (entries, next) = &mut *recent;
+            if entries.len() < SLOTS {
+                entries.push((key, calendar));
+            } else {
+                entries[*next] = (key, calendar);
+                *next = (*next + 1) % SLOTS;
+            }
+        });
+    }
 }

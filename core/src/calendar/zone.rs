@@ -34,6 +34,9 @@ impl Zone {
         if let Some(seconds) = offset(bytes) {
             return Ok(Zone::Fixed(seconds));
         }
+        if let Some(zone) = recent::get(bytes) {
+            return Ok(zone);
+        }
         let found = std::str::from_utf8(bytes).ok().and_then(|name| {
             let table = table();
             table
@@ -41,7 +44,10 @@ impl Zone {
                 .ok()
         });
         match found.and_then(|i| u16::try_from(i).ok()) {
-            Some(i) => Ok(Zone::Named(i)),
+            Some(i) => {
+                recent::put(bytes, Zone::Named(i));
+                Ok(Zone::Named(i))
+            }
             None => Err(Error::BadZone(crate::args::printable(bytes))),
         }
     }
@@ -138,4 +144,46 @@ fn table() -> &'static [Entry] {
             })
             .collect()
     })
+}
+
+/// The zone names last looked up, as the calls spelled them: a call naming a zone
+/// seen recently skips the search of the database's names (the hot path).
+mod recent {
+    use std::cell::Cell;
+
+    use super::Zone;
+
+    /// The longest name remembered (every tz database name fits).
+    const LONGEST: usize = 32;
+    const SLOTS: usize = 8;
+
+    type Slot = Option<(u8, [u8; LONGEST], Zone)>;
+
+    thread_local! {
+        static RECENT: [Cell<Slot>; SLOTS] = const { [const { Cell::new(None) }; SLOTS] };
+        static NEXT: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn get(bytes: &[u8]) -> Option<Zone> {
+        RECENT.with(|recent| {
+            recent.iter().find_map(|slot| {
+                let (len, name, zone) = slot.get()?;
+                (name.get(..usize::from(len)) == Some(bytes)).then_some(zone)
+            })
+        })
+    }
+
+    pub(super) fn put(bytes: &[u8], zone: Zone) {
+        let (Ok(len), true) = (u8::try_from(bytes.len()), bytes.len() <= LONGEST) else {
+            return;
+        };
+        let mut name = [0; LONGEST];
+        name[..bytes.len()].copy_from_slice(bytes);
+        let i = NEXT.with(|next| {
+            let i = next.get();
+            next.set((i + 1) % SLOTS);
+            i
+        });
+        RECENT.with(|recent| recent[i].set(Some((len, name, zone))));
+    }
 }

@@ -2,7 +2,8 @@
 //! command table (`rl_core::table`) and the core's error texts: the header's usage
 //! lines, the limits, the error lines with fixed texts, RL.ALL's policy list, the
 //! map of functions and their registration. Each part sits between a
-//! `-- <generated:NAME>` line and a `-- </generated:NAME>` line; everything else in
+//! `-- <generated:NAME>` line and a `-- </generated:NAME>` line (the time zones
+//! come from the bundled tz database: lua_zones/); everything else in
 //! the file (the algorithms, the parsers, the calls) is written by hand.
 //!
 //!   cargo run -p rl-core --example lua_data            print every part
@@ -11,6 +12,9 @@
 //!   cargo run -p rl-core --example lua_data -- --write functions/rl.lua
 
 use std::ffi::CStr;
+
+#[path = "lua_zones/mod.rs"]
+mod lua_zones;
 
 use rl_core::algorithms::acquire::MAX_ID_LEN;
 use rl_core::algorithms::bucket::TokenBucket;
@@ -61,6 +65,10 @@ fn fail(message: &str) -> ! {
 fn blocks() -> Vec<(&'static str, String)> {
     vec![
         ("usage", usage()),
+        (
+            "zones",
+            lua_zones::block().unwrap_or_else(|e| fail(&format!("the tz database: {e}"))),
+        ),
         ("limits", limits()),
         ("errors", errors()),
         ("policies", policies()),

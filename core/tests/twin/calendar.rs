@@ -40,6 +40,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// One of `items` (not empty).
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next() % items.len() as u64) as usize]
+    }
+
     /// A number in lo ..= hi.
     pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
         let span = u64::try_from(hi - lo).expect("lo <= hi") + 1;
@@ -143,4 +148,194 @@ fn an_unknown_zone_is_none() {
         let zone: Option<Table> = named.call(name).expect("named");
         assert!(zone.is_none(), "{name} is not a zone");
     }
+}
+
+/// One calendar's arguments: the unit and the values of EVERY, ON, AT and TZ.
+#[derive(Debug)]
+struct Args {
+    unit: String,
+    every: Option<String>,
+    on: Option<String>,
+    at: Option<String>,
+    tz: Option<String>,
+}
+
+/// Upper or lower case at random, letter by letter.
+fn any_case(rng: &mut Rng, s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if rng.next() % 2 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+/// Most often a value of the option, sometimes absent, sometimes a bad one.
+fn arguments(rng: &mut Rng, zones: &[&str]) -> Args {
+    let bad = rng.next() % 20 == 0;
+    const UNITS: [(&str, i64); 4] = [("day", 3650), ("week", 521), ("month", 120), ("year", 10)];
+    let (unit, max) = *rng.pick(&UNITS);
+    let every = match rng.next() % 4 {
+        0 => None,
+        1 => Some("1".to_string()),
+        2 => Some(rng.range(1, max.min(12)).to_string()),
+        _ => Some(rng.range(1, max).to_string()),
+    };
+    let on = match (unit, rng.next() % 3) {
+        ("day", _) | (_, 0) => None,
+        ("week", _) => {
+            let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+            let day = *rng.pick(&days);
+            Some(any_case(rng, day))
+        }
+        ("month", _) => Some(
+            {
+                let from = *rng.pick(&[1, 28]);
+                rng.range(from, 31)
+            }
+            .to_string(),
+        ),
+        _ => {
+            let month = rng.range(1, 12);
+            let last = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(month - 1) as usize];
+            Some(format!("{month:02}-{:02}", rng.range(1, last)))
+        }
+    };
+    // Start times where DST changes happen, most of the time.
+    let at = match rng.next() % 3 {
+        0 => None,
+        1 => Some(format!("{:02}:{:02}", rng.range(0, 3), rng.range(0, 59))),
+        _ => Some(format!("{:02}:{:02}", rng.range(0, 23), rng.range(0, 59))),
+    };
+    let tz = match rng.next() % 8 {
+        0 => None,
+        1 => Some(any_case(rng, "utc")),
+        2 => {
+            let sign = if rng.next() % 2 == 0 { '+' } else { '-' };
+            Some(format!(
+                "{sign}{:02}:{:02}",
+                rng.range(0, 23),
+                rng.range(0, 59)
+            ))
+        }
+        _ => {
+            let zone = *rng.pick(zones);
+            Some(any_case(rng, zone))
+        }
+    };
+    let mut args = Args {
+        unit: any_case(rng, unit),
+        every,
+        on,
+        at,
+        tz,
+    };
+    if bad {
+        let garbage = [
+            "0",
+            "",
+            "24:00",
+            "12:60",
+            "1:00",
+            "+24:00",
+            "02-30",
+            "13-01",
+            "32",
+            "x",
+            "Mars/Olympus",
+            "01",
+            "day",
+            "mon ",
+            "3651",
+            "522",
+            "121",
+            "11",
+        ];
+        let g = rng.pick(&garbage).to_string();
+        match rng.next() % 5 {
+            0 => args.unit = g,
+            1 => args.every = Some(g),
+            2 => args.on = Some(g),
+            3 => args.at = Some(g),
+            _ => args.tz = Some(g),
+        }
+    }
+    args
+}
+
+/// What the module's parser finds wrong, in the library's words for it.
+fn what_is_wrong(e: &rl_core::error::Error) -> &'static str {
+    use rl_core::error::Error;
+    match e {
+        Error::BadUnit => "unit",
+        Error::BadInteger { .. } => "every",
+        Error::OnForDay => "on_day",
+        Error::BadAnchor { .. } => "on",
+        Error::BadTime => "at",
+        Error::BadZone(_) => "tz",
+        other => panic!("not a calendar error: {other}"),
+    }
+}
+
+/// The library's calendar and the module's read the same arguments alike (or
+/// refuse them for the same reason) and give the same period at random instants
+/// from 2025 to 2040, half of them at or next to a period's boundary.
+#[test]
+fn periods_agree_with_the_module() {
+    use rl_core::calendar::Calendar;
+    let (_lua, calendar) = library_calendar();
+    let parse: Function = calendar.get("parse").expect("parse");
+    let period: Function = calendar.get("period").expect("period");
+    let zones = zone_names();
+    let mut rng = Rng::new(0x0ca1_e4da);
+    let started = std::time::Instant::now();
+    let total = cases();
+    for _ in 0..total {
+        let a = arguments(&mut rng, &zones);
+        let bytes = |v: &Option<String>| v.as_ref().map(|s| s.as_bytes().to_vec());
+        let (every, on, at, tz) = (bytes(&a.every), bytes(&a.on), bytes(&a.at), bytes(&a.tz));
+        let module = Calendar::parse(
+            a.unit.as_bytes(),
+            every.as_deref(),
+            on.as_deref(),
+            at.as_deref(),
+            tz.as_deref(),
+        );
+        let (lua_cal, why): (Option<Table>, Option<String>) = parse
+            .call((
+                a.unit.as_str(),
+                a.every.as_deref(),
+                a.on.as_deref(),
+                a.at.as_deref(),
+                a.tz.as_deref(),
+            ))
+            .expect("parse");
+        let module = match module {
+            Err(e) => {
+                assert_eq!(
+                    why.as_deref(),
+                    Some(what_is_wrong(&e)),
+                    "{a:?}: the module says {e}"
+                );
+                continue;
+            }
+            Ok(c) => c,
+        };
+        let lua_cal = lua_cal.unwrap_or_else(|| panic!("{a:?}: the library refuses it ({why:?})"));
+        let mut now = rng.range(FROM_MS, TO_MS);
+        if rng.next() % 2 == 0 {
+            // At a boundary, or a millisecond before it.
+            now = module.compute(now).end - rng.range(0, 1);
+        }
+        let want = module.compute(now);
+        let (start, end): (i64, i64) = period.call((lua_cal, now)).expect("period");
+        assert_eq!((start, end), (want.start, want.end), "{a:?} at {now}");
+    }
+    eprintln!(
+        "{total} calendars and instants agree in {:.1?}",
+        started.elapsed()
+    );
 }

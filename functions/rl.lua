@@ -1544,8 +1544,13 @@ end
 -- unknown.
 -- What a command takes (takes.refund false: no REFUND; takes.debit, takes.delay),
 -- and how an error lists it: "COST n, REFUND n or DEBIT n, or DELAY max".
+-- RL.QUOTA's calendar options: read with its unit (with_calendar), after the others.
+local CALENDAR_WORDS = { EVERY = true, ON = true, AT = true, TZ = true }
+
 local function takes_option(takes, word)
-  if word == "COST" then
+  if CALENDAR_WORDS[word] then
+    return takes.calendar == true
+  elseif word == "COST" then
     return true
   elseif word == "REFUND" then
     return takes.refund ~= false
@@ -1569,6 +1574,9 @@ local function expected(takes)
   if takes.delay then
     text = text .. ", or DELAY max"
   end
+  if takes.calendar then
+    text = text .. ", and EVERY n, ON anchor, AT hh:mm or TZ zone"
+  end
   return text
 end
 
@@ -1587,7 +1595,11 @@ local function options(args, i, takes, in_all)
       end
       fail("ERR syntax error: " .. word .. " does not apply to " .. takes.name .. ", which takes " .. expected(takes))
     end
-    if word == "DELAY" then
+    if CALENDAR_WORDS[word] then
+      if args[i + 1] == nil then
+        fail("ERR syntax error: " .. word .. " needs a value")
+      end
+    elseif word == "DELAY" then
       if args[i + 1] == nil then
         fail("ERR syntax error: DELAY needs a value")
       end
@@ -1701,20 +1713,19 @@ local function quota_params(args, i)
   return { limit = count_arg("limit", args[i]), window = duration_arg("window", args[i + 1]) }, i + 2
 end
 
-local function fixed_load(key)
-  local used, at = load_record(key, ERRORS.not_fixed, function(s)
+-- A counter's state (RL.FIXED's, RL.QUOTA's): the units used, read by `load`
+-- (`not_held` the error for a value that is not one).
+local function counter_load(key, not_held)
+  local used, at = load_record(key, not_held, function(s)
     local v = canonical(s)
     return v and cmp(v, U64_MAX) <= 0 and v or nil
   end, true)
   return used and { used = used, expires_at = at } or nil
 end
 
-local function fixed_take(stored, now, q, n)
-  local w = q.window
-  local window_end = now - fmod(now, w) + w
+local function fixed_take(stored, now, limit, window_end, n)
   local live = stored and stored.expires_at > now and stored or nil
   local used = live and live.used or 0
-  local limit = q.limit
   local allowed = cmp(add(used, n), limit) <= 0
   local used_after = allowed and add(used, n) or used
   local store = allowed and n > 0 and { used = used_after, expires_at = window_end } or nil
@@ -1733,45 +1744,112 @@ local function fixed_take(stored, now, q, n)
     store
 end
 
-local FIXED = {
-  params = quota_params,
-  decide = function(key, q, now, amount)
-    local stored = fixed_load(key)
-    if amount.debit then
-      -- used += n past the limit (stopping at 2^64 - 1), expiring at the window's end.
-      local live = stored and stored.expires_at > now and stored or nil
-      local used = nmin(add(live and live.used or 0, amount.n), U64_MAX)
-      local window_end = now - fmod(now, q.window) + q.window
-      local after = { used = used, expires_at = window_end }
-      return refunded((fixed_take(after, now, q, 0))), function()
-        set_pxat(key, str(used), window_end)
-      end
-    end
-    if not amount.refund then
-      local d, store = fixed_take(stored, now, q, amount.n)
-      return d, store and function()
-        set_pxat(key, str(store.used), store.expires_at)
-      end
-    end
-    local n = amount.n
-    local after, write = stored, nil
-    if stored and stored.expires_at > now and stored.used ~= 0 and n > 0 then
-      local used = satsub(stored.used, n)
-      if used == 0 then
-        after = nil
-        write = function()
-          delete(key)
-        end
-      else
-        after = { used = used, expires_at = stored.expires_at }
-        write = function()
-          set_pxat(key, str(used), stored.expires_at)
+-- A limiter counting units per window: RL.FIXED's decision, state and writes
+-- (`SET key n PXAT end`), the window holding now ending at ends(q, now) (q.limit
+-- the limit); `not_held`: the error for a key holding something else.
+local function counter(params, not_held, ends)
+  return {
+    params = params,
+    decide = function(key, q, now, amount)
+      local stored = counter_load(key, not_held)
+      local window_end = ends(q, now)
+      if amount.debit then
+        -- used += n past the limit (stopping at 2^64 - 1), expiring at the window's end.
+        local live = stored and stored.expires_at > now and stored or nil
+        local used = nmin(add(live and live.used or 0, amount.n), U64_MAX)
+        local after = { used = used, expires_at = window_end }
+        return refunded((fixed_take(after, now, q.limit, window_end, 0))), function()
+          set_pxat(key, str(used), window_end)
         end
       end
+      if not amount.refund then
+        local d, store = fixed_take(stored, now, q.limit, window_end, amount.n)
+        return d, store and function()
+          set_pxat(key, str(store.used), store.expires_at)
+        end
+      end
+      local n = amount.n
+      local after, write = stored, nil
+      if stored and stored.expires_at > now and stored.used ~= 0 and n > 0 then
+        local used = satsub(stored.used, n)
+        if used == 0 then
+          after = nil
+          write = function()
+            delete(key)
+          end
+        else
+          after = { used = used, expires_at = stored.expires_at }
+          write = function()
+            set_pxat(key, str(used), stored.expires_at)
+          end
+        end
+      end
+      return refunded((fixed_take(after, now, q.limit, window_end, 0))), write
+    end,
+  }
+end
+
+-- Windows aligned to the epoch: window i covers [i·W, (i+1)·W).
+local FIXED = counter(quota_params, ERRORS.not_fixed, function(q, now)
+  return now - fmod(now, q.window) + q.window
+end)
+
+-- RL.QUOTA ------------------------------------------------------------------
+-- RL.FIXED's counter with a calendar period as its window (calendar() above).
+
+local the_calendar
+local function cal()
+  the_calendar = the_calendar or calendar()
+  return the_calendar
+end
+
+-- `limit unit`, on the unit's default calendar until its options are read.
+local function calendar_params(args, i)
+  local limit = count_arg("limit", args[i])
+  local unit = args[i + 1]
+  return { limit = limit, unit = unit, calendar = (cal().parse(unit)) or fail(ERRORS.quota_unit) }, i + 2
+end
+
+-- The quota with its calendar options (EVERY n, ON anchor, AT hh:mm, TZ zone, each
+-- at most once) among the name-value pairs from args[i] on: anywhere among the
+-- command's options (among_others), or, for an RL.ALL policy, those right after
+-- it. Returns the quota and the index after the options it took.
+local function with_calendar(q, args, i, among_others)
+  local values, j, last = {}, i, i
+  while args[j] ~= nil do
+    local word = args[j]:upper()
+    if CALENDAR_WORDS[word] then
+      if args[j + 1] == nil then
+        fail("ERR syntax error: " .. word .. " needs a value")
+      end
+      if values[word] then
+        fail("ERR syntax error: " .. word .. " given more than once")
+      end
+      values[word], last = args[j + 1], j + 2
+    elseif not among_others then
+      break
     end
-    return refunded((fixed_take(after, now, q, 0))), write
-  end,
-}
+    j = j + 2
+  end
+  if last == i then
+    return q, i
+  end
+  local c, why, unit = cal().parse(q.unit, values.EVERY, values.ON, values.AT, values.TZ)
+  if not c then
+    if why == "tz" then
+      fail(ERRORS.quota_tz(printable(values.TZ)))
+    end
+    local e = ERRORS["quota_" .. why]
+    fail(unit and e[unit] or e)
+  end
+  return { limit = q.limit, unit = q.unit, calendar = c }, last
+end
+
+local QUOTA = counter(calendar_params, ERRORS.not_quota, function(q, now)
+  local _, stop = cal().period(q.calendar, now)
+  return stop
+end)
+QUOTA.calendar = with_calendar
 
 -- RL.SLIDING ----------------------------------------------------------------
 
@@ -3127,6 +3205,9 @@ local function single(name, limiter, nparams, row)
       end
       local params, i = limiter.params(args, 1)
       local amount = options(args, i, row)
+      if limiter.calendar then
+        params = limiter.calendar(params, args, i, true)
+      end
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -3233,7 +3314,8 @@ local function policies_in(list, from)
     end
     count = count + 1
   end
-  if list[i] == nil or OPTION_WORDS[list[i]:upper()] then
+  local word = list[i] and list[i]:upper()
+  if word == nil or (OPTION_WORDS[word] and not CALENDAR_WORDS[word]) then
     return count
   end
   return nil
@@ -3292,6 +3374,10 @@ local function rl_all(keys, args)
         error(params, 0)
       end
       i, last_delayed = i + 1 + p.n, false
+      -- A QUOTA policy's calendar options follow its parameters.
+      if p.limiter.calendar then
+        params, i = p.limiter.calendar(params, args, i, false)
+      end
       -- A GCRA policy's DELAY max follows its parameters.
       if p.limiter.delayed and args[i] ~= nil and args[i]:upper() == "DELAY" then
         if args[i + 1] == nil then

@@ -40,6 +40,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// True once in `n` times on average.
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.next().is_multiple_of(n)
+    }
+
     /// One of `items` (not empty).
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next() % items.len() as u64) as usize]
@@ -98,7 +103,7 @@ fn jiff_instant(tz: &TimeZone, local: i64) -> i64 {
 fn instant_near_change(rng: &mut Rng, tz: &TimeZone) -> i64 {
     const TWO_HOURS: i64 = 7_200_000;
     let t = rng.range(FROM_MS, TO_MS);
-    if rng.next() % 2 == 0 {
+    if rng.one_in(2) {
         let ts = Timestamp::from_millisecond(t).expect("in range");
         if let Some(next) = tz.following(ts).next() {
             let at = next.timestamp().as_millisecond();
@@ -164,7 +169,7 @@ struct Args {
 fn any_case(rng: &mut Rng, s: &str) -> String {
     s.chars()
         .map(|c| {
-            if rng.next() % 2 == 0 {
+            if rng.one_in(2) {
                 c.to_ascii_uppercase()
             } else {
                 c.to_ascii_lowercase()
@@ -175,7 +180,7 @@ fn any_case(rng: &mut Rng, s: &str) -> String {
 
 /// Most often a value of the option, sometimes absent, sometimes a bad one.
 fn arguments(rng: &mut Rng, zones: &[&str]) -> Args {
-    let bad = rng.next() % 20 == 0;
+    let bad = rng.one_in(20);
     const UNITS: [(&str, i64); 4] = [("day", 3650), ("week", 521), ("month", 120), ("year", 10)];
     let (unit, max) = *rng.pick(&UNITS);
     let every = match rng.next() % 4 {
@@ -214,7 +219,7 @@ fn arguments(rng: &mut Rng, zones: &[&str]) -> Args {
         0 => None,
         1 => Some(any_case(rng, "utc")),
         2 => {
-            let sign = if rng.next() % 2 == 0 { '+' } else { '-' };
+            let sign = if rng.one_in(2) { '+' } else { '-' };
             Some(format!(
                 "{sign}{:02}:{:02}",
                 rng.range(0, 23),
@@ -326,7 +331,7 @@ fn periods_agree_with_the_module() {
         };
         let lua_cal = lua_cal.unwrap_or_else(|| panic!("{a:?}: the library refuses it ({why:?})"));
         let mut now = rng.range(FROM_MS, TO_MS);
-        if rng.next() % 2 == 0 {
+        if rng.one_in(2) {
             // At a boundary, or a millisecond before it.
             now = module.compute(now).end - rng.range(0, 1);
         }

@@ -46,7 +46,7 @@ when they are out of date. The rest is written by hand.
 -- below 2^53); offsets are in seconds east of UTC.
 ------------------------------------------------------------------------------
 local function calendar()
-local floor = math.floor
+local floor, tconcat = math.floor, table.concat
 local DAY = 86400000
 
 -- <generated:calendar>
@@ -835,7 +835,7 @@ local function zone_row(row)
   local data = ZONES[row]
   local r = data[1]
   rules[r] = rules[r] or parse_rule(RULES[r])
-  local z = { rule = rules[r], at = {}, offsets = { data[2] } }
+  local z = { id = "z" .. row, rule = rules[r], at = {}, offsets = { data[2] } }
   for i = 3, #data, 2 do
     z.at[#z.at + 1] = data[i] * 1000
     z.offsets[#z.offsets + 1] = data[i + 1]
@@ -851,7 +851,7 @@ local function named(name)
 end
 
 local function fixed(offset)
-  return { rule = { std = offset }, at = {}, offsets = {} }
+  return { id = "f" .. offset, rule = { std = offset }, at = {}, offsets = {} }
 end
 
 -- How many of key(1), ..., key(n) (ascending) are at or before t.
@@ -953,6 +953,27 @@ local function period(c, now)
   return now, now + 1
 end
 
+-- The last period computed for each calendar (up to 64 of them), reused while
+-- start <= now < end: a call within a period already seen reads no zone rules.
+-- Periods tile time, so this answers what period() answers.
+local memo, remembered = {}, 0
+
+local function period_of(c, now)
+  local last = memo[c.id]
+  if last and last[1] <= now and now < last[2] then
+    return last[1], last[2]
+  end
+  local start, stop = period(c, now)
+  if not last then
+    if remembered == 64 then
+      memo, remembered = {}, 0
+    end
+    remembered = remembered + 1
+  end
+  memo[c.id] = { start, stop }
+  return start, stop
+end
+
 -- Reading a calendar -----------------------------------------------------------
 
 local WEEKDAYS = { mon = 0, tue = 1, wed = 2, thu = 3, fri = 4, sat = 5, sun = 6 }
@@ -1031,10 +1052,11 @@ local function parse(unit, every, on, at, tz)
       return nil, "tz"
     end
   end
+  c.id = tconcat({ c.first, c.len, tostring(c.months), c.day, c.at, c.zone.id }, " ")
   return c
 end
 
-return { parse = parse, period = period, named = named, offset_at = offset_at, instant = instant, TZDB = TZDB }
+return { parse = parse, period = period, period_of = period_of, named = named, offset_at = offset_at, instant = instant, TZDB = TZDB }
 end
 
 -- At FUNCTION LOAD only `redis` exists (no math, string, table, tonumber): the
@@ -1846,7 +1868,7 @@ local function with_calendar(q, args, i, among_others)
 end
 
 local QUOTA = counter(calendar_params, ERRORS.not_quota, function(q, now)
-  local _, stop = cal().period(q.calendar, now)
+  local _, stop = cal().period_of(q.calendar, now)
   return stop
 end)
 QUOTA.calendar = with_calendar

@@ -294,6 +294,7 @@ fn periods_agree_with_the_module() {
     let (_lua, calendar) = library_calendar();
     let parse: Function = calendar.get("parse").expect("parse");
     let period: Function = calendar.get("period").expect("period");
+    let period_of: Function = calendar.get("period_of").expect("period_of");
     let zones = zone_names();
     let mut rng = Rng::new(0x0ca1_e4da);
     let started = std::time::Instant::now();
@@ -336,8 +337,16 @@ fn periods_agree_with_the_module() {
             now = module.compute(now).end - rng.range(0, 1);
         }
         let want = module.compute(now);
-        let (start, end): (i64, i64) = period.call((lua_cal, now)).expect("period");
+        let (start, end): (i64, i64) = period.call((lua_cal.clone(), now)).expect("period");
         assert_eq!((start, end), (want.start, want.end), "{a:?} at {now}");
+        // The remembered period, at now and at another instant (of it, or of the
+        // period before or after).
+        let later = rng.range(start - 1, end);
+        for t in [now, later] {
+            let want = module.compute(t);
+            let got: (i64, i64) = period_of.call((lua_cal.clone(), t)).expect("period_of");
+            assert_eq!(got, (want.start, want.end), "{a:?} remembered, at {t}");
+        }
     }
     eprintln!(
         "{total} calendars and instants agree in {:.1?}",

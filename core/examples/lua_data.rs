@@ -202,10 +202,13 @@ fn options_usage(c: &Command) -> String {
     let options = c.options;
     let amounts: Vec<String> = options
         .iter()
-        .filter(|o| **o != Opt::Delay)
+        .filter(|o| o.is_amount())
         .map(|o| option_usage(*o))
         .collect();
     let mut parts = Vec::new();
+    if options.contains(&Opt::Every) {
+        parts.push("[EVERY n] [ON anchor] [AT hh:mm] [TZ zone]".to_string());
+    }
     if !amounts.is_empty() {
         parts.push(format!("[{}]", amounts.join(" | ")));
     }
@@ -577,6 +580,9 @@ fn takes_fields(takes: Takes) -> Vec<String> {
     }
     if takes.has(Opt::Delay) {
         fields.push("delay = true".to_string());
+    }
+    if takes.has(Opt::Every) {
+        fields.push("calendar = true".to_string());
     }
     fields
 }

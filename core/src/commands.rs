@@ -10,6 +10,7 @@ use crate::algorithms::bucket::TokenBucket;
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
 use crate::algorithms::penalty::{self, EscalatingBlocks};
+use crate::algorithms::quota::{self, CalendarQuota};
 use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
@@ -28,7 +29,7 @@ use crate::table::{self, Command};
 macro_rules! each_command {
     ($callback:ident) => {
         $callback! {
-            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share],
+            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share, Quota],
             singles: [Throttle],
             others: [All(ALL) => all, Release(RELEASE) => release],
         }
@@ -86,6 +87,31 @@ impl Spec for Gcra {
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {
         e.with_delay(max_ms)
+    }
+}
+
+/// `RL.QUOTA key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone]`.
+pub struct Quota;
+
+impl Spec for Quota {
+    const ROW: &'static Command = &table::QUOTA;
+    type Params = quota::Quota;
+    type Write = <CalendarQuota as Algorithm>::Write;
+
+    #[inline]
+    fn params(args: &[&[u8]], _: Settings) -> Result<quota::Quota> {
+        params::quota(args)
+    }
+
+    /// The parameters, then the options: the calendar's among COST, REFUND, DEBIT.
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(quota::Quota, Amount)> {
+        let (q, options) = params::with_options(Self::ROW, args, |a| Self::params(a, settings))?;
+        let rest = args.get(Self::ROW.params().len()..).unwrap_or_default();
+        Ok((params::calendar(q, rest, true)?.0, options.amount))
+    }
+
+    fn trailing(q: quota::Quota, rest: &[&[u8]]) -> Result<(quota::Quota, usize)> {
+        params::calendar(q, rest, false)
     }
 }
 
@@ -235,6 +261,16 @@ macro_rules! generate {
                 }
             }
 
+            /// The policy with its own options at the start of `rest` applied
+            /// (RL.QUOTA's calendar), and how many arguments they took.
+            pub fn trailing(self, rest: &[&[u8]]) -> Result<(Policy, usize)> {
+                match self {
+                    $(Policy::$policy(p) => {
+                        let (p, used) = $policy::trailing(p, rest)?;
+                        Ok((Policy::$policy(p), used))
+                    })*
+                }
+            }
             /// The policy with `DELAY max` (ms) applied (its row takes DELAY).
             pub fn delayed(self, max_ms: u64) -> Policy {
                 match self {

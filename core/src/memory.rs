@@ -17,6 +17,7 @@ use crate::algorithms::bucket::{self, TokenBucket};
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::Gcra as GcraAlgorithm;
 use crate::algorithms::penalty::EscalatingBlocks;
+use crate::algorithms::quota::CalendarQuota;
 use crate::algorithms::share::{self, Fields};
 use crate::algorithms::sliding::{Log, SlidingLog, VecLog, Write};
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
@@ -149,6 +150,7 @@ string_state! {
     Throttle => GcraAlgorithm,
     SlidingCounter => SlidingWindowCounter,
     Penalty => EscalatingBlocks,
+    Quota => CalendarQuota,
 }
 
 /// A string state: None for an absent key.

@@ -4,11 +4,13 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
+use crate::algorithms::quota::Quota;
 use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
 use crate::algorithms::{Amount, Cost, Count, Rate, WindowLimit, MAX_COUNT};
 use crate::args::{self, Options};
+use crate::calendar::Calendar;
 use crate::error::{Error, Result};
-use crate::table::Command;
+use crate::table::{Command, Opt};
 
 /// A call's arguments after the key, as every command with options reads them: its
 /// positional parameters first (by `parse`, so a bad parameter is the error even
@@ -84,6 +86,48 @@ pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
         None => Cost::ONE,
     };
     Ok((emission, Amount::Take(quantity)))
+}
+
+/// RL.QUOTA's `limit unit`, on the unit's default calendar (every 1, the first
+/// day, 00:00 UTC) until [`calendar`] reads the options.
+pub fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota {
+        limit: args::count("limit", args[0])?,
+        calendar: Calendar::parse(args[1], None, None, None, None)?,
+    })
+}
+
+/// A quota's calendar options (`EVERY n`, `ON anchor`, `AT hh:mm`, `TZ zone`, each
+/// at most once) among name-value pairs at the start of `rest`: anywhere among
+/// the command's options (`among_others`), or, for an RL.ALL policy, only those
+/// right after it. The quota with them applied, and the arguments they took.
+pub fn calendar(quota: Quota, rest: &[&[u8]], among_others: bool) -> Result<(Quota, usize)> {
+    let mut values: [Option<&[u8]>; 4] = [None; 4];
+    let mut used = 0;
+    for pair in rest.chunks(2) {
+        let found = Opt::CALENDAR
+            .iter()
+            .position(|o| pair[0].eq_ignore_ascii_case(o.word().as_bytes()));
+        match found {
+            Some(i) => {
+                let word = Opt::CALENDAR[i].word();
+                let value = pair.get(1).ok_or(Error::MissingValue(word))?;
+                if values[i].replace(value).is_some() {
+                    return Err(Error::DuplicateOption(word));
+                }
+                used += 2;
+            }
+            None if among_others => {}
+            None => break,
+        }
+    }
+    if used == 0 {
+        return Ok((quota, 0));
+    }
+    let [every, on, at, tz] = values;
+    let unit = quota.calendar.unit().name().as_bytes();
+    let calendar = Calendar::parse(unit, every, on, at, tz)?;
+    Ok((Quota { calendar, ..quota }, used))
 }
 
 /// What an RL.ACQUIRE asks for: a lease named `id` under `leases`.

@@ -25,6 +25,7 @@ use record::Record;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
+use rl_core::algorithms::quota::CalendarQuota;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{Algorithm, Amount, Change, Millis, Outcome};
 use rl_core::command::{Backend, Runs, Spec};
@@ -72,6 +73,7 @@ stored! {
     Throttle => Record<Gcra>,
     SlidingCounter => Record<SlidingWindowCounter>,
     Penalty => Record<EscalatingBlocks>,
+    Quota => Record<CalendarQuota>,
     Bucket => Hash,
 }
 

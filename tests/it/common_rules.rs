@@ -25,6 +25,7 @@ fn bad_values(p: &Param) -> Vec<String> {
             bad
         }
         Kind::Text => vec![String::new(), format!("{}x", p.max)],
+        Kind::Unit => strings(&["hour", "days", "1d", "", "month\0"]),
     }
 }
 

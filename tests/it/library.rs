@@ -129,6 +129,14 @@ fn draw(rng: &mut Rng, row: &table::Command) -> (Vec<String>, u64, u64) {
                 2 => "x".repeat(max + 1),
                 _ => rng.pick(IDS).to_string(),
             },
+            (Kind::Unit, ArgKind::Word { words }) => {
+                // The calendar unit's length as the window (a month as 28 days).
+                let word = rng.pick(words);
+                let days = [("day", 1), ("week", 7), ("month", 28), ("year", 365)];
+                let days = days.iter().find(|(w, _)| w == word).map_or(1, |(_, d)| *d);
+                window.get_or_insert(days * 86_400_000);
+                word.to_string()
+            }
             _ => panic!("{}: no draw for {:?}", row.name_str(), arg.name),
         });
     }
@@ -205,7 +213,7 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
     };
     let expiry = offset(rng);
     match name {
-        "RL.FIXED" => {
+        "RL.FIXED" | "RL.QUOTA" => {
             let used = match rng.below(3) {
                 0 => big(rng),
                 _ => rng.below(20).to_string(),

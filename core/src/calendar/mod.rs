@@ -38,6 +38,7 @@ pub struct Period {
 /// so a call's parameters carry it and the memo keys on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Calendar {
+    unit: Unit,
     steps: Steps,
     /// Local time of day a period starts, in minutes (0 ..= 23·60 + 59).
     at: u16,
@@ -72,6 +73,11 @@ impl Calendar {
         tz: Option<&[u8]>,
     ) -> crate::error::Result<Calendar> {
         parse::calendar(unit, every, on, at, tz)
+    }
+
+    /// Its unit (`day`, `week`, `month`, `year`).
+    pub fn unit(self) -> Unit {
+        self.unit
     }
 
     /// The time zone periods are computed in.

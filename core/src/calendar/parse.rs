@@ -6,7 +6,7 @@ use crate::args;
 use crate::error::{Error, Result};
 
 /// A calendar's unit, with the most of it one period may hold (ten years).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Unit {
     Day,
     Week,
@@ -108,7 +108,12 @@ pub(super) fn calendar(
         Some(tz) => Zone::parse(tz)?,
         None => Zone::UTC,
     };
-    Ok(Calendar { steps, at, zone })
+    Ok(Calendar {
+        unit,
+        steps,
+        at,
+        zone,
+    })
 }
 
 /// `mon` … `sun`, any case: its ISO index (Monday = 0).

@@ -33,6 +33,8 @@ pub enum Kind {
     /// Any bytes, 1 ..= the table's `max` of them: RL.SHARE's `tenant`, RL.ACQUIRE's
     /// lease `id`.
     Text,
+    /// One of the table's words: RL.QUOTA's calendar `unit` (`day` … `year`).
+    Unit,
 }
 
 /// One positional parameter after the key, as the command table has it.
@@ -88,6 +90,7 @@ impl Kind {
             Kind::Burst => "-1",
             Kind::Duration => "0ms",
             Kind::Text => "",
+            Kind::Unit => "hour",
         }
     }
 
@@ -114,6 +117,7 @@ impl Kind {
             } => Kind::Weight,
             ArgKind::Duration => Kind::Duration,
             ArgKind::Text { .. } => Kind::Text,
+            ArgKind::Word { .. } => Kind::Unit,
             _ => panic!(
                 "{command}: no test kind for its argument {:?}: add one to tests/it/common/commands.rs",
                 arg.name
@@ -162,6 +166,8 @@ impl Params {
                         (valid, leak(max.default_value().to_string()))
                     }
                     ArgKind::Text { max } => ("job", leak("x".repeat(max))),
+                    // A day: a period much longer than any test.
+                    ArgKind::Word { words } => (words[0], words[words.len() - 1]),
                     _ => ("1h", MAX_DURATION),
                 };
                 Param {
@@ -593,6 +599,36 @@ pub fn duration_ms(v: &str) -> u64 {
     n.parse::<u64>().expect("a duration's number") * per
 }
 
+/// RL.QUOTA (docs/commands.md#rlquota): RL.FIXED's counter over calendar periods.
+pub const QUOTA: Command = Command::of(
+    &table::QUOTA,
+    Known {
+        short: "quota",
+        native_type: "string",
+        read: &["GET", "k"],
+        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+        foreign: &[
+            &["SET", "k", "abc", "EX", "1000"],
+            &["SET", "k", "-3", "EX", "1000"],
+            &["SET", "k", "1.5", "EX", "1000"],
+            &["SET", "k", "", "EX", "1000"],
+            &["SET", "k", "18446744073709551616", "EX", "1000"],
+            &["SET", "k", "3"],
+        ],
+        holds: "RL.QUOTA",
+        string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+        hash_state: None,
+        propagates: &["SET"],
+        also_propagates: &[],
+        events: &["set", "expire"],
+        too_fast: None,
+        conflict: None,
+        blocks: false,
+        joins: false,
+        slots: None,
+    },
+);
+
 /// RL.PENALTY (docs/commands.md#rlpenalty): its limit counts strikes, and the one
 /// that reaches it blocks ([`Command::blocks`]).
 pub const PENALTY: Command = Command::of(
@@ -734,6 +770,7 @@ const KNOWN: &[&Command] = &[
     &ACQUIRE,
     &PENALTY,
     &SHARE,
+    &QUOTA,
 ];
 
 /// Whether a table row is a one-key command answering a decision, which the tests
@@ -917,7 +954,8 @@ impl Command {
                     n.to_string()
                 }
                 Kind::Duration => window.to_string(),
-                Kind::Weight | Kind::Text => p.valid.to_string(),
+                // A calendar period is not a duration: RL.QUOTA counts per day.
+                Kind::Weight | Kind::Text | Kind::Unit => p.valid.to_string(),
             })
             .collect()
     }
@@ -1074,7 +1112,7 @@ fn every_table_row_has_its_test_row() {
         for (p, v) in c.params.iter().zip(&per) {
             match p.kind {
                 Kind::Burst => assert_eq!((p.valid, v.as_str()), ("4", "4")),
-                Kind::Duration | Kind::Weight | Kind::Text => assert_eq!(p.valid, v),
+                Kind::Duration | Kind::Weight | Kind::Text | Kind::Unit => assert_eq!(p.valid, v),
                 Kind::Count => assert!(p.valid == "5" || p.valid == "1", "{p:?}"),
             }
         }

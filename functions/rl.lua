@@ -18,6 +18,7 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_release        1 key id
   FCALL rl_penalty        1 key strikes window block max             [COST n]
   FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
+  FCALL rl_quota          1 key limit unit                           [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n]
   FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
@@ -1074,7 +1075,7 @@ local MAX_DURATION = 315360000000 -- 3650d in ms
 local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (a library has no settings)
 local MAX_KEYS = 16 -- keys in one rl_all call
 local MAX_ID = 256 -- bytes in a lease id
-local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
+local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true, EVERY = true, ON = true, AT = true, TZ = true }
 -- </generated:limits>
 local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
 -- <generated:errors>
@@ -1087,6 +1088,7 @@ local ERRORS = {
   not_slidingcounter = 'ERR key does not hold an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")',
   not_leases = "ERR key does not hold an RL.ACQUIRE lease set (a sorted set of lease ends in ms)",
   not_penalty = 'ERR key does not hold an RL.PENALTY state (a string "<count> <window_end> <level> <blocked_until>")',
+  not_quota = "ERR key does not hold an RL.QUOTA counter (a non-negative integer with an expiry)",
   rate_too_high = "ERR tokens per period is too high for a GCRA limiter: at most one token per nanosecond (1000000 per ms)",
   sliding_limit = "ERR limit must be an integer from 1 to 100000 for RL.SLIDING, which keeps one entry per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits",
   lease_limit = "ERR limit must be an integer from 1 to 100000 for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)",
@@ -1100,7 +1102,7 @@ local ERRORS = {
   cost = function(name) return "ERR " .. name .. " must be an integer from 0 to 9007199254740991" end,
   duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
-  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE" end,
+  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA" end,
   -- RL.QUOTA's calendar (EVERY and ON by unit).
   quota_unit = "ERR unit must be day, week, month or year",
   quota_on_day = "ERR syntax error: ON does not apply to unit day, whose periods start every day at AT",
@@ -3270,6 +3272,7 @@ local POLICIES = {
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, takes = "ERR syntax error: policy ACQUIRE takes limit ttl id", refund = false },
   { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, watches = true },
   { word = "SHARE", limiter = SHARE, n = 5, takes = "ERR syntax error: policy SHARE takes tenant weight capacity tokens period", debit = true },
+  { word = "QUOTA", limiter = QUOTA, n = 2, takes = "ERR syntax error: policy QUOTA takes limit unit", debit = true },
 }
 -- </generated:policies>
 
@@ -3562,6 +3565,12 @@ return {
     debit = true,
     usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
   }),
+  rl_quota = single("rl_quota", QUOTA, 2, {
+    name = "RL.QUOTA",
+    debit = true,
+    calendar = true,
+    usage = "FCALL rl_quota 1 key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n]",
+  }),
 }
 -- </generated:functions>
 end
@@ -3594,6 +3603,7 @@ register("rl_acquire")
 register("rl_release", { "allow-oom" })
 register("rl_penalty")
 register("rl_share")
+register("rl_quota")
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

@@ -21,6 +21,7 @@ use rl_core::algorithms::bucket::TokenBucket;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
+use rl_core::algorithms::quota::CalendarQuota;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 use rl_core::args::Takes;
@@ -426,6 +427,7 @@ fn errors() -> String {
             "not_penalty",
             holds(<EscalatingBlocks as StringState>::WHAT),
         ),
+        ("not_quota", holds(<CalendarQuota as StringState>::WHAT)),
         ("rate_too_high", line(&Error::RateTooHigh)),
         (
             "sliding_limit",

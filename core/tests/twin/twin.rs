@@ -381,7 +381,7 @@ fn script_error(function: &str, error: &LuaValue) -> String {
 /// (RL.SHARE's, ported to Lua separately): while the library lacks one, the tests
 /// that hold the library to the core skip its calls, and say so; once it has it,
 /// they run them. Any other missing function fails those tests.
-pub const PENDING: &[&str] = &["rl_quota"];
+pub const PENDING: &[&str] = &[];
 
 /// Whether the library runs `command`'s calls: its row names a function (not
 /// CL.THROTTLE, the module's alone), and that function is not a [`PENDING`] one

@@ -390,34 +390,35 @@ fn share_state(pairs: &[(&str, &str)]) -> bool {
             })
 }
 
-pub const FIXED: Command = Command::of(
-    &table::FIXED,
-    Known {
-        short: "fixed",
-        native_type: "string",
-        read: &["GET", "k"],
-        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-        foreign: &[
-            &["SET", "k", "abc", "EX", "1000"],
-            &["SET", "k", "-3", "EX", "1000"],
-            &["SET", "k", "1.5", "EX", "1000"],
-            &["SET", "k", "", "EX", "1000"],
-            &["SET", "k", "18446744073709551616", "EX", "1000"],
-            &["SET", "k", "3"],
-        ],
-        holds: "RL.FIXED",
-        string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
-        hash_state: None,
-        propagates: &["SET"],
-        also_propagates: &[],
-        events: &["set", "expire"],
-        too_fast: None,
-        conflict: None,
-        blocks: false,
-        joins: false,
-        slots: None,
-    },
-);
+/// RL.FIXED's counter (a decimal integer expiring at its window's end): RL.QUOTA
+/// stores the same.
+const COUNTER: Known = Known {
+    short: "fixed",
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "18446744073709551616", "EX", "1000"],
+        &["SET", "k", "3"],
+    ],
+    holds: "RL.FIXED",
+    string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+    hash_state: None,
+    propagates: &["SET"],
+    also_propagates: &[],
+    events: &["set", "expire"],
+    too_fast: None,
+    conflict: None,
+    blocks: false,
+    joins: false,
+    slots: None,
+};
+
+pub const FIXED: Command = Command::of(&table::FIXED, COUNTER);
 
 pub const SLIDING: Command = Command::of(
     &table::SLIDING,
@@ -604,28 +605,8 @@ pub const QUOTA: Command = Command::of(
     &table::QUOTA,
     Known {
         short: "quota",
-        native_type: "string",
-        read: &["GET", "k"],
-        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-        foreign: &[
-            &["SET", "k", "abc", "EX", "1000"],
-            &["SET", "k", "-3", "EX", "1000"],
-            &["SET", "k", "1.5", "EX", "1000"],
-            &["SET", "k", "", "EX", "1000"],
-            &["SET", "k", "18446744073709551616", "EX", "1000"],
-            &["SET", "k", "3"],
-        ],
         holds: "RL.QUOTA",
-        string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
-        hash_state: None,
-        propagates: &["SET"],
-        also_propagates: &[],
-        events: &["set", "expire"],
-        too_fast: None,
-        conflict: None,
-        blocks: false,
-        joins: false,
-        slots: None,
+        ..COUNTER
     },
 );
 

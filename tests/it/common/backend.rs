@@ -42,7 +42,7 @@ pub fn module_only(why: &str) -> bool {
 /// `rl_share`, ported to Lua separately. While the library under test lacks one
 /// (its source never names it), the library backend leaves out that command's rows
 /// and tests, and says so once; as soon as the library has it, they run.
-pub const PENDING: &[&str] = &["rl_quota"];
+pub const PENDING: &[&str] = &[];
 
 /// Whether the library's source (`RL_LIBRARY`, or functions/rl.lua) lacks
 /// `function`, one of [`PENDING`] (it never names it); false for any other.

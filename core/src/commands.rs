@@ -103,16 +103,21 @@ impl Spec for Quota {
     /// follow it: [`Spec::trailing`]).
     #[inline]
     fn params(args: &[&[u8]], _: Settings) -> Result<quota::Quota> {
-        Ok(params::quota(args, &[], false)?.0)
+        params::quota(args)
     }
 
-    /// The parameters and the calendar, then COST, REFUND or DEBIT (among which the
-    /// calendar's options may come in any order).
+    /// The parameters, COST, REFUND or DEBIT, and the calendar's options (in any
+    /// order among them).
     fn parse(args: &[&[u8]], _: Settings) -> Result<(quota::Quota, Amount)> {
         let (positional, rest) = args.split_at(Self::ROW.params().len().min(args.len()));
-        let (q, _) = params::quota(positional, rest, true)?;
+        // The errors in the order of every command's: parameters (the limit, the
+        // unit), then the amount's options, then the calendar's.
+        let limit = crate::args::count("limit", positional[0])?;
+        crate::calendar::Unit::parse(positional[1])?;
         let options = crate::args::options(rest.iter().copied(), Self::ROW.takes())?;
-        Ok((q, options.amount))
+        let ([every, on, at, tz], _) = params::calendar_words(rest, true)?;
+        let calendar = Calendar::parse(positional[1], every, on, at, tz)?;
+        Ok((quota::Quota { limit, calendar }, options.amount))
     }
 
     /// An RL.ALL policy's calendar options, right after it.

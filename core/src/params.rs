@@ -88,14 +88,13 @@ pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
     Ok((emission, Amount::Take(quantity)))
 }
 
-/// RL.QUOTA's `limit unit`, then its calendar options among `rest` (see
-/// [`calendar_words`]): the limit, then the calendar, each bad value an error
-/// naming it.
-pub fn quota(args: &[&[u8]], rest: &[&[u8]], among_others: bool) -> Result<(Quota, usize)> {
-    let limit = args::count("limit", args[0])?;
-    let ([every, on, at, tz], used) = calendar_words(rest, among_others)?;
-    let calendar = Calendar::parse(args[1], every, on, at, tz)?;
-    Ok((Quota { limit, calendar }, used))
+/// RL.QUOTA's `limit unit`, on the unit's default calendar (an RL.ALL policy's
+/// calendar options follow it: [`calendar_words`]).
+pub fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota {
+        limit: args::count("limit", args[0])?,
+        calendar: Calendar::parse(args[1], None, None, None, None)?,
+    })
 }
 
 /// A quota's calendar options (`EVERY n`, `ON anchor`, `AT hh:mm`, `TZ zone`, each

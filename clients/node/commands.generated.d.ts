@@ -85,6 +85,36 @@ export interface ShareOptions {
   debit?: Integer;
 }
 
+/** RL.QUOTA's options. */
+export interface QuotaOptions {
+  /** COST cost (not with refund, debit) */
+  cost?: Integer;
+  /** REFUND refund (not with cost, debit) */
+  refund?: Integer;
+  /** DEBIT debit (not with cost, refund) */
+  debit?: Integer;
+  /** EVERY every */
+  every?: Integer;
+  /** ON on */
+  on?: Text;
+  /** AT at */
+  at?: Text;
+  /** TZ tz */
+  tz?: Text;
+}
+
+/** The QUOTA policy's options. */
+export interface QuotaPolicyOptions {
+  /** EVERY every */
+  every?: Integer;
+  /** ON on */
+  on?: Text;
+  /** AT at */
+  at?: Text;
+  /** TZ tz */
+  tz?: Text;
+}
+
 /**
  * Every command, as RateLimiter and Pipeline have them. What a call returns: `D` for a
  * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.
@@ -112,6 +142,8 @@ export interface Commands<D, A, T, B> {
   penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, options?: PenaltyOptions): D;
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares. */
   share(key: Key, tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration, options?: ShareOptions): D;
+  /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
+  quota(key: Key, limit: Integer, unit: Text, options?: QuotaOptions): D;
 }
 
 /** RL.ALL's policies, one builder per policy word. */
@@ -132,4 +164,6 @@ export interface Policies {
   penalty(strikes: Integer, window: Duration, block: Duration, max: Duration): Policy;
   /** SHARE tenant weight capacity tokens period */
   share(tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration): Policy;
+  /** QUOTA limit unit */
+  quota(limit: Integer, unit: Text, options?: QuotaPolicyOptions): Policy;
 }

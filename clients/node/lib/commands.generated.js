@@ -24,6 +24,7 @@ const COMMANDS = {
   "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
   "RL.PENALTY": { name: "RL.PENALTY", method: "penalty", fn: "rl_penalty", reply: "decision", counted: false, policy: "penalty" },
   "RL.SHARE": { name: "RL.SHARE", method: "share", fn: "rl_share", reply: "decision", counted: false, policy: "share" },
+  "RL.QUOTA": { name: "RL.QUOTA", method: "quota", fn: "rl_quota", reply: "decision", counted: false, policy: "quota" },
 };
 
 // Options: each parameter's name to [word, kind, min, max, the parameters it excludes].
@@ -75,6 +76,23 @@ const SHARE_OPTIONS = {
   cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
   refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
   debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
+};
+
+const QUOTA_OPTIONS = {
+  cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
+  refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
+  debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
+  every: ["EVERY", "integer", 1, 3650, []],
+  on: ["ON", "text", 1, null, []],
+  at: ["AT", "text", 1, null, []],
+  tz: ["TZ", "text", 1, null, []],
+};
+
+const QUOTA_POLICY_OPTIONS = {
+  every: ["EVERY", "integer", 1, 3650, []],
+  on: ["ON", "text", 1, null, []],
+  at: ["AT", "text", 1, null, []],
+  tz: ["TZ", "text", 1, null, []],
 };
 
 // RL.FIXED key limit window [COST n | REFUND n | DEBIT n]
@@ -219,6 +237,19 @@ function share(to, key, tenant, weight, capacity, tokens, period, options) {
   return to._queue(argv, command, A.refill(v2, v3, v4), v2);
 }
 
+// RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]
+function quota(to, key, limit, unit, options) {
+  const command = COMMANDS["RL.QUOTA"];
+  const k = A.key(key, "RL.QUOTA");
+  const v0 = A.integer(limit, "RL.QUOTA", "limit", 1, 9007199254740991);
+  const v1 = A.text(unit, "RL.QUOTA", "unit", 1, null);
+  const argv = to._lib
+    ? ["FCALL", "rl_quota", "1", k, A.integerText(v0), v1]
+    : ["RL.QUOTA", k, A.integerText(v0), v1];
+  if (options !== undefined && options !== null) A.pushOptions(argv, options, QUOTA_OPTIONS, "RL.QUOTA");
+  return to._queue(argv, command, null, v0);
+}
+
 // RateLimiter's methods send their call (a refused argument rejects its promise);
 // Pipeline's queue it and return the pipeline. Each passes on as many arguments as the
 // longest command takes.
@@ -247,6 +278,7 @@ const limiterMethods = {
   release: sending(release),
   penalty: sending(penalty),
   share: sending(share),
+  quota: sending(quota),
 };
 
 const pipelineMethods = {
@@ -261,6 +293,7 @@ const pipelineMethods = {
   release: queuing(release),
   penalty: queuing(penalty),
   share: queuing(share),
+  quota: queuing(quota),
 };
 
 /** RL.ALL's policies, one builder per policy word. */
@@ -329,6 +362,14 @@ const policies = {
     const v4 = A.duration(period, "SHARE policy", "period", 1, 315360000000);
     const argv = ["SHARE", v0, A.integerText(v1), A.integerText(v2), A.integerText(v3), A.durationText(period)];
     return new Policy("SHARE", "RL.SHARE", argv, A.refill(v2, v3, v4), v2);
+  },
+  /** QUOTA limit unit: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period */
+  quota(limit, unit, options) {
+    const v0 = A.integer(limit, "QUOTA policy", "limit", 1, 9007199254740991);
+    const v1 = A.text(unit, "QUOTA policy", "unit", 1, null);
+    const argv = ["QUOTA", A.integerText(v0), v1];
+    if (options !== undefined && options !== null) A.pushOptions(argv, options, QUOTA_POLICY_OPTIONS, "QUOTA policy");
+    return new Policy("QUOTA", "RL.QUOTA", argv, null, v0);
   },
 };
 

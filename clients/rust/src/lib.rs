@@ -41,6 +41,7 @@ mod command;
 mod error;
 #[rustfmt::skip]
 mod generated;
+mod params;
 mod period;
 mod policy;
 mod reply;

@@ -24,20 +24,41 @@ const SENDS = {
 const argumentsOf = (args) =>
   args.map(([name, kind, min, max, optional]) => ({ name, check: A[kind], send: SENDS[kind], min, max, optional: !!optional }));
 
-// Checks `values` (from index `from`) against `args` in order and appends what is sent
-// for each; an optional argument left out sends nothing. Returns the checked values (a
-// duration's in ms).
-function pushArgs(argv, args, values, from, target) {
-  const checked = new Array(args.length);
+// A method takes its arguments one by one, up to MOST of them (the key, the arguments,
+// the options), and hands them on as they are: an array per call would be garbage.
+const MOST = 8;
+function nth(i, a0, a1, a2, a3, a4, a5, a6, a7) {
+  switch (i) {
+    case 0: return a0;
+    case 1: return a1;
+    case 2: return a2;
+    case 3: return a3;
+    case 4: return a4;
+    case 5: return a5;
+    case 6: return a6;
+    default: return i === 7 ? a7 : undefined;
+  }
+}
+
+// Checks the call's arguments from position `from` against `args` in order and writes
+// what is sent for each into argv from index `at` (argv is made to size: a grown array
+// costs the garbage collector); an optional argument left out sends nothing. Fills
+// `checked` with the checked values (a duration's in ms): one array per command,
+// reused, as a call reads it before it returns.
+function putArgs(argv, at, args, from, target, checked, a0, a1, a2, a3, a4, a5, a6, a7) {
+  let j = at;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    const value = values[from + i];
-    if (a.optional && !given(value)) continue;
+    const value = nth(from + i, a0, a1, a2, a3, a4, a5, a6, a7);
+    if (a.optional && !given(value)) {
+      checked[i] = null;
+      continue;
+    }
     const v = a.check(value, target, a.name, a.min, a.max);
     checked[i] = v;
-    argv.push(a.send(v, value));
+    argv[j++] = a.send(v, value);
   }
-  return checked;
+  if (j < argv.length) argv.length = j;
 }
 
 // RateLimit-Policy's w in ms (null: unknown) by the row's window rule, from the checked
@@ -62,11 +83,12 @@ function limitOf(row) {
   return row.window[0] === 'throttle' ? (v) => A.plusOne(v[i]) : (v) => v[i];
 }
 
-// call(to, [key, ...arguments, options]): checks, builds and queues one call on `to`.
+// call(to, key, ...arguments, options): checks, builds and queues one call on `to`.
 function caller(row) {
   const { command, options } = row;
+  if (row.args.length + 2 > MOST) throw new Error(`${command.name} takes more arguments than lib/table.js hands on (MOST)`);
   if (command.counted) {
-    return (to, [entries, opts]) => {
+    return (to, entries, opts) => {
       const { argv, plan } = countedKeys(to._lib, command, entries, row.maxKeys);
       if (options && given(opts)) A.pushOptions(argv, opts, options, command.name);
       return to._queue(argv, command, plan, null);
@@ -75,13 +97,24 @@ function caller(row) {
   const args = argumentsOf(row.args);
   const window = windowOf(row.window);
   const limit = limitOf(row);
-  return (to, a) => {
-    const k = A.key(a[0], command.name);
-    const argv = to._lib && command.fn ? ['FCALL', command.fn, '1', k] : [command.name, k];
-    const v = pushArgs(argv, args, a, 1, command.name);
-    const opts = a[args.length + 1];
+  const checked = new Array(args.length).fill(null);
+  const lib = command.fn ? ['FCALL', command.fn, '1'] : null;
+  return (to, a0, a1, a2, a3, a4, a5, a6, a7) => {
+    const k = A.key(a0, command.name);
+    const head = to._lib && lib ? 4 : 2;
+    const argv = new Array(head + args.length);
+    if (head === 4) {
+      argv[0] = lib[0];
+      argv[1] = lib[1];
+      argv[2] = lib[2];
+    } else {
+      argv[0] = command.name;
+    }
+    argv[head - 1] = k;
+    putArgs(argv, head, args, 1, command.name, checked, a0, a1, a2, a3, a4, a5, a6, a7);
+    const opts = nth(args.length + 1, a0, a1, a2, a3, a4, a5, a6, a7);
     if (options && given(opts)) A.pushOptions(argv, opts, options, command.name);
-    return to._queue(argv, command, window(v), limit(v));
+    return to._queue(argv, command, window(checked), limit(checked));
   };
 }
 
@@ -91,12 +124,14 @@ function builder(row) {
   const args = argumentsOf(row.args);
   const window = windowOf(row.window);
   const limit = limitOf(row);
-  return function policy(...a) {
-    const argv = [row.word];
-    const v = pushArgs(argv, args, a, 0, target);
-    const opts = a[row.args.length];
+  const checked = new Array(args.length).fill(null);
+  return function policy(a0, a1, a2, a3, a4, a5, a6, a7) {
+    const argv = new Array(1 + args.length);
+    argv[0] = row.word;
+    putArgs(argv, 1, args, 0, target, checked, a0, a1, a2, a3, a4, a5, a6, a7);
+    const opts = nth(args.length, a0, a1, a2, a3, a4, a5, a6, a7);
     if (row.policyOptions && given(opts)) A.pushOptions(argv, opts, row.policyOptions, target);
-    return new Policy(row.word, row.command.name, argv, window(v), limit(v));
+    return new Policy(row.word, row.command.name, argv, window(checked), limit(checked));
   };
 }
 
@@ -108,15 +143,15 @@ function methodsOf(rows) {
   const policies = {};
   for (const row of rows) {
     const call = caller(row);
-    limiterMethods[row.command.method] = function send(...a) {
+    limiterMethods[row.command.method] = function send(a0, a1, a2, a3, a4, a5, a6, a7) {
       try {
-        return call(this, a);
+        return call(this, a0, a1, a2, a3, a4, a5, a6, a7);
       } catch (err) {
         return Promise.reject(err);
       }
     };
-    pipelineMethods[row.command.method] = function queue(...a) {
-      return call(this, a);
+    pipelineMethods[row.command.method] = function queue(a0, a1, a2, a3, a4, a5, a6, a7) {
+      return call(this, a0, a1, a2, a3, a4, a5, a6, a7);
     };
     if (row.word) policies[row.command.policy] = builder(row);
   }

@@ -24,7 +24,7 @@ function fastifyStore(client, options = {}) {
   const answer = (work, cb) =>
     work.then(
       ({ hits, resetMs }) => cb(null, { current: hits, ttl: resetMs }),
-      (err) => cb(err, null),
+      (err) => cb(err),
     );
 
   return class RLFastifyStore {

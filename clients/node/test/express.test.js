@@ -167,61 +167,60 @@ describe('RLStore under express-rate-limit, over HTTP', { skip: SKIP }, () => {
       });
       after(() => close());
 
-      test('limit 3: three 200s, then 429s counting every hit; draft-7 fields from the window end', async () => {
+      // `n` requests to /ok as a new user within one hour-long window, under
+      // express-rate-limit with `options`: each response, with the reset seconds it may
+      // give (resetSpan); and what express-rate-limit logged.
+      async function hitsInAnHour(options, n) {
         const { logged, logger } = recorder();
-        const { app } = appWith(storeOf(client), { windowMs: HOUR, limit: 3, standardHeaders: 'draft-7', legacyHeaders: false }, logger);
+        const { app } = appWith(storeOf(client), { windowMs: HOUR, ...options }, logger);
         const srv = await serve(app);
         try {
-          const user = unique('d7');
+          const user = unique('hits');
           const end = await startOfWindow(client, HOUR, 0.99);
-          for (let i = 1; i <= 5; i++) {
+          const responses = [];
+          for (let i = 0; i < n; i++) {
             const t0 = await serverMs(client);
             const r = await get(`${srv.url}/ok`, user);
-            const t1 = await serverMs(client);
-            const { min, max } = resetSpan(end, t0, t1);
-            assert.equal(r.status, i <= 3 ? 200 : 429, `request ${i}`);
-            assert.equal(r.headers.get('ratelimit-policy'), '3;w=3600');
-            const m = /^limit=3, remaining=(\d+), reset=(\d+)$/.exec(r.headers.get('ratelimit'));
-            assert.ok(m, r.headers.get('ratelimit'));
-            assert.equal(Number(m[1]), Math.max(3 - i, 0));
-            const reset = Number(m[2]);
-            assert.ok(reset >= min && reset <= max, `reset=${reset}, want ${min}..${max} (the window ends at ${end})`);
-            if (i > 3) {
-              assert.deepEqual(JSON.parse(r.body), { used: i });
-              assert.equal(Number(r.headers.get('retry-after')), reset);
-            } else {
-              assert.equal(r.headers.get('retry-after'), null);
-            }
-            assert.equal(r.headers.get('x-ratelimit-limit'), null);
+            responses.push({ ...r, ...resetSpan(end, t0, await serverMs(client)) });
           }
-          assert.deepEqual(logged, []);
+          return { responses, logged };
         } finally {
           await srv.close();
         }
+      }
+
+      test('limit 3: three 200s, then 429s counting every hit; draft-7 fields from the window end', async () => {
+        const { responses, logged } = await hitsInAnHour({ limit: 3, standardHeaders: 'draft-7', legacyHeaders: false }, 5);
+        for (const [i, { status, headers, body, min, max }] of responses.entries()) {
+          assert.equal(status, i < 3 ? 200 : 429, `request ${i + 1}`);
+          assert.equal(headers.get('ratelimit-policy'), '3;w=3600');
+          const m = /^limit=3, remaining=(\d+), reset=(\d+)$/.exec(headers.get('ratelimit'));
+          assert.ok(m, headers.get('ratelimit'));
+          assert.equal(Number(m[1]), Math.max(2 - i, 0));
+          const reset = Number(m[2]);
+          assert.ok(reset >= min && reset <= max, `reset=${reset}, want ${min}..${max}`);
+          if (i >= 3) {
+            assert.deepEqual(JSON.parse(body), { used: i + 1 });
+            assert.equal(Number(headers.get('retry-after')), reset);
+          } else {
+            assert.equal(headers.get('retry-after'), null);
+          }
+          assert.equal(headers.get('x-ratelimit-limit'), null);
+        }
+        assert.deepEqual(logged, []);
       });
 
       test('draft-8 fields: the named policy, q, w, r and t from the window end', async () => {
-        const { logged, logger } = recorder();
-        const { app } = appWith(storeOf(client), { windowMs: HOUR, limit: 2, standardHeaders: 'draft-8', identifier: 'api' }, logger);
-        const srv = await serve(app);
-        try {
-          const user = unique('d8');
-          const end = await startOfWindow(client, HOUR, 0.99);
-          for (let i = 1; i <= 3; i++) {
-            const t0 = await serverMs(client);
-            const r = await get(`${srv.url}/ok`, user);
-            const { min, max } = resetSpan(end, t0, await serverMs(client));
-            assert.equal(r.status, i <= 2 ? 200 : 429);
-            assert.match(r.headers.get('ratelimit-policy'), /^"api"; q=2; w=3600; pk=:[A-Za-z0-9+/=]+:$/);
-            const m = /^"api"; r=(\d+); t=(\d+)$/.exec(r.headers.get('ratelimit'));
-            assert.ok(m, r.headers.get('ratelimit'));
-            assert.equal(Number(m[1]), Math.max(2 - i, 0));
-            assert.ok(Number(m[2]) >= min && Number(m[2]) <= max, `t=${m[2]}, want ${min}..${max}`);
-          }
-          assert.deepEqual(logged, []);
-        } finally {
-          await srv.close();
+        const { responses, logged } = await hitsInAnHour({ limit: 2, standardHeaders: 'draft-8', identifier: 'api' }, 3);
+        for (const [i, { status, headers, min, max }] of responses.entries()) {
+          assert.equal(status, i < 2 ? 200 : 429);
+          assert.match(headers.get('ratelimit-policy'), /^"api"; q=2; w=3600; pk=:[A-Za-z0-9+/=]+:$/);
+          const m = /^"api"; r=(\d+); t=(\d+)$/.exec(headers.get('ratelimit'));
+          assert.ok(m, headers.get('ratelimit'));
+          assert.equal(Number(m[1]), Math.max(1 - i, 0));
+          assert.ok(Number(m[2]) >= min && Number(m[2]) <= max, `t=${m[2]}, want ${min}..${max}`);
         }
+        assert.deepEqual(logged, []);
       });
 
       test("the window's end lets the user through again", async () => {
@@ -245,42 +244,30 @@ describe('RLStore under express-rate-limit, over HTTP', { skip: SKIP }, () => {
         }
       });
 
-      test('skipFailedRequests: failed requests are taken back (decrement)', async () => {
-        const store = storeOf(client);
-        const { app } = appWith(store, { windowMs: HOUR, limit: 2, skipFailedRequests: true });
-        const srv = await serve(app);
-        try {
-          const user = unique('failed');
-          for (let i = 0; i < 4; i++) {
-            assert.equal((await get(`${srv.url}/fail`, user)).status, 500);
-            await settled(store, user, 0);
+      // Requests express-rate-limit skips are taken back (decrement) once answered; a 429
+      // is a failure (status >= 400), so skipFailedRequests takes it back too.
+      for (const [option, skipped, counted] of [
+        ['skipFailedRequests', ['/fail', 500], ['/ok', 200]],
+        ['skipSuccessfulRequests', ['/ok', 200], ['/fail', 500]],
+      ]) {
+        test(`${option}: skipped requests are taken back (decrement)`, async () => {
+          const store = storeOf(client);
+          const { app } = appWith(store, { windowMs: HOUR, limit: 2, [option]: true });
+          const srv = await serve(app);
+          try {
+            const user = unique(option);
+            for (let i = 0; i < 4; i++) {
+              assert.equal((await get(`${srv.url}${skipped[0]}`, user)).status, skipped[1]);
+              await settled(store, user, 0);
+            }
+            for (let i = 0; i < 2; i++) assert.equal((await get(`${srv.url}${counted[0]}`, user)).status, counted[1]);
+            assert.equal((await get(`${srv.url}${counted[0]}`, user)).status, 429);
+            await settled(store, user, option === 'skipFailedRequests' ? 2 : 3);
+          } finally {
+            await srv.close();
           }
-          assert.equal((await get(`${srv.url}/ok`, user)).status, 200);
-          assert.equal((await get(`${srv.url}/ok`, user)).status, 200);
-          assert.equal((await get(`${srv.url}/ok`, user)).status, 429);
-        } finally {
-          await srv.close();
-        }
-      });
-
-      test('skipSuccessfulRequests: only failures count', async () => {
-        const store = storeOf(client);
-        const { app } = appWith(store, { windowMs: HOUR, limit: 2, skipSuccessfulRequests: true });
-        const srv = await serve(app);
-        try {
-          const user = unique('succeeded');
-          for (let i = 0; i < 4; i++) {
-            assert.equal((await get(`${srv.url}/ok`, user)).status, 200);
-            await settled(store, user, 0);
-          }
-          assert.equal((await get(`${srv.url}/fail`, user)).status, 500);
-          assert.equal((await get(`${srv.url}/fail`, user)).status, 500);
-          assert.equal((await get(`${srv.url}/ok`, user)).status, 429);
-          await settled(store, user, 3); // a 429 is not a success: it stays counted
-        } finally {
-          await srv.close();
-        }
-      });
+        });
+      }
 
       test("resetKey: the limiter's reset lets the user through again", async () => {
         const { app, limiter } = appWith(storeOf(client), { windowMs: HOUR, limit: 1 });

@@ -15,8 +15,6 @@ const { refuse } = require('./classify');
  * reads integers that close to 2^53 one off (its decoder's `n * 10 + byte` rounds).
  */
 const COUNT_ALL = 10 ** 15;
-/** RL's longest window: 10 years, in ms. */
-const MAX_WINDOW_MS = 315360000000;
 
 class HitCounter {
   /**
@@ -34,10 +32,13 @@ class HitCounter {
     this.limiter = client instanceof RateLimiter ? client : new RateLimiter(client, { backend: options.backend, timeout: options.timeout });
   }
 
-  /** The window of a call, as RL reads it ("60000ms"), or an RLArgumentError. */
+  /**
+   * The window of a call, as RL reads it ("60000ms"), or an RLArgumentError. Whole ms
+   * only (RL never rounds); RL.FIXED's own check refuses one above its longest window.
+   */
   window(windowMs) {
     if (windowMs === undefined) throw refuse(this.owner, 'no window: init(options) with windowMs was not called');
-    return `${integer(windowMs, this.owner, 'windowMs', 1, MAX_WINDOW_MS)}ms`;
+    return `${integer(windowMs, this.owner, 'windowMs', 1, Number.MAX_SAFE_INTEGER)}ms`;
   }
 
   /** Counts one hit on `key`: { hits, resetMs } after it. */
@@ -68,4 +69,4 @@ class HitCounter {
   }
 }
 
-module.exports = { HitCounter, COUNT_ALL, MAX_WINDOW_MS };
+module.exports = { HitCounter, COUNT_ALL };

@@ -38,7 +38,8 @@ describe('fastifyStore under @fastify/rate-limit, over HTTP', { skip: SKIP }, ()
   for (const { backend, url } of BACKENDS) {
     test(`max 2: 200, 200, then 429 with the window's end (${backend})`, async () => {
       const { client, close } = await CLIENTS[1].open(url);
-      const app = await appWith(fastifyStore(client, { timeout: 2000, prefix: 'rltest:fastify:' }));
+      const Store = fastifyStore(client, { timeout: 2000, prefix: 'rltest:fastify:' });
+      const app = await appWith(Store);
       try {
         const base = `http://127.0.0.1:${app.server.address().port}`;
         const user = unique('fastify');
@@ -63,6 +64,13 @@ describe('fastifyStore under @fastify/rate-limit, over HTTP', { skip: SKIP }, ()
         assert.deepEqual(keys, [`rltest:fastify:${user}`, `rltest:fastify:GET/b-${user}`].sort());
         assert.equal(String(await raw(client, 'GET', `rltest:fastify:${user}`)), '3');
         assert.equal(String(await raw(client, 'GET', `rltest:fastify:GET/b-${user}`)), '2');
+        // read() ({ increment: false }): the same numbers, nothing counted.
+        const read = (key) => new Promise((resolve, reject) => new Store().read(key, (err, res) => (err ? reject(err) : resolve(res)), HOUR, 2));
+        const seen = await read(user);
+        assert.equal(seen.current, 3);
+        assert.ok(Math.abs(seen.ttl - (end - (await serverMs(client)))) < 1000, `ttl ${seen.ttl}`);
+        assert.deepEqual(await read(unique('idle')), { current: 0, ttl: 0 });
+        assert.equal(String(await raw(client, 'GET', `rltest:fastify:${user}`)), '3');
       } finally {
         await app.close();
         await close();

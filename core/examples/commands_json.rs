@@ -9,7 +9,8 @@
 //!   cargo run -p rl-core --example commands_json -- --write commands.json
 
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt, Reply};
+use rl_core::options::Opt;
+use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Reply};
 use serde_json::{json, Value};
 
 fn main() {

@@ -19,10 +19,10 @@ use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
-use rl_core::args::Takes;
 use rl_core::codec::{self, StringState};
 use rl_core::error::Error;
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt};
+use rl_core::options::{Opt, Takes};
+use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

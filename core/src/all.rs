@@ -8,7 +8,8 @@ use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;
 use crate::command::Settings;
 use crate::error::{Error, Result};
-use crate::table::{self, Command, Opt};
+use crate::options::{self, Opt, Takes};
+use crate::table::{self, Command};
 
 pub use crate::table::MAX_KEYS;
 
@@ -152,7 +153,7 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     }
     // The options after the last policy, in any order: COST n or REFUND n, and that
     // policy's DELAY max when it is GCRA.
-    let takes = args::Takes {
+    let takes = Takes {
         options: if policies.last().is_some_and(Policy::takes_delay) {
             &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay]
         } else {
@@ -160,7 +161,7 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         },
         ..table::ALL.takes()
     };
-    let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
+    let options = options::options(tail.iter().copied(), takes).map_err(|e| match e {
         Error::NotApplicable {
             option: "DELAY", ..
         } => Error::DelayWithoutGcra,

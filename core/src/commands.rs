@@ -169,7 +169,7 @@ pub fn lease_cost(amount: Amount) -> Result<Cost> {
         // RL.ALL refuses DEBIT with an ACQUIRE policy before deciding any key.
         Amount::Debit(_) => Err(table::ACQUIRE
             .policy_takes()
-            .refuses(crate::table::Opt::Debit)),
+            .refuses(crate::options::Opt::Debit)),
     }
 }
 

@@ -6,8 +6,9 @@ use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
 use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
 use crate::algorithms::{Amount, Cost, Count, Rate, WindowLimit, MAX_COUNT};
-use crate::args::{self, Options};
+use crate::args;
 use crate::error::{Error, Result};
+use crate::options::{self, Options};
 use crate::table::Command;
 
 /// A call's arguments after the key, as every command with options reads them: its
@@ -20,7 +21,7 @@ pub fn with_options<P>(
 ) -> Result<(P, Options)> {
     let (positional, options) = args.split_at(command.params().len().min(args.len()));
     let params = parse(positional)?;
-    let options = args::options(options.iter().copied(), command.takes())?;
+    let options = options::options(options.iter().copied(), command.takes())?;
     Ok((params, options))
 }
 

@@ -9,8 +9,8 @@ use std::ffi::CStr;
 use crate::algorithms::acquire::MAX_ID_LEN;
 use crate::algorithms::share::{MAX_TENANT_LEN, MAX_WEIGHT};
 use crate::algorithms::MAX_COUNT;
-use crate::args::Takes;
 use crate::error::Error;
+use crate::options::{Opt, Takes};
 
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
@@ -84,53 +84,6 @@ const ENTRIES: ArgKind = ArgKind::Integer {
 /// `rl.sliding-max-limit`'s default: the largest RL.SLIDING limit and RL.ACQUIRE
 /// lease count (the library has no settings and always uses it).
 pub const SLIDING_MAX_LIMIT: u64 = 100_000;
-
-/// An option some commands take after their positional arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Opt {
-    /// `COST n`: take n (0 ..= 2^53 − 1, default 1; 0 only looks).
-    Cost,
-    /// `REFUND n`: give back up to n (0 ..= 2^53 − 1).
-    Refund,
-    /// `DEBIT n`: take n whatever is left, into debt (1 ..= 2^53 − 1).
-    Debit,
-    /// `DELAY max`: schedule instead of reject (a duration from 0).
-    Delay,
-}
-
-impl Opt {
-    /// Every option, in the order errors and docs name them.
-    pub const ALL: [Opt; 4] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay];
-
-    pub const fn word(self) -> &'static str {
-        match self {
-            Opt::Cost => "COST",
-            Opt::Refund => "REFUND",
-            Opt::Debit => "DEBIT",
-            Opt::Delay => "DELAY",
-        }
-    }
-
-    /// Its token and its value's name, as COMMAND DOCS shows them.
-    pub const fn doc(self) -> (&'static CStr, &'static CStr) {
-        match self {
-            Opt::Cost => (c"COST", c"cost"),
-            Opt::Refund => (c"REFUND", c"refund"),
-            Opt::Debit => (c"DEBIT", c"debit"),
-            Opt::Delay => (c"DELAY", c"delay"),
-        }
-    }
-
-    /// The options it cannot be given with.
-    pub const fn excludes(self) -> &'static [Opt] {
-        match self {
-            Opt::Cost => &[Opt::Refund, Opt::Debit],
-            Opt::Refund => &[Opt::Cost, Opt::Debit, Opt::Delay],
-            Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
-            Opt::Delay => &[Opt::Refund, Opt::Debit],
-        }
-    }
-}
 
 /// What a command answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,8 @@
 
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{self, Arg, ArgKind, Command, Keys};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
 const SINCE: &std::ffi::CStr = c"0.1.0";

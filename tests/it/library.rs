@@ -20,7 +20,8 @@
 
 use crate::common::*;
 use rl_core::algorithms::share::SLOTS;
-use rl_core::table::{self, ArgKind, Keys, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{self, ArgKind, Keys};
 
 const MAX: u64 = 9_007_199_254_740_991;
 const MAX_DURATION_MS: u64 = 315_360_000_000;

@@ -14,7 +14,8 @@ use super::helpers::{try_rl, Reply};
 use redis::Connection;
 use rl_core::algorithms::share::{self, MAX_WEIGHT, SLOTS};
 use rl_core::algorithms::{MAX_COUNT as MAX_COUNT_N, MAX_DURATION_MS};
-use rl_core::table::{self, ArgKind, Keys, Max, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{self, ArgKind, Keys, Max};
 
 /// What a positional parameter holds (docs/commands.md#counts and #durations), by
 /// its kind in the command table.

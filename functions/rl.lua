@@ -11,13 +11,13 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_bucket         1 key capacity tokens period               [COST n | REFUND n | DEBIT n]
   FCALL rl_gcra           1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [DELAY max]
   FCALL rl_slidingcounter 1 key limit window                         [COST n | REFUND n | DEBIT n]
+  FCALL rl_acquire        1 key limit ttl id
+  FCALL rl_penalty        1 key strikes window block max             [COST n]
+  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
     (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
-  FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
-  FCALL rl_penalty        1 key strikes window block max             [COST n]
-  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
@@ -2427,14 +2427,9 @@ return {
     debit = true,
     usage = "FCALL rl_slidingcounter 1 key limit window [COST n | REFUND n | DEBIT n]",
   }),
-  rl_all = rl_all,
   rl_acquire = exact("rl_acquire", acquire, 3, {
     name = "RL.ACQUIRE",
     usage = "FCALL rl_acquire 1 key limit ttl id",
-  }),
-  rl_release = exact("rl_release", release, 1, {
-    name = "RL.RELEASE",
-    usage = "FCALL rl_release 1 key id",
   }),
   rl_penalty = single("rl_penalty", PENALTY, 4, {
     name = "RL.PENALTY",
@@ -2445,6 +2440,11 @@ return {
     name = "RL.SHARE",
     debit = true,
     usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
+  }),
+  rl_all = rl_all,
+  rl_release = exact("rl_release", release, 1, {
+    name = "RL.RELEASE",
+    usage = "FCALL rl_release 1 key id",
   }),
 }
 -- </generated:functions>
@@ -2473,11 +2473,11 @@ register("rl_sliding")
 register("rl_bucket")
 register("rl_gcra")
 register("rl_slidingcounter")
-register("rl_all")
 register("rl_acquire")
-register("rl_release", { "allow-oom" })
 register("rl_penalty")
 register("rl_share")
+register("rl_all")
+register("rl_release", { "allow-oom" })
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

@@ -20,6 +20,7 @@ use rl_core::algorithms::penalty::EscalatingBlocks;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 use rl_core::codec::{self, StringState};
+use rl_core::commands;
 use rl_core::error::Error;
 use rl_core::options::{Opt, Takes};
 use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max};
@@ -137,9 +138,9 @@ fn text(c: &CStr) -> &str {
     c.to_str().unwrap_or("?")
 }
 
-/// The commands the library has, in the table's order.
+/// The commands the library has, in the list's order (`rl_core::commands::COMMANDS`).
 fn library() -> impl Iterator<Item = (&'static str, &'static Command)> {
-    table::COMMANDS
+    commands::COMMANDS
         .iter()
         .copied()
         .filter_map(|c| c.function.map(|f| (f, c)))
@@ -296,7 +297,7 @@ fn usage() -> String {
             }
             Keys::Counted => {
                 let mut lines = vec![usage_line(function, c)];
-                for p in table::policies() {
+                for p in commands::policies() {
                     let word = p.policy_word();
                     if p.delay() {
                         lines.push(format!(
@@ -464,7 +465,7 @@ fn errors() -> String {
                 "word",
                 &Error::UnknownPolicy {
                     word: HOLE.to_string(),
-                    expected: table::policy_words(),
+                    expected: commands::policy_words(),
                 },
             ),
         ),
@@ -501,10 +502,10 @@ fn takes_fields(takes: Takes) -> Vec<String> {
     fields
 }
 
-/// RL.ALL's policies, in the table's order.
+/// RL.ALL's policies, in the list's order.
 fn policies() -> String {
     let mut out = String::from("local POLICIES = {\n");
-    for c in table::policies() {
+    for c in commands::policies() {
         let word = c.policy_word();
         let takes = Error::PolicyArgs {
             policy: word,

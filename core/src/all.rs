@@ -7,6 +7,7 @@
 use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;
 use crate::command::Settings;
+use crate::commands;
 use crate::error::{Error, Result};
 use crate::options::{self, Opt, Takes};
 use crate::table::{self, Command};
@@ -90,7 +91,7 @@ fn is_option(word: &[u8]) -> bool {
 
 /// Whether `word` names a policy.
 fn is_policy(word: &[u8]) -> bool {
-    table::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
+    commands::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
 }
 
 /// "policy FIXED takes limit window".
@@ -216,7 +217,7 @@ fn count_error(rest: &[&[u8]], keys: usize, parsed: usize, next: Option<&&[u8]>)
         Some(w) if parsed < keys && !["COST", "REFUND", "DEBIT"].iter().any(|o| is(w, o)) => {
             Error::UnknownPolicy {
                 word: args::printable(w),
-                expected: table::policy_words(),
+                expected: commands::policy_words(),
             }
         }
         _ => Error::PolicyCount {
@@ -241,7 +242,7 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
     let mut i = 0;
     while let Some(word) = tail.get(i) {
         let Some(policy) =
-            table::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
+            commands::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
         else {
             break;
         };

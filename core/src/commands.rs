@@ -287,8 +287,10 @@ macro_rules! generate {
             None
         }
 
-        /// Every command of the list, by its row, in the list's order.
-        pub static LISTED: &[&Command] = &[
+        /// Every command, by its row, in the list's order: the order the module
+        /// registers them, INFO lists them, `commands.json` and the Functions
+        /// library name them.
+        pub static COMMANDS: &[&Command] = &[
             $($policy::ROW,)* $($single::ROW,)* $(&table::$row,)*
         ];
     };
@@ -296,23 +298,79 @@ macro_rules! generate {
 
 each_command!(generate);
 
+/// The commands RL.ALL takes as policies, in the list's order.
+pub fn policies() -> impl Iterator<Item = &'static Command> {
+    POLICIES.iter().map(|(row, _)| *row)
+}
+
+/// The policy words, as an error lists them: "FIXED, SLIDING, … or SHARE".
+pub fn policy_words() -> String {
+    let words: Vec<&str> = policies().map(Command::policy_word).collect();
+    match words.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The command named `name` (any case), if RL has it.
+pub fn find(name: &[u8]) -> Option<&'static Command> {
+    COMMANDS
+        .iter()
+        .copied()
+        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Opt;
 
     #[test]
-    fn the_list_has_every_row_of_the_table_once() {
-        let mut listed: Vec<_> = LISTED.iter().map(|c| c.name).collect();
-        let mut rows: Vec<_> = table::COMMANDS.iter().map(|c| c.name).collect();
-        listed.sort();
-        rows.sort();
-        assert_eq!(listed, rows);
+    fn names_policies_and_functions_are_unique() {
+        for (i, a) in COMMANDS.iter().enumerate() {
+            for b in &COMMANDS[i + 1..] {
+                assert_ne!(a.name, b.name);
+                assert!(a.policy.is_none() || a.policy != b.policy);
+                assert!(a.function.is_none() || a.function != b.function);
+            }
+        }
     }
 
     #[test]
-    fn the_policies_are_the_tables() {
-        let listed: Vec<_> = POLICIES.iter().map(|(c, _)| c.name).collect();
-        let table: Vec<_> = table::policies().map(|c| c.name).collect();
-        assert_eq!(listed, table);
+    fn the_policies_are_the_rows_with_a_policy_word() {
+        let listed: Vec<_> = policies().map(|c| c.name).collect();
+        let rows: Vec<_> = COMMANDS
+            .iter()
+            .filter(|c| c.policy.is_some())
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(listed, rows);
+        assert_eq!(
+            policy_words(),
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
+        );
+    }
+
+    #[test]
+    fn every_policy_counts_the_calls_cost() {
+        for c in policies() {
+            assert!(c.policy_takes().has(Opt::Cost), "{}", c.policy_word());
+            assert_eq!(c.policy_takes().name, c.policy_token());
+        }
+        // Alone, RL.ACQUIRE takes no options; in RL.ALL, COST only.
+        assert_eq!(table::ACQUIRE.takes().expected(), "no options");
+        assert_eq!(table::ACQUIRE.policy_takes().expected(), "COST n");
+        assert_eq!(table::FIXED.policy_takes().options, table::FIXED.options);
+    }
+
+    #[test]
+    fn commands_are_found_by_name_in_any_case() {
+        assert_eq!(find(b"rl.gcra").map(|c| c.name), Some(table::GCRA.name));
+        assert_eq!(
+            find(b"CL.THROTTLE").map(|c| c.name),
+            Some(table::THROTTLE.name)
+        );
+        assert!(find(b"rl.nothing").is_none());
     }
 }

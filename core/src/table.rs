@@ -2,7 +2,9 @@
 //! the arguments and options it takes, its RL.ALL policy word and its name in the
 //! Functions library. Plain data: the module registers, documents (COMMAND DOCS,
 //! ACL categories), counts (INFO) and dispatches by it; RL.ALL parses its policies
-//! and words its errors from it; the tests iterate it. A new command is a row here.
+//! and words its errors from it; the tests iterate it. A new command is a row here
+//! and a name in `each_command!`, whose list (`commands::COMMANDS`) is the one
+//! enumeration of the rows.
 
 use std::ffi::CStr;
 
@@ -529,78 +531,9 @@ pub const SHARE: Command = Command::rl(
 .policy(c"SHARE")
 .function("rl_share");
 
-/// Every command, in the order the module registers them and INFO lists them.
-pub static COMMANDS: &[&Command] = &[
-    &FIXED,
-    &SLIDING,
-    &BUCKET,
-    &GCRA,
-    &SLIDINGCOUNTER,
-    &THROTTLE,
-    &ALL,
-    &ACQUIRE,
-    &RELEASE,
-    &PENALTY,
-    &SHARE,
-];
-
-/// The commands RL.ALL takes as policies, in the table's order.
-pub fn policies() -> impl Iterator<Item = &'static Command> {
-    COMMANDS.iter().copied().filter(|c| c.policy.is_some())
-}
-
-/// The policy words, as an error lists them: "FIXED, SLIDING, … or ACQUIRE".
-pub fn policy_words() -> String {
-    let words: Vec<&str> = policies().map(Command::policy_word).collect();
-    match words.split_last() {
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
-}
-
-/// The command named `name` (any case), if RL has it.
-pub fn find(name: &[u8]) -> Option<&'static Command> {
-    COMMANDS
-        .iter()
-        .copied()
-        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_policies_and_functions_are_unique() {
-        for (i, a) in COMMANDS.iter().enumerate() {
-            for b in &COMMANDS[i + 1..] {
-                assert_ne!(a.name, b.name);
-                assert!(a.policy.is_none() || a.policy != b.policy);
-                assert!(a.function.is_none() || a.function != b.function);
-            }
-        }
-    }
-
-    #[test]
-    fn policy_words_read_as_a_list() {
-        assert_eq!(
-            policy_words(),
-            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
-        );
-    }
-
-    #[test]
-    fn every_policy_counts_the_calls_cost() {
-        for c in policies() {
-            assert!(c.policy_takes().has(Opt::Cost), "{}", c.policy_word());
-            assert_eq!(c.policy_takes().name, c.policy_token());
-        }
-        // Alone, RL.ACQUIRE takes no options; in RL.ALL, COST only.
-        assert_eq!(ACQUIRE.takes().expected(), "no options");
-        assert_eq!(ACQUIRE.policy_takes().expected(), "COST n");
-        assert_eq!(FIXED.policy_takes().options, FIXED.options);
-    }
 
     #[test]
     fn arity_follows_the_arguments() {
@@ -608,6 +541,5 @@ mod tests {
         assert!(THROTTLE.accepts_argc(5) && THROTTLE.accepts_argc(6) && !THROTTLE.accepts_argc(7));
         assert!(ACQUIRE.accepts_argc(5) && !ACQUIRE.accepts_argc(6));
         assert!(RELEASE.accepts_argc(3) && !RELEASE.accepts_argc(4));
-        assert_eq!(find(b"rl.gcra").map(|c| c.name), Some(GCRA.name));
     }
 }

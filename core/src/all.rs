@@ -498,7 +498,7 @@ mod tests {
 
     /// `combine` over limits only (FIXED policies), charging COST 1.
     fn combine(per_key: &[Decision]) -> Decision {
-        let quota = params::window_limit(&[b"1", b"1s"]).unwrap();
+        let quota = params::window_limit(&table::FIXED, &[b"1", b"1s"]).unwrap();
         let call = Call {
             policies: vec![Policy::Fixed(quota); per_key.len()],
             amount: Amount::Take(Cost::ONE),

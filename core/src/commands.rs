@@ -48,7 +48,7 @@ macro_rules! plain {
 
             #[inline]
             fn params(args: &[&[u8]], _: Settings) -> Result<$params> {
-                $parse(args)
+                $parse(Self::ROW, args)
             }
         }
     };
@@ -81,7 +81,7 @@ impl Spec for Gcra {
 
     #[inline]
     fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
-        params::emission(args)
+        params::emission(Self::ROW, args)
     }
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {
@@ -99,12 +99,12 @@ impl Spec for Throttle {
     type Write = <gcra_algorithm::Gcra as Algorithm>::Write;
 
     fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
-        Ok(params::throttle(args)?.0)
+        Ok(params::throttle(Self::ROW, args)?.0)
     }
 
     /// The three parameters, then an optional quantity (no options).
     fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Amount)> {
-        params::throttle(args)
+        params::throttle(Self::ROW, args)
     }
 
     fn fields(d: &Decision) -> [i64; 5] {
@@ -123,7 +123,7 @@ impl Spec for Sliding {
     type Write = (Option<Millis>, sliding::Write);
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<WindowLimit> {
-        params::sliding(args, settings.sliding_max)
+        params::sliding(Self::ROW, args, settings.sliding_max)
     }
 }
 
@@ -137,7 +137,7 @@ impl Spec for Acquire {
     type Write = (LeaseId, Grant);
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<Lease> {
-        params::lease(args, settings.sliding_max)
+        params::lease(Self::ROW, args, settings.sliding_max)
     }
 
     /// Exactly the three parameters (the arity is checked before): one lease.
@@ -156,7 +156,7 @@ impl Spec for Share {
     type Write = share::Write;
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<share::Share> {
-        params::share(args, settings.share_max_tenants)
+        params::share(Self::ROW, args, settings.share_max_tenants)
     }
 }
 

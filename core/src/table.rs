@@ -17,12 +17,17 @@ use crate::options::{Opt, Takes};
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
+    /// `name` as text, as an error names the argument.
+    pub text: &'static str,
     pub kind: ArgKind,
 }
 
 impl Arg {
     pub const fn new(name: &'static CStr, kind: ArgKind) -> Self {
-        Arg { name, kind }
+        let Ok(text) = std::str::from_utf8(name.to_bytes()) else {
+            panic!("an argument's name is ASCII")
+        };
+        Arg { name, text, kind }
     }
 }
 

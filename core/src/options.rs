@@ -25,6 +25,13 @@ impl Opt {
     /// Every option, in the order errors and docs name them.
     pub const ALL: [Opt; 4] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay];
 
+    /// The option `word` names (any case), if it is one.
+    pub fn named(word: &[u8]) -> Option<Opt> {
+        Opt::ALL
+            .into_iter()
+            .find(|o| word.eq_ignore_ascii_case(o.word().as_bytes()))
+    }
+
     pub const fn word(self) -> &'static str {
         match self {
             Opt::Cost => "COST",
@@ -126,10 +133,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
     let mut delay = None;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
-        let Some(option) = Opt::ALL
-            .into_iter()
-            .find(|o| name.eq_ignore_ascii_case(o.word().as_bytes()))
-        else {
+        let Some(option) = Opt::named(name) else {
             return Err(Error::UnknownOption {
                 option: printable(name),
                 expected: takes.expected(),

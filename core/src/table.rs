@@ -293,9 +293,7 @@ impl Command {
             return None;
         }
         let word = extra?;
-        let option = Opt::ALL
-            .into_iter()
-            .find(|o| word.eq_ignore_ascii_case(o.word().as_bytes()))?;
+        let option = Opt::named(word)?;
         Some(self.takes().refuses(option))
     }
 

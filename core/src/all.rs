@@ -1,8 +1,8 @@
 //! RL.ALL's line and its combined reply, apart from any key: the policies (each a
 //! single-key command's parameters, parsed by that command's parser from the
-//! table's row), the amount, and how the keys' decisions combine. The module runs
-//! each policy with its command's handler; the in-memory executor with its
-//! algorithm.
+//! table's row), the amount, and how the keys' decisions combine. Running a call
+//! is `exec::all`'s, once for every backend: each key decided as its policy's
+//! command decides it (`Runs`), all written only if every key allows.
 
 use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;

@@ -8,7 +8,7 @@ LIBRARY ?=
 HOST ?= 127.0.0.1
 CARGO ?= cargo
 
-.PHONY: help deps build run test unit lint commands-json lua fmt clean bench fuzz examples cluster plot compat load-library dist test-dist
+.PHONY: help deps build run test unit lint commands-json lua clients fmt clean bench fuzz examples cluster plot compat load-library dist test-dist
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,11 +39,12 @@ unit: deps ## Only the unit and property tests (no server)
 	$(CARGO) test -p rl-core --features model
 	$(CARGO) test --lib
 
-lint: deps ## rustfmt check, the docs' vector tables, commands.json and rl.lua's generated parts up to date, clippy with warnings as errors
+lint: deps ## rustfmt check, the docs' vector tables, commands.json, rl.lua's generated parts and the clients' generated surface up to date, clippy with warnings as errors
 	$(CARGO) fmt --all -- --check
 	python3 scripts/vectors.py --check
 	$(CARGO) run -q -p rl-core --example commands_json -- --check commands.json
 	$(CARGO) run -q -p rl-core --example lua_data -- --check functions/rl.lua
+	python3 scripts/clientgen --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 compat: build ## The integration suite on Redis 7.0/7.2/7.4/8.0/8.2/8.10 and Valkey 8.0/8.1/9.1 (servers cached in RL_COMPAT_CACHE, sources from RL_VENDOR)
@@ -69,6 +70,9 @@ commands-json: ## Write commands.json (every command's arguments, options and re
 
 lua: ## Write the generated parts of functions/rl.lua (usage, limits, error texts, policies, function map, registration) from the command table
 	$(CARGO) run -q -p rl-core --example lua_data -- --write functions/rl.lua
+
+clients: ## Write the typed clients' per-command surface (clients/*) from commands.json
+	python3 scripts/clientgen --write
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

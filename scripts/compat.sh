@@ -31,7 +31,11 @@
 # RL_COMPAT_TEST_THREADS=n passes --test-threads=n; RL_COMPAT_TIMEOUT (seconds,
 # default 1800) bounds one server's test run with one backend;
 # RL_COMPAT_BUILD_ONLY=1 builds or fetches the servers, prints "id binary" per
-# line, and runs no test (scripts/test-dist.sh uses it).
+# line, and runs no test (scripts/test-dist.sh uses it); RL_COMPAT_EXCEPT="system"
+# leaves those out (CI: make test has just run the suite on the system server).
+# RL_COMPAT_TIERS=1: the oldest and the newest server of each family (Redis, Valkey)
+# run the whole suite, the servers between them only the tests whose outcome can
+# depend on the server (FOCUS below): what CI runs, to stay well inside its time.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -82,9 +86,38 @@ wheel_servers=(
 
 # wanted <id>: whether RL_COMPAT_SERVERS (if set) selects this server.
 wanted() {
+  case " ${RL_COMPAT_EXCEPT:-} " in *" $1 "*) return 1 ;; esac
   [ -z "${RL_COMPAT_SERVERS:-}" ] && return 0
   case " $RL_COMPAT_SERVERS " in *" $1 "*) return 0 ;; esac
   return 1
+}
+
+# The tests a focused row runs: what talks to the server beyond RL's own arithmetic
+# (ACL categories, the frozen command time, keyspace events and lazy expiry,
+# replication and the AOF, COMMAND DOCS/INFO, module settings, write failures, the
+# Functions engine, WATCH and tracking, memory, calendar quotas under a set clock).
+# Left to the full rows: each limiter's own rules (the same module code on every
+# server), the cluster (its own servers, ~30 s a row) and the robustness fuzz.
+FOCUS=(acl:: server_time:: keyspace_events:: replication:: aof_expiry:: mixed_replication:: version::
+  table:: settings:: docs:: write_failures:: library:: common_rules:: memory:: quota::)
+
+# The family of a server id: system is Debian's Redis.
+family() {
+  case $1 in valkey-*) echo valkey ;; *) echo redis ;; esac
+}
+
+# With RL_COMPAT_TIERS=1, whether a server runs only FOCUS: not the oldest nor the
+# newest of its family among every server this script knows (tested or not).
+focused() {
+  [ -n "${RL_COMPAT_TIERS:-}" ] || return 1
+  local fam ordered row known=(system "${tarball_servers[@]}")
+  for row in "${wheel_servers[@]}"; do known+=("${row%% *}"); done
+  fam=$(family "$1")
+  ordered=$(for id in "${known[@]}"; do
+    [ "$(family "$id")" = "$fam" ] || continue
+    [ "$id" = system ] && echo "0 $id" || echo "${id#*-} $id"
+  done | sort -V | awk '{print $2}')
+  [ "$1" != "$(head -n 1 <<<"$ordered")" ] && [ "$1" != "$(tail -n 1 <<<"$ordered")" ]
 }
 
 ids=()          # servers to test, in order
@@ -302,7 +335,7 @@ say "building the module, its testing build and the integration tests"
 "$cargo" test --test '*' --no-run --quiet
 test_args=()
 if [ -n "${RL_COMPAT_TEST_THREADS:-}" ]; then
-  test_args=(-- "--test-threads=$RL_COMPAT_TEST_THREADS")
+  test_args=("--test-threads=$RL_COMPAT_TEST_THREADS")
 fi
 
 read -r -a backends <<<"${RL_COMPAT_BACKENDS:-module library}"
@@ -313,15 +346,22 @@ for server_id in "${ids[@]}"; do
   [ -z "${skip[$server_id]:-}" ] || continue
   server=${bin[$server_id]}
   for backend in "${backends[@]}"; do
+  filters=()
+  what="the integration tests"
   id=$server_id/$backend
+  if focused "$server_id"; then
+    filters=("${FOCUS[@]}")
+    what="the focused tests (${FOCUS[*]})"
+    id="$id (focused)"
+  fi
   rows+=("$id")
   version[$id]=$(version_of "$server")
   log=$cache/$server_id.$backend.test.log
-  say "$id (${version[$id]}, $server): running the integration tests (log: $log)"
+  say "$id (${version[$id]}, $server): running $what (log: $log)"
   t0=$SECONDS
   rc=0
   RL_BACKEND=$backend RL_REDIS_SERVER=$server timeout "$timeout_s" "$cargo" test --test '*' \
-    --no-fail-fast "${test_args[@]}" >"$log" 2>&1 || rc=$?
+    --no-fail-fast -- ${test_args[@]+"${test_args[@]}"} ${filters[@]+"${filters[@]}"} >"$log" 2>&1 || rc=$?
   seconds[$id]=$((SECONDS - t0))
   # Sum the per-binary "test result" lines; name failures binary::test; a binary
   # that ended without a result line (crash, timeout) counts as one failure.
@@ -350,15 +390,16 @@ done
 
 # --- 3. matrix --------------------------------------------------------------
 echo
-printf '%-22s %-16s %7s %7s %6s  %s\n' server/backend version passed failed secs log
+printf '%-30s %-16s %7s %7s %6s  %s\n' server/backend version passed failed secs log
 for server_id in "${ids[@]}"; do
   if [ -n "${skip[$server_id]:-}" ]; then
-    printf '%-22s %-16s %7s %7s %6s  %s\n' "$server_id" - - - - "skipped: ${skip[$server_id]}"
+    printf '%-30s %-16s %7s %7s %6s  %s\n' "$server_id" - - - - "skipped: ${skip[$server_id]}"
   fi
 done
 for id in ${rows[@]+"${rows[@]}"}; do
-  printf '%-22s %-16s %7s %7s %6s  %s\n' "$id" "${version[$id]}" "${passed[$id]}" "${failed[$id]}" \
-    "${seconds[$id]}" "$cache/${id%/*}.${id#*/}.test.log"
+  log_id=${id% (focused)}
+  printf '%-30s %-16s %7s %7s %6s  %s\n' "$id" "${version[$id]}" "${passed[$id]}" "${failed[$id]}" \
+    "${seconds[$id]}" "$cache/${log_id%/*}.${log_id#*/}.test.log"
 done
 for id in ${rows[@]+"${rows[@]}"}; do
   if [ -n "${failures[$id]}" ]; then

@@ -3,7 +3,9 @@
 # redis-server and redis-cli (Debian's redis-server / redis-tools), python3, and the libclang
 # packages redis-module's bindgen build step needs. Idempotent; quiet when all is there.
 #
-#   scripts/deps.sh            what the build and the tests need (make deps)
+#   scripts/deps.sh            what the build needs (make deps)
+#   scripts/deps.sh test       that, and what only the tests use (make test):
+#                              prometheus-redis-exporter (the monitoring test scrapes it)
 #   scripts/deps.sh examples   what the example smoke test (scripts/examples.sh) can get
 #                              from apt: python3 with venv. Node.js 20+ is not in
 #                              Debian bookworm's apt, so examples.sh checks it and skips
@@ -36,6 +38,9 @@ if [ "$mode" != examples ]; then
   if ! ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h >/dev/null 2>&1; then
     need+=(libclang-common-14-dev)
   fi
+fi
+if [ "$mode" = test ]; then
+  command -v prometheus-redis-exporter >/dev/null 2>&1 || need+=(prometheus-redis-exporter)
 fi
 
 if [ "$mode" != examples ] && ! command -v cargo >/dev/null 2>&1; then

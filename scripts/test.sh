@@ -23,6 +23,9 @@ trap 'rm -f "$err"' EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "what only the tests use"
+scripts/deps.sh test || echo "test tools could not be installed: the tests that need them will say they are skipped"
+
 step "unit and property tests"
 "$cargo" test -p rl-core --features model
 "$cargo" test --lib

@@ -2,7 +2,6 @@ package rl
 
 import (
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 )
@@ -32,7 +31,8 @@ type Decision struct {
 	// (Fixed, Sliding, SlidingCounter, Penalty) or ttl (Acquire); for a
 	// bucket (Bucket, GCRA, Share, Throttle) the time it takes to refill from
 	// empty, ceil(capacity * period / tokens) in whole ms (Throttle: capacity
-	// maxBurst + 1, tokens count), at most about 292 years.
+	// maxBurst + 1, tokens count), at most about 292 years; 0 when the client
+	// cannot know it (w is then left out).
 	Window time.Duration
 	// Unavailable is set, with Allowed decided by the client's fail mode
 	// (WithFailOpen, WithFailClosed), when Redis could not be reached: the
@@ -62,70 +62,14 @@ func (d Decision) String() string {
 	return s
 }
 
-// Header names set by Headers, SetHeaders and HeaderPairs.
-const (
-	HeaderRateLimitPolicy     = "RateLimit-Policy"
-	HeaderRateLimit           = "RateLimit"
-	HeaderRetryAfter          = "Retry-After"
-	HeaderXRateLimitLimit     = "X-RateLimit-Limit"
-	HeaderXRateLimitRemaining = "X-RateLimit-Remaining"
-	HeaderXRateLimitReset     = "X-RateLimit-Reset"
-	headerPolicyName          = `"default"`
-	headerPolicyNameAndQuota  = headerPolicyName + ";q="
-)
-
-// HeaderPairs gives the HTTP fields of this decision, names spelled as above,
-// in this order:
-//
-//	RateLimit-Policy: "default";q=<limit>;w=<ceil(Window s)>
-//	RateLimit: "default";r=<remaining>;t=<ceil(reset_after s)>
-//	Retry-After: <ceil(retry_after s)>        (only when rejected and retryable)
-//	X-RateLimit-Limit: <limit>
-//	X-RateLimit-Remaining: <remaining>
-//	X-RateLimit-Reset: <ceil(reset_after s)>
-//
-// The RateLimit fields follow the IETF draft draft-ietf-httpapi-ratelimit-headers.
-func (d Decision) HeaderPairs() [][2]string {
-	limit := strconv.FormatInt(d.Limit, 10)
-	remaining := strconv.FormatInt(d.Remaining, 10)
-	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
-	out := make([][2]string, 0, 6)
-	out = append(out,
-		[2]string{HeaderRateLimitPolicy, headerPolicyNameAndQuota + limit + ";w=" + strconv.FormatInt(ceilSeconds(d.Window), 10)},
-		[2]string{HeaderRateLimit, headerPolicyName + ";r=" + remaining + ";t=" + reset})
-	if !d.Allowed && d.RetryAfter != Never {
-		out = append(out, [2]string{HeaderRetryAfter, strconv.FormatInt(ceilSeconds(d.RetryAfter), 10)})
-	}
-	return append(out,
-		[2]string{HeaderXRateLimitLimit, limit},
-		[2]string{HeaderXRateLimitRemaining, remaining},
-		[2]string{HeaderXRateLimitReset, reset})
-}
-
-// SetHeaders sets this decision's fields (see HeaderPairs) on h, replacing
-// any earlier values, and removes a Retry-After this decision does not give.
-// net/http stores names in canonical form ("Ratelimit-Policy"); HTTP field
-// names are case-insensitive, and HTTP/2 and HTTP/3 send them in lower case.
-func (d Decision) SetHeaders(h http.Header) {
-	h.Del(HeaderRetryAfter)
-	for _, kv := range d.HeaderPairs() {
-		h.Set(kv[0], kv[1])
-	}
-}
-
-// Headers gives this decision's fields (see HeaderPairs) as an http.Header.
-func (d Decision) Headers() http.Header {
-	h := make(http.Header, 6)
-	d.SetHeaders(h)
-	return h
-}
-
 // AllDecision is RL.ALL's reply: the combined decision (embedded: Allowed is
 // true when every key allowed; Limit and Remaining are those of the key with
 // the least remaining) and each key's own, in key order.
 type AllDecision struct {
 	Decision
 	Keys []Decision
+
+	names []string // each key's name in the RateLimit fields
 }
 
 func toInt64(v any) (int64, bool) {
@@ -199,21 +143,22 @@ func parseThrottle(cmd string, reply any, window time.Duration) (Decision, error
 	return d, nil
 }
 
-// parseAll reads RL.ALL's numkeys + 1 decisions; windows are the keys' own.
-func parseAll(reply any, windows []time.Duration) (AllDecision, error) {
+// parseAll reads RL.ALL's numkeys + 1 decisions, each key's with its
+// policy's window.
+func parseAll(cmd string, reply any, keys []Policy) (AllDecision, error) {
 	a, ok := reply.([]any)
-	if !ok || len(a) != len(windows)+1 {
-		return AllDecision{}, replyError("RL.ALL", reply)
+	if !ok || len(a) != len(keys)+1 {
+		return AllDecision{}, replyError(cmd, reply)
 	}
-	out := AllDecision{Keys: make([]Decision, len(windows))}
-	for i, w := range windows {
-		d, err := parseDecision("RL.ALL", a[i+1], w)
+	out := AllDecision{Keys: make([]Decision, len(keys))}
+	for i, p := range keys {
+		d, err := parseDecision(cmd, a[i+1], p.window)
 		if err != nil {
 			return AllDecision{}, err
 		}
 		out.Keys[i] = d
 	}
-	d, err := parseDecision("RL.ALL", a[0], 0)
+	d, err := parseDecision(cmd, a[0], 0)
 	if err != nil {
 		return AllDecision{}, err
 	}
@@ -229,10 +174,10 @@ func parseAll(reply any, windows []time.Duration) (AllDecision, error) {
 	return out, nil
 }
 
-func parseReleased(reply any) (bool, error) {
+func parseReleased(cmd string, reply any) (bool, error) {
 	n, ok := toInt64(reply)
 	if !ok || (n != 0 && n != 1) {
-		return false, replyError("RL.RELEASE", reply)
+		return false, replyError(cmd, reply)
 	}
 	return n == 1, nil
 }

@@ -11,8 +11,10 @@ import (
 // ParseDuration reads a duration as RL's commands write one: an integer with an
 // optional unit ms, s, m, h or d, case-insensitive, a bare integer meaning
 // seconds ("1500ms", "60", "1m", "24h", "7d"). Anything time.ParseDuration
-// reads ("1m30s", "1.5s") is accepted too. Every method takes a time.Duration;
-// this is for limits kept as text (configuration files, flags).
+// reads ("1m30s", "1.5s") is accepted too, if it is a whole number of
+// milliseconds ("1.5ms" is refused, never rounded). A refused string is an
+// *ArgumentError. Every method takes a time.Duration; this is for limits kept
+// as text (configuration files, flags).
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	digits := 0
@@ -37,7 +39,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			}
 			if unit != 0 {
 				if n > int64(1<<63-1)/int64(unit) {
-					return 0, fmt.Errorf("rl: duration %q is too long", s)
+					return 0, durationError(s, "is too long")
 				}
 				return time.Duration(n) * unit, nil
 			}
@@ -45,9 +47,16 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(t)
 	if err != nil {
-		return 0, fmt.Errorf("rl: %q is not a duration: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds), or a Go duration such as 1m30s", s)
+		return 0, durationError(s, "is not a duration: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds), or a Go duration such as 1m30s")
+	}
+	if d%time.Millisecond != 0 {
+		return 0, durationError(s, "is not a whole number of milliseconds")
 	}
 	return d, nil
+}
+
+func durationError(s, why string) error {
+	return &ArgumentError{Command: "ParseDuration", Message: strconv.Quote(s) + " " + why}
 }
 
 // MustDuration is ParseDuration for constants: it panics on a string that is
@@ -60,19 +69,24 @@ func MustDuration(s string) time.Duration {
 	return d
 }
 
-// msArg renders d as RL reads it, "<n>ms". A duration that is not a whole
-// number of milliseconds is refused here, since RL counts in ms; zero and
-// negative ones are sent as they are, for the server to accept (DELAY 0) or
-// refuse with its own error.
-func msArg(cmd, name string, d time.Duration) (string, error) {
+// msArg renders d as RL reads it, "<n>ms", or says why r refuses it: not a
+// whole number of milliseconds (never rounded), or outside r's range.
+func msArg(r *rule, d time.Duration) (string, string) {
 	if d%time.Millisecond != 0 {
-		return "", &ArgumentError{Command: cmd, Message: fmt.Sprintf(
-			"%s must be a whole number of milliseconds, got %v", name, d)}
+		if d > 0 && d < time.Millisecond {
+			// Most likely a bare number meant as seconds, as RL reads one.
+			return "", fmt.Sprintf("must be a whole number of milliseconds, got %v (a time.Duration counts nanoseconds: for %d seconds write %d*time.Second)", d, int64(d), int64(d))
+		}
+		return "", fmt.Sprintf("must be a whole number of milliseconds, got %v", d)
 	}
+	ms := int64(d / time.Millisecond)
 	var buf [24]byte
-	b := strconv.AppendInt(buf[:0], int64(d/time.Millisecond), 10)
+	b := strconv.AppendInt(buf[:0], ms, 10)
 	b = append(b, 'm', 's')
-	return string(b), nil
+	if ms < r.min || ms > r.max {
+		return string(b), fmt.Sprintf("must be from %dms to %dms, got %v", r.min, r.max, d)
+	}
+	return string(b), ""
 }
 
 // maxRefillMs is the longest refill time reported, in ms (about 292 years, the
@@ -102,18 +116,6 @@ func refillWindow(capacity, tokens int64, period time.Duration) time.Duration {
 		q++
 	}
 	return time.Duration(q) * time.Millisecond
-}
-
-// ceilSeconds is ceil(d / 1s) for d >= 0, 0 below.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return s
 }
 
 // msDuration converts a reply's ms to a Duration, saturating (RL caps its

@@ -19,14 +19,33 @@ var ErrWrongType = errors.New("rl: WRONGTYPE")
 // maxmemory and refuses RL's writes (RL.RELEASE still works).
 var ErrOOM = errors.New("rl: OOM")
 
-// ErrModuleOnly is returned by Throttle (CL.THROTTLE) on a server that has
-// only the Functions library, which has no CL.THROTTLE.
-var ErrModuleOnly = errors.New("rl: CL.THROTTLE needs the RL module; the rl Functions library has none: " +
-	"call GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) instead, on the same key, with RL's reply")
+// ErrModuleOnly matches (errors.Is) the error of a command the rl Functions
+// library does not have (CL.THROTTLE) on a server with only the library.
+// Nothing is sent.
+var ErrModuleOnly = errors.New("rl: this command needs the RL module; the rl Functions library has none")
+
+// ModuleOnlyError is a call to a command the library does not have, on a
+// server with only the library. It matches ErrModuleOnly.
+type ModuleOnlyError struct {
+	Command string // "CL.THROTTLE"
+	Instead string // what to call on the library instead, if anything
+}
+
+func (e *ModuleOnlyError) Error() string {
+	s := "rl: " + e.Command + " needs the RL module; the rl Functions library has none"
+	if e.Instead != "" {
+		s += ": call " + e.Instead + " instead"
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrModuleOnly) true.
+func (e *ModuleOnlyError) Is(target error) bool { return target == ErrModuleOnly }
 
 // ErrUnsupported matches (errors.Is) the error of a command this server's RL
-// does not have yet (RL.SHARE on an RL that predates it): upgrade the module
-// or the library.
+// does not have yet (a command newer than the module or library loaded),
+// found after detecting the backend again and resending once: upgrade the
+// module or the library.
 var ErrUnsupported = errors.New("rl: command not supported by this server's RL")
 
 // NotLoadedError is the error of a call to a server without RL. It matches
@@ -50,10 +69,12 @@ func (e *NotLoadedError) Error() string {
 // Is makes errors.Is(err, ErrNotLoaded) true.
 func (e *NotLoadedError) Is(target error) bool { return target == ErrNotLoaded }
 
-// ArgumentError is a bad argument: the server's ERR reply to a bad count,
-// duration, option, arity, or a key that does not hold this limiter's state;
-// or a duration this package refused before sending (not a whole number of
-// milliseconds). Nothing was changed.
+// ArgumentError is a bad argument: one this package refused before sending
+// anything (an integer or a duration outside the command table's range, a
+// duration that is not a whole number of milliseconds, an option given twice
+// or with one it excludes, a policy name that is not printable ASCII), or the
+// server's ERR reply to one (a key that does not hold this limiter's state).
+// Nothing was changed.
 type ArgumentError struct {
 	Command string // "RL.FIXED", as the call was made
 	Message string // the server's text after "ERR ", e.g. "limit must be an integer from 1 to 9007199254740991"
@@ -143,12 +164,7 @@ func classify(cmd string, err error) (out error, transport bool) {
 	}
 	if code == "ERR" {
 		switch {
-		case strings.HasPrefix(msg, "unknown command") && strings.Contains(strings.ToLower(msg), "'"+strings.ToLower(cmd)+"'"),
-			strings.HasPrefix(msg, "Function not found"):
-			if cmd == "RL.SHARE" {
-				// Newer than the rest: an older RL is loaded without it.
-				return &ServerError{Command: cmd, Code: code, Message: msg, err: err, missing: true}, false
-			}
+		case missingMessage(cmd, msg):
 			return &NotLoadedError{Detail: code + " " + msg}, false
 		case strings.HasPrefix(msg, "internal error"), strings.HasPrefix(msg, "could not update"):
 			return &ServerError{Command: cmd, Code: code, Message: msg, err: err}, false
@@ -162,4 +178,24 @@ func classify(cmd string, err error) (out error, transport bool) {
 		return se, true
 	}
 	return se, false
+}
+
+// missingMessage: an ERR reply saying the server has no such command or
+// function.
+func missingMessage(cmd, msg string) bool {
+	return (strings.HasPrefix(msg, "unknown command") && strings.Contains(strings.ToLower(msg), "'"+strings.ToLower(cmd)+"'")) ||
+		strings.HasPrefix(msg, "Function not found") || strings.HasPrefix(msg, "No such function")
+}
+
+// missing: err is the server saying it has no cmd (or its function).
+func missing(cmd *command, err error) bool {
+	code, msg, ok := splitServerError(err)
+	return ok && code == "ERR" && missingMessage(cmd.name, msg)
+}
+
+// unsupported is the error of a command still missing after a new detection:
+// the server has RL, but an RL without this command.
+func unsupported(cmd *command, err error) error {
+	_, msg, _ := splitServerError(err)
+	return &ServerError{Command: cmd.name, Code: "ERR", Message: msg, err: err, missing: true}
 }

@@ -3,7 +3,6 @@ package rl
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Pending is the result of a call queued on a Pipeline, set by Exec.
@@ -26,14 +25,10 @@ func (p *Pending[T]) set(v T, err error) { p.v, p.err, p.done = v, err, true }
 
 var errNotExecuted = fmt.Errorf("rl: the pipeline has not been executed: call Exec first")
 
-// pendingCall is a queued call and its result, allocated together.
-type pendingCall[T any] struct {
-	p Pending[T]
-	k call
-}
-
+// pipeEntry is a queued call, kept in the pipeline's reused entries, and
+// where its result goes: the only part allocated per call.
 type pipeEntry struct {
-	k   *call
+	k   call
 	dec *Pending[Decision]
 	all *Pending[AllDecision]
 	rel *Pending[bool]
@@ -47,7 +42,7 @@ type Pipeline struct {
 	c       *Client
 	entries []pipeEntry
 	arena   []any // every queued call's arguments, one after the other
-	slab    []pendingCall[Decision]
+	slab    []Pending[Decision]
 	box     boxer
 	cmds    [][]any // Exec's, reused
 	sent    []int
@@ -62,126 +57,64 @@ func (p *Pipeline) Len() int { return len(p.entries) }
 // slabSize: a pipeline allocates its decisions this many at a time.
 const slabSize = 64
 
+// queue adds an entry for cmd; its call is built at once, before the next
+// append can move it.
+func (p *Pipeline) queue(cmd *command, e pipeEntry) *call {
+	p.entries = append(p.entries, e)
+	k := &p.entries[len(p.entries)-1].k
+	k.init(cmd, &p.arena, &p.box)
+	return k
+}
+
 func (p *Pipeline) decision(cmd *command) (*call, *Pending[Decision]) {
 	if len(p.slab) == cap(p.slab) {
-		p.slab = make([]pendingCall[Decision], 0, slabSize)
+		p.slab = make([]Pending[Decision], 0, slabSize)
 	}
 	p.slab = p.slab[:len(p.slab)+1]
-	e := &p.slab[len(p.slab)-1]
-	e.k.init(cmd, &p.arena, &p.box)
-	p.entries = append(p.entries, pipeEntry{k: &e.k, dec: &e.p})
-	return &e.k, &e.p
+	r := &p.slab[len(p.slab)-1]
+	return p.queue(cmd, pipeEntry{dec: r}), r
 }
 
-// Fixed queues RL.FIXED (see Client.Fixed).
-func (p *Pipeline) Fixed(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdFixed)
-	k.windowed(key, limit, window, opts).seal()
-	return r
+func (p *Pipeline) allDecision(cmd *command) (*call, *Pending[AllDecision]) {
+	r := &Pending[AllDecision]{}
+	return p.queue(cmd, pipeEntry{all: r}), r
 }
 
-// Sliding queues RL.SLIDING (see Client.Sliding).
-func (p *Pipeline) Sliding(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdSliding)
-	k.windowed(key, limit, window, opts).seal()
-	return r
+func (p *Pipeline) released(cmd *command) (*call, *Pending[bool]) {
+	r := &Pending[bool]{}
+	return p.queue(cmd, pipeEntry{rel: r}), r
 }
 
-// SlidingCounter queues RL.SLIDINGCOUNTER (see Client.SlidingCounter).
-func (p *Pipeline) SlidingCounter(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdSlidingCounter)
-	k.windowed(key, limit, window, opts).seal()
-	return r
-}
-
-// Bucket queues RL.BUCKET (see Client.Bucket).
-func (p *Pipeline) Bucket(key string, capacity, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdBucket)
-	k.bucket(key, capacity, tokens, period, opts).seal()
-	return r
-}
-
-// GCRA queues RL.GCRA (see Client.GCRA).
-func (p *Pipeline) GCRA(key string, capacity, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdGCRA)
-	k.bucket(key, capacity, tokens, period, opts).seal()
-	return r
-}
-
-// Throttle queues CL.THROTTLE (see Client.Throttle).
-func (p *Pipeline) Throttle(key string, maxBurst, count int64, period time.Duration, quantity int64) *Pending[Decision] {
-	k, r := p.decision(cmdThrottle)
-	k.throttle(key, maxBurst, count, period, quantity).seal()
-	return r
-}
-
-// All queues RL.ALL (see Client.All).
-func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
-	e := &pendingCall[AllDecision]{}
-	e.k.init(cmdAll, &p.arena, &p.box)
-	e.k.all(checks, opts).seal()
-	p.entries = append(p.entries, pipeEntry{k: &e.k, all: &e.p})
-	return &e.p
-}
-
-// Acquire queues RL.ACQUIRE (see Client.Acquire); release with
-// Client.Release or Pipeline.Release.
-func (p *Pipeline) Acquire(key string, limit int64, ttl time.Duration, id string) *Pending[Decision] {
-	k, r := p.decision(cmdAcquire)
-	k.acquire(key, limit, ttl, id).seal()
-	return r
-}
-
-// Release queues RL.RELEASE (see Client.Release).
-func (p *Pipeline) Release(key, id string) *Pending[bool] {
-	e := &pendingCall[bool]{}
-	e.k.init(cmdRelease, &p.arena, &p.box)
-	e.k.release(key, id).seal()
-	p.entries = append(p.entries, pipeEntry{k: &e.k, rel: &e.p})
-	return &e.p
-}
-
-// Penalty queues RL.PENALTY (see Client.Penalty).
-func (p *Pipeline) Penalty(key string, strikes int64, window, block, max time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdPenalty)
-	k.penalty(key, strikes, window, block, max, opts).seal()
-	return r
-}
-
-// Share queues RL.SHARE (see Client.Share).
-func (p *Pipeline) Share(key, tenant string, weight, capacity, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
-	k, r := p.decision(cmdShare)
-	k.share(key, tenant, weight, capacity, tokens, period, opts).seal()
-	return r
-}
-
-func (p *Pipeline) settle(e pipeEntry, r any, err error) error {
+func (p *Pipeline) settle(e *pipeEntry, r any, err error) error {
 	switch {
 	case e.dec != nil:
-		d, err := p.c.finishDecision(e.k, r, err)
+		d, err := p.c.finishDecision(&e.k, r, err)
 		e.dec.set(d, err)
 		return err
 	case e.all != nil:
-		d, err := p.c.finishAll(e.k, r, err)
+		d, err := p.c.finishAll(&e.k, r, err)
 		e.all.set(d, err)
 		return err
 	default:
-		ok, err := p.c.finishReleased(e.k, r, err)
+		ok, err := p.c.finishReleased(&e.k, r, err)
 		e.rel.set(ok, err)
 		return err
 	}
 }
 
-// Exec sends the queued calls and sets their results. It returns the first
-// call's error, if any (each Pending has its own); under WithFailOpen or
-// WithFailClosed, calls that could not reach Redis get that decision and no
-// error.
+// Exec sends the queued calls within the client's deadline and sets their
+// results. It returns the first call's error, if any (each Pending has its
+// own); under WithFailOpen or WithFailClosed, calls that could not reach
+// Redis get that decision and no error. Calls the server answered it has no
+// such command or function are sent once more after a new detection.
 func (p *Pipeline) Exec(ctx context.Context) error {
 	entries := p.entries
-	defer p.reset()
 	if len(entries) == 0 {
 		return nil
 	}
+	ctx, cancel := p.c.deadline(ctx)
+	defer cancel()
+	defer p.reset(ctx)
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil {
@@ -190,13 +123,32 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 	}
 	b, err := p.c.Backend(ctx)
 	if err != nil {
-		for _, e := range entries {
-			note(p.settle(e, nil, err))
+		for i := range entries {
+			note(p.settle(&entries[i], nil, err))
 		}
 		return first
 	}
+	lost := p.send(ctx, entries, b, note, p.c.forced == BackendAuto)
+	if len(lost) == 0 {
+		return first
+	}
+	if b, err = p.c.Detect(ctx); err != nil {
+		for i := range lost {
+			note(p.settle(&lost[i], nil, err))
+		}
+		return first
+	}
+	p.send(ctx, lost, b, note, false)
+	return first
+}
+
+// send renders entries for b, sends them in one batch and settles each,
+// except (when keep) those whose command the server does not have: those are
+// returned, to be sent again.
+func (p *Pipeline) send(ctx context.Context, entries []pipeEntry, b Backend, note func(error), keep bool) []pipeEntry {
 	cmds, sent := p.cmds[:0], p.sent[:0]
-	for i, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		args, err := e.k.render(b)
 		if err != nil {
 			note(p.settle(e, nil, err))
@@ -207,24 +159,37 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 	}
 	p.cmds, p.sent = cmds, sent
 	if len(cmds) == 0 {
-		return first
+		return nil
 	}
-	replies, err := p.c.batch(ctx, cmds)
-	if err == nil && len(replies) != len(cmds) {
-		err = fmt.Errorf("rl: the pipeliner answered %d replies to %d commands", len(replies), len(cmds))
+	replies, err := p.c.within(ctx, func(ctx context.Context) (any, error) { return p.c.batch(ctx, cmds) })
+	out, _ := replies.([]any)
+	if err == nil && len(out) != len(cmds) {
+		err = fmt.Errorf("rl: the pipeliner answered %d replies to %d commands", len(out), len(cmds))
 	}
+	var lost []pipeEntry
 	for j, i := range sent {
+		e := &entries[i]
 		if err != nil {
-			note(p.settle(entries[i], nil, err))
+			note(p.settle(e, nil, err))
 			continue
 		}
-		if e, ok := replies[j].(error); ok {
-			note(p.settle(entries[i], nil, e))
-		} else {
-			note(p.settle(entries[i], replies[j], nil))
+		rerr, failed := out[j].(error)
+		if !failed {
+			note(p.settle(e, out[j], nil))
+			continue
 		}
+		if missing(e.k.cmd, rerr) {
+			if keep {
+				lost = append(lost, *e)
+				continue
+			}
+			if p.c.forced == BackendAuto {
+				rerr = unsupported(e.k.cmd, rerr)
+			}
+		}
+		note(p.settle(e, nil, rerr))
 	}
-	return first
+	return lost
 }
 
 // batch sends cmds through the Pipeliner, or one by one through the Doer.
@@ -248,12 +213,17 @@ func (c *Client) batch(ctx context.Context, cmds [][]any) ([]any, error) {
 }
 
 // reset empties the pipeline for the next batch, keeping its buffers but
-// nothing they pointed to.
-func (p *Pipeline) reset() {
+// nothing they pointed to. After a deadline the batch may still be on its way
+// in the background: its buffers are then left to it.
+func (p *Pipeline) reset(ctx context.Context) {
 	for i := range p.entries {
 		p.entries[i] = pipeEntry{}
 	}
 	p.entries = p.entries[:0]
+	if ctx.Err() != nil {
+		p.arena, p.cmds = nil, nil
+		return
+	}
 	for i := range p.arena {
 		p.arena[i] = nil
 	}

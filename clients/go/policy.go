@@ -6,103 +6,50 @@ import (
 	"time"
 )
 
-// Policy is one key's limiter in All (RL.ALL): Fixed, Sliding,
-// SlidingCounter, Bucket, GCRA, Acquire, Penalty, Share.
+// Policy is one key's limiter in All (RL.ALL), made by the constructors of
+// policies_gen.go (Fixed, GCRA, Share, ...). A refused argument is kept and
+// returned by the call, before anything is sent.
 type Policy struct {
 	word   string
 	wordV  any // word, boxed once
 	args   []any
 	window time.Duration
 	limit  int64
+	name   string // the RateLimit fields' name, "" for the default
 	err    error
 }
 
 // Word is the policy's word in RL.ALL: "FIXED", "GCRA", ...
 func (p Policy) Word() string { return p.word }
 
-func (p *Policy) dur(name string, d time.Duration) {
-	s, err := msArg("RL.ALL", name, d)
-	if err != nil && p.err == nil {
-		p.err = err
+// Named gives the policy its name in the RateLimit fields of the call's
+// AllDecision (by default its word in lower case, "gcra", with -N, its
+// position from 1, when the call has that word more than once). A name with
+// a byte outside printable ASCII is refused (an *ArgumentError from the call).
+func (p Policy) Named(name string) Policy {
+	if err := checkName(name); err != nil && p.err == nil {
+		p.err = &ArgumentError{Command: "RL.ALL", Message: p.word + " " + err.Error()}
 	}
-	p.args = append(p.args, s)
-}
-
-func windowPolicy(word string, limit int64, window time.Duration) Policy {
-	p := Policy{word: word, wordV: word, window: window, limit: limit, args: make([]any, 0, 2)}
-	p.args = append(p.args, limit)
-	p.dur("window", window)
+	p.name = name
 	return p
 }
 
-// Fixed is the policy FIXED limit window (as Client.Fixed).
-func Fixed(limit int64, window time.Duration) Policy { return windowPolicy("FIXED", limit, window) }
-
-// Sliding is the policy SLIDING limit window (as Client.Sliding).
-func Sliding(limit int64, window time.Duration) Policy {
-	return windowPolicy("SLIDING", limit, window)
+// policyBuilder builds a Policy's arguments with the command's rules.
+type policyBuilder struct {
+	b    builder
+	p    Policy
+	args []any
 }
 
-// SlidingCounter is the policy SLIDINGCOUNTER limit window (as
-// Client.SlidingCounter).
-func SlidingCounter(limit int64, window time.Duration) Policy {
-	return windowPolicy("SLIDINGCOUNTER", limit, window)
+func newPolicy(cmd *command, n int) *policyBuilder {
+	pb := &policyBuilder{p: Policy{word: cmd.word, wordV: cmd.wordV}, args: make([]any, 0, n)}
+	pb.b = builder{cmd: cmd, policy: true, dst: &pb.args}
+	return pb
 }
 
-// Bucket is the policy BUCKET capacity tokens period (as Client.Bucket).
-func Bucket(capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "BUCKET", wordV: "BUCKET", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 3)}
-	p.args = append(p.args, capacity, tokens)
-	p.dur("period", period)
-	return p
-}
-
-// GCRA is the policy GCRA capacity tokens period [DELAY max] (as
-// Client.GCRA); the only option it takes is Delay.
-func GCRA(capacity, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := Policy{word: "GCRA", wordV: "GCRA", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 3+2*len(opts))}
-	p.args = append(p.args, capacity, tokens)
-	p.dur("period", period)
-	for _, o := range opts {
-		p.args = append(p.args, o.word)
-		if o.dur {
-			p.dur(o.name, o.d)
-		} else {
-			p.args = append(p.args, o.n)
-		}
-	}
-	return p
-}
-
-// Acquire is the policy ACQUIRE limit ttl id (as Client.Acquire): the call
-// also takes one lease for id, released with Client.Release.
-func Acquire(limit int64, ttl time.Duration, id string) Policy {
-	p := Policy{word: "ACQUIRE", wordV: "ACQUIRE", window: ttl, limit: limit, args: make([]any, 0, 3)}
-	p.args = append(p.args, limit)
-	p.dur("ttl", ttl)
-	p.args = append(p.args, id)
-	return p
-}
-
-// Penalty is the policy PENALTY strikes window block max (as Client.Penalty).
-// In RL.ALL it is only looked at, never struck, and the call needs Cost(0):
-// "is this offender blocked, and do the limits have room".
-func Penalty(strikes int64, window, block, max time.Duration) Policy {
-	p := Policy{word: "PENALTY", wordV: "PENALTY", window: window, limit: strikes, args: make([]any, 0, 4)}
-	p.args = append(p.args, strikes)
-	p.dur("window", window)
-	p.dur("block", block)
-	p.dur("max", max)
-	return p
-}
-
-// Share is the policy SHARE tenant weight capacity tokens period (as
-// Client.Share).
-func Share(tenant string, weight, capacity, tokens int64, period time.Duration) Policy {
-	p := Policy{word: "SHARE", wordV: "SHARE", window: refillWindow(capacity, tokens, period), limit: capacity, args: make([]any, 0, 5)}
-	p.args = append(p.args, tenant, weight, capacity, tokens)
-	p.dur("period", period)
-	return p
+func (pb *policyBuilder) done() Policy {
+	pb.p.args, pb.p.err, pb.p.limit, pb.p.window = pb.args, pb.b.err, pb.b.limit, pb.b.window
+	return pb.p
 }
 
 // KeyPolicy is one key of All and its policy.
@@ -126,8 +73,7 @@ type Lease struct {
 	ID  string
 
 	c        *Client
-	limit    int64
-	ttl      time.Duration
+	build    func() *call // the call again, for Renew
 	released int32
 }
 
@@ -147,10 +93,10 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 	return ok, err
 }
 
-// Renew takes the lease again for its ttl (the same RL.ACQUIRE call, same
-// id), for a job that runs longer than the ttl; the Lease is updated.
+// Renew takes the lease again for its ttl (the same call, same id), for a
+// job that runs longer than the ttl; the Lease is updated.
 func (l *Lease) Renew(ctx context.Context) (Decision, error) {
-	d, err := l.c.decide(ctx, one(cmdAcquire).acquire(l.Key, l.limit, l.ttl, l.ID))
+	d, err := l.c.decide(ctx, l.build())
 	if err == nil {
 		l.Decision = d
 		if d.Allowed {
@@ -158,6 +104,15 @@ func (l *Lease) Renew(ctx context.Context) (Decision, error) {
 		}
 	}
 	return d, err
+}
+
+// lease makes a Lease of the call build gives, for key and id.
+func (c *Client) lease(ctx context.Context, build func() *call, key, id string) (*Lease, error) {
+	d, err := c.decide(ctx, build())
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{Decision: d, Key: key, ID: id, c: c, build: build}, nil
 }
 
 // detached is ctx without its deadline and cancellation.

@@ -48,13 +48,29 @@ fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The test dependencies, then the package itself, always rebuilt from this tree.
 # (FastAPI and httpx for the check of examples/python/fastapi_rl.py.)
+# (http-sf: a structured-field parser for every header the tests produce; build: the
+# wheel and sdist checked below.)
 "${pip[@]}" install "redis>=5.0" "valkey>=6.0" "pytest>=7" "pytest-asyncio>=0.23" "mypy>=1.8" \
-  -r "$root/examples/python/requirements-fastapi.txt"
-"${pip[@]}" install --force-reinstall --no-deps "$here"
+  "http-sf>=1.0" "build>=1.0" -r "$root/examples/python/requirements-fastapi.txt"
+
+say "the generated surface is current (make clients)"
+"$venv/bin/python" "$root/scripts/clientgen" --check python
+
+# The package as a user gets it: built (wheel and sdist), each holding the LICENSE,
+# the generated modules and the type marker; the tests run on the wheel installed.
+dist="$root/target/clients-python-dist"
+rm -rf "$dist"
+say "building the wheel and sdist"
+"$venv/bin/python" -m build --quiet --outdir "$dist" "$here" >/dev/null
 rm -rf "$here/build" "$here"/src/*.egg-info
+"$venv/bin/python" "$here/check_dist.py" "$dist" "$root/LICENSE"
+"${pip[@]}" install --force-reinstall --no-deps "$dist"/*.whl
 
 cd "$here"
-say "mypy --strict on the package"
+say "mypy --strict on the package and on the README's snippets"
 "$venv/bin/python" -m mypy --cache-dir "$root/target/clients-python-mypy" src/rl_client
+snippets="$root/target/clients-python-snippets"
+"$venv/bin/python" "$here/check_dist.py" --snippets README.md "$snippets"
+"$venv/bin/python" -m mypy --strict --cache-dir "$root/target/clients-python-mypy" "$snippets"
 say "pytest against $RL_TEST_MODULE_URL (module) and $RL_TEST_LIBRARY_URL (library)"
 "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"

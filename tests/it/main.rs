@@ -25,6 +25,7 @@ mod keyspace_events;
 mod library;
 mod memory;
 mod mixed_replication;
+mod monitoring;
 mod penalty;
 mod redis_cell;
 mod refund;

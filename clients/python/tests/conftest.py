@@ -5,6 +5,7 @@ starts both), through every client flavour this package wraps."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -19,8 +20,27 @@ import redis
 import redis.asyncio
 
 from rl_client import AsyncRateLimiter, RateLimiter
+from rl_client._core import LimiterBase
 
 BACKENDS = ("module", "library")
+#: The limiters' deadline in these tests (seconds), but in those marked ``deadline``:
+#: on a machine busy with other work a call can take longer than the 0.1 s default.
+PATIENT = 2.0
+
+
+@pytest.fixture(autouse=True)
+def patient(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every limiter made without a timeout gets PATIENT, unless the test is about the
+    deadline (marked ``deadline``)."""
+    if request.node.get_closest_marker("deadline"):
+        yield
+        return
+    defaults = LimiterBase.__init__.__kwdefaults__
+    assert defaults is not None
+    shipped = defaults["timeout"]
+    defaults["timeout"] = PATIENT
+    yield
+    defaults["timeout"] = shipped
 ENV = {"module": "RL_TEST_MODULE_URL", "library": "RL_TEST_LIBRARY_URL"}
 
 
@@ -141,9 +161,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def bare_url() -> Iterator[str]:
-    """A server of our own with neither the module nor the library."""
+@contextlib.contextmanager
+def redis_server() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A server of our own with neither the module nor the library: (process, url)."""
     server = os.environ.get("REDIS_SERVER", "redis-server")
     if shutil.which(server) is None:
         pytest.skip(f"{server} is not installed")
@@ -166,11 +186,18 @@ def bare_url() -> Iterator[str]:
                     raise RuntimeError(f"{server} did not start on port {port}") from None
                 time.sleep(0.05)
         client.close()
-        yield f"redis://127.0.0.1:{port}"
+        yield proc, f"redis://127.0.0.1:{port}"
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def bare_url() -> Iterator[str]:
+    with redis_server() as (_, url):
+        yield url
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ choice, on both backends (sync and asyncio)."""
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -38,19 +36,24 @@ def test_bad_argument_changes_nothing(rl: Any, raw: redis.Redis, key: Key) -> No
     k = key()
     rl.fixed(k, 5, "1d")
     ttl = raw.pttl(k)
+    # Refused by the client, before anything is sent.
     with pytest.raises(ArgumentError) as info:
         rl.fixed(k, 0, "1d")
     err = info.value
-    assert err.code == "ERR" and isinstance(err, ValueError) and isinstance(err, RLError)
-    assert str(err) == "ERR limit must be an integer from 1 to 9007199254740991"
-    with pytest.raises(ArgumentError, match="window must be a duration"):
+    assert err.code is None and isinstance(err, ValueError) and isinstance(err, RLError)
+    assert str(err) == "limit must be an integer from 1 to 9007199254740991, not 0"
+    with pytest.raises(ArgumentError, match="window must be a duration from 1ms to 3650d"):
         rl.fixed(k, 5, "11y")
     with pytest.raises(ArgumentError, match="COST and REFUND exclude each other"):
         rl.fixed(k, 5, "1d", cost=1, refund=1)
     with pytest.raises(ArgumentError, match="id must be 1 to 256 bytes"):
         rl.acquire(key("lease"), 5, "1h", "x" * 257)
-    with pytest.raises(ArgumentError, match="wrong number of arguments|numkeys"):
+    with pytest.raises(ArgumentError, match="at least one policy"):
         rl.all({})
+    # Refused by the server (a rule the table does not hold): its code and text.
+    with pytest.raises(ArgumentError) as info:
+        rl.penalty(key("p"), 3, "1h", "3h", "2h")
+    assert info.value.code == "ERR" and str(info.value) == "ERR block must be at most max"
     assert raw.get(k) == "1"
     assert 0 < raw.pttl(k) <= ttl
 
@@ -131,9 +134,14 @@ def test_detection_once(url: str, backend: str, key: Key) -> None:
         rl.fixed(key(), 5, "1s")
     assert rl.backend == backend
     probes = [n for n in counting.names if n in ("COMMAND INFO", "FUNCTION LIST")]
-    assert probes == (["COMMAND INFO"] if backend == "module" else ["COMMAND INFO", "FUNCTION LIST"])
+    asked = ["COMMAND INFO"] if backend == "module" else ["COMMAND INFO", "FUNCTION LIST"]
+    assert probes == asked
     command = "RL.FIXED" if backend == "module" else "FCALL"
     assert counting.names[-3:] == [command] * 3
+    # detect() asks the server every time it is called.
+    counting.names.clear()
+    assert rl.detect() == backend and rl.detect() == backend
+    assert counting.names == asked * 2
 
 
 async def test_detection_async(url: str, backend: str, key: Key) -> None:
@@ -149,14 +157,42 @@ def test_forced_backend(url: str, backend: str, key: Key) -> None:
     other = "library" if backend == "module" else "module"
     rl = RateLimiter(redis.Redis.from_url(url), backend=other)
     assert rl.backend == other
-    # The forced form is sent as is: this server does not have it.
-    with pytest.raises(UnsupportedCommandError):
-        rl.fixed(key(), 5, "1s")
+    # The forced form is sent; the server has no such command or function, so the
+    # limiter detects the backend again and sends the call once more.
+    assert rl.fixed(key(), 5, "1s").allowed
+    assert rl.backend == backend
     assert RateLimiter(redis.Redis.from_url(url), backend=backend).fixed(key(), 5, "1s").allowed  # type: ignore[arg-type]
     with pytest.raises(ArgumentError):
         RateLimiter(redis.Redis.from_url(url), backend="lua")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError):
         RateLimiter(redis.Redis.from_url(url), on_connection_error="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError):
+        RateLimiter(redis.Redis.from_url(url), timeout=float("nan"))
+
+
+def test_redetected_in_pipelines(url: str, backend: str, key: Key) -> None:
+    """A pipeline sent in the other backend's form is detected again and sent once more
+    (a MULTI/EXEC one whole: EXEC refused it)."""
+    other = "library" if backend == "module" else "module"
+    for transaction in (False, True):
+        rl = RateLimiter(redis.Redis.from_url(url), backend=other)
+        k = key(f"t{transaction}")
+        p = rl.pipeline(transaction=transaction)
+        out = p.fixed(k, 2, "1d").execute_command("PING").fixed(k, 2, "1d").fixed(k, 2, "1d").execute()
+        assert [out[0].allowed, out[1], out[2].allowed, out[3].allowed] == [True, True, True, False]
+        assert rl.backend == backend
+
+
+async def test_redetected_async(url: str, backend: str, key: Key) -> None:
+    other = "library" if backend == "module" else "module"
+    client = redis.asyncio.Redis.from_url(url)
+    rl = AsyncRateLimiter(client, backend=other)
+    assert (await rl.gcra(key(), 5, 1, "1s")).allowed and rl.backend == backend
+    rl = AsyncRateLimiter(client, backend=other)
+    out = await rl.pipeline().gcra(key("p"), 5, 1, "1s").execute()
+    assert out[0].remaining == 4 and rl.backend == backend
+    await rl.aclose()
+    await client.aclose()
 
 
 # ---- headers -------------------------------------------------------------------------
@@ -215,8 +251,20 @@ def test_headers_throttle_and_all() -> None:
     assert Bucket(9_007_199_254_740_991, 1, "3650d").quota() == (9_007_199_254_740_991, 9_223_372_036_854)
     assert Fixed(5, "1m").quota() == (5, 60_000)
     combined = Decision(False, 2, 0, 1000, 60_000, 1000)
-    r = AllDecision(combined, [Decision(False, 2, 0, 1000, 1000, 1000), Decision(True, 3, 1, 0, 60_000, 60_000)], ["a", "b"])
-    assert r.headers() == combined.headers()
+    decisions = [Decision(False, 2, 0, 1000, 1000, 1000), Decision(True, 3, 1, 0, 60_000, 60_000)]
+    r = AllDecision(combined, decisions, ["a", "b"], ["FIXED", "FIXED"])
+    assert r.headers() == {
+        "RateLimit-Policy": '"fixed-1";q=2;w=1, "fixed-2";q=3;w=60',
+        "RateLimit": '"fixed-1";r=0;t=1, "fixed-2";r=1;t=60',
+        "Retry-After": "1",
+        "X-RateLimit-Limit": "2",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": "60",
+    }
+    assert r.headers(["burst", "daily"])["RateLimit"] == '"burst";r=0;t=1, "daily";r=1;t=60'
+    assert r.headers("both") == combined.headers("both")  # one name: the combined decision
+    with pytest.raises(ArgumentError):
+        r.headers(["burst"])
 
 
 def test_headers_live(rl: Any, key: Key) -> None:
@@ -230,46 +278,6 @@ def test_headers_live(rl: Any, key: Key) -> None:
     assert h["RateLimit"] == '"default";r=0;t=60'
     assert 59 <= int(h["Retry-After"]) <= 60
     assert h["X-RateLimit-Reset"] == "60"
-
-
-HEADERS = Path(__file__).resolve().parents[2] / "headers.json"
-_POLICIES = {"bucket": Bucket, "gcra": Gcra, "fixed": Fixed}
-
-
-def _ms(n: int) -> str:
-    return f"{n}ms"
-
-
-def test_headers_vector(rl: Any, backend: str, key: Key) -> None:
-    """clients/headers.json: the RateLimit-Policy every typed client gives for the same calls."""
-    cases = json.loads(HEADERS.read_text())["calls"]
-    assert len(cases) >= 10
-    for i, case in enumerate(cases):
-        if case.get("module_only") and backend != "module":
-            continue
-        name, *args = case["call"]
-        k = key(str(i))
-        if name in ("gcra", "bucket"):
-            d = getattr(rl, name)(k, args[0], args[1], _ms(args[2]))
-        elif name == "throttle":
-            d = rl.throttle(k, args[0], args[1], _ms(args[2]))
-        elif name in ("fixed", "sliding"):
-            d = getattr(rl, name)(k, args[0], _ms(args[1]))
-        elif name == "slidingCounter":
-            d = rl.sliding_counter(k, args[0], _ms(args[1]))
-        elif name == "penalty":
-            d = rl.penalty(k, args[0], *map(_ms, args[1:]))
-        elif name == "acquire":
-            d = rl.acquire(k, args[0], _ms(args[1]), args[2])
-        else:
-            assert name == "all"
-            d = rl.all(
-                [
-                    (key(f"{i}.{j}"), _POLICIES[word](*nums[:-1], _ms(nums[-1])))
-                    for j, (word, *nums) in enumerate(args)
-                ]
-            )
-        assert d.headers()["RateLimit-Policy"] == case["policy"], case
 
 
 # ---- pipelines -----------------------------------------------------------------------
@@ -289,12 +297,16 @@ def test_pipeline(sync_rl: RateLimiter, backend: str, key: Key) -> None:
     assert out[3] == b"2"
     assert isinstance(out[4], AllDecision) and out[4].allowed
     assert out[5] is False
-    # An RL error: raised (typed) by default, or left in its slot.
+    # An argument the client refuses is never queued.
     p = sync_rl.pipeline()
-    p.fixed(k, 0, "1d").fixed(key("x"), 2, "1d")
+    with pytest.raises(ArgumentError):
+        p.fixed(k, 0, "1d")
+    assert len(p) == 0
+    # An RL error: raised (typed) by default, or left in its slot.
+    p.penalty(k, 3, "1h", "3h", "2h").fixed(key("x"), 2, "1d")
     with pytest.raises(ArgumentError):
         p.execute()
-    p.fixed(k, 0, "1d").fixed(key("x"), 2, "1d")
+    p.penalty(k, 3, "1h", "3h", "2h").fixed(key("x"), 2, "1d")
     out = p.execute(raise_on_error=False)
     assert isinstance(out[0], ArgumentError) and out[1].allowed
     assert p.execute() == []
@@ -421,8 +433,8 @@ def test_fail_open(dead_client: redis.Redis) -> None:
 def test_fail_closed(dead_client: redis.Redis) -> None:
     rl = RateLimiter(dead_client, on_connection_error="deny", backend="library")
     d = rl.fixed("k", 5, "1m")
-    assert (d.allowed, d.limit, d.remaining, d.retry_after) == (False, 5, 0, None)
-    assert "Retry-After" not in d.headers()
+    assert (d.allowed, d.limit, d.remaining, d.retry_after, d.reset_after) == (False, 5, 0, 1000, 1000)
+    assert d.headers()["Retry-After"] == "1"
     assert not rl.all([("a", Fixed(2, "1s"))]).allowed
     # The backend is known, so calls go to the client's pipeline at once; it fails when sent.
     out = rl.pipeline().fixed("k", 5, "1m").execute_command("PING").gcra("k", 9, 1, "1s").execute()
@@ -458,15 +470,15 @@ def test_asyncio_gather(url: str, key: Key) -> None:
 
 
 def test_pipeline_staging(url: str) -> None:
-    """Calls go to a standalone pipeline's pipeline_execute_command (one call less),
-    but through execute_command when it is watching or a cluster pipeline."""
+    """Calls go to a standalone pipeline's pipeline_execute_command (one call less, in
+    bytes), but through execute_command when it is watching or a cluster pipeline."""
     from rl_client._core import _stage
 
     client = redis.Redis.from_url(url)
     pipe = client.pipeline(transaction=False)
     assert _stage(pipe) == pipe.pipeline_execute_command
     pipe.watching = True
-    assert _stage(pipe) == pipe.execute_command
+    assert _stage(pipe) is None
 
     class ClusterPipeline:
         watching = False
@@ -475,6 +487,5 @@ def test_pipeline_staging(url: str) -> None:
 
         def pipeline_execute_command(self) -> None: ...
 
-    other = ClusterPipeline()
-    assert _stage(other) == other.execute_command
+    assert _stage(ClusterPipeline()) is None
     client.close()

@@ -8,7 +8,7 @@
 //! Env: RL_BENCH_URL (default redis://127.0.0.1:6379), RL_BENCH_N (calls per
 //! pipeline, default 20000), RL_BENCH_ROUNDS (default 7).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rl_client::{Backend, Batch, Gcra, Limiter};
 
@@ -39,7 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rounds = env_or("RL_BENCH_ROUNDS", 7).max(1);
 
     let con = redis::Client::open(url.as_str())?.get_connection()?;
-    let mut rl = Limiter::new(con);
+    // A whole pipeline is one call: its deadline is the round's, not a request's.
+    let mut rl = Limiter::new(con).timeout(Duration::from_secs(60));
     let backend = rl.backend()?;
     // A limit no call reaches: every call is an allowed write, as in production.
     let gcra = Gcra::new(1_000_000_000, 1_000_000_000, "1s");

@@ -1,23 +1,26 @@
 //! The async API on any `redis::aio::ConnectionLike` (MultiplexedConnection,
 //! ConnectionManager, …).
 
-use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
-use redis::Value;
+use redis::{Cmd, Pipeline, RedisResult, Value};
 
 use crate::batch::Batch;
-use crate::command::{self, probe, Backend, FailMode, Prepared, Reply};
-use crate::error::{Error, Result, NOT_LOADED};
-use crate::policy::{
-    Acquire, All, Bucket, Fixed, Gcra, Params, Penalty, Share, Sliding, SlidingCounter, Throttle,
-};
-use crate::reply::{AllDecision, Decision, ThrottleDecision};
+use crate::command::{self, probe, Backend, Call, FailMode, Reply};
+use crate::error::{is_missing, Error, Result, NOT_LOADED};
+use crate::generated::commands::Acquire;
+use crate::limiter::{BackendCell, DEFAULT_TIMEOUT};
+use crate::reply::Decision;
 
 /// RL's commands on an async redis-rs connection.
 ///
 /// Cheap to clone when the connection is (MultiplexedConnection,
 /// ConnectionManager): clones share the detected backend, so the probe runs once.
+/// Every call has a deadline (default 100 ms, [`AsyncLimiter::timeout`]; a tokio
+/// timer, so it holds even while a ConnectionManager reconnects), detection and
+/// resend included, with no retry inside it; what a call gives when it passes is the
+/// [`FailMode`].
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,8 +40,9 @@ use crate::reply::{AllDecision, Decision, ThrottleDecision};
 #[derive(Clone)]
 pub struct AsyncLimiter<C> {
     con: C,
-    backend: Arc<OnceLock<Backend>>,
+    backend: BackendCell,
     fail: FailMode,
+    timeout: Duration,
 }
 
 impl<C: ConnectionLike> AsyncLimiter<C> {
@@ -46,31 +50,38 @@ impl<C: ConnectionLike> AsyncLimiter<C> {
     pub fn new(con: C) -> Self {
         AsyncLimiter {
             con,
-            backend: Arc::new(OnceLock::new()),
+            backend: BackendCell::new(None),
             fail: FailMode::Error,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
     /// Wraps a connection, using `backend` without probing.
     pub fn with_backend(con: C, backend: Backend) -> Self {
         AsyncLimiter {
-            con,
-            backend: Arc::new(OnceLock::from(backend)),
-            fail: FailMode::Error,
+            backend: BackendCell::new(Some(backend)),
+            ..AsyncLimiter::new(con)
         }
     }
 
-    limiter_api!(async [async] [.await] query_async);
+    limiter_api!([async] [.await]);
 
-    /// The backend: detected once (`COMMAND INFO rl.gcra`, else `FUNCTION LIST
-    /// LIBRARYNAME rl`), then cached for this limiter and its clones.
-    /// [`Error::NotLoaded`] when neither is there.
-    pub async fn backend(&mut self) -> Result<Backend> {
-        if let Some(b) = self.backend.get() {
-            return Ok(*b);
-        }
-        let b = self.detect().await?;
-        Ok(*self.backend.get_or_init(|| b))
+    async fn send(&mut self, cmd: &Cmd, deadline: Instant) -> Option<RedisResult<Value>> {
+        let at = tokio::time::Instant::from_std(deadline);
+        tokio::time::timeout_at(at, cmd.query_async::<Value>(&mut self.con))
+            .await
+            .ok()
+    }
+
+    async fn send_pipeline(
+        &mut self,
+        pipe: &Pipeline,
+        deadline: Instant,
+    ) -> Option<RedisResult<Value>> {
+        let at = tokio::time::Instant::from_std(deadline);
+        tokio::time::timeout_at(at, pipe.query_async::<Value>(&mut self.con))
+            .await
+            .ok()
     }
 
     /// `RL.ACQUIRE` as a guard. **Release it with [`AsyncLease::release`]`.await`**:
@@ -84,7 +95,7 @@ impl<C: ConnectionLike> AsyncLimiter<C> {
         let key = key.as_ref().to_vec();
         let decision = self.acquire(&key, params).await?;
         Ok(AsyncLease {
-            held: decision.allowed,
+            held: decision.allowed && !decision.fallback,
             limiter: self,
             key,
             params: params.clone(),
@@ -126,6 +137,7 @@ impl<C> std::fmt::Debug for AsyncLimiter<C> {
         f.debug_struct("AsyncLimiter")
             .field("backend", &self.backend.get())
             .field("fail_mode", &self.fail)
+            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }

@@ -1,22 +1,21 @@
 //! Pipelined calls: many RL calls in one round trip, each answered with its typed reply.
 
-use redis::{ConnectionLike, Pipeline, Value};
+use redis::{ConnectionLike, Pipeline, RedisError, RedisResult, Value};
 
-use crate::command::{self, Backend, Expect, Prepared, Reply};
+use crate::command::{self, Backend, Call, Expect, Reply};
 use crate::error::{Error, Result};
-use crate::policy::{
-    Acquire, All, Bucket, Fixed, Gcra, Penalty, Share, Sliding, SlidingCounter, Throttle,
-};
 
 /// A pipeline of RL calls for one backend, answered as typed [`Reply`]s in call order.
 ///
-/// Built with [`Limiter::batch`](crate::Limiter::batch) (the backend detected once)
-/// or [`Batch::new`], run with [`Limiter::run`](crate::Limiter::run),
-/// [`AsyncLimiter::run`](crate::AsyncLimiter::run), or on any connection with
-/// [`query`](Batch::query) / [`query_async`](Batch::query_async). It is a
-/// `redis::Pipeline` underneath ([`pipeline`](Batch::pipeline)); as with any
-/// redis-rs pipeline, one call's error fails the whole batch (the other calls still
-/// ran). Fail modes do not apply to batches.
+/// Built with [`Limiter::batch`](crate::Limiter::batch) (the backend detected) or
+/// [`Batch::new`], run with [`Limiter::run`](crate::Limiter::run) or
+/// [`AsyncLimiter::run`](crate::AsyncLimiter::run) (within the limiter's deadline),
+/// or on any connection with [`query`](Batch::query) /
+/// [`query_async`](Batch::query_async). Each call's arguments are checked as it is
+/// added: a refused one (or a module-only command on the library) is returned when
+/// the batch is run, and nothing is sent. One call's error fails the whole batch (the
+/// other calls still ran) and names that call's command. Fail modes do not apply to
+/// batches.
 ///
 /// ```
 /// use rl_client::{Backend, Batch, Gcra};
@@ -33,20 +32,8 @@ pub struct Batch {
     backend: Backend,
     pipe: Pipeline,
     expects: Vec<Expect>,
-    /// The batch has an RL.SHARE call (the only command an RL server may lack).
-    has_share: bool,
-    first: Option<&'static str>,
-}
-
-macro_rules! batch_calls {
-    ($($method:ident($t:ty) $doc:literal;)*) => {
-        $(
-            #[doc = $doc]
-            pub fn $method(&mut self, key: impl AsRef<[u8]>, params: &$t) -> &mut Self {
-                self.push(command::single(self.backend, key.as_ref(), params))
-            }
-        )*
-    };
+    commands: Vec<&'static str>,
+    refused: Option<Error>,
 }
 
 impl Batch {
@@ -57,12 +44,15 @@ impl Batch {
 
     /// An empty batch with room for `n` calls.
     pub fn with_capacity(backend: Backend, n: usize) -> Self {
+        let mut pipe = Pipeline::with_capacity(n);
+        // Each call's error reply stays in its place, so it names its own command.
+        pipe.ignore_errors();
         Batch {
             backend,
-            pipe: Pipeline::with_capacity(n),
+            pipe,
             expects: Vec::with_capacity(n),
-            has_share: false,
-            first: None,
+            commands: Vec::with_capacity(n),
+            refused: None,
         }
     }
 
@@ -92,8 +82,8 @@ impl Batch {
     pub fn clear(&mut self) {
         self.pipe.clear();
         self.expects.clear();
-        self.has_share = false;
-        self.first = None;
+        self.commands.clear();
+        self.refused = None;
     }
 
     /// The underlying pipeline (to run it elsewhere, then [`parse`](Batch::parse)
@@ -102,40 +92,27 @@ impl Batch {
         &self.pipe
     }
 
-    fn push(&mut self, p: Prepared) -> &mut Self {
-        self.pipe.add_command(p.cmd);
-        self.expects.push(p.expect);
-        self.has_share |= p.command == "RL.SHARE";
-        self.first.get_or_insert(p.command);
+    /// The first call refused while the batch was built, if any.
+    pub fn refusal(&self) -> Result<()> {
+        match &self.refused {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn add(&mut self, call: Call<'_>) -> &mut Self {
+        if self.refused.is_some() {
+            return self;
+        }
+        match call.check().and_then(|()| call.prepare(self.backend)) {
+            Ok(p) => {
+                self.pipe.add_command(p.cmd);
+                self.expects.push(p.expect);
+                self.commands.push(p.command);
+            }
+            Err(e) => self.refused = Some(e),
+        }
         self
-    }
-
-    batch_calls! {
-        fixed(Fixed) "Adds an RL.FIXED call.";
-        sliding(Sliding) "Adds an RL.SLIDING call.";
-        sliding_counter(SlidingCounter) "Adds an RL.SLIDINGCOUNTER call.";
-        bucket(Bucket) "Adds an RL.BUCKET call.";
-        gcra(Gcra) "Adds an RL.GCRA call.";
-        acquire(Acquire) "Adds an RL.ACQUIRE call.";
-        penalty(Penalty) "Adds an RL.PENALTY call.";
-        share(Share) "Adds an RL.SHARE call.";
-    }
-
-    /// Adds a CL.THROTTLE call ([`Error::Unsupported`] on the library backend).
-    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<&mut Self> {
-        let p = command::throttle(self.backend, key.as_ref(), params)?;
-        Ok(self.push(p))
-    }
-
-    /// Adds an RL.ALL call ([`Error::BadArgument`] if a policy carries its own charge).
-    pub fn all(&mut self, all: &All) -> Result<&mut Self> {
-        let p = command::all(self.backend, all)?;
-        Ok(self.push(p))
-    }
-
-    /// Adds an RL.RELEASE call (its reply: [`Reply::Released`]).
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> &mut Self {
-        self.push(command::release(self.backend, key.as_ref(), id.as_ref()))
     }
 
     fn check_len(&self, n: usize) -> Result<()> {
@@ -152,71 +129,63 @@ impl Batch {
     /// Reads the pipeline's replies (one per call, in order) as typed replies.
     pub fn parse(&self, replies: &[Value]) -> Result<Vec<Reply>> {
         self.check_len(replies.len())?;
-        self.expects
-            .iter()
+        let calls = self.expects.iter().zip(&self.commands);
+        calls
             .zip(replies)
-            .enumerate()
-            .map(|(i, (expect, v))| {
-                command::parse(expect, v)
-                    .ok_or_else(|| command::unexpected(&format!("call {i}"), v))
-            })
+            .map(|((e, c), v)| reply(e, c, v))
             .collect()
     }
 
     /// As [`parse`](Batch::parse), each reply dropped as soon as it is read.
     fn parse_owned(&self, replies: Vec<Value>) -> Result<Vec<Reply>> {
         self.check_len(replies.len())?;
-        let mut out = Vec::with_capacity(replies.len());
-        for (i, (expect, v)) in self.expects.iter().zip(replies).enumerate() {
-            match command::parse(expect, &v) {
-                Some(r) => out.push(r),
-                None => return Err(command::unexpected(&format!("call {i}"), &v)),
-            }
-        }
-        Ok(out)
+        let calls = self.expects.iter().zip(&self.commands);
+        calls
+            .zip(replies)
+            .map(|((e, c), v)| reply(e, c, &v))
+            .collect()
     }
 
-    fn parse_value(&self, v: Value) -> Result<Vec<Reply>> {
-        match v {
-            Value::Array(items) => self.parse_owned(items),
-            other => Err(command::unexpected("the pipeline", &other)),
-        }
-    }
-
-    /// The command an error of the whole batch is reported for: RL.SHARE if the
-    /// batch has one (the only command an RL server may lack), else the first.
-    fn error_command(&self) -> &'static str {
-        if self.has_share {
-            "RL.SHARE"
-        } else {
-            self.first.unwrap_or("RL")
+    /// The typed replies of what the pipeline answered.
+    pub(crate) fn read(&self, result: RedisResult<Value>) -> Result<Vec<Reply>> {
+        match result {
+            Ok(Value::Array(items)) => self.parse_owned(items),
+            Ok(other) => Err(command::unexpected("the pipeline", &other)),
+            Err(e) => Err(Error::from_redis(
+                e,
+                self.commands.first().copied().unwrap_or("RL"),
+            )),
         }
     }
 
-    /// Runs the batch on a sync connection.
+    /// Runs the batch on a blocking connection (with that connection's own timeouts).
     pub fn query(&self, con: &mut dyn ConnectionLike) -> Result<Vec<Reply>> {
+        self.refusal()?;
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        match self.pipe.query::<Value>(con) {
-            Ok(v) => self.parse_value(v),
-            Err(e) => Err(Error::from_redis(e, self.error_command())),
-        }
+        self.read(self.pipe.query::<Value>(con))
     }
 
-    /// Runs the batch on an async connection.
-    #[cfg(feature = "aio")]
+    /// Runs the batch on an async connection (with that connection's own timeouts).
+    #[cfg(feature = "tokio")]
     pub async fn query_async(
         &self,
         con: &mut impl redis::aio::ConnectionLike,
     ) -> Result<Vec<Reply>> {
+        self.refusal()?;
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        match self.pipe.query_async::<Value>(con).await {
-            Ok(v) => self.parse_value(v),
-            Err(e) => Err(Error::from_redis(e, self.error_command())),
-        }
+        self.read(self.pipe.query_async::<Value>(con).await)
+    }
+}
+
+/// One call's typed reply, or its error reply as a typed error naming its command.
+fn reply(expect: &Expect, command: &str, v: &Value) -> Result<Reply> {
+    match v {
+        Value::ServerError(e) => Err(Error::from_redis(RedisError::from(e.clone()), command)),
+        v => command::parse(expect, v).ok_or_else(|| command::unexpected(command, v)),
     }
 }
 
@@ -225,6 +194,7 @@ impl std::fmt::Debug for Batch {
         f.debug_struct("Batch")
             .field("backend", &self.backend)
             .field("calls", &self.len())
+            .field("refused", &self.refused)
             .finish()
     }
 }
@@ -232,6 +202,7 @@ impl std::fmt::Debug for Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{All, Fixed, Gcra, Throttle};
 
     fn decision(fields: [i64; 5]) -> Value {
         Value::Array(fields.iter().map(|&x| Value::Int(x)).collect())
@@ -242,8 +213,7 @@ mod tests {
         let mut b = Batch::new(Backend::Library);
         b.gcra("a", &Gcra::new(5, 1, "1s"))
             .release("l", "id")
-            .all(&All::new().key("x", Fixed::new(1, "1m")))
-            .unwrap();
+            .all(&All::new().key("x", Fixed::new(1, "1m")));
         assert_eq!(b.len(), 3);
         let replies = b
             .parse(&[
@@ -261,7 +231,7 @@ mod tests {
         // A GCRA's window: its time to refill from empty (5 tokens at 1 per second).
         assert_eq!(d.window, Some(std::time::Duration::from_secs(5)));
         assert_eq!(replies[1], Reply::Released(true));
-        assert!(matches!(&replies[2], Reply::All(a) if a.keys.len() == 1));
+        assert!(matches!(&replies[2], Reply::All(a) if a.keys.len() == 1 && a.words == ["FIXED"]));
         // Too few replies, or one of the wrong shape.
         assert!(b.parse(&[decision([1, 5, 4, 0, 1000])]).is_err());
         assert!(b
@@ -270,26 +240,30 @@ mod tests {
     }
 
     #[test]
-    fn throttle_is_refused_on_the_library() {
+    fn a_refused_call_is_returned_when_run_and_nothing_is_sent() {
         let mut b = Batch::new(Backend::Library);
-        assert!(matches!(
-            b.throttle("c", &Throttle::new(0, 1, "1s")),
-            Err(Error::Unsupported(_))
-        ));
+        b.throttle("c", &Throttle::new(0, 1, "1s"));
         assert!(b.is_empty());
+        assert!(matches!(b.refusal(), Err(Error::Unsupported(_))));
         let mut b = Batch::new(Backend::Module);
-        b.throttle("c", &Throttle::new(0, 1, "1s")).unwrap();
+        b.throttle("c", &Throttle::new(0, 1, "1s"))
+            .gcra("g", &Gcra::new(5, 1, "1s").cost(1).refund(1))
+            .gcra("g", &Gcra::new(5, 1, "1s"));
         assert_eq!(b.len(), 1);
+        assert!(
+            matches!(b.refusal(), Err(Error::InvalidArgument(m)) if m.contains("COST and REFUND"))
+        );
         b.clear();
-        assert!(b.is_empty());
+        assert!(b.is_empty() && b.refusal().is_ok());
     }
 
     #[test]
-    fn errors_name_rl_share_when_there_is_one() {
+    fn an_error_names_its_own_call() {
         let mut b = Batch::new(Backend::Module);
-        b.gcra("a", &Gcra::new(5, 1, "1s"));
-        assert_eq!(b.error_command(), "RL.GCRA");
-        b.share("s", &Share::new("t", 1, 5, 1, "1s"));
-        assert_eq!(b.error_command(), "RL.SHARE");
+        b.gcra("a", &Gcra::new(5, 1, "1s"))
+            .fixed("f", &Fixed::new(1, "1s"));
+        let err = redis::parse_redis_value(b"-WRONGTYPE Operation against a key\r\n").unwrap();
+        let out = b.parse(&[decision([1, 5, 4, 0, 1000]), err]);
+        assert!(matches!(out, Err(Error::WrongType(_))), "{out:?}");
     }
 }

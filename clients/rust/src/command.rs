@@ -1,12 +1,13 @@
 //! Building each call for a backend, and reading its reply: the pure part shared by
-//! the sync, async and pipelined APIs.
+//! the blocking, async and pipelined APIs. What each command takes is generated
+//! (`generated/commands.rs`): here, what every command has in common.
 
 use std::time::Duration;
 
 use redis::{cmd, Cmd, Value};
 
 use crate::error::{Error, Result};
-use crate::policy::{All, Params, Throttle};
+use crate::generated::commands::{All, ALL};
 use crate::reply::{decision_of, released_of, AllDecision, Decision, ThrottleDecision};
 
 /// Where RL runs on the server.
@@ -18,28 +19,28 @@ pub enum Backend {
     Library,
 }
 
-/// What a connection error becomes.
+/// What a call does when the server cannot be reached or does not answer within the
+/// deadline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FailMode {
-    /// Return [`Error::Connection`] (the default).
+    /// Return [`Error::Connection`] (the default: raise).
     #[default]
     Error,
-    /// Fail open: an allowed decision with the full limit remaining, marked
-    /// [`Decision::fallback`].
+    /// Fail open (allow): allowed, `remaining = limit`, `retry_after = 0`,
+    /// `reset_after = 0`, marked [`Decision::fallback`] with the error.
     Open,
-    /// Fail closed: a rejected decision (retry after 1 s), marked
-    /// [`Decision::fallback`].
+    /// Fail closed (deny): not allowed, `remaining = 0`, `retry_after = reset_after =
+    /// 1 s`, marked [`Decision::fallback`] with the error.
     Closed,
 }
 
 /// A typed reply of any RL call (what a [`Batch`](crate::Batch) answers).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
-    /// RL.FIXED, RL.SLIDING, RL.SLIDINGCOUNTER, RL.BUCKET, RL.GCRA, RL.ACQUIRE,
-    /// RL.PENALTY, RL.SHARE.
+    /// Every command answering a decision (RL.FIXED, RL.GCRA, RL.ACQUIRE, …).
     Decision(Decision),
-    /// RL.ALL.
-    All(AllDecision),
+    /// RL.ALL (boxed: a batch of one-key decisions stays small).
+    All(Box<AllDecision>),
     /// CL.THROTTLE.
     Throttle(ThrottleDecision),
     /// RL.RELEASE: whether a live lease was released.
@@ -65,121 +66,216 @@ impl Reply {
             Reply::Released(r) => *r,
         }
     }
+
+    fn unexpected(self) -> Error {
+        Error::UnexpectedReply(format!("{self:?}"))
+    }
+
+    pub(crate) fn into_decision(self) -> Result<Decision> {
+        match self {
+            Reply::Decision(d) => Ok(d),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn into_all(self) -> Result<AllDecision> {
+        match self {
+            Reply::All(a) => Ok(*a),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn into_throttle(self) -> Result<ThrottleDecision> {
+        match self {
+            Reply::Throttle(t) => Ok(t),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn into_released(self) -> Result<bool> {
+        match self {
+            Reply::Released(r) => Ok(r),
+            other => Err(other.unexpected()),
+        }
+    }
 }
 
-/// The reply a call expects, with what the client adds to it.
+/// The kind of reply a command gives (commands.json's `reply`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Decision,
+    Throttle,
+    Released,
+    All,
+}
+
+/// A command's names: the module's command, the library's function (None: module
+/// only), the RL.ALL policy word (None: not a policy), and its reply.
+#[derive(Debug)]
+pub(crate) struct Names {
+    pub command: &'static str,
+    pub function: Option<&'static str>,
+    pub word: Option<&'static str>,
+    pub shape: Shape,
+}
+
+/// What every command's parameters give (implemented by the generated types).
+pub(crate) trait Params {
+    fn names(&self) -> &'static Names;
+    /// The table's ranges, each option once, the exclusive options alone.
+    fn check(&self) -> Result<()>;
+    /// The arguments after the key.
+    fn write_args(&self, cmd: &mut Cmd);
+    /// The options, after the arguments.
+    fn write_options(&self, cmd: &mut Cmd);
+    /// As an RL.ALL policy: refuses options the policy does not take.
+    fn check_policy(&self) -> Result<()> {
+        Ok(())
+    }
+    /// As an RL.ALL policy: the options it takes.
+    fn write_policy_options(&self, _cmd: &mut Cmd) {}
+    /// The limit a fail mode's decision carries.
+    fn limit(&self) -> u64;
+    /// The `w` of the `RateLimit-Policy` field (None: unknown, left out).
+    fn window(&self) -> Option<Duration>;
+}
+
+/// A call: one key and its command's parameters, or RL.ALL.
+#[derive(Clone, Copy)]
+pub(crate) enum Call<'a> {
+    One(&'a [u8], &'a (dyn Params + Sync)),
+    Many(&'a All),
+}
+
+/// A call built for a backend, with what its reply will be read as.
+pub(crate) struct Prepared {
+    pub cmd: Cmd,
+    pub expect: Expect,
+    pub command: &'static str,
+}
+
+/// How to read a call's reply.
 #[derive(Clone, Debug)]
 pub(crate) enum Expect {
+    /// A decision, with the limit a fail mode reports and the window for its headers.
     Decision {
         limit: u64,
         window: Option<Duration>,
     },
     All(Box<AllExpect>),
-    Throttle,
+    Throttle {
+        window: Option<Duration>,
+    },
     Released,
 }
 
-/// RL.ALL's limits and windows, key by key (boxed: a batch keeps one Expect per call).
 #[derive(Clone, Debug)]
 pub(crate) struct AllExpect {
     pub limits: Vec<u64>,
     pub windows: Vec<Option<Duration>>,
+    pub words: Vec<&'static str>,
 }
 
-/// One call, ready to send.
-pub(crate) struct Prepared {
-    pub cmd: Cmd,
-    pub expect: Expect,
-    /// The module's command name (for errors).
-    pub command: &'static str,
-}
-
-fn start(backend: Backend, command: &str, function: &str, numkeys: usize) -> Cmd {
-    match backend {
-        Backend::Module => cmd(command),
-        Backend::Library => {
+/// `RL.X key …` or `FCALL rl_x numkeys key …`.
+fn start(backend: Backend, names: &Names, numkeys: usize) -> Result<Cmd> {
+    Ok(match (backend, names.function) {
+        (Backend::Module, _) => cmd(names.command),
+        (Backend::Library, Some(function)) => {
             let mut c = cmd("FCALL");
             c.arg(function).arg(numkeys);
             c
         }
-    }
-}
-
-/// A one-key limiter call: RL.FIXED, RL.SLIDING, … RL.SHARE.
-pub(crate) fn single<P: Params + ?Sized>(backend: Backend, key: &[u8], p: &P) -> Prepared {
-    let names = p.names();
-    let mut c = start(backend, names.command, names.function, 1);
-    c.arg(key);
-    p.write_params(&mut c);
-    if let Some(charge) = p.charge() {
-        charge.write(&mut c);
-    }
-    Prepared {
-        cmd: c,
-        expect: Expect::Decision {
-            limit: p.limit(),
-            window: p.window(),
-        },
-        command: names.command,
-    }
-}
-
-pub(crate) fn all(backend: Backend, all: &All) -> Result<Prepared> {
-    let mut c = start(backend, "RL.ALL", "rl_all", all.len());
-    if matches!(backend, Backend::Module) {
-        c.arg(all.len());
-    }
-    for (key, _) in &all.entries {
-        c.arg(key.as_slice());
-    }
-    let mut limits = Vec::with_capacity(all.len());
-    let mut windows = Vec::with_capacity(all.len());
-    for (_, policy) in &all.entries {
-        let p = policy.params();
-        if p.charge().is_some() {
-            return Err(Error::BadArgument(format!(
-                "RL.ALL takes one COST, REFUND or DEBIT for every key: set it on the call (All::cost, refund, debit), not on its {} policy",
-                p.names().word
-            )));
+        (Backend::Library, None) => {
+            return Err(Error::Unsupported(format!(
+                "{} has no Functions-library equivalent: call it on a server with the RL module",
+                names.command
+            )))
         }
-        c.arg(p.names().word);
-        p.write_params(&mut c);
-        limits.push(p.limit());
-        windows.push(p.window());
-    }
-    if let Some(charge) = all.charge() {
-        charge.write(&mut c);
-    }
-    Ok(Prepared {
-        cmd: c,
-        expect: Expect::All(Box::new(AllExpect { limits, windows })),
-        command: "RL.ALL",
     })
 }
 
-pub(crate) fn throttle(backend: Backend, key: &[u8], t: &Throttle) -> Result<Prepared> {
-    if backend == Backend::Library {
-        return Err(Error::Unsupported(
-            "CL.THROTTLE has no Functions-library equivalent: on the library call gcra with capacity max_burst + 1, tokens count, the same period and cost quantity (RL's reply) on the same key".into(),
-        ));
+impl Call<'_> {
+    pub(crate) fn command(&self) -> &'static str {
+        match self {
+            Call::One(_, p) => p.names().command,
+            Call::Many(_) => ALL.command,
+        }
     }
-    let mut c = cmd("CL.THROTTLE");
-    c.arg(key);
-    t.write_fields(&mut c);
-    Ok(Prepared {
-        cmd: c,
-        expect: Expect::Throttle,
-        command: "CL.THROTTLE",
-    })
-}
 
-pub(crate) fn release(backend: Backend, key: &[u8], id: &[u8]) -> Prepared {
-    let mut c = start(backend, "RL.RELEASE", "rl_release", 1);
-    c.arg(key).arg(id);
-    Prepared {
-        cmd: c,
-        expect: Expect::Released,
-        command: "RL.RELEASE",
+    /// The client's own checks, before anything is sent.
+    pub(crate) fn check(&self) -> Result<()> {
+        match self {
+            Call::One(_, p) => p.check(),
+            Call::Many(all) => {
+                if all.entries.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "RL.ALL needs at least one key and its policy".into(),
+                    ));
+                }
+                for (_, policy) in &all.entries {
+                    let p = policy.params();
+                    p.check()?;
+                    p.check_policy()?;
+                }
+                all.check_options()
+            }
+        }
+    }
+
+    pub(crate) fn expect(&self) -> Expect {
+        match self {
+            Call::One(_, p) => match p.names().shape {
+                Shape::Throttle => Expect::Throttle { window: p.window() },
+                Shape::Released => Expect::Released,
+                Shape::Decision | Shape::All => Expect::Decision {
+                    limit: p.limit(),
+                    window: p.window(),
+                },
+            },
+            Call::Many(all) => {
+                let params = all.entries.iter().map(|(_, p)| p.params());
+                Expect::All(Box::new(AllExpect {
+                    limits: params.clone().map(|p| p.limit()).collect(),
+                    windows: params.clone().map(|p| p.window()).collect(),
+                    words: params.map(|p| p.names().word.unwrap_or("")).collect(),
+                }))
+            }
+        }
+    }
+
+    /// The command for `backend` (checked already).
+    pub(crate) fn prepare(&self, backend: Backend) -> Result<Prepared> {
+        let cmd = match self {
+            Call::One(key, p) => {
+                let mut c = start(backend, p.names(), 1)?;
+                c.arg(*key);
+                p.write_args(&mut c);
+                p.write_options(&mut c);
+                c
+            }
+            Call::Many(all) => {
+                let mut c = start(backend, &ALL, all.entries.len())?;
+                if backend == Backend::Module {
+                    c.arg(all.entries.len());
+                }
+                for (key, _) in &all.entries {
+                    c.arg(key.as_slice());
+                }
+                for (_, policy) in &all.entries {
+                    let p = policy.params();
+                    c.arg(p.names().word.unwrap_or_default());
+                    p.write_args(&mut c);
+                    p.write_policy_options(&mut c);
+                }
+                all.write_options(&mut c);
+                c
+            }
+        };
+        Ok(Prepared {
+            cmd,
+            expect: self.expect(),
+            command: self.command(),
+        })
     }
 }
 
@@ -191,14 +287,19 @@ pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
         }
         Expect::All(all) => AllDecision::from_value(v)
             .filter(|a| a.keys.len() == all.windows.len())
-            .map(|a| Reply::All(a.with_windows(&all.windows))),
-        Expect::Throttle => ThrottleDecision::from_value(v).map(Reply::Throttle),
+            .map(|a| Reply::All(Box::new(a.with_policies(&all.windows, &all.words)))),
+        Expect::Throttle { window } => ThrottleDecision::from_value(v).map(|t| {
+            Reply::Throttle(ThrottleDecision {
+                window: *window,
+                ..t
+            })
+        }),
         Expect::Released => released_of(v).map(Reply::Released),
     }
 }
 
-/// Reads the reply of one call, or says what `command` answered instead.
-pub(crate) fn parse_reply(p: &Prepared, v: &Value) -> Result<Reply> {
+/// Reads the reply of one call, or says what its command answered instead.
+pub(crate) fn read(p: &Prepared, v: &Value) -> Result<Reply> {
     parse(&p.expect, v).ok_or_else(|| unexpected(p.command, v))
 }
 
@@ -206,36 +307,37 @@ pub(crate) fn unexpected(what: &str, v: &Value) -> Error {
     Error::UnexpectedReply(format!("{what} answered {v:?}"))
 }
 
-/// The reply a fail mode gives instead of a connection error (None: return the error).
-pub(crate) fn fallback(mode: FailMode, expect: &Expect) -> Option<Reply> {
+/// The reply a fail mode gives instead of `err` (None: return the error).
+pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<Reply> {
     let allowed = match mode {
         FailMode::Error => return None,
         FailMode::Open => true,
         FailMode::Closed => false,
     };
+    let cause: Box<str> = err.to_string().into();
+    let decide = |limit: u64, window| Decision::fallback(allowed, limit, window, cause.clone());
     match expect {
-        Expect::Decision { limit, window } => Some(Reply::Decision(Decision::fallback(
-            allowed, *limit, *window,
-        ))),
+        Expect::Decision { limit, window } => Some(Reply::Decision(decide(*limit, *window))),
         Expect::All(all) => {
             let keys: Vec<Decision> = all
                 .limits
                 .iter()
                 .zip(&all.windows)
-                .map(|(l, w)| Decision::fallback(allowed, *l, *w))
+                .map(|(l, w)| decide(*l, *w))
                 .collect();
             // The combined decision reports the key with the smallest remaining.
-            let first = keys
+            let combined = keys
                 .iter()
                 .min_by_key(|d| d.remaining)
                 .cloned()
-                .unwrap_or_else(|| Decision::fallback(allowed, 0, None));
-            Some(Reply::All(AllDecision {
-                combined: first,
+                .unwrap_or_else(|| decide(0, None));
+            Some(Reply::All(Box::new(AllDecision {
+                combined,
                 keys,
-            }))
+                words: all.words.clone(),
+            })))
         }
-        Expect::Throttle | Expect::Released => None,
+        Expect::Throttle { .. } | Expect::Released => None,
     }
 }
 
@@ -323,215 +425,5 @@ pub(crate) mod probe {
         upper
             .strip_prefix("RL.")
             .map(|rest| format!("rl_{}", rest.to_ascii_lowercase()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::{Acquire, Bucket, Fixed, Gcra, Penalty, Share, Sliding, SlidingCounter};
-
-    fn args(c: &Cmd) -> Vec<String> {
-        c.args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
-                redis::Arg::Cursor => "<cursor>".into(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn module_and_library_calls() {
-        let g = Gcra::new(5, 1, "1s").cost(2).delay("3s");
-        assert_eq!(
-            args(&single(Backend::Module, b"k", &g).cmd),
-            ["RL.GCRA", "k", "5", "1", "1000ms", "DELAY", "3000ms", "COST", "2"]
-        );
-        assert_eq!(
-            args(&single(Backend::Library, b"k", &g).cmd),
-            ["FCALL", "rl_gcra", "1", "k", "5", "1", "1000ms", "DELAY", "3000ms", "COST", "2"]
-        );
-        let cases: Vec<(Box<dyn Params>, Vec<&str>)> = vec![
-            (
-                Box::new(Fixed::new(10, "1m")),
-                vec!["RL.FIXED", "k", "10", "60000ms"],
-            ),
-            (
-                Box::new(Fixed::new(10, "1m").refund(3)),
-                vec!["RL.FIXED", "k", "10", "60000ms", "REFUND", "3"],
-            ),
-            (
-                Box::new(Sliding::new(10, "5s").cost(0)),
-                vec!["RL.SLIDING", "k", "10", "5000ms", "COST", "0"],
-            ),
-            (
-                Box::new(SlidingCounter::new(10, "1h").debit(4)),
-                vec!["RL.SLIDINGCOUNTER", "k", "10", "3600000ms", "DEBIT", "4"],
-            ),
-            (
-                Box::new(Bucket::new(20, 100, "1m")),
-                vec!["RL.BUCKET", "k", "20", "100", "60000ms"],
-            ),
-            (
-                Box::new(Acquire::new(2, "10s", "job-1")),
-                vec!["RL.ACQUIRE", "k", "2", "10000ms", "job-1"],
-            ),
-            (
-                Box::new(Penalty::new(3, "1m", "1m", "1h").cost(0)),
-                vec![
-                    "RL.PENALTY",
-                    "k",
-                    "3",
-                    "60000ms",
-                    "60000ms",
-                    "3600000ms",
-                    "COST",
-                    "0",
-                ],
-            ),
-            (
-                Box::new(Share::new("t1", 2, 10, 1, "1s")),
-                vec!["RL.SHARE", "k", "t1", "2", "10", "1", "1000ms"],
-            ),
-        ];
-        for (p, want) in cases {
-            assert_eq!(args(&single(Backend::Module, b"k", p.as_ref()).cmd), want);
-        }
-    }
-
-    #[test]
-    fn rl_all() {
-        let a = All::new()
-            .key("a", Gcra::new(5, 1, "1s").delay("2s"))
-            .key("b", Fixed::new(3, "1m"))
-            .cost(2);
-        assert_eq!(
-            args(&all(Backend::Module, &a).unwrap().cmd),
-            [
-                "RL.ALL", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms", "FIXED",
-                "3", "60000ms", "COST", "2"
-            ]
-        );
-        assert_eq!(
-            args(&all(Backend::Library, &a).unwrap().cmd),
-            [
-                "FCALL", "rl_all", "2", "a", "b", "GCRA", "5", "1", "1000ms", "DELAY", "2000ms",
-                "FIXED", "3", "60000ms", "COST", "2"
-            ]
-        );
-        let charged = All::new().key("a", Fixed::new(3, "1m").cost(2));
-        assert!(
-            matches!(all(Backend::Module, &charged), Err(Error::BadArgument(m)) if m.contains("FIXED"))
-        );
-    }
-
-    #[test]
-    fn throttle_and_release() {
-        let t = Throttle::new(0, 1, "2").quantity(3);
-        assert_eq!(
-            args(&throttle(Backend::Module, b"c", &t).unwrap().cmd),
-            ["CL.THROTTLE", "c", "0", "1", "2000ms", "3"]
-        );
-        assert!(matches!(
-            throttle(Backend::Library, b"c", &t),
-            Err(Error::Unsupported(_))
-        ));
-        assert_eq!(
-            args(&release(Backend::Module, b"k", b"id").cmd),
-            ["RL.RELEASE", "k", "id"]
-        );
-        assert_eq!(
-            args(&release(Backend::Library, b"k", b"id").cmd),
-            ["FCALL", "rl_release", "1", "k", "id"]
-        );
-    }
-
-    #[test]
-    fn unexpected_replies_are_errors() {
-        let expect = Expect::Decision {
-            limit: 1,
-            window: None,
-        };
-        assert!(parse(&expect, &Value::Okay).is_none());
-        let p = single(Backend::Module, b"k", &Fixed::new(1, "1s"));
-        assert!(
-            matches!(parse_reply(&p, &Value::Okay), Err(Error::UnexpectedReply(m)) if m.contains("RL.FIXED"))
-        );
-        assert!(parse(&Expect::Released, &Value::Int(2)).is_none());
-        // RL.ALL: as many per-key decisions as keys.
-        let two = Expect::All(Box::new(AllExpect {
-            limits: vec![1, 1],
-            windows: vec![None, None],
-        }));
-        let decision = Value::Array([1, 1, 0, 0, 0].map(Value::Int).to_vec());
-        let one_key = Value::Array(vec![decision.clone(), decision]);
-        assert!(parse(&two, &one_key).is_none());
-    }
-
-    #[test]
-    fn fallbacks() {
-        let e = Expect::Decision {
-            limit: 7,
-            window: None,
-        };
-        assert_eq!(fallback(FailMode::Error, &e), None);
-        let open = fallback(FailMode::Open, &e).unwrap();
-        assert!(open.allowed());
-        assert_eq!(open.decision().unwrap().remaining, 7);
-        assert!(!fallback(FailMode::Closed, &e).unwrap().allowed());
-        let a = Expect::All(Box::new(AllExpect {
-            limits: vec![2, 9],
-            windows: vec![None, None],
-        }));
-        let Some(Reply::All(all)) = fallback(FailMode::Open, &a) else {
-            panic!()
-        };
-        assert_eq!((all.combined.limit, all.keys.len()), (2, 2));
-        assert_eq!(fallback(FailMode::Open, &Expect::Released), None);
-    }
-
-    #[test]
-    fn probes() {
-        assert!(!probe::has_command(&Value::Array(vec![Value::Nil])));
-        assert!(probe::has_command(&Value::Array(vec![Value::Array(vec![
-            Value::BulkString(b"rl.gcra".to_vec())
-        ])])));
-        assert_eq!(probe::library_functions(&Value::Array(vec![])), None);
-        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        let lib = Value::Array(vec![Value::Array(vec![
-            b("library_name"),
-            b("rl"),
-            b("engine"),
-            b("LUA"),
-            b("functions"),
-            Value::Array(vec![
-                Value::Array(vec![b("name"), b("rl_fixed"), b("description"), Value::Nil]),
-                Value::Array(vec![b("name"), b("rl_gcra")]),
-            ]),
-        ])]);
-        assert_eq!(
-            probe::library_functions(&lib),
-            Some(vec!["rl_fixed".to_string(), "rl_gcra".to_string()])
-        );
-        let other = Value::Array(vec![Value::Array(vec![b("library_name"), b("rlx")])]);
-        assert_eq!(probe::library_functions(&other), None);
-        // RESP3: maps.
-        let resp3 = Value::Array(vec![Value::Map(vec![
-            (b("library_name"), b("rl")),
-            (
-                b("functions"),
-                Value::Array(vec![Value::Map(vec![(b("name"), b("rl_all"))])]),
-            ),
-        ])]);
-        assert_eq!(
-            probe::library_functions(&resp3),
-            Some(vec!["rl_all".to_string()])
-        );
-        assert_eq!(
-            probe::function_of("RL.SLIDINGCOUNTER").as_deref(),
-            Some("rl_slidingcounter")
-        );
-        assert_eq!(probe::function_of("rl.share").as_deref(), Some("rl_share"));
-        assert_eq!(probe::function_of("CL.THROTTLE"), None);
     }
 }

@@ -1,10 +1,15 @@
-//! Typed errors: what RL answered, or why no answer came.
+//! Typed errors: what the client refused, what RL answered, or why no answer came.
 
-use redis::{ErrorKind, RedisError};
+use redis::RedisError;
 
 /// An RL call's error. The server's own text is kept (`ERR limit must be …`).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
+    /// The client refused an argument before sending anything: out of the command
+    /// table's range, a duration that is not a whole number of milliseconds, an
+    /// option given twice, or COST, REFUND and DEBIT together.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// RL refused an argument, an option or a key whose content it did not write
     /// (the server's `ERR …`). Nothing was changed.
     #[error("{0}")]
@@ -20,10 +25,10 @@ pub enum Error {
     #[error("{0}")]
     Oom(String),
     /// The command does not exist on this backend: CL.THROTTLE on the Functions
-    /// library, or a command newer than the server's RL (RL.SHARE).
+    /// library, or a command newer than the server's RL.
     #[error("{0}")]
     Unsupported(String),
-    /// No answer: the connection failed, dropped or timed out. A
+    /// No answer within the deadline: the connection failed, dropped or timed out. A
     /// [`FailMode`](crate::FailMode) other than `Error` turns this into a decision.
     #[error("connection error: {0}")]
     Connection(#[source] RedisError),
@@ -40,7 +45,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How to load RL, for [`Error::NotLoaded`].
-pub(crate) const NOT_LOADED: &str = "RL is not loaded on this server: neither the module (no RL.GCRA command) nor the Functions library 'rl' (FUNCTION LIST LIBRARYNAME rl is empty). Load the module with `redis-server --loadmodule /path/to/librl.so` (or a `loadmodule` line in redis.conf), or the library with `redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua` (`make load-library` in RL's repository)";
+pub(crate) const NOT_LOADED: &str = "RL is not loaded on this server: neither the module (no RL.GCRA command) nor the Functions library 'rl' (FUNCTION LIST LIBRARYNAME rl is empty). Load the module with `redis-server --loadmodule /path/to/librl.so` (or a `loadmodule` line in redis.conf), or the library with `redis-cli -x FUNCTION LOAD REPLACE < rl.lua`";
 
 impl Error {
     /// The error code word of a server error (`ERR`, `WRONGTYPE`, `OOM`, `NOPERM`, …).
@@ -52,7 +57,8 @@ impl Error {
         }
     }
 
-    /// Whether this is a connection error (the call may or may not have run).
+    /// Whether this is a connection error or a missed deadline (the call may or may
+    /// not have run).
     pub fn is_connection(&self) -> bool {
         matches!(self, Error::Connection(_))
     }
@@ -62,42 +68,55 @@ impl Error {
         if is_connection_error(&err) {
             return Error::Connection(err);
         }
-        let text = || match (err.code(), err.detail()) {
-            (Some(code), Some(detail)) => format!("{code} {detail}"),
-            _ => err.to_string(),
-        };
+        if is_missing(&err) {
+            return Error::NotLoaded(format!("{NOT_LOADED} ({command}: {})", text(&err)));
+        }
         match err.code() {
-            Some("ERR") => {
-                let detail = err.detail().unwrap_or_default();
-                if detail.starts_with("unknown command") || detail.starts_with("Function not found")
-                {
-                    missing(command, &text())
-                } else {
-                    Error::BadArgument(text())
-                }
-            }
-            Some("WRONGTYPE") => Error::WrongType(text()),
-            Some("OOM") => Error::Oom(text()),
+            Some("ERR") => Error::BadArgument(text(&err)),
+            Some("WRONGTYPE") => Error::WrongType(text(&err)),
+            Some("OOM") => Error::Oom(text(&err)),
             _ => Error::Redis(err),
         }
     }
-}
 
-/// A command the server does not know: RL itself is missing for the commands every
-/// RL has; a newer command is unsupported by this server's RL.
-fn missing(command: &str, text: &str) -> Error {
-    if command == "RL.SHARE" {
+    /// A command the server still does not know once RL was found again: newer than
+    /// this server's RL.
+    pub(crate) fn unsupported(command: &str, err: &RedisError) -> Error {
         Error::Unsupported(format!(
-            "{command} is not available on this server's RL (an older version): {text}"
+            "{command} is not available on this server's RL (an older version): {}",
+            text(err)
         ))
-    } else {
-        Error::NotLoaded(format!("{NOT_LOADED} ({command}: {text})"))
+    }
+
+    /// The error of a call that missed its deadline.
+    pub(crate) fn timeout(deadline: std::time::Duration) -> Error {
+        Error::Connection(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within the call's deadline ({deadline:?})"),
+        )))
     }
 }
 
+fn text(err: &RedisError) -> String {
+    match (err.code(), err.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        _ => err.to_string(),
+    }
+}
+
+/// The server does not know the command or function: RL was unloaded, the server
+/// restarted without it, or a failover reached a node with the other backend.
+pub(crate) fn is_missing(err: &RedisError) -> bool {
+    err.code() == Some("ERR")
+        && err.detail().is_some_and(|d| {
+            d.starts_with("unknown command")
+                || d.starts_with("Function not found")
+                || d.starts_with("No such function")
+        })
+}
+
 pub(crate) fn is_connection_error(err: &RedisError) -> bool {
-    err.kind() == ErrorKind::IoError
-        || err.is_io_error()
+    err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
@@ -107,7 +126,7 @@ pub(crate) fn is_connection_error(err: &RedisError) -> bool {
 mod tests {
     use super::*;
 
-    fn server(code: &str, detail: &str) -> RedisError {
+    pub(crate) fn server(code: &str, detail: &str) -> RedisError {
         // How redis-rs builds a server error from `-<code> <detail>`.
         let reply = format!("-{code} {detail}\r\n");
         match redis::parse_redis_value(reply.as_bytes()) {
@@ -155,25 +174,26 @@ mod tests {
     }
 
     #[test]
-    fn unknown_commands() {
-        let e = Error::from_redis(
-            server(
-                "ERR",
-                "unknown command 'RL.GCRA', with args beginning with: ",
-            ),
-            "RL.GCRA",
-        );
-        assert!(
-            matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule") && m.contains("FUNCTION LOAD")),
-            "{e:?}"
-        );
-        let e = Error::from_redis(server("ERR", "Function not found"), "RL.FIXED");
-        assert!(matches!(&e, Error::NotLoaded(_)), "{e:?}");
-        let e = Error::from_redis(server("ERR", "Function not found"), "RL.SHARE");
-        assert!(
-            matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")),
-            "{e:?}"
-        );
+    fn unknown_commands_and_functions() {
+        for detail in [
+            "unknown command 'RL.GCRA', with args beginning with: ",
+            "Function not found",
+            "No such function",
+        ] {
+            let err = server("ERR", detail);
+            assert!(is_missing(&err), "{detail}");
+            let e = Error::from_redis(err.clone(), "RL.GCRA");
+            assert!(
+                matches!(&e, Error::NotLoaded(m) if m.contains("--loadmodule")),
+                "{e:?}"
+            );
+            let e = Error::unsupported("RL.SHARE", &err);
+            assert!(
+                matches!(&e, Error::Unsupported(m) if m.contains("RL.SHARE")),
+                "{e:?}"
+            );
+        }
+        assert!(!is_missing(&server("ERR", "limit must be an integer")));
     }
 
     #[test]
@@ -182,7 +202,7 @@ mod tests {
             std::io::ErrorKind::ConnectionRefused,
             "refused",
         ));
-        let e = Error::from_redis(io, "RL.FIXED");
-        assert!(e.is_connection(), "{e:?}");
+        assert!(Error::from_redis(io, "RL.FIXED").is_connection());
+        assert!(Error::timeout(std::time::Duration::from_millis(100)).is_connection());
     }
 }

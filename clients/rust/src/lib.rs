@@ -1,10 +1,10 @@
-//! A typed client for RL's rate-limit commands on redis-rs.
+//! A typed client for RL's rate-limit commands on redis-rs 1.x.
 //!
 //! RL gives Redis native rate-limit commands, either as a module (`RL.GCRA key …`)
 //! or as a Functions library (`FCALL rl_gcra 1 key …`). This crate wraps your own
 //! redis-rs connection, sync ([`Limiter`]) or async ([`AsyncLimiter`], with tokio),
 //! learns on first use which of the two the server has, and answers each call with
-//! a typed [`Decision`] that gives the HTTP headers.
+//! a typed [`Decision`] that gives the HTTP fields.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,42 +17,44 @@
 //! # }
 //! ```
 //!
-//! - Every command: [`Fixed`], [`Sliding`], [`SlidingCounter`], [`Bucket`], [`Gcra`]
-//!   (with DELAY), [`Throttle`] (CL.THROTTLE, module only), [`All`] (RL.ALL with
-//!   typed [`Policy`]s), [`Acquire`] with RL.RELEASE and a releasing guard
-//!   ([`Lease`]), [`Penalty`], [`Share`]; COST, REFUND and DEBIT as [`Charge`]s.
-//! - Durations: a [`std::time::Duration`] or RL's text (`"1m"`), see [`Period`].
+//! - Every command of RL's command table has a method (`gcra`, `fixed`, `all`, …) on
+//!   [`Limiter`], [`AsyncLimiter`] and [`Batch`], and a parameter type ([`Gcra`],
+//!   [`Fixed`], [`All`] with typed [`Policy`]s, …) whose arguments are checked against
+//!   the table's ranges before anything is sent ([`Error::InvalidArgument`]).
+//! - Durations: a [`std::time::Duration`], a bare integer (seconds) or RL's text
+//!   (`"1m"`), see [`Period`]; never rounded.
+//! - Every call has a deadline (100 ms unless set) and a [`FailMode`].
 //! - Errors: [`Error`], with RL's refusals typed (bad argument, wrong type, not
-//!   loaded, OOM); a connection error is returned unless you pick a [`FailMode`].
-//! - Pipelining: [`Batch`], many calls in one round trip with typed replies.
+//!   loaded, OOM).
 //! - Raw calls: [`Decision`], [`AllDecision`] and [`ThrottleDecision`] implement
 //!   `redis::FromRedisValue`.
 
 #![warn(missing_docs)]
 
 #[macro_use]
-mod api;
-#[cfg(feature = "aio")]
+mod limiter;
+#[cfg(feature = "tokio")]
 mod aio;
 mod batch;
+mod check;
 mod command;
 mod error;
+#[rustfmt::skip]
+mod generated;
 mod period;
 mod policy;
 mod reply;
 mod sync;
 
-#[cfg(feature = "aio")]
+#[cfg(feature = "tokio")]
 pub use aio::{AsyncLease, AsyncLimiter};
 pub use batch::Batch;
 pub use command::{Backend, FailMode, Reply};
 pub use error::{Error, Result};
+pub use generated::*;
+pub use limiter::{Deadline, DEFAULT_TIMEOUT};
 pub use period::Period;
-pub use policy::{
-    Acquire, All, Bucket, Charge, Fixed, Gcra, Penalty, Policy, Share, Sliding, SlidingCounter,
-    Throttle,
-};
-pub use reply::{AllDecision, Decision, ThrottleDecision};
+pub use reply::{field_string, AllDecision, Decision, ThrottleDecision, MAX_FIELD_INTEGER};
 pub use sync::{Lease, Limiter};
 
 /// This crate's version: the RL module's version it was released with.

@@ -1,25 +1,28 @@
-//! Durations: a window, period, ttl or DELAY.
+//! Durations: a window, period, ttl, block or DELAY — the client's one duration parser.
 
 use std::fmt;
 use std::time::Duration;
 
 /// A duration argument (window, period, ttl, block, DELAY).
 ///
-/// Made from a [`Duration`] (whole milliseconds, a fraction rounded up so a window
-/// never shrinks) or from text as RL reads it: an integer with an optional unit
-/// `ms`, `s`, `m`, `h` or `d`, case-insensitive, a bare integer meaning seconds
-/// (`"1500ms"`, `"60"`, `"1m"`, `"24h"`). Both are sent as `<n>ms`. Text that is
-/// not such a duration is sent as it is, so the server answers its own error
-/// ([`Error::BadArgument`](crate::Error::BadArgument)).
+/// Made from a [`Duration`], from a bare integer (**seconds**, as on the server), or
+/// from text as RL reads it: an integer with an optional unit `ms`, `s`, `m`, `h` or
+/// `d`, case-insensitive, a bare integer meaning seconds (`"1500ms"`, `"60"`, `"1m"`,
+/// `"24h"`). It must be a whole number of milliseconds: `Duration::from_nanos(1)`,
+/// `"1.5ms"` or `-1` are not rounded but refused with
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the call is made,
+/// before anything is sent (as is a duration outside the argument's range). Sent as
+/// `<n>ms`.
 ///
 /// ```
 /// use rl_client::Period;
 /// use std::time::Duration;
 ///
 /// assert_eq!(Period::from("1m").as_millis(), Some(60_000));
-/// assert_eq!(Period::from("90").as_millis(), Some(90_000));
+/// assert_eq!(Period::from(90).as_millis(), Some(90_000)); // seconds
 /// assert_eq!(Period::from(Duration::from_millis(1500)).as_millis(), Some(1500));
 /// assert_eq!(Period::from("soon").as_millis(), None);
+/// assert_eq!(Period::from(Duration::from_nanos(1)).as_millis(), None);
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Period(Repr);
@@ -27,7 +30,8 @@ pub struct Period(Repr);
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Repr {
     Ms(u64),
-    Text(Box<str>),
+    /// What was given and why it is not a duration (refused when the call is made).
+    Invalid(Box<str>),
 }
 
 impl Period {
@@ -36,53 +40,84 @@ impl Period {
         Period(Repr::Ms(ms))
     }
 
-    /// `secs` seconds (saturating).
-    pub const fn secs(secs: u64) -> Self {
-        Period(Repr::Ms(secs.saturating_mul(1000)))
-    }
-
-    /// The duration in milliseconds, or `None` for text that is not a duration.
-    pub fn as_millis(&self) -> Option<u64> {
-        match self.0 {
-            Repr::Ms(ms) => Some(ms),
-            Repr::Text(_) => None,
+    /// `secs` seconds (refused when sent if it overflows).
+    pub fn secs(secs: u64) -> Self {
+        match secs.checked_mul(1000) {
+            Some(ms) => Period(Repr::Ms(ms)),
+            None => invalid(format!("{secs} s is too long")),
         }
     }
 
-    /// The duration, or `None` for text that is not a duration.
+    /// The duration in milliseconds, or `None` when it is not a whole number of them.
+    pub fn as_millis(&self) -> Option<u64> {
+        match self.0 {
+            Repr::Ms(ms) => Some(ms),
+            Repr::Invalid(_) => None,
+        }
+    }
+
+    /// The duration, or `None` when it is not a whole number of milliseconds.
     pub fn as_duration(&self) -> Option<Duration> {
         self.as_millis().map(Duration::from_millis)
     }
 
-    /// Appends the argument as sent: `<n>ms`, or the text as given.
-    pub(crate) fn write_arg(&self, cmd: &mut redis::Cmd) {
+    /// The milliseconds, or why this is not a duration.
+    pub(crate) fn millis(&self) -> Result<u64, &str> {
         match &self.0 {
-            Repr::Ms(ms) => {
-                let mut buf = [0u8; 22];
-                let len = ms_text(*ms, &mut buf);
-                cmd.arg(&buf[..len]);
-            }
-            Repr::Text(text) => {
-                cmd.arg(text.as_bytes());
-            }
+            Repr::Ms(ms) => Ok(*ms),
+            Repr::Invalid(why) => Err(why),
+        }
+    }
+
+    /// Appends `<n>ms` (an invalid period is refused before any call is built).
+    pub(crate) fn write_arg(&self, cmd: &mut redis::Cmd) {
+        if let Repr::Ms(ms) = self.0 {
+            let mut buf = [0u8; 22];
+            let len = ms_text(ms, &mut buf);
+            cmd.arg(&buf[..len]);
         }
     }
 }
 
-/// The longest refill time reported, in ms (about 292 years); the same in every RL client.
-pub(crate) const MAX_REFILL_MS: u64 = 9_223_372_036_854;
+fn invalid(why: String) -> Period {
+    Period(Repr::Invalid(why.into()))
+}
 
-/// A bucket's window for `RateLimit-Policy`: the time a bucket of `capacity`, refilled
-/// by `tokens` per `period_ms`, takes to refill from empty, `ceil(capacity × period /
-/// tokens)` ms (at most [`MAX_REFILL_MS`]), so that `q=capacity` per it never advertises
-/// more than the sustained rate. The period itself when a count is 0 (the server refuses
-/// such a call).
-pub(crate) fn refill_ms(capacity: u64, tokens: u64, period_ms: u64) -> u64 {
-    if capacity == 0 || tokens == 0 {
-        return period_ms;
+/// The `w` of `RateLimit-Policy`, for the generated commands.
+pub(crate) mod window {
+    use super::Period;
+    use std::time::Duration;
+
+    /// The longest refill time reported, in ms (about 292 years); the same in every RL client.
+    pub(crate) const MAX_REFILL_MS: u64 = 9_223_372_036_854;
+
+    /// A window argument (a fixed or sliding window, a lease's ttl).
+    pub(crate) fn of(p: &Period) -> Option<Duration> {
+        p.as_duration()
     }
-    let w = (u128::from(capacity) * u128::from(period_ms)).div_ceil(u128::from(tokens));
-    u64::try_from(w).map_or(MAX_REFILL_MS, |w| w.min(MAX_REFILL_MS))
+
+    /// A bucket's window: the time a bucket of `capacity`, refilled by `tokens` per
+    /// `period`, takes to refill from empty, `ceil(capacity × period / tokens)` ms (at
+    /// most [`MAX_REFILL_MS`]), so that `q=capacity` per it never advertises more than
+    /// the sustained rate.
+    pub(crate) fn refill(capacity: u64, tokens: u64, period: &Period) -> Option<Duration> {
+        refill_ms(capacity, tokens, period.as_millis()?).map(Duration::from_millis)
+    }
+
+    pub(crate) fn refill_ms(capacity: u64, tokens: u64, period_ms: u64) -> Option<u64> {
+        if tokens == 0 {
+            return None; // refused by the server: no window
+        }
+        // u64 arithmetic when the product fits (a u128 division costs more per call).
+        let w = match capacity.checked_mul(period_ms) {
+            Some(p) => p.div_ceil(tokens),
+            None => {
+                let w = (u128::from(capacity) * u128::from(period_ms)).div_ceil(u128::from(tokens));
+                u64::try_from(w).unwrap_or(u64::MAX)
+            }
+        };
+        Some(w.min(MAX_REFILL_MS))
+    }
 }
 
 /// Writes `<n>ms` into `buf` (22 bytes hold u64::MAX and the unit); returns its length.
@@ -105,44 +140,47 @@ fn ms_text(mut n: u64, buf: &mut [u8; 22]) -> usize {
     len + 2
 }
 
-/// Parses RL's duration syntax into milliseconds; `None` if it is not one (or does
-/// not fit a u64).
-pub(crate) fn parse_millis(text: &str) -> Option<u64> {
+/// Parses RL's duration syntax into milliseconds, or says why it is not one.
+fn parse_millis(text: &str) -> Result<u64, String> {
     let bytes = text.as_bytes();
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    let not = || {
+        format!("{text:?} is not a duration (a whole number with an optional unit ms, s, m, h or d; a bare number is seconds)")
+    };
     if digits == 0 || (digits > 1 && bytes[0] == b'0') {
-        return None;
+        return Err(not());
     }
-    let value: u64 = text[..digits].parse().ok()?;
-    let unit = text[digits..].to_ascii_lowercase();
-    let factor: u64 = match unit.as_str() {
+    let value: u64 = text[..digits].parse().map_err(|_| not())?;
+    let factor: u64 = match text[digits..].to_ascii_lowercase().as_str() {
         "ms" => 1,
         "" | "s" => 1000,
         "m" => 60_000,
         "h" => 3_600_000,
         "d" => 86_400_000,
-        _ => return None,
+        _ => return Err(not()),
     };
-    value.checked_mul(factor)
+    value
+        .checked_mul(factor)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 impl From<Duration> for Period {
     fn from(d: Duration) -> Self {
-        let ms = d.as_millis();
-        let ms = if !d.subsec_nanos().is_multiple_of(1_000_000) {
-            ms.saturating_add(1)
-        } else {
-            ms
-        };
-        Period(Repr::Ms(u64::try_from(ms).unwrap_or(u64::MAX)))
+        if !d.subsec_nanos().is_multiple_of(1_000_000) {
+            return invalid(format!("{d:?} is not a whole number of milliseconds"));
+        }
+        match u64::try_from(d.as_millis()) {
+            Ok(ms) => Period(Repr::Ms(ms)),
+            Err(_) => invalid(format!("{d:?} is too long")),
+        }
     }
 }
 
 impl From<&str> for Period {
     fn from(text: &str) -> Self {
         match parse_millis(text) {
-            Some(ms) => Period(Repr::Ms(ms)),
-            None => Period(Repr::Text(text.into())),
+            Ok(ms) => Period(Repr::Ms(ms)),
+            Err(why) => invalid(why),
         }
     }
 }
@@ -159,6 +197,27 @@ impl From<&String> for Period {
     }
 }
 
+impl From<&Period> for Period {
+    fn from(p: &Period) -> Self {
+        p.clone()
+    }
+}
+
+/// Bare integers are seconds, as on the server (`60` = one minute).
+macro_rules! seconds {
+    ($($t:ty),*) => {
+        $(impl From<$t> for Period {
+            fn from(secs: $t) -> Self {
+                match u64::try_from(secs) {
+                    Ok(secs) => Period::secs(secs),
+                    Err(_) => invalid(format!("{secs} s is not a duration (negative)")),
+                }
+            }
+        })*
+    };
+}
+seconds!(i32, i64, u32, u64);
+
 impl fmt::Debug for Period {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
@@ -169,13 +228,14 @@ impl fmt::Display for Period {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Repr::Ms(ms) => write!(f, "{ms}ms"),
-            Repr::Text(text) => write!(f, "{text:?}"),
+            Repr::Invalid(why) => write!(f, "<{why}>"),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::window::{refill_ms, MAX_REFILL_MS};
     use super::*;
 
     fn sent(p: &Period) -> Vec<u8> {
@@ -183,23 +243,23 @@ mod tests {
         p.write_arg(&mut cmd);
         let arg = cmd.args_iter().nth(1).map(|a| match a {
             redis::Arg::Simple(b) => b.to_vec(),
-            redis::Arg::Cursor => Vec::new(),
+            _ => Vec::new(),
         });
         arg.unwrap_or_default()
     }
 
     #[test]
     fn a_buckets_window_is_its_time_to_refill_from_empty() {
-        assert_eq!(refill_ms(5, 1, 1000), 5000);
-        assert_eq!(refill_ms(10, 3, 1000), 3334);
-        assert_eq!(refill_ms(5, 10, 1000), 500);
-        assert_eq!(refill_ms(1, 1, 0), 0);
-        assert_eq!(refill_ms((1 << 53) - 1, 1, 315_360_000_000), MAX_REFILL_MS);
-        assert_eq!(refill_ms(u64::MAX, 1, u64::MAX), MAX_REFILL_MS);
-        assert_eq!(refill_ms(1 << 52, 10_000, 3), 1_351_079_888_212);
-        // A count of 0 (refused by the server): the period.
-        assert_eq!(refill_ms(0, 1, 1000), 1000);
-        assert_eq!(refill_ms(5, 0, 1000), 1000);
+        assert_eq!(refill_ms(5, 1, 1000), Some(5000));
+        assert_eq!(refill_ms(10, 3, 1000), Some(3334));
+        assert_eq!(refill_ms(5, 10, 1000), Some(500));
+        assert_eq!(
+            refill_ms((1 << 53) - 1, 1, 315_360_000_000),
+            Some(MAX_REFILL_MS)
+        );
+        assert_eq!(refill_ms(u64::MAX, 1, u64::MAX), Some(MAX_REFILL_MS));
+        assert_eq!(refill_ms(1 << 52, 10_000, 3), Some(1_351_079_888_212));
+        assert_eq!(refill_ms(5, 0, 1000), None);
     }
 
     #[test]
@@ -215,7 +275,7 @@ mod tests {
             ("0", 0),
             ("0ms", 0),
         ] {
-            assert_eq!(parse_millis(text), Some(ms), "{text}");
+            assert_eq!(parse_millis(text), Ok(ms), "{text}");
         }
         for text in [
             "",
@@ -227,12 +287,21 @@ mod tests {
             " 1s",
             "1s ",
             "1.5s",
+            "1.5ms",
             "99999999999999999999",
+            "18446744073709551615d",
         ] {
-            assert_eq!(parse_millis(text), None, "{text:?}");
+            assert!(parse_millis(text).is_err(), "{text:?}");
+            assert_eq!(Period::from(text).as_millis(), None, "{text:?}");
         }
-        // Overflow after the unit: not a duration (the server answers its error).
-        assert_eq!(parse_millis("18446744073709551615d"), None);
+    }
+
+    #[test]
+    fn bare_integers_are_seconds() {
+        assert_eq!(Period::from(60).as_millis(), Some(60_000));
+        assert_eq!(Period::from(2u64).as_millis(), Some(2000));
+        assert_eq!(Period::from(-1).as_millis(), None);
+        assert_eq!(Period::from(u64::MAX).as_millis(), None);
     }
 
     #[test]
@@ -242,19 +311,19 @@ mod tests {
         assert_eq!(sent(&Period::ms(0)), b"0ms");
         assert_eq!(sent(&Period::ms(u64::MAX)), b"18446744073709551615ms");
         assert_eq!(sent(&Period::secs(3)), b"3000ms");
-        // Not a duration: sent as given.
-        assert_eq!(sent(&Period::from("11y")), b"11y");
     }
 
     #[test]
-    fn durations_round_up_to_whole_milliseconds() {
-        assert_eq!(Period::from(Duration::from_micros(1)).as_millis(), Some(1));
-        assert_eq!(
-            Period::from(Duration::from_micros(1500)).as_millis(),
-            Some(2)
-        );
+    fn fractions_of_a_millisecond_are_refused_not_rounded() {
+        assert_eq!(Period::from(Duration::from_nanos(1)).as_millis(), None);
+        assert_eq!(Period::from(Duration::from_micros(1500)).as_millis(), None);
+        let why = Period::from(Duration::from_nanos(1))
+            .millis()
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("whole number of milliseconds"), "{why}");
         assert_eq!(Period::from(Duration::from_millis(7)).as_millis(), Some(7));
         assert_eq!(Period::from(Duration::ZERO).as_millis(), Some(0));
-        assert_eq!(Period::from(Duration::MAX).as_millis(), Some(u64::MAX));
+        assert_eq!(Period::from(Duration::MAX).as_millis(), None);
     }
 }

@@ -1,8 +1,88 @@
-//! Typed replies and the HTTP headers they give.
+//! Typed replies and the HTTP fields they give.
 
 use std::time::Duration;
 
-use redis::{FromRedisValue, RedisResult, Value};
+use redis::{FromRedisValue, ParsingError, Value};
+
+use crate::error::{Error, Result};
+
+/// The largest structured-field integer: larger numbers are given as this.
+pub const MAX_FIELD_INTEGER: u64 = 999_999_999_999_999;
+
+/// The retry_after and reset_after of a fail-closed (deny) decision.
+pub(crate) const FAIL_CLOSED_RETRY: Duration = Duration::from_secs(1);
+
+/// A policy name as a structured-field string (`"` and `\` escaped); refused when it
+/// has a byte outside printable ASCII.
+pub fn field_string(name: &str) -> Result<String> {
+    if let Some(c) = name.chars().find(|c| !(' '..='~').contains(c)) {
+        return Err(Error::InvalidArgument(format!(
+            "policy name {name:?} has {c:?}, which an HTTP structured field cannot carry (printable ASCII only)"
+        )));
+    }
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('"');
+    for c in name.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    Ok(out)
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    u64::try_from(d.as_millis())
+        .unwrap_or(u64::MAX)
+        .div_ceil(1000)
+}
+
+fn field_int(n: u64) -> u64 {
+    n.min(MAX_FIELD_INTEGER)
+}
+
+/// `"name";q=<limit>;w=<window s>`, `w` left out when unknown (never 0).
+fn policy_member(name: &str, d: &Decision) -> String {
+    match d.window.map(ceil_secs).filter(|w| *w > 0) {
+        Some(w) => format!("{name};q={};w={}", field_int(d.limit), field_int(w)),
+        None => format!("{name};q={}", field_int(d.limit)),
+    }
+}
+
+/// `"name";r=<remaining>;t=<reset s>`.
+fn limit_member(name: &str, d: &Decision) -> String {
+    format!(
+        "{name};r={};t={}",
+        field_int(d.remaining),
+        field_int(ceil_secs(d.reset_after))
+    )
+}
+
+/// The fields of a call: `RateLimit-Policy` and `RateLimit` with one member per
+/// (name, decision), then `Retry-After` and `X-RateLimit-*` from `overall`.
+fn fields(members: &[(String, &Decision)], overall: &Decision) -> Vec<(&'static str, String)> {
+    let join = |f: fn(&str, &Decision) -> String| {
+        members
+            .iter()
+            .map(|(n, d)| f(n, d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let reset = field_int(ceil_secs(overall.reset_after));
+    let mut headers = Vec::with_capacity(6);
+    headers.push(("RateLimit-Policy", join(policy_member)));
+    headers.push(("RateLimit", join(limit_member)));
+    if !overall.allowed {
+        if let Some(retry) = overall.retry_after {
+            headers.push(("Retry-After", field_int(ceil_secs(retry)).to_string()));
+        }
+    }
+    headers.push(("X-RateLimit-Limit", overall.limit.to_string()));
+    headers.push(("X-RateLimit-Remaining", overall.remaining.to_string()));
+    headers.push(("X-RateLimit-Reset", reset.to_string()));
+    headers
+}
 
 /// One limiter's answer: `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,15 +99,16 @@ pub struct Decision {
     pub retry_after: Option<Duration>,
     /// How long until the limiter is back to its initial state (remaining = limit).
     pub reset_after: Duration,
-    /// The `w` of the `RateLimit-Policy` header: the call's window (RL.FIXED,
-    /// RL.SLIDING, RL.SLIDINGCOUNTER, RL.PENALTY) or ttl (RL.ACQUIRE); for a bucket
-    /// (RL.BUCKET, RL.GCRA, RL.SHARE) the time it takes to refill from empty,
-    /// `ceil(capacity × period / tokens)` in whole ms, at most about 292 years (`None`
-    /// when the decision was parsed without its call, or the window was not a duration).
+    /// The `w` of the `RateLimit-Policy` field: the call's window or ttl; for a
+    /// bucket the time it takes to refill from empty, `ceil(capacity × period /
+    /// tokens)` in whole ms, at most about 292 years (`None` when unknown: the
+    /// decision was parsed without its call, or the command has no window).
     pub window: Option<Duration>,
-    /// The decision was made by the limiter's [`FailMode`](crate::FailMode) after a
-    /// connection error, not by the server.
+    /// The decision was made by the limiter's [`FailMode`](crate::FailMode), not by
+    /// the server.
     pub fallback: bool,
+    /// For a fallback decision: the error that caused it, to log.
+    pub error: Option<Box<str>>,
 }
 
 impl Decision {
@@ -51,6 +132,7 @@ impl Decision {
             reset_after: Duration::from_millis(u64::try_from(reset).ok()?),
             window: None,
             fallback: false,
+            error: None,
         })
     }
 
@@ -64,16 +146,17 @@ impl Decision {
         millis_i64(self.reset_after)
     }
 
-    /// The HTTP response headers for this decision, in this order:
+    /// The HTTP response fields for this decision, the policy named `default`
+    /// ([`headers_named`](Self::headers_named) to name it), in this order:
     ///
-    /// - `RateLimit-Policy: "default";q=<limit>;w=<window s>` (the IETF draft;
-    ///   `;w=` only when [`window`](Self::window) is known: for a bucket, its time to
-    ///   refill from empty), `RateLimit: "default";r=<remaining>;t=<reset s>`;
+    /// - `RateLimit-Policy: "default";q=<limit>;w=<window s>` (the IETF draft; `w`
+    ///   only when [`window`](Self::window) is known), `RateLimit:
+    ///   "default";r=<remaining>;t=<reset s>`;
     /// - `Retry-After: <s>` only when rejected and a retry can pass;
     /// - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset: <reset s>`.
     ///
-    /// Seconds are whole, rounded up. Answer `429` when [`allowed`](Self::allowed)
-    /// is false.
+    /// Seconds are whole, rounded up; integers above 999,999,999,999,999 are given as
+    /// that number. Answer `429` when [`allowed`](Self::allowed) is false.
     ///
     /// ```
     /// use rl_client::Decision;
@@ -84,28 +167,22 @@ impl Decision {
     /// assert_eq!(h[2], ("Retry-After", "2".to_string()));
     /// ```
     pub fn headers(&self) -> Vec<(&'static str, String)> {
-        let reset = ceil_secs(self.reset_after);
-        let mut headers = Vec::with_capacity(6);
-        headers.push((
-            "RateLimit-Policy",
-            match self.window {
-                Some(w) => format!("\"default\";q={};w={}", self.limit, ceil_secs(w)),
-                None => format!("\"default\";q={}", self.limit),
-            },
-        ));
-        headers.push((
-            "RateLimit",
-            format!("\"default\";r={};t={}", self.remaining, reset),
-        ));
-        if !self.allowed {
-            if let Some(retry) = self.retry_after {
-                headers.push(("Retry-After", ceil_secs(retry).to_string()));
-            }
-        }
-        headers.push(("X-RateLimit-Limit", self.limit.to_string()));
-        headers.push(("X-RateLimit-Remaining", self.remaining.to_string()));
-        headers.push(("X-RateLimit-Reset", reset.to_string()));
-        headers
+        fields(&[("\"default\"".to_string(), self)], self)
+    }
+
+    /// [`headers`](Self::headers) with the policy named `name`: a structured-field
+    /// string (`"` and `\` escaped); [`Error::InvalidArgument`] for a name with a byte
+    /// outside printable ASCII.
+    ///
+    /// ```
+    /// use rl_client::Decision;
+    ///
+    /// let d = Decision::from_fields([1, 5, 4, 0, 1000]).unwrap();
+    /// assert_eq!(d.headers_named("api").unwrap()[1].1, "\"api\";r=4;t=1");
+    /// assert!(d.headers_named("caf\u{e9}").is_err());
+    /// ```
+    pub fn headers_named(&self, name: &str) -> Result<Vec<(&'static str, String)>> {
+        Ok(fields(&[(field_string(name)?, self)], self))
     }
 
     pub(crate) fn with_window(mut self, window: Option<Duration>) -> Self {
@@ -114,33 +191,32 @@ impl Decision {
     }
 
     /// The decision a [`FailMode`](crate::FailMode) makes without the server.
-    pub(crate) fn fallback(allowed: bool, limit: u64, window: Option<Duration>) -> Decision {
+    pub(crate) fn fallback(
+        allowed: bool,
+        limit: u64,
+        window: Option<Duration>,
+        error: Box<str>,
+    ) -> Decision {
+        let wait = if allowed {
+            Duration::ZERO
+        } else {
+            FAIL_CLOSED_RETRY
+        };
         Decision {
             allowed,
             limit,
             remaining: if allowed { limit } else { 0 },
-            retry_after: Some(if allowed {
-                Duration::ZERO
-            } else {
-                FAIL_CLOSED_RETRY
-            }),
-            reset_after: Duration::ZERO,
+            retry_after: Some(wait),
+            reset_after: wait,
             window,
             fallback: true,
+            error: Some(error),
         }
     }
 }
 
-/// The retry_after of a fail-closed decision.
-pub(crate) const FAIL_CLOSED_RETRY: Duration = Duration::from_secs(1);
-
 fn millis_i64(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn ceil_secs(d: Duration) -> u64 {
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    ms.div_ceil(1000)
 }
 
 /// RL.ALL's answer: the combined decision, then each key's in key order.
@@ -152,6 +228,8 @@ pub struct AllDecision {
     pub combined: Decision,
     /// Each key's decision; the keys that reject are those with `allowed` false.
     pub keys: Vec<Decision>,
+    /// Each key's policy word (`GCRA`, …; empty when parsed without the call).
+    pub words: Vec<&'static str>,
 }
 
 impl AllDecision {
@@ -169,14 +247,63 @@ impl AllDecision {
             .map(|(i, _)| i)
     }
 
-    /// The combined decision's headers ([`Decision::headers`]).
-    pub fn headers(&self) -> Vec<(&'static str, String)> {
-        self.combined.headers()
+    /// The policies' default names: each word in lower case (`"gcra"`), followed by
+    /// `-N` (its position, from 1) when the call has that word more than once.
+    pub fn names(&self) -> Vec<String> {
+        (0..self.keys.len())
+            .map(|i| {
+                let word = self.words.get(i).copied().unwrap_or("");
+                let word = if word.is_empty() { "policy" } else { word };
+                let repeats = self
+                    .words
+                    .iter()
+                    .filter(|w| w.eq_ignore_ascii_case(word))
+                    .count();
+                if repeats > 1 || self.words.len() != self.keys.len() {
+                    format!("{}-{}", word.to_ascii_lowercase(), i + 1)
+                } else {
+                    word.to_ascii_lowercase()
+                }
+            })
+            .collect()
     }
 
-    /// Sets each key's window, and the combined one's from the key it reports (the
-    /// smallest remaining, first on a tie).
-    pub(crate) fn with_windows(mut self, windows: &[Option<Duration>]) -> Self {
+    /// The HTTP fields: `RateLimit-Policy` and `RateLimit` with one member per policy
+    /// (its own key's numbers, named as [`names`](Self::names) says), then
+    /// `Retry-After` and `X-RateLimit-*` from the combined decision.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let names = self.names();
+        let named: Vec<&str> = names.iter().map(String::as_str).collect();
+        // The default names are lower-case words: always valid field strings.
+        self.headers_named(&named).unwrap_or_default()
+    }
+
+    /// [`headers`](Self::headers) with a name of yours for each policy, in key order
+    /// ([`Error::InvalidArgument`] if the count differs or a name is not printable
+    /// ASCII).
+    pub fn headers_named(&self, names: &[&str]) -> Result<Vec<(&'static str, String)>> {
+        if names.len() != self.keys.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} names for {} policies",
+                names.len(),
+                self.keys.len()
+            )));
+        }
+        let members = names
+            .iter()
+            .zip(&self.keys)
+            .map(|(n, d)| Ok((field_string(n)?, d)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(fields(&members, &self.combined))
+    }
+
+    /// Sets each key's window and word, and the combined one's window from the key it
+    /// reports (the smallest remaining, first on a tie).
+    pub(crate) fn with_policies(
+        mut self,
+        windows: &[Option<Duration>],
+        words: &[&'static str],
+    ) -> Self {
         for (d, w) in self.keys.iter_mut().zip(windows) {
             d.window = *w;
         }
@@ -187,6 +314,7 @@ impl AllDecision {
             .min_by_key(|(i, d)| (d.remaining, *i))
             .map(|(i, _)| i);
         self.combined.window = reported.and_then(|i| windows.get(i).copied().flatten());
+        self.words = words.to_vec();
         self
     }
 
@@ -200,7 +328,11 @@ impl AllDecision {
         let mut decisions = items.iter().map(decision_of);
         let combined = decisions.next()??;
         let keys = decisions.collect::<Option<Vec<_>>>()?;
-        Some(AllDecision { combined, keys })
+        Some(AllDecision {
+            combined,
+            keys,
+            words: Vec::new(),
+        })
     }
 }
 
@@ -219,12 +351,43 @@ pub struct ThrottleDecision {
     pub retry_after: Option<Duration>,
     /// How long until the limiter is back to its initial state (whole seconds).
     pub reset_after: Duration,
+    /// The `w` of `RateLimit-Policy`: the time the bucket of max_burst + 1 takes to
+    /// refill from empty at count per period (`None` when parsed without its call).
+    pub window: Option<Duration>,
 }
 
 impl ThrottleDecision {
     /// Whether the call was accepted.
     pub fn allowed(&self) -> bool {
         !self.limited
+    }
+
+    /// RL's decision for the same answer (`Retry-After` only when limited).
+    pub fn decision(&self) -> Decision {
+        Decision {
+            allowed: !self.limited,
+            limit: self.limit,
+            remaining: self.remaining,
+            retry_after: if self.limited {
+                self.retry_after
+            } else {
+                Some(Duration::ZERO)
+            },
+            reset_after: self.reset_after,
+            window: self.window,
+            fallback: false,
+            error: None,
+        }
+    }
+
+    /// The HTTP fields, as [`Decision::headers`].
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        self.decision().headers()
+    }
+
+    /// The HTTP fields with the policy named `name`, as [`Decision::headers_named`].
+    pub fn headers_named(&self, name: &str) -> Result<Vec<(&'static str, String)>> {
+        self.decision().headers_named(name)
     }
 
     pub(crate) fn from_value(v: &Value) -> Option<ThrottleDecision> {
@@ -242,6 +405,7 @@ impl ThrottleDecision {
                 s => Some(Duration::from_secs(u64::try_from(s).ok()?)),
             },
             reset_after: Duration::from_secs(u64::try_from(reset).ok()?),
+            window: None,
         })
     }
 }
@@ -275,31 +439,27 @@ pub(crate) fn released_of(v: &Value) -> Option<bool> {
     }
 }
 
-fn not_a(what: &str, v: &Value) -> redis::RedisError {
-    redis::RedisError::from((
-        redis::ErrorKind::TypeError,
-        "Response was of incompatible type",
-        format!("not {what}: {v:?}"),
-    ))
+fn not_a(what: &str, v: &Value) -> ParsingError {
+    format!("not {what}: {v:?}").into()
 }
 
 /// Parses a raw reply, for calls made without this crate's limiters:
 /// `redis::cmd("RL.GCRA")….query::<Decision>(&mut con)`.
 impl FromRedisValue for Decision {
-    fn from_redis_value(v: &Value) -> RedisResult<Self> {
-        decision_of(v).ok_or_else(|| not_a("an RL decision", v))
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        decision_of(&v).ok_or_else(|| not_a("an RL decision", &v))
     }
 }
 
 impl FromRedisValue for AllDecision {
-    fn from_redis_value(v: &Value) -> RedisResult<Self> {
-        AllDecision::from_value(v).ok_or_else(|| not_a("an RL.ALL reply", v))
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        AllDecision::from_value(&v).ok_or_else(|| not_a("an RL.ALL reply", &v))
     }
 }
 
 impl FromRedisValue for ThrottleDecision {
-    fn from_redis_value(v: &Value) -> RedisResult<Self> {
-        ThrottleDecision::from_value(v).ok_or_else(|| not_a("a CL.THROTTLE reply", v))
+    fn from_redis_value(v: Value) -> Result<Self, ParsingError> {
+        ThrottleDecision::from_value(&v).ok_or_else(|| not_a("a CL.THROTTLE reply", &v))
     }
 }
 
@@ -317,13 +477,13 @@ mod tests {
 
     #[test]
     fn parses_a_decision() {
-        let d = Decision::from_redis_value(&ints(&[1, 5, 4, 0, 1000])).unwrap();
+        let d = Decision::from_redis_value_ref(&ints(&[1, 5, 4, 0, 1000])).unwrap();
         assert!(d.allowed);
         assert_eq!((d.limit, d.remaining), (5, 4));
         assert_eq!(d.retry_after, Some(Duration::ZERO));
         assert_eq!(d.reset_after, Duration::from_millis(1000));
         assert_eq!((d.retry_after_ms(), d.reset_after_ms()), (0, 1000));
-        let never = Decision::from_redis_value(&ints(&[0, 5, 5, -1, 0])).unwrap();
+        let never = Decision::from_redis_value_ref(&ints(&[0, 5, 5, -1, 0])).unwrap();
         assert!(!never.allowed);
         assert_eq!(never.retry_after, None);
         assert_eq!(never.retry_after_ms(), -1);
@@ -349,7 +509,7 @@ mod tests {
                 Value::Int(0),
             ]),
         ] {
-            assert!(Decision::from_redis_value(&v).is_err(), "{v:?}");
+            assert!(Decision::from_redis_value_ref(&v).is_err(), "{v:?}");
         }
     }
 
@@ -360,18 +520,21 @@ mod tests {
             ints(&[0, 1, 0, 1000, 1000]),
             ints(&[1, 5, 4, 0, 1000]),
         ]);
-        let all = AllDecision::from_redis_value(&v).unwrap();
+        let all = AllDecision::from_redis_value_ref(&v).unwrap();
         assert!(!all.allowed());
         assert_eq!(all.keys.len(), 2);
         assert_eq!(all.rejected().collect::<Vec<_>>(), vec![0]);
-        let all = all.with_windows(&[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))]);
+        let all = all.with_policies(
+            &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
+            &["GCRA", "FIXED"],
+        );
         assert_eq!(all.combined.window, Some(Duration::from_secs(1)));
         assert_eq!(all.keys[1].window, Some(Duration::from_secs(60)));
         // Only the combined decision: not a reply of RL.ALL.
         assert!(
-            AllDecision::from_redis_value(&Value::Array(vec![ints(&[1, 1, 1, 0, 0])])).is_err()
+            AllDecision::from_redis_value_ref(&Value::Array(vec![ints(&[1, 1, 1, 0, 0])])).is_err()
         );
-        assert!(AllDecision::from_redis_value(&Value::Array(vec![
+        assert!(AllDecision::from_redis_value_ref(&Value::Array(vec![
             ints(&[1, 1, 1, 0, 0]),
             Value::Nil
         ]))
@@ -387,25 +550,30 @@ mod tests {
             ints(&[1, 3, 1, 0, 60000]),
             ints(&[1, 8, 1, 0, 500]),
         ]);
-        let all = AllDecision::from_redis_value(&v).unwrap().with_windows(&[
-            Some(Duration::from_secs(1)),
-            Some(Duration::from_secs(60)),
-            None,
-        ]);
+        let all = AllDecision::from_redis_value_ref(&v)
+            .unwrap()
+            .with_policies(
+                &[
+                    Some(Duration::from_secs(1)),
+                    Some(Duration::from_secs(60)),
+                    None,
+                ],
+                &["GCRA", "FIXED", "FIXED"],
+            );
         // A tie between keys 1 and 2: the first.
         assert_eq!(all.combined.window, Some(Duration::from_secs(60)));
     }
 
     #[test]
     fn parses_throttle() {
-        let t = ThrottleDecision::from_redis_value(&ints(&[0, 1, 0, -1, 2])).unwrap();
+        let t = ThrottleDecision::from_redis_value_ref(&ints(&[0, 1, 0, -1, 2])).unwrap();
         assert!(t.allowed());
         assert_eq!(t.retry_after, None);
         assert_eq!(t.reset_after, Duration::from_secs(2));
-        let t = ThrottleDecision::from_redis_value(&ints(&[1, 1, 0, 2, 2])).unwrap();
+        let t = ThrottleDecision::from_redis_value_ref(&ints(&[1, 1, 0, 2, 2])).unwrap();
         assert!(!t.allowed());
         assert_eq!(t.retry_after, Some(Duration::from_secs(2)));
-        assert!(ThrottleDecision::from_redis_value(&ints(&[3, 1, 0, 2, 2])).is_err());
+        assert!(ThrottleDecision::from_redis_value_ref(&ints(&[3, 1, 0, 2, 2])).is_err());
     }
 
     #[test]
@@ -453,15 +621,74 @@ mod tests {
 
     #[test]
     fn fallbacks() {
-        let open = Decision::fallback(true, 10, None);
+        let open = Decision::fallback(true, 10, None, "refused".into());
         assert!(open.allowed && open.fallback);
         assert_eq!(
             (open.remaining, open.retry_after),
             (10, Some(Duration::ZERO))
         );
-        let closed = Decision::fallback(false, 10, None);
+        let closed = Decision::fallback(false, 10, None, "refused".into());
         assert!(!closed.allowed && closed.fallback);
         assert_eq!(closed.retry_after, Some(FAIL_CLOSED_RETRY));
         assert_eq!(header(&closed.headers(), "Retry-After"), Some("1"));
+    }
+
+    #[test]
+    fn field_strings() {
+        assert_eq!(field_string("api").unwrap(), "\"api\"");
+        assert_eq!(field_string("my \"api\"").unwrap(), r#""my \"api\"""#);
+        assert_eq!(field_string("back\\slash").unwrap(), r#""back\\slash""#);
+        for bad in ["a\r\nb", "caf\u{e9}", "tab\t", "\u{7f}"] {
+            assert!(
+                matches!(field_string(bad), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn integers_are_clamped_and_w_is_never_zero() {
+        let mut d = Decision::from_fields([1, i64::MAX, i64::MAX, 0, i64::MAX]).unwrap();
+        d.window = Some(Duration::ZERO);
+        let h = d.headers();
+        assert_eq!(
+            header(&h, "RateLimit-Policy"),
+            Some("\"default\";q=999999999999999")
+        );
+        assert_eq!(
+            header(&h, "RateLimit"),
+            Some("\"default\";r=999999999999999;t=999999999999999")
+        );
+    }
+
+    #[test]
+    fn rl_all_gives_one_member_per_policy() {
+        let v = Value::Array(vec![
+            ints(&[1, 3, 2, 0, 60000]),
+            ints(&[1, 10, 9, 0, 1000]),
+            ints(&[1, 3, 2, 0, 60000]),
+        ]);
+        let all = AllDecision::from_redis_value_ref(&v)
+            .unwrap()
+            .with_policies(
+                &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
+                &["FIXED", "FIXED"],
+            );
+        assert_eq!(all.names(), ["fixed-1", "fixed-2"]);
+        let h = all.headers();
+        assert_eq!(
+            header(&h, "RateLimit-Policy"),
+            Some("\"fixed-1\";q=10;w=1, \"fixed-2\";q=3;w=60")
+        );
+        assert_eq!(
+            header(&h, "RateLimit"),
+            Some("\"fixed-1\";r=9;t=1, \"fixed-2\";r=2;t=60")
+        );
+        let named = all.headers_named(&["burst", "day"]).unwrap();
+        assert_eq!(
+            header(&named, "RateLimit"),
+            Some("\"burst\";r=9;t=1, \"day\";r=2;t=60")
+        );
+        assert!(all.headers_named(&["one"]).is_err());
     }
 }

@@ -22,7 +22,21 @@ func Pool(url string) *redis.Pool {
 	}
 }
 
-// Doer sends one command on a connection of pool.
+// left is the time to ctx's deadline (0: none; redigo's own read timeout
+// then applies), at least a microsecond when there is one.
+func left(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	if d := time.Until(dl); d > time.Microsecond {
+		return d
+	}
+	return time.Microsecond
+}
+
+// Doer sends one command on a connection of pool, reading its reply by ctx's
+// deadline: a connection that timed out is closed, not reused.
 func Doer(pool *redis.Pool) rl.DoFunc {
 	return func(ctx context.Context, args ...any) (any, error) {
 		conn, err := pool.GetContext(ctx)
@@ -30,6 +44,9 @@ func Doer(pool *redis.Pool) rl.DoFunc {
 			return nil, err
 		}
 		defer conn.Close()
+		if d := left(ctx); d > 0 {
+			return redis.DoWithTimeout(conn, d, args[0].(string), args[1:]...)
+		}
 		return conn.Do(args[0].(string), args[1:]...)
 	}
 }
@@ -52,8 +69,15 @@ func Pipeliner(pool *redis.Pool) rl.PipelineFunc {
 			return nil, err
 		}
 		out := make([]any, len(cmds))
+		d := left(ctx) // read from now to the deadline each reply: the client returns at it anyway
 		for i := range cmds {
-			r, err := conn.Receive()
+			var r any
+			var err error
+			if d > 0 {
+				r, err = redis.ReceiveWithTimeout(conn, d)
+			} else {
+				r, err = conn.Receive()
+			}
 			if err != nil {
 				if e, ok := err.(redis.Error); ok {
 					out[i] = e

@@ -4,47 +4,77 @@ Only the I/O: the commands, their replies and what a failure becomes are in ``_c
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any, Awaitable, Optional, Union
 
-from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Spec, detection, raise_typed, results
-from ._types import AllDecision, Decision, Duration, Key, Throttle
+from ._arguments import Duration, Key
+from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Steps, raise_typed, results
+from ._spec import Spec
+from ._types import AllDecision, Decision, Throttle
 
 __all__ = ["AsyncRateLimiter", "AsyncPipeline", "AsyncLease"]
+
+# asyncio.timeout (3.11+): a deadline without a task of its own; else asyncio.wait_for.
+_timeout: Any = getattr(asyncio, "timeout", None)
 
 
 class AsyncRateLimiter(
     LimiterBase[Awaitable[Decision], Awaitable[AllDecision], Awaitable[Throttle], Awaitable[bool]]
 ):
     """RL's commands over your own asyncio redis-py (or valkey-py) client; every method
-    is awaited. Same options as ``RateLimiter``."""
+    is awaited. Same options as ``RateLimiter``; here the deadline bounds the whole
+    call (detection included), also over a cluster client."""
 
     __slots__ = ()
 
-    async def detect(self) -> Backend:
-        """Which backend the server has (asked once, then cached); ``NotLoadedError`` when
-        it has neither."""
-        if self._backend is not None:
-            return self._backend
-        client, kw, steps = self.client, self._probe, detection()
+    async def _drive(self, steps: Steps) -> Any:
+        """Run a call's or a batch's round trips on the client within the deadline (the
+        whole call, detection included: a cancelled read drops its connection); its
+        result."""
+        if self.timeout is None:
+            return await self._run(steps)
+        if _timeout is None:
+            return await asyncio.wait_for(self._run(steps), self.timeout)
+        async with _timeout(self.timeout):
+            return await self._run(steps)
+
+    async def _run(self, steps: Steps) -> Any:
+        conn = self._conn
         try:
-            reply = None
+            step = next(steps)
             while True:
-                reply = await client.execute_command(*steps.send(reply), **kw)
+                try:
+                    if type(step) is tuple:
+                        reply = await conn.execute_command(*step[0], **step[1])
+                    else:
+                        reply = await step.execute(raise_on_error=False)
+                except Exception as err:
+                    step = steps.throw(err)
+                else:
+                    step = steps.send(reply)
         except StopIteration as done:
-            backend: Backend = done.value
-            self._backend = backend
-            return backend
+            return done.value
+
+    async def detect(self) -> Backend:
+        """Ask the server now which backend it has, and use it from now on;
+        ``NotLoadedError`` when it has neither."""
+        try:
+            return await self._drive(self._detection())  # type: ignore[no-any-return]
         except Exception as err:
             raise_typed(err)
 
     async def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
         try:
-            backend = self._backend or await self.detect()
-            reply = await self.client.execute_command(*spec.command(backend, key, args))
+            reply = await self._drive(self._call(spec, key, args))
         except Exception as err:
             return self._failed(spec, meta, limit, err)
         return spec.parse(reply, meta)
+
+    async def aclose(self) -> None:
+        """Close the limiter's own connections (not the client's)."""
+        if self._conn is not self.client:
+            await self._conn.connection_pool.disconnect()
 
     def lease(
         self,
@@ -60,7 +90,7 @@ class AsyncRateLimiter(
     def pipeline(self, transaction: bool = False) -> "AsyncPipeline":
         """A pipeline whose RL calls queue and whose ``await execute()`` returns typed
         decisions, in order."""
-        return AsyncPipeline(self, self.client.pipeline(transaction=transaction))
+        return AsyncPipeline(self, transaction)
 
 
 class AsyncPipeline(PipelineBase["AsyncPipeline"]):
@@ -72,20 +102,15 @@ class AsyncPipeline(PipelineBase["AsyncPipeline"]):
     async def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Send the queued calls; their results in order. With ``raise_on_error=False``
         a failed call's slot holds its (typed) exception instead of raising it."""
-        limiter, pipe = self.limiter, self.pipe
-        ops = self._ops
-        if not ops:
+        if not self._ops:
             return []
+        ops, waiting, form = self._take()
         try:
-            if self._pending:
-                self._flush(limiter._backend or await limiter.detect())
-            self._take()
-            replies = await pipe.execute(raise_on_error=raise_on_error)
+            replies = await self.limiter._drive(self._batch(ops, waiting, form))
         except Exception as err:
-            self._take()
-            await _reset(pipe)
+            await _reset(self.pipe)
             return self._failed(ops, err)
-        return results(ops, replies)
+        return results(ops, replies, raise_on_error)
 
     async def reset(self) -> None:
         """Drop what is queued."""

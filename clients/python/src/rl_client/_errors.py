@@ -6,15 +6,6 @@ import asyncio
 import re
 from typing import Optional
 
-__all__ = [
-    "RLError",
-    "ArgumentError",
-    "WrongTypeError",
-    "OutOfMemoryError",
-    "ServerError",
-    "NotLoadedError",
-    "UnsupportedCommandError",
-]
 
 
 class RLError(Exception):
@@ -89,7 +80,8 @@ _RESPONSE_ERRORS: tuple[type[BaseException], ...] = _classes(
 
 # redis-py and valkey-py put this before an error raised from a pipeline.
 _PIPELINE_NOTE = re.compile(r"^Command # \d+ \(.*?\) of pipeline caused error: ", re.S)
-_UNKNOWN = ("unknown command", "function not found")
+# The server has no such command or function: the backend went away or changed.
+_UNKNOWN = ("unknown command", "function not found", "no such function")
 # Error code words the server puts first; redis-py strips "ERR " (and maps a few
 # others to classes), so a message's first word is a code only when it is one of these.
 _CODES = frozenset(
@@ -136,3 +128,10 @@ def translate(err: BaseException) -> BaseException:
         result = ServerError(full, code)
     result.__cause__ = err
     return result
+
+
+def is_unknown_command(err: BaseException) -> bool:
+    """Whether ``err`` says the command or function does not exist (the backend went
+    away, or the server now has the other one): nothing was counted."""
+    typed = translate(err)
+    return typed is not err and isinstance(typed, UnsupportedCommandError)

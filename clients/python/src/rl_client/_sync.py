@@ -7,8 +7,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Optional, Union
 
-from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Spec, detection, raise_typed, results
-from ._types import AllDecision, Decision, Duration, Key, Throttle
+from ._arguments import Duration, Key
+from ._core import Backend, LeaseBase, LimiterBase, PipelineBase, Steps, raise_typed, results
+from ._spec import Spec
+from ._types import AllDecision, Decision, Throttle
 
 __all__ = ["RateLimiter", "Pipeline", "Lease"]
 
@@ -16,42 +18,62 @@ __all__ = ["RateLimiter", "Pipeline", "Lease"]
 class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
     """RL's commands over your own synchronous redis-py (or valkey-py) client.
 
-    ``backend``: ``"module"`` or ``"library"`` to skip detection; by default the first
-    call asks the server (``COMMAND INFO rl.gcra``, else ``FUNCTION LIST LIBRARYNAME rl``)
-    and the answer is kept for the life of this object.
+    ``timeout``: each call's deadline in seconds (default 0.1). The limiter sends its
+    calls through a pool of its own, made from the client's connection settings, with
+    that timeout and no retry (a retried RL call can count twice); ``None`` sends them
+    through the client itself, with its own timeouts and retries. A cluster client is
+    always used as it is.
 
-    ``on_connection_error``: what a call answers when Redis does not (a connection error
-    or time-out): ``"raise"`` (the default) re-raises the client's error; ``"allow"``
-    (fail open) and ``"deny"`` (fail closed) return a decision whose ``error`` is set.
-    RL's own errors always raise.
+    ``backend``: ``"module"`` or ``"library"`` to skip detection; by default the first
+    call asks the server (``COMMAND INFO rl.gcra``, else ``FUNCTION LIST LIBRARYNAME rl``).
+    When a call answers that the command or function does not exist, the limiter asks
+    again and, if the backend changed, sends the call once more.
+
+    ``on_connection_error``: what a call answers when Redis does not answer in time (a
+    connection error or a time-out): ``"raise"`` (the default) re-raises the client's
+    error; ``"allow"`` (fail open) and ``"deny"`` (fail closed) return a decision whose
+    ``error`` is set. RL's own errors always raise.
     """
 
     __slots__ = ()
 
-    def detect(self) -> Backend:
-        """Which backend the server has (asked once, then cached); ``NotLoadedError`` when
-        it has neither."""
-        if self._backend is not None:
-            return self._backend
-        client, kw, steps = self.client, self._probe, detection()
+    def _drive(self, steps: Steps) -> Any:
+        """Run a call's or a batch's round trips on the client; its result."""
+        conn = self._conn
         try:
-            reply = None
+            step = next(steps)
             while True:
-                reply = client.execute_command(*steps.send(reply), **kw)
+                try:
+                    if type(step) is tuple:
+                        reply = conn.execute_command(*step[0], **step[1])
+                    else:
+                        reply = step.execute(raise_on_error=False)
+                except Exception as err:
+                    step = steps.throw(err)
+                else:
+                    step = steps.send(reply)
         except StopIteration as done:
-            backend: Backend = done.value
-            self._backend = backend
-            return backend
+            return done.value
+
+    def detect(self) -> Backend:
+        """Ask the server now which backend it has, and use it from now on;
+        ``NotLoadedError`` when it has neither."""
+        try:
+            return self._drive(self._detection())  # type: ignore[no-any-return]
         except Exception as err:
             raise_typed(err)
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
         try:
-            backend = self._backend or self.detect()
-            reply = self.client.execute_command(*spec.command(backend, key, args))
+            reply = self._drive(self._call(spec, key, args))
         except Exception as err:
             return self._failed(spec, meta, limit, err)
         return spec.parse(reply, meta)
+
+    def close(self) -> None:
+        """Close the limiter's own connections (not the client's)."""
+        if self._conn is not self.client:
+            self._conn.connection_pool.disconnect()
 
     def lease(
         self,
@@ -69,7 +91,7 @@ class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
         """A pipeline whose RL calls queue and whose ``execute()`` returns typed decisions
         (and raw replies for ``execute_command``), in order. ``transaction=True`` wraps the
         batch in MULTI/EXEC (standalone servers only)."""
-        return Pipeline(self, self.client.pipeline(transaction=transaction))
+        return Pipeline(self, transaction)
 
 
 class Pipeline(PipelineBase["Pipeline"]):
@@ -81,20 +103,15 @@ class Pipeline(PipelineBase["Pipeline"]):
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Send the queued calls; their results in order. With ``raise_on_error=False``
         a failed call's slot holds its (typed) exception instead of raising it."""
-        limiter, pipe = self.limiter, self.pipe
-        ops = self._ops
-        if not ops:
+        if not self._ops:
             return []
+        ops, waiting, form = self._take()
         try:
-            if self._pending:
-                self._flush(limiter._backend or limiter.detect())
-            self._take()
-            replies = pipe.execute(raise_on_error=raise_on_error)
+            replies = self.limiter._drive(self._batch(ops, waiting, form))
         except Exception as err:
-            self._take()
-            pipe.reset()
+            self.pipe.reset()
             return self._failed(ops, err)
-        return results(ops, replies)
+        return results(ops, replies, raise_on_error)
 
     def reset(self) -> None:
         """Drop what is queued."""

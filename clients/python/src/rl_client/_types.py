@@ -1,138 +1,16 @@
-"""Decisions, HTTP headers, durations and RL.ALL's policies."""
+"""Decisions: what a call answers, and the HTTP fields each gives."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, fields
-from datetime import timedelta
-from typing import Any, ClassVar, Optional, Union, cast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
+from ._arguments import Duration, Key
 from ._errors import ArgumentError
+from ._headers import Member, ceil_s, default_names, fields, sf_string
 
-__all__ = [
-    "Duration",
-    "Key",
-    "Decision",
-    "AllDecision",
-    "Throttle",
-    "Policy",
-    "Fixed",
-    "Sliding",
-    "SlidingCounter",
-    "Bucket",
-    "Gcra",
-    "Acquire",
-    "Penalty",
-    "Share",
-]
-
-#: A duration: a ``timedelta``, a number of seconds (``int``, or a ``float`` that is a
-#: whole number of ms), or RL's own form: ``"1500ms"``, ``"60"``, ``"60s"``, ``"1m"``,
-#: ``"24h"``, ``"7d"``.
-Duration = Union[timedelta, int, float, str]
-#: A Redis key, as redis-py takes it.
-Key = Union[str, bytes]
-
-_DURATION_RE = re.compile(r"([0-9]+)(ms|s|m|h|d)?", re.IGNORECASE)
-_UNIT_MS = {None: 1000, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_cache: dict[object, tuple[Union[str, int], Optional[int]]] = {}
-
-
-def duration(value: Duration) -> tuple[Union[str, int], Optional[int]]:
-    """(what to send, its length in ms or None when RL will refuse it).
-
-    Numbers and timedeltas are sent as ``"<n>ms"``; a string is sent as given (the
-    server checks it and answers its own error for a bad one)."""
-    if type(value) is str or type(value) is int:
-        hit = _cache.get(value)
-        if hit is not None:
-            return hit
-        out = _parse_str(value) if isinstance(value, str) else _from_ms(value * 1000, value)
-        if len(_cache) > 4096:
-            _cache.clear()
-        _cache[value] = out
-        return out
-    if isinstance(value, timedelta):
-        us = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        if us % 1000:
-            raise ArgumentError(f"a duration must be a whole number of milliseconds, not {value!r}")
-        return _from_ms(us // 1000, value)
-    if isinstance(value, float):
-        scaled = value * 1000
-        ms = round(scaled)
-        if abs(scaled - ms) > 1e-6:
-            raise ArgumentError(f"a duration must be a whole number of milliseconds, not {value!r} s")
-        return _from_ms(ms, value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return duration(int(value))
-    raise ArgumentError(
-        f"a duration is a timedelta, a number of seconds or a string such as '1m', not {value!r}"
-    )
-
-
-def _parse_str(value: str) -> tuple[Union[str, int], Optional[int]]:
-    m = _DURATION_RE.fullmatch(value)
-    if m is None:
-        return value, None
-    unit = m.group(2)
-    return value, int(m.group(1)) * _UNIT_MS[unit.lower() if unit else None]
-
-
-def _from_ms(ms: int, value: Duration) -> tuple[Union[str, int], Optional[int]]:
-    # A negative one is sent as given, for the server's own error.
-    if ms < 0:
-        return str(value), None
-    return f"{ms}ms", ms
-
-
-def _ceil_s(ms: int) -> int:
-    return -(-ms // 1000)
-
-
-#: The longest refill time reported (ms, about 292 years); the same in every RL client.
-MAX_REFILL_MS = 9_223_372_036_854
-
-
-def refill_ms(capacity: object, tokens: object, period_ms: Optional[int]) -> Optional[int]:
-    """A bucket's window for ``RateLimit-Policy``: the time it takes to refill from empty,
-    ``ceil(capacity * period / tokens)`` ms (at most ``MAX_REFILL_MS``), so that ``q=capacity``
-    per it never advertises more than the sustained rate. ``period_ms`` when the counts are
-    not positive integers (the server refuses such a call), None when the period is unknown."""
-    if period_ms is None:
-        return None
-    if (
-        type(capacity) is not int
-        or type(tokens) is not int
-        or capacity < 1
-        or tokens < 1
-        or period_ms < 0
-    ):
-        return period_ms
-    return min(-(-(capacity * period_ms) // tokens), MAX_REFILL_MS)
-
-
-def _headers(
-    policy: str,
-    allowed: bool,
-    limit: int,
-    remaining: int,
-    retry_s: Optional[int],
-    reset_s: int,
-    window_ms: Optional[int],
-) -> dict[str, str]:
-    quota = f'"{policy}";q={limit}'
-    if window_ms is not None:
-        quota += f";w={_ceil_s(window_ms)}"
-    headers = {
-        "RateLimit-Policy": quota,
-        "RateLimit": f'"{policy}";r={remaining};t={reset_s}',
-    }
-    if not allowed and retry_s is not None:
-        headers["Retry-After"] = str(retry_s)
-    headers["X-RateLimit-Limit"] = str(limit)
-    headers["X-RateLimit-Remaining"] = str(remaining)
-    headers["X-RateLimit-Reset"] = str(reset_s)
-    return headers
+__all__ = ["Duration", "Key", "Decision", "AllDecision", "Throttle"]
 
 
 @dataclass(slots=True)
@@ -155,22 +33,27 @@ class Decision:
     #: RL.SHARE) the time it takes to refill from empty, ``ceil(capacity * period / tokens)``.
     window: Optional[int] = None
     #: Set only on a decision made up by the limiter's ``on_connection_error`` choice
-    #: ("allow" or "deny") because Redis did not answer: the error it got.
+    #: ("allow" or "deny") because Redis did not answer in time: the error it got.
     error: Optional[BaseException] = field(default=None, compare=False)
 
+    def _member(self, name: str) -> Member:
+        return Member(name, self.limit, self.remaining, ceil_s(self.reset_after), self.window)
+
+    def _retry_s(self) -> Optional[int]:
+        return None if self.retry_after is None else ceil_s(self.retry_after)
+
     def headers(self, policy: str = "default") -> dict[str, str]:
-        """HTTP response headers: ``RateLimit-Policy`` and ``RateLimit`` (IETF draft),
-        ``Retry-After`` (rejected and retry possible), ``X-RateLimit-Limit``,
-        ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``; seconds rounded up."""
-        retry = self.retry_after
-        return _headers(
-            policy,
+        """HTTP response fields: ``RateLimit-Policy`` and ``RateLimit`` (IETF draft) for
+        the policy named ``policy``, ``Retry-After`` (rejected and retry possible),
+        ``X-RateLimit-Limit``, ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``; seconds
+        rounded up."""
+        return fields(
+            [self._member(sf_string(policy))],
             self.allowed,
+            self._retry_s(),
             self.limit,
             self.remaining,
-            None if retry is None else _ceil_s(retry),
-            _ceil_s(self.reset_after),
-            self.window,
+            ceil_s(self.reset_after),
         )
 
 
@@ -185,6 +68,8 @@ class AllDecision:
     decisions: list[Decision]
     #: The keys, in the same order.
     keys: list[Key]
+    #: Each key's policy word (``"GCRA"``), in the same order.
+    words: list[str] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -221,10 +106,26 @@ class AllDecision:
         """The keys that reject this call."""
         return [k for k, d in zip(self.keys, self.decisions) if not d.allowed]
 
-    def headers(self, policy: str = "default") -> dict[str, str]:
-        """The combined decision's headers (see ``Decision.headers``); the policy window
-        is that of the key the combined limit and remaining come from."""
-        return self.combined.headers(policy)
+    def headers(self, names: Union[Sequence[str], str, None] = None) -> dict[str, str]:
+        """HTTP response fields with one item per policy in ``RateLimit-Policy`` and
+        ``RateLimit``, each with its own key's numbers, named ``names`` (one per key) or
+        by default by its word in lower case (``"gcra"``; ``"fixed-1"``, ``"fixed-2"``
+        when a word repeats); ``Retry-After`` and ``X-RateLimit-*`` from the combined
+        decision. One name (a ``str``): the combined decision's fields under it."""
+        c = self.combined
+        if isinstance(names, str):
+            return c.headers(names)
+        given = default_names(self.words) if names is None else list(names)
+        if len(given) != len(self.decisions):
+            raise ArgumentError(f"name each of the {len(self.decisions)} policies, not {given!r}")
+        return fields(
+            [d._member(sf_string(n)) for n, d in zip(given, self.decisions)],
+            c.allowed,
+            c._retry_s(),
+            c.limit,
+            c.remaining,
+            ceil_s(c.reset_after),
+        )
 
 
 @dataclass(slots=True)
@@ -250,149 +151,6 @@ class Throttle:
         return not self.limited
 
     def headers(self, policy: str = "default") -> dict[str, str]:
-        return _headers(
-            policy,
-            not self.limited,
-            self.limit,
-            self.remaining,
-            self.retry_after,
-            self.reset_after,
-            self.window,
-        )
-
-
-# ---- RL.ALL's policies --------------------------------------------------------------
-
-
-class Policy:
-    """One key's policy in ``RateLimiter.all``: a dataclass whose fields are RL.ALL's
-    arguments after its word, in order (a ``Duration`` sent as RL takes it; an
-    ``Optional[Duration]``, when set, behind its name: ``DELAY max``)."""
-
-    __slots__ = ()
-
-    #: The policy's word in RL.ALL.
-    _word: ClassVar[str]
-    #: The fields that are its limit and its window.
-    _quota: ClassVar[tuple[str, str]]
-
-    def args(self) -> list[object]:
-        """The policy's words, as RL.ALL takes them."""
-        out: list[object] = [self._word]
-        for f in fields(cast(Any, self)):
-            value = getattr(self, f.name)
-            if f.type == "Duration":
-                out.append(duration(value)[0])
-            elif f.type == "Optional[Duration]":
-                if value is not None:
-                    out += [f.name.upper(), duration(value)[0]]
-            else:
-                out.append(value)
-        return out
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        """(its limit, its window in ms or None: for a bucket, its refill time)."""
-        limit, window = self._quota
-        return getattr(self, limit), duration(getattr(self, window))[1]
-
-
-class _Refilled(Policy):
-    """A bucket policy: its window is the time it takes to refill from empty."""
-
-    __slots__ = ()
-
-    def quota(self) -> tuple[int, Optional[int]]:
-        capacity, tokens, period = (getattr(self, f) for f in ("capacity", "tokens", "period"))
-        return capacity, refill_ms(capacity, tokens, duration(period)[1])
-
-
-@dataclass(frozen=True, slots=True)
-class _Window(Policy):
-    """A policy of ``limit`` units per ``window``."""
-
-    _quota = ("limit", "window")
-    limit: int
-    window: Duration
-
-
-@dataclass(frozen=True, slots=True)
-class Fixed(_Window):
-    """``FIXED limit window``."""
-
-    _word = "FIXED"
-
-
-@dataclass(frozen=True, slots=True)
-class Sliding(_Window):
-    """``SLIDING limit window``."""
-
-    _word = "SLIDING"
-
-
-@dataclass(frozen=True, slots=True)
-class SlidingCounter(_Window):
-    """``SLIDINGCOUNTER limit window``."""
-
-    _word = "SLIDINGCOUNTER"
-
-
-@dataclass(frozen=True, slots=True)
-class _Rate(_Refilled):
-    """A policy of ``capacity`` at once, ``tokens`` more every ``period``."""
-
-    _quota = ("capacity", "period")
-    capacity: int
-    tokens: int
-    period: Duration
-
-
-@dataclass(frozen=True, slots=True)
-class Bucket(_Rate):
-    """``BUCKET capacity tokens period``."""
-
-    _word = "BUCKET"
-
-
-@dataclass(frozen=True, slots=True)
-class Gcra(_Rate):
-    """``GCRA capacity tokens period [DELAY max]``."""
-
-    _word = "GCRA"
-    delay: Optional[Duration] = None
-
-
-@dataclass(frozen=True, slots=True)
-class Acquire(Policy):
-    """``ACQUIRE limit ttl id``: one lease named ``id`` (end it with ``release``)."""
-
-    _word = "ACQUIRE"
-    _quota = ("limit", "ttl")
-    limit: int
-    ttl: Duration
-    id: Union[str, bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class Penalty(Policy):
-    """``PENALTY strikes window block max``: only looked at (the call needs ``cost=0``);
-    a blocked offender makes the call rejected."""
-
-    _word = "PENALTY"
-    _quota = ("strikes", "window")
-    strikes: int
-    window: Duration
-    block: Duration
-    max: Duration
-
-
-@dataclass(frozen=True, slots=True)
-class Share(_Refilled):
-    """``SHARE tenant weight capacity tokens period``."""
-
-    _word = "SHARE"
-    _quota = ("capacity", "period")
-    tenant: Union[str, bytes]
-    weight: int
-    capacity: int
-    tokens: int
-    period: Duration
+        """As ``Decision.headers``."""
+        member = Member(sf_string(policy), self.limit, self.remaining, self.reset_after, self.window)
+        return fields([member], not self.limited, self.retry_after, self.limit, self.remaining, self.reset_after)

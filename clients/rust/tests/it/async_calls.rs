@@ -194,7 +194,7 @@ fn every_command_async() {
             ));
             assert!(matches!(
                 rl.gcra(&k, &Gcra::new(0, 1, "1s")).await,
-                Err(Error::BadArgument(_))
+                Err(Error::InvalidArgument(_))
             ));
         });
     }

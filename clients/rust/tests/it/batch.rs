@@ -55,14 +55,16 @@ fn atomic_batch_of_every_kind() {
                     .key(&g, Gcra::new(2, 1, "1h"))
                     .key(&f, Fixed::new(1, "3650d")),
             )
-            .unwrap()
             .acquire(&l, &Acquire::new(1, "1h", "job"))
             .release(&l, "job")
             .release(&l, "job");
-        let throttled = batch.throttle(&c, &Throttle::new(0, 1, "1h"));
-        match t.backend {
-            Backend::Module => assert!(throttled.is_ok()),
-            Backend::Library => assert!(matches!(throttled, Err(Error::Unsupported(_)))),
+        if t.backend == Backend::Module {
+            batch.throttle(&c, &Throttle::new(0, 1, "1h"));
+        } else {
+            // Module only: refused when the batch runs, nothing sent.
+            let mut refused = batch.clone();
+            refused.throttle(&c, &Throttle::new(0, 1, "1h"));
+            assert!(matches!(rl.run(&refused), Err(Error::Unsupported(_))));
         }
         let replies = rl.run(&batch).unwrap();
         assert_eq!(replies.len(), batch.len());
@@ -90,12 +92,29 @@ fn a_batch_error_is_typed() {
     for t in targets("a_batch_error_is_typed") {
         let mut rl = t.limiter();
         let mut batch = rl.batch().unwrap();
+        let ok = key("ok");
         batch
-            .gcra(key("ok"), &Gcra::new(5, 1, "1s"))
+            .gcra(&ok, &Gcra::new(5, 1, "1s"))
             .fixed(key("bad"), &Fixed::new(0, "1m"));
         let err = rl.run(&batch).unwrap_err();
         assert!(
-            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR limit")),
+            matches!(&err, Error::InvalidArgument(m) if m.starts_with("limit must be")),
+            "{err:?}"
+        );
+        // Refused before sending: the first call did not run either.
+        assert!(!crate::common::exists(rl.connection(), &ok));
+        // The server's refusal names the call's own command.
+        let penalty = key("penalty");
+        let mut batch = rl.batch().unwrap();
+        // (A fixed window's counter is not a penalty's state.)
+        batch.fixed(&penalty, &Fixed::new(5, "1m")).all(
+            &rl_client::All::new()
+                .key(&penalty, rl_client::Penalty::new(3, "1m", "1m", "1h"))
+                .cost(0),
+        );
+        let err = rl.run(&batch).unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")),
             "{err:?}"
         );
 

@@ -167,6 +167,18 @@ impl BareServer {
     }
 }
 
+impl BareServer {
+    /// A client of this server.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url.as_str()).unwrap()
+    }
+
+    /// A blocking connection to this server.
+    pub fn con(&self) -> redis::Connection {
+        self.client().get_connection().unwrap()
+    }
+}
+
 impl Drop for BareServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -2,17 +2,18 @@
 //! the fail modes.
 
 use std::net::TcpListener;
+use std::time::{Duration, Instant};
 
 use rl_client::{
-    Acquire, All, AsyncLimiter, Backend, Error, FailMode, Fixed, Gcra, Limiter, Sliding,
+    Acquire, All, AsyncLimiter, Backend, Error, FailMode, Fixed, Gcra, Limiter, Penalty, Sliding,
 };
 
 use crate::common::{exclusive, key, runtime, shared, targets, BareServer};
 
 #[test]
-fn bad_argument_leaves_the_key_unchanged() {
+fn refused_arguments_send_nothing() {
     let _g = shared();
-    for t in targets("bad_argument_leaves_the_key_unchanged") {
+    for t in targets("refused_arguments_send_nothing") {
         let mut rl = t.limiter();
         let k = key("bad-argument");
         rl.fixed(&k, &Fixed::new(5, "3650d").cost(2)).unwrap();
@@ -27,29 +28,49 @@ fn bad_argument_leaves_the_key_unchanged() {
                 .unwrap()
         };
         let before = state(&mut rl);
-        let err = rl.fixed(&k, &Fixed::new(0, "3650d")).unwrap_err();
+        let refused = [
+            rl.fixed(&k, &Fixed::new(0, "3650d")),
+            rl.fixed(&k, &Fixed::new(5, "11y")),
+            rl.fixed(&k, &Fixed::new(5, Duration::from_nanos(1))),
+            rl.fixed(&k, &Fixed::new(5, "1m").cost(1).refund(1)),
+            rl.fixed(&k, &Fixed::new(5, "1m").debit(1).debit(2)),
+        ];
+        for r in refused {
+            let err = r.unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+            assert_eq!(err.code(), None);
+        }
+        let err = rl.sliding(&k, &Sliding::new(100_001, "1m")).unwrap_err();
         assert!(
-            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR limit must be an integer from 1")),
+            matches!(&err, Error::InvalidArgument(m) if m.contains("from 1 to 100000")),
             "{err:?}"
         );
-        assert_eq!(err.code(), Some("ERR"));
-        let err = rl.fixed(&k, &Fixed::new(5, "11y")).unwrap_err();
-        assert!(
-            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR window must be a duration")),
-            "{err:?}"
-        );
-        let err = rl
-            .sliding(&k, &Sliding::new(100_000_000, "1m"))
-            .unwrap_err();
-        assert!(matches!(&err, Error::BadArgument(_)), "{err:?}");
-        let after = state(&mut rl);
-        assert_eq!(before, after);
-        assert_eq!(after.0, "2");
         // A policy carrying its own charge inside RL.ALL is refused before sending.
         let err = rl
             .all(&All::new().key(&k, Fixed::new(5, "3650d").cost(1)))
             .unwrap_err();
-        assert!(matches!(err, Error::BadArgument(_)), "{err:?}");
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+        assert!(matches!(
+            rl.all(&All::new()),
+            Err(Error::InvalidArgument(_))
+        ));
+        let after = state(&mut rl);
+        assert_eq!(before, after);
+        assert_eq!(after.0, "2");
+        // What only the server can refuse: a PENALTY policy is only looked at.
+        let err = rl
+            .all(
+                &All::new()
+                    .key(&k, Penalty::new(3, "1m", "1m", "1h"))
+                    .cost(1),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArgument(m) if m.starts_with("ERR")),
+            "{err:?}"
+        );
+        assert_eq!(err.code(), Some("ERR"));
+        assert_eq!(state(&mut rl), before);
     }
 }
 
@@ -95,21 +116,74 @@ fn wrong_type() {
 }
 
 #[test]
-fn a_forced_backend_the_server_lacks_is_not_loaded() {
+fn a_wrong_backend_is_detected_again() {
     let _g = shared();
-    for t in targets("a_forced_backend_the_server_lacks_is_not_loaded") {
+    for t in targets("a_wrong_backend_is_detected_again") {
         let other = match t.backend {
             Backend::Module => Backend::Library,
             Backend::Library => Backend::Module,
         };
+        // As after a restart or failover to a server with the other backend.
         let mut rl = Limiter::with_backend(t.con(), other);
-        let err = rl.gcra(key("forced"), &Gcra::new(5, 1, "1s")).unwrap_err();
-        assert!(
-            matches!(&err, Error::NotLoaded(m) if m.contains("--loadmodule")),
-            "{:?} {err:?}",
-            t.backend
-        );
+        let d = rl.gcra(key("forced"), &Gcra::new(5, 1, "1s")).unwrap();
+        assert_eq!((d.allowed, d.remaining), (true, 4), "{:?}", t.backend);
+        assert_eq!(rl.backend().unwrap(), t.backend);
+        runtime().block_on(async {
+            let mut rl = AsyncLimiter::with_backend(t.multiplexed().await, other);
+            assert!(
+                rl.gcra(key("forced"), &Gcra::new(5, 1, "1s"))
+                    .await
+                    .unwrap()
+                    .allowed
+            );
+            assert_eq!(rl.backend().await.unwrap(), t.backend);
+        });
     }
+}
+
+/// Loads functions/rl.lua into `con`'s server.
+fn load_library(con: &mut redis::Connection) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../functions/rl.lua");
+    let code = std::fs::read_to_string(&path).unwrap();
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(code)
+        .query::<String>(con)
+        .unwrap();
+}
+
+#[test]
+fn detect_asks_every_time_and_a_lost_library_is_found_again() {
+    let Some(server) = BareServer::start() else {
+        return;
+    };
+    let client = server.client();
+    let mut admin = client.get_connection().unwrap();
+    load_library(&mut admin);
+    let mut rl = Limiter::new(client.get_connection().unwrap());
+    assert_eq!(rl.detect().unwrap(), Backend::Library);
+    let g = Gcra::new(5, 1, "1h");
+    assert_eq!(rl.gcra("k", &g).unwrap().remaining, 4);
+    redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("rl")
+        .query::<()>(&mut admin)
+        .unwrap();
+    assert!(matches!(rl.detect(), Err(Error::NotLoaded(_))));
+    // Loaded again: the next call finds it by itself (no detect() needed).
+    load_library(&mut admin);
+    assert_eq!(rl.gcra("k", &g).unwrap().remaining, 3);
+    // Deleted while the limiter still believes in it: the call answers NotLoaded,
+    // nothing counted, and once the library is back the call works.
+    redis::cmd("FUNCTION")
+        .arg("DELETE")
+        .arg("rl")
+        .query::<()>(&mut admin)
+        .unwrap();
+    assert!(matches!(rl.gcra("k", &g), Err(Error::NotLoaded(_))));
+    load_library(&mut admin);
+    assert_eq!(rl.gcra("k", &g).unwrap().remaining, 2);
 }
 
 #[test]
@@ -117,10 +191,7 @@ fn neither_backend_is_not_loaded() {
     let Some(server) = BareServer::start() else {
         return;
     };
-    let con = redis::Client::open(server.url.as_str())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let con = server.con();
     let mut rl = Limiter::new(con);
     let err = rl.backend().unwrap_err();
     assert!(
@@ -220,56 +291,136 @@ fn dead_url() -> String {
     format!("redis://127.0.0.1:{port}")
 }
 
-#[test]
-fn connection_errors_and_fail_modes() {
-    // redis::Client is a ConnectionLike that connects for each call.
-    let client = || redis::Client::open(dead_url()).unwrap();
+const TIMEOUT: Duration = Duration::from_millis(100);
+/// What a call may take beyond its deadline (a loaded 2-core machine).
+const MARGIN: Duration = Duration::from_millis(150);
+
+/// Asserts a call's fail-mode decision: allow or deny as the rules give, carrying the
+/// error, within the deadline.
+#[track_caller]
+fn decided(d: &rl_client::Decision, mode: FailMode, took: Duration) {
+    assert!(took <= TIMEOUT + MARGIN, "took {took:?}");
+    assert!(d.fallback && d.error.is_some(), "{d:?}");
+    match mode {
+        FailMode::Open => assert_eq!(
+            (d.allowed, d.remaining, d.retry_after, d.reset_after),
+            (true, d.limit, Some(Duration::ZERO), Duration::ZERO)
+        ),
+        FailMode::Closed => assert_eq!(
+            (d.allowed, d.remaining, d.retry_after, d.reset_after),
+            (
+                false,
+                0,
+                Some(Duration::from_secs(1)),
+                Duration::from_secs(1)
+            )
+        ),
+        FailMode::Error => unreachable!(),
+    }
+}
+
+/// Each fail mode on a limiter whose server is unreachable or silent.
+fn sync_fail_modes(con: &mut redis::Connection, what: &str) {
     let g = Gcra::new(5, 1, "1s");
-
-    let err = Limiter::with_backend(client(), Backend::Module)
-        .gcra("k", &g)
-        .unwrap_err();
-    assert!(err.is_connection(), "{err:?}");
-    // Detection fails the same way.
-    let err = Limiter::new(client()).gcra("k", &g).unwrap_err();
-    assert!(matches!(err, Error::Connection(_)), "{err:?}");
-
-    let mut open = Limiter::new(client()).fail_mode(FailMode::Open);
-    let d = open.gcra("k", &g).unwrap();
-    assert!(d.allowed && d.fallback);
-    assert_eq!((d.limit, d.remaining), (5, 5));
-    let a = open
-        .all(&All::new().key("a", g.clone()).key("b", Fixed::new(2, "1m")))
-        .unwrap();
-    assert!(a.allowed() && a.combined.fallback);
-    assert_eq!((a.combined.limit, a.keys.len()), (2, 2));
-    // Fail modes decide; they never pretend a lease was released.
-    assert!(open.release("k", "id").unwrap_err().is_connection());
-
-    let mut closed = Limiter::new(client()).fail_mode(FailMode::Closed);
-    let d = closed.gcra("k", &g).unwrap();
-    assert!(!d.allowed && d.fallback);
-    assert!(d
-        .headers()
-        .iter()
-        .any(|(n, v)| *n == "Retry-After" && v == "1"));
-
-    runtime().block_on(async {
-        // An async limiter on a connection that dies under it.
-        let server = match BareServer::start() {
-            Some(s) => s,
-            None => return,
-        };
-        let con = redis::Client::open(server.url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
+    let mut rl = Limiter::with_backend(&mut *con, Backend::Module).timeout(TIMEOUT);
+    let start = Instant::now();
+    let err = rl.gcra("k", &g).unwrap_err();
+    assert!(
+        err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: {err:?} after {:?}",
+        start.elapsed()
+    );
+    for mode in [FailMode::Open, FailMode::Closed] {
+        rl.set_fail_mode(mode);
+        let start = Instant::now();
+        let d = rl.gcra("k", &g).unwrap();
+        decided(&d, mode, start.elapsed());
+        let start = Instant::now();
+        let a = rl
+            .all(&All::new().key("a", g.clone()).key("b", Fixed::new(2, "1m")))
             .unwrap();
-        drop(server);
-        let mut rl = AsyncLimiter::with_backend(con, Backend::Module).fail_mode(FailMode::Closed);
+        decided(&a.combined, mode, start.elapsed());
+        // The combined decision reports the smallest remaining, the first on a tie.
+        let reported = if mode == FailMode::Open { 2 } else { 5 };
+        assert_eq!((a.combined.limit, a.keys.len()), (reported, 2), "{what}");
+        // Fail modes decide; they never pretend a lease was released.
+        assert!(rl.release("k", "id").unwrap_err().is_connection(), "{what}");
+    }
+}
+
+async fn async_fail_modes<C: redis::aio::ConnectionLike>(con: C, what: &str) {
+    let g = Gcra::new(5, 1, "1s");
+    let mut rl = AsyncLimiter::with_backend(con, Backend::Module).timeout(TIMEOUT);
+    let start = Instant::now();
+    let err = rl.gcra("k", &g).await.unwrap_err();
+    assert!(
+        err.is_connection() && start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: {err:?} after {:?}",
+        start.elapsed()
+    );
+    for mode in [FailMode::Open, FailMode::Closed] {
+        rl.set_fail_mode(mode);
+        let start = Instant::now();
         let d = rl.gcra("k", &g).await.unwrap();
-        assert!(!d.allowed && d.fallback, "{d:?}");
-        rl.set_fail_mode(FailMode::Error);
-        assert!(rl.gcra("k", &g).await.unwrap_err().is_connection());
+        decided(&d, mode, start.elapsed());
+    }
+    // Detection too is bounded by the deadline.
+    let start = Instant::now();
+    assert!(rl.detect().await.unwrap_err().is_connection(), "{what}");
+    assert!(
+        start.elapsed() <= TIMEOUT + MARGIN,
+        "{what}: detect took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn fail_modes_against_a_stopped_server() {
+    // Nothing listens: a ConnectionManager made lazily keeps reconnecting, within
+    // the call's deadline only.
+    runtime().block_on(async {
+        let manager = redis::Client::open(dead_url())
+            .unwrap()
+            .get_connection_manager_lazy(redis::aio::ConnectionManagerConfig::new())
+            .unwrap();
+        async_fail_modes(manager, "stopped").await;
+    });
+}
+
+#[test]
+fn fail_modes_against_a_killed_server() {
+    let Some(server) = BareServer::start() else {
+        return;
+    };
+    let client = server.client();
+    let mut con = client.get_connection().unwrap();
+    runtime().block_on(async {
+        let multiplexed = client.get_multiplexed_async_connection().await.unwrap();
+        let manager = client.get_connection_manager().await.unwrap();
+        drop(server);
+        sync_fail_modes(&mut con, "killed");
+        async_fail_modes(multiplexed, "killed, multiplexed").await;
+        async_fail_modes(manager, "killed, connection manager").await;
+    });
+}
+
+#[test]
+fn fail_modes_against_a_paused_server() {
+    let Some(server) = BareServer::start() else {
+        return;
+    };
+    let client = server.client();
+    let mut admin = client.get_connection().unwrap();
+    let mut con = client.get_connection().unwrap();
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(3000)
+        .arg("ALL")
+        .query::<()>(&mut admin)
+        .unwrap();
+    sync_fail_modes(&mut con, "paused");
+    runtime().block_on(async {
+        let multiplexed = client.get_multiplexed_async_connection().await.unwrap();
+        async_fail_modes(multiplexed, "paused").await;
     });
 }

@@ -7,4 +7,5 @@ mod batch;
 mod common;
 mod coverage;
 mod errors;
+mod headers;
 mod sync_calls;

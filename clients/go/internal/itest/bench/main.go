@@ -52,7 +52,8 @@ func main() {
 	ctx := context.Background()
 	pool := itest.Pool(url)
 	defer pool.Close()
-	client := itest.Client(pool)
+	// One Exec is a batch of n calls: give it more than a single call's 100 ms.
+	client := itest.Client(pool, rl.WithTimeout(30*time.Second))
 	backend, err := client.Backend(ctx)
 	if err != nil {
 		fail(err)

@@ -1,0 +1,199 @@
+"""What the generated commands (``_commands``, ``_policies``) stand on: a command's two
+wire forms, its reply kinds (the parser and the decision the fail modes make up), the
+window of a bucket, and RL.ALL's policies."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Optional, Union
+
+from ._arguments import Key
+from ._errors import ArgumentError, UnsupportedCommandError
+from ._types import AllDecision, Decision, Throttle
+
+#: A command's checked arguments after the key, the reply's limit and its window (ms).
+Shape = tuple[tuple[object, ...], int, Optional[int]]
+
+#: The longest refill time reported (ms, about 292 years); the same in every RL client.
+MAX_REFILL_MS = 9_223_372_036_854
+
+
+def refill_ms(capacity: int, tokens: int, period_ms: int) -> int:
+    """A bucket's window for ``RateLimit-Policy``: the time it takes to refill from empty,
+    ``ceil(capacity * period / tokens)`` ms (at most ``MAX_REFILL_MS``), so that ``q=capacity``
+    per it never advertises more than the sustained rate."""
+    ms = -(-(capacity * period_ms) // tokens)
+    return ms if ms < MAX_REFILL_MS else MAX_REFILL_MS
+
+
+# ---- replies, and what the fail modes answer instead --------------------------------
+# When Redis does not answer in time and the fail mode is "allow": allowed, remaining =
+# limit, retry_after = reset_after = 0; "deny": rejected, remaining 0, retry_after =
+# reset_after = 1 s. Either carries the error.
+
+DENY_MS = 1000
+
+
+def _decision(reply: Any, window: Any) -> Decision:
+    allowed, limit, remaining, retry, reset = reply
+    # Every field positionally: measurably faster than leaving the default.
+    return Decision(allowed == 1, limit, remaining, retry if retry >= 0 else None, reset, window, None)
+
+
+def _made_decision(allow: bool, window: Any, limit: Any, err: BaseException) -> Decision:
+    if allow:
+        return Decision(True, limit, limit, 0, 0, window, err)
+    return Decision(False, limit, 0, DENY_MS, DENY_MS, window, err)
+
+
+def _throttle(reply: Any, window: Any) -> Throttle:
+    limited, limit, remaining, retry, reset = reply
+    return Throttle(limited == 1, limit, remaining, retry if retry >= 0 else None, reset, window, None)
+
+
+def _made_throttle(allow: bool, window: Any, limit: Any, err: BaseException) -> Throttle:
+    if allow:
+        return Throttle(False, limit, limit, None, 0, window, err)
+    return Throttle(True, limit, 0, DENY_MS // 1000, DENY_MS // 1000, window, err)
+
+
+def _combined(decisions: list[Decision], combined: Decision) -> Decision:
+    # The combined limit and remaining are those of the first key with the smallest
+    # remaining: its window is the policy's.
+    for d in decisions:
+        if d.remaining == combined.remaining and d.limit == combined.limit:
+            combined.window = d.window
+            break
+    return combined
+
+
+def _all(reply: Any, meta: Any) -> AllDecision:
+    keys, windows, words = meta
+    decisions = [_decision(r, w) for r, w in zip(reply[1:], windows)]
+    return AllDecision(_combined(decisions, _decision(reply[0], None)), decisions, list(keys), list(words))
+
+
+def _made_all(allow: bool, meta: Any, limits: Any, err: BaseException) -> AllDecision:
+    keys, windows, words = meta
+    decisions = [_made_decision(allow, w, n, err) for n, w in zip(limits, windows)]
+    tightest = min(decisions, key=lambda d: d.remaining) if decisions else _made_decision(allow, None, 0, err)
+    combined = _made_decision(allow, tightest.window, tightest.limit, err)
+    return AllDecision(_combined(decisions, combined), decisions, list(keys), list(words))
+
+
+def _released(reply: Any, _meta: Any) -> bool:
+    return bool(reply == 1)
+
+
+def _made_release(allow: bool, meta: Any, limit: Any, err: BaseException) -> bool:
+    # Whether a lease was released cannot be made up.
+    raise err
+
+
+class Reply(NamedTuple):
+    """A reply kind: how a reply becomes a result, and the result the fail modes give."""
+
+    parse: Callable[[Any, Any], Any]
+    made_up: Callable[[bool, Any, Any, BaseException], Any]
+
+
+#: Each reply kind of commands.json.
+REPLIES = {
+    "decision": Reply(_decision, _made_decision),
+    "throttle": Reply(_throttle, _made_throttle),
+    "all": Reply(_all, _made_all),
+    "released": Reply(_released, _made_release),
+}
+
+
+class Spec:
+    """One RL command: its module name, its library function and its reply."""
+
+    __slots__ = ("name", "wire_name", "function", "parse", "made_up", "counted", "module_prefix", "library_prefix")
+
+    def __init__(self, name: str, function: Optional[str], reply: str, counted: bool = False) -> None:
+        self.name = name
+        #: The module's name as sent on a pipeline's hot path (encoded once).
+        self.wire_name = name.encode()
+        self.function = function
+        self.parse, self.made_up = REPLIES[reply]
+        self.counted = counted
+        self.module_prefix: tuple[object, ...] = (name,)
+        self.library_prefix: tuple[object, ...] = ("FCALL", function) if counted else ("FCALL", function, 1)
+
+    def prefix(self, backend: str) -> tuple[object, ...]:
+        """``RL.X`` or ``FCALL rl_x 1`` (``FCALL rl_all``: RL.ALL counts its keys)."""
+        if backend == "module":
+            return self.module_prefix
+        if self.function is None:
+            raise UnsupportedCommandError(
+                f"{self.name} has no Functions library form: the server has RL's library, not the module"
+            )
+        return self.library_prefix
+
+    def command(self, backend: str, key: Any, args: tuple[object, ...]) -> tuple[object, ...]:
+        """The command to send: ``RL.X key args...`` or ``FCALL rl_x 1 key args...``;
+        ``key`` is a tuple of keys for RL.ALL (``RL.ALL numkeys keys... args...``)."""
+        if self.counted:
+            return self.prefix(backend) + (len(key),) + tuple(key) + args
+        return self.prefix(backend) + (key,) + args
+
+
+# ---- RL.ALL's policies ---------------------------------------------------------------
+
+
+class Policy:
+    """One key's policy in ``RateLimiter.all`` (``Fixed``, ``Gcra``... generated from the
+    command table): a frozen dataclass whose fields are the policy's arguments, then its
+    options. Checked when made, against the same ranges as its command."""
+
+    __slots__ = ()
+
+    #: The policy's word in RL.ALL.
+    word: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        self._compile()
+
+    def _compile(self) -> Shape:
+        """(its words in RL.ALL, its limit, its window in ms or None)."""
+        raise NotImplementedError
+
+    def args(self) -> list[object]:
+        """The policy's words, as RL.ALL takes them."""
+        return list(self._compile()[0])
+
+    def quota(self) -> tuple[int, Optional[int]]:
+        """(its limit, its window in ms or None: for a bucket, its refill time)."""
+        _, limit, window = self._compile()
+        return limit, window
+
+
+#: ``{key: policy}`` or ``[(key, policy), ...]``, in key order.
+Policies = Union[
+    Mapping[str, Policy],
+    Mapping[bytes, Policy],
+    Mapping[Key, Policy],
+    Iterable[tuple[str, Policy]],
+    Iterable[tuple[bytes, Policy]],
+    Iterable[tuple[Key, Policy]],
+]
+
+
+def gather(policies: Policies) -> tuple[tuple[Key, ...], tuple[object, ...], Any, list[int]]:
+    """RL.ALL's keys, its words after them, what its reply parser needs (the keys, each
+    policy's window and word) and each policy's limit."""
+    items: list[tuple[Key, Policy]] = list(policies.items() if isinstance(policies, Mapping) else policies)
+    if not items:
+        raise ArgumentError("RL.ALL takes at least one policy")
+    keys = tuple(k for k, _ in items)
+    words: tuple[object, ...] = ()
+    limits: list[int] = []
+    windows: list[Optional[int]] = []
+    for _, policy in items:
+        if not isinstance(policy, Policy):
+            raise ArgumentError(f"RL.ALL takes Policy objects (Fixed, Gcra, ...), not {policy!r}")
+        args, limit, window = policy._compile()
+        words += args
+        limits.append(limit)
+        windows.append(window)
+    return keys, words, (keys, windows, [p.word for _, p in items]), limits

@@ -18,13 +18,13 @@ const COMMANDS = {
   "RL.BUCKET": { name: "RL.BUCKET", method: "bucket", fn: "rl_bucket", reply: "decision", counted: false, policy: "bucket" },
   "RL.GCRA": { name: "RL.GCRA", method: "gcra", fn: "rl_gcra", reply: "decision", counted: false, policy: "gcra" },
   "RL.SLIDINGCOUNTER": { name: "RL.SLIDINGCOUNTER", method: "slidingCounter", fn: "rl_slidingcounter", reply: "decision", counted: false, policy: "slidingCounter" },
-  "CL.THROTTLE": { name: "CL.THROTTLE", method: "throttle", fn: null, reply: "throttle", counted: false, policy: null },
-  "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
   "RL.ACQUIRE": { name: "RL.ACQUIRE", method: "acquire", fn: "rl_acquire", reply: "decision", counted: false, policy: "acquire" },
-  "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
   "RL.PENALTY": { name: "RL.PENALTY", method: "penalty", fn: "rl_penalty", reply: "decision", counted: false, policy: "penalty" },
   "RL.SHARE": { name: "RL.SHARE", method: "share", fn: "rl_share", reply: "decision", counted: false, policy: "share" },
   "RL.QUOTA": { name: "RL.QUOTA", method: "quota", fn: "rl_quota", reply: "decision", counted: false, policy: "quota" },
+  "CL.THROTTLE": { name: "CL.THROTTLE", method: "throttle", fn: null, reply: "throttle", counted: false, policy: null },
+  "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
+  "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
 };
 
 // Options: each parameter's name to [word, kind, min, max, the parameters it excludes].
@@ -62,12 +62,6 @@ const SLIDING_COUNTER_OPTIONS = {
   debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
 };
 
-const ALL_OPTIONS = {
-  cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
-  refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
-  debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
-};
-
 const PENALTY_OPTIONS = {
   cost: ["COST", "integer", 0, 9007199254740991, []],
 };
@@ -93,6 +87,12 @@ const QUOTA_POLICY_OPTIONS = {
   on: ["ON", "text", 1, null, []],
   at: ["AT", "text", 1, null, []],
   tz: ["TZ", "text", 1, null, []],
+};
+
+const ALL_OPTIONS = {
+  cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
+  refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
+  debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
 };
 
 // RL.FIXED key limit window [COST n | REFUND n | DEBIT n]
@@ -162,26 +162,6 @@ function slidingCounter(to, key, limit, window, options) {
   return to._queue(argv, command, v1, v0);
 }
 
-// CL.THROTTLE key max_burst count period [quantity]
-function throttle(to, key, maxBurst, count, period, quantity) {
-  const command = COMMANDS["CL.THROTTLE"];
-  const k = A.key(key, "CL.THROTTLE");
-  const v0 = A.integer(maxBurst, "CL.THROTTLE", "max_burst", 0, 9007199254740990);
-  const v1 = A.integer(count, "CL.THROTTLE", "count", 1, 9007199254740991);
-  const v2 = A.duration(period, "CL.THROTTLE", "period", 1, 315360000000);
-  const argv = ["CL.THROTTLE", k, A.integerText(v0), A.integerText(v1), A.durationText(period)];
-  if (quantity !== undefined && quantity !== null) argv.push(A.integerText(A.integer(quantity, "CL.THROTTLE", "quantity", 0, 9007199254740991)));
-  return to._queue(argv, command, A.refill(A.plusOne(v0), v1, v2), A.plusOne(v0));
-}
-
-// RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]
-function all(to, entries, options) {
-  const command = COMMANDS["RL.ALL"];
-  const { argv, plan } = countedKeys(to._lib, command, entries, 16);
-  if (options !== undefined && options !== null) A.pushOptions(argv, options, ALL_OPTIONS, "RL.ALL");
-  return to._queue(argv, command, plan, null);
-}
-
 // RL.ACQUIRE key limit ttl id
 function acquire(to, key, limit, ttl, id) {
   const command = COMMANDS["RL.ACQUIRE"];
@@ -193,17 +173,6 @@ function acquire(to, key, limit, ttl, id) {
     ? ["FCALL", "rl_acquire", "1", k, A.integerText(v0), A.durationText(ttl), v2]
     : ["RL.ACQUIRE", k, A.integerText(v0), A.durationText(ttl), v2];
   return to._queue(argv, command, v1, v0);
-}
-
-// RL.RELEASE key id
-function release(to, key, id) {
-  const command = COMMANDS["RL.RELEASE"];
-  const k = A.key(key, "RL.RELEASE");
-  const v0 = A.text(id, "RL.RELEASE", "id", 1, 256);
-  const argv = to._lib
-    ? ["FCALL", "rl_release", "1", k, v0]
-    : ["RL.RELEASE", k, v0];
-  return to._queue(argv, command, null, null);
 }
 
 // RL.PENALTY key strikes window block max [COST n]
@@ -250,6 +219,37 @@ function quota(to, key, limit, unit, options) {
   return to._queue(argv, command, null, v0);
 }
 
+// CL.THROTTLE key max_burst count period [quantity]
+function throttle(to, key, maxBurst, count, period, quantity) {
+  const command = COMMANDS["CL.THROTTLE"];
+  const k = A.key(key, "CL.THROTTLE");
+  const v0 = A.integer(maxBurst, "CL.THROTTLE", "max_burst", 0, 9007199254740990);
+  const v1 = A.integer(count, "CL.THROTTLE", "count", 1, 9007199254740991);
+  const v2 = A.duration(period, "CL.THROTTLE", "period", 1, 315360000000);
+  const argv = ["CL.THROTTLE", k, A.integerText(v0), A.integerText(v1), A.durationText(period)];
+  if (quantity !== undefined && quantity !== null) argv.push(A.integerText(A.integer(quantity, "CL.THROTTLE", "quantity", 0, 9007199254740991)));
+  return to._queue(argv, command, A.refill(A.plusOne(v0), v1, v2), A.plusOne(v0));
+}
+
+// RL.RELEASE key id
+function release(to, key, id) {
+  const command = COMMANDS["RL.RELEASE"];
+  const k = A.key(key, "RL.RELEASE");
+  const v0 = A.text(id, "RL.RELEASE", "id", 1, 256);
+  const argv = to._lib
+    ? ["FCALL", "rl_release", "1", k, v0]
+    : ["RL.RELEASE", k, v0];
+  return to._queue(argv, command, null, null);
+}
+
+// RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]
+function all(to, entries, options) {
+  const command = COMMANDS["RL.ALL"];
+  const { argv, plan } = countedKeys(to._lib, command, entries, 16);
+  if (options !== undefined && options !== null) A.pushOptions(argv, options, ALL_OPTIONS, "RL.ALL");
+  return to._queue(argv, command, plan, null);
+}
+
 // RateLimiter's methods send their call (a refused argument rejects its promise);
 // Pipeline's queue it and return the pipeline. Each passes on as many arguments as the
 // longest command takes.
@@ -272,13 +272,13 @@ const limiterMethods = {
   bucket: sending(bucket),
   gcra: sending(gcra),
   slidingCounter: sending(slidingCounter),
-  throttle: sending(throttle),
-  all: sending(all),
   acquire: sending(acquire),
-  release: sending(release),
   penalty: sending(penalty),
   share: sending(share),
   quota: sending(quota),
+  throttle: sending(throttle),
+  release: sending(release),
+  all: sending(all),
 };
 
 const pipelineMethods = {
@@ -287,13 +287,13 @@ const pipelineMethods = {
   bucket: queuing(bucket),
   gcra: queuing(gcra),
   slidingCounter: queuing(slidingCounter),
-  throttle: queuing(throttle),
-  all: queuing(all),
   acquire: queuing(acquire),
-  release: queuing(release),
   penalty: queuing(penalty),
   share: queuing(share),
   quota: queuing(quota),
+  throttle: queuing(throttle),
+  release: queuing(release),
+  all: queuing(all),
 };
 
 /** RL.ALL's policies, one builder per policy word. */

@@ -15,14 +15,25 @@ pub const MICROS: u128 = 1_000_000;
 
 /// The value of a run of ASCII digits, None for anything else or an overflow.
 fn fold(bytes: &[u8]) -> Option<u128> {
-    if bytes.is_empty() {
-        return None;
-    }
     // The first 19 digits in a u64, unchecked: 10^19 − 1 < 2^64, so they cannot
     // overflow it. Every argument and stored field of a call (at most 2^53 − 1, 16
     // digits) is read there, at a few instructions a digit instead of a checked u128
     // multiply; longer runs go on below, checked, with the same result.
     let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let value = fold_u64(head)?;
+    tail.iter().try_fold(u128::from(value), |acc, &b| {
+        let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// The value of at most 19 ASCII digits (none: None), which cannot overflow a
+/// u64.
+#[inline]
+pub(crate) fn fold_u64(head: &[u8]) -> Option<u64> {
+    if head.is_empty() {
+        return None;
+    }
     let mut value = 0u64;
     for &b in head {
         let digit = b.wrapping_sub(b'0');
@@ -31,10 +42,7 @@ fn fold(bytes: &[u8]) -> Option<u128> {
         }
         value = value * 10 + u64::from(digit);
     }
-    tail.iter().try_fold(u128::from(value), |acc, &b| {
-        let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
-        acc.checked_mul(10)?.checked_add(digit)
-    })
+    Some(value)
 }
 
 /// A canonical decimal: digits without a leading zero (`0` itself is fine).
@@ -47,7 +55,15 @@ pub fn canonical(bytes: &[u8]) -> Option<u128> {
 
 /// [`canonical`], within u64.
 pub fn canonical_u64(bytes: &[u8]) -> Option<u64> {
-    canonical(bytes).and_then(|v| u64::try_from(v).ok())
+    // Up to 19 digits fit a u64 unchecked (see `fold`): every argument and stored
+    // count of a call is read here without going through u128.
+    if bytes.len() > 19 {
+        return canonical(bytes).and_then(|v| u64::try_from(v).ok());
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    fold_u64(bytes)
 }
 
 /// Digits, leading zeros allowed, at most 20 of them, within u64.

@@ -1,5 +1,7 @@
 //! Each command's parameters from its arguments after the key: the one parser the
-//! module's commands, RL.ALL's policies and the in-memory executor share.
+//! module's commands, RL.ALL's policies and the in-memory executor share. Errors
+//! are made only on failure, as in [`crate::args`].
+#![allow(clippy::unnecessary_lazy_evaluations)]
 
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
@@ -20,6 +22,10 @@ pub fn with_options<P>(
 ) -> Result<(P, Options)> {
     let (positional, options) = args.split_at(command.params().len().min(args.len()));
     let params = parse(positional)?;
+    // Most calls give no option: the defaults, without the options' parser.
+    if options.is_empty() {
+        return Ok((params, Options::NONE));
+    }
     let options = args::options(options.iter().copied(), command.takes())?;
     Ok((params, options))
 }
@@ -32,7 +38,7 @@ pub fn penalty(args: &[&[u8]]) -> Result<Penalty> {
         args::duration("block", args[2])?,
         args::duration("max", args[3])?,
     )
-    .ok_or(Error::BlockAboveMax)
+    .ok_or_else(|| Error::BlockAboveMax)
 }
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
@@ -65,7 +71,7 @@ pub fn rate(args: &[&[u8]]) -> Result<Rate> {
 /// RL.GCRA's `capacity tokens period`, as its emission interval: an error past one
 /// token per nanosecond.
 pub fn emission(args: &[&[u8]]) -> Result<Emission> {
-    Emission::new(rate(args)?).ok_or(Error::RateTooHigh)
+    Emission::new(rate(args)?).ok_or_else(|| Error::RateTooHigh)
 }
 
 /// CL.THROTTLE's `max_burst count period [quantity]` (redis-cell's: no options): the

@@ -28,14 +28,20 @@ fn fold(bytes: &[u8]) -> Option<u128> {
 }
 
 /// The value of at most 19 ASCII digits (none: None), which cannot overflow a
-/// u64.
+/// u64. Eight digits at a time where it can: a TAT in ns (19 digits), a time in
+/// ms (13) or a large limit is read on every call.
 #[inline]
 pub(crate) fn fold_u64(head: &[u8]) -> Option<u64> {
     if head.is_empty() {
         return None;
     }
     let mut value = 0u64;
-    for &b in head {
+    let mut rest = head;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        value = value * 100_000_000 + eight_digits(chunk)?;
+        rest = tail;
+    }
+    for &b in rest {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
             return None;
@@ -43,6 +49,25 @@ pub(crate) fn fold_u64(head: &[u8]) -> Option<u64> {
         value = value * 10 + u64::from(digit);
     }
     Some(value)
+}
+
+/// Eight ASCII digits read as one little-endian word (the first digit in the lowest
+/// byte); None unless every byte is a digit.
+#[inline]
+fn eight_digits(chunk: &[u8; 8]) -> Option<u64> {
+    let word = u64::from_le_bytes(*chunk);
+    // Each byte minus '0' is 0..=9 for a digit. The lowest byte that is no digit
+    // shows: below '0' it wraps past 0x7f; above '9', adding 0x76 takes it past
+    // 0x7f (the bytes below it are digits, so no borrow or carry reaches it).
+    let d = word.wrapping_sub(0x3030_3030_3030_3030);
+    if (d | d.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 != 0 {
+        return None;
+    }
+    // Pairs of digits, then pairs of pairs, then the two halves: each step the
+    // higher-order part (the lower bytes) times 10^k plus the next part.
+    let d = (d & 0x000f_000f_000f_000f) * 10 + ((d >> 8) & 0x000f_000f_000f_000f);
+    let d = (d & 0x0000_00ff_0000_00ff) * 100 + ((d >> 16) & 0x0000_00ff_0000_00ff);
+    Some((d & 0xffff) * 10_000 + ((d >> 32) & 0xffff))
 }
 
 /// A canonical decimal: digits without a leading zero (`0` itself is fine).
@@ -155,6 +180,44 @@ mod tests {
             "340282366920938463463374607431768211456",
         ] {
             assert_eq!(canonical(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_a_time_read_as_one_at_a_time() {
+        let slow = |b: &[u8]| -> Option<u64> {
+            b.iter().try_fold(0u64, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
+            })
+        };
+        let mut cases: Vec<Vec<u8>> = vec![
+            b"0".to_vec(),
+            b"12345678".to_vec(),
+            b"99999999".to_vec(),
+            b"1000000000000".to_vec(),
+            b"9999999999999999999".to_vec(),
+            b"1234567890123456789".to_vec(),
+        ];
+        // Every byte value at every place of 8- and 16-digit runs, so each place of
+        // a word meets a non-digit (either side of '0'..='9') with digits around it.
+        for len in [8, 9, 16, 19] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut v = vec![b'7'; len];
+                    v[at] = b;
+                    cases.push(v.clone());
+                    v.iter_mut().take(at).for_each(|c| *c = b'0');
+                    cases.push(v);
+                }
+            }
+        }
+        for case in cases {
+            assert_eq!(
+                fold_u64(&case),
+                slow(&case),
+                "{:?}",
+                case.escape_ascii().to_string()
+            );
         }
     }
 

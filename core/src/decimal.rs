@@ -51,23 +51,24 @@ pub(crate) fn fold_u64(head: &[u8]) -> Option<u64> {
     Some(value)
 }
 
-/// Eight ASCII digits read as one little-endian word (the first digit in the lowest
-/// byte); None unless every byte is a digit.
+/// The value of eight ASCII digits, None if any byte is not one: read as one
+/// little-endian u64 (the first digit in the low byte) and combined in three
+/// multiplications (pairs, then fours, then eight) instead of eight.
 #[inline]
-fn eight_digits(chunk: &[u8; 8]) -> Option<u64> {
-    let word = u64::from_le_bytes(*chunk);
-    // Each byte minus '0' is 0..=9 for a digit. The lowest byte that is no digit
-    // shows: below '0' it wraps past 0x7f; above '9', adding 0x76 takes it past
-    // 0x7f (the bytes below it are digits, so no borrow or carry reaches it).
-    let d = word.wrapping_sub(0x3030_3030_3030_3030);
-    if (d | d.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 != 0 {
+pub(crate) fn eight_digits(bytes: &[u8]) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let w = u64::from_le_bytes(bytes.try_into().ok()?);
+    // Each byte 0x30 ..= 0x39: its high nibble 3, and adding 6 keeps it 3.
+    if w & HIGH != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
         return None;
     }
-    // Pairs of digits, then pairs of pairs, then the two halves: each step the
-    // higher-order part (the lower bytes) times 10^k plus the next part.
-    let d = (d & 0x000f_000f_000f_000f) * 10 + ((d >> 8) & 0x000f_000f_000f_000f);
-    let d = (d & 0x0000_00ff_0000_00ff) * 100 + ((d >> 16) & 0x0000_00ff_0000_00ff);
-    Some((d & 0xffff) * 10_000 + ((d >> 32) & 0xffff))
+    let d = w - ZEROS;
+    // Each 16-bit lane: 10 · first + second.
+    let pairs = (d.wrapping_mul(10) + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    // Each 32-bit lane: 100 · first pair + second.
+    let fours = (pairs.wrapping_mul(100) + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((fours & 0xFFFF) * 10_000 + (fours >> 32))
 }
 
 /// A canonical decimal: digits without a leading zero (`0` itself is fine).

@@ -80,11 +80,11 @@ pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
     // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
     let burst = args::integer("max_burst", args[0], 0, MAX_COUNT - 1)?;
     let rate = Rate {
-        capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
+        capacity: Count::new(burst + 1).ok_or_else(|| Error::Internal("CL.THROTTLE"))?,
         tokens: args::count("count", args[1])?,
         period: args::duration("period", args[2])?,
     };
-    let emission = Emission::new(rate).ok_or(Error::RateTooHigh)?;
+    let emission = Emission::new(rate).ok_or_else(|| Error::RateTooHigh)?;
     let quantity = match args.get(3) {
         Some(q) => args::cost("quantity", q)?,
         None => Cost::ONE,
@@ -105,7 +105,7 @@ pub fn lease(args: &[&[u8]], max: u64) -> Result<Lease> {
     let limit = args::count("limit", args[0])
         .ok()
         .filter(|l| l.get() <= max)
-        .ok_or(Error::LeaseLimit { max })?;
+        .ok_or_else(|| Error::LeaseLimit { max })?;
     Ok(Lease {
         leases: Leases {
             limit,
@@ -117,7 +117,7 @@ pub fn lease(args: &[&[u8]], max: u64) -> Result<Lease> {
 
 /// A lease's name: 1 ..= 256 bytes.
 pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
-    LeaseId::new(bytes).ok_or(Error::BadLeaseId)
+    LeaseId::new(bytes).ok_or_else(|| Error::BadLeaseId)
 }
 
 /// RL.SHARE's `tenant weight capacity tokens period`, remembering at most
@@ -125,11 +125,11 @@ pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 /// bytes, the weight 1 ..= 10,000, the budget as RL.GCRA's (at most one token per
 /// nanosecond).
 pub fn share(args: &[&[u8]], max_tenants: u64) -> Result<Share> {
-    let tenant = Tenant::new(args[0]).ok_or(Error::BadTenant)?;
+    let tenant = Tenant::new(args[0]).ok_or_else(|| Error::BadTenant)?;
     let weight = args::integer("weight", args[1], 1, MAX_WEIGHT)?;
-    let weight = Weight::new(weight).ok_or(Error::Internal("RL.SHARE"))?;
+    let weight = Weight::new(weight).ok_or_else(|| Error::Internal("RL.SHARE"))?;
     let rate = rate(&args[2..5])?;
-    Share::new(tenant, weight, rate, max_tenants).ok_or(Error::ShareRateTooHigh)
+    Share::new(tenant, weight, rate, max_tenants).ok_or_else(|| Error::ShareRateTooHigh)
 }
 
 #[cfg(test)]

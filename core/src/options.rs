@@ -113,6 +113,14 @@ pub struct Options {
     pub delay: Option<u64>,
 }
 
+impl Options {
+    /// No option given: take one unit, no DELAY.
+    pub const NONE: Options = Options {
+        amount: Amount::Take(Cost::ONE),
+        delay: None,
+    };
+}
+
 /// Which options a command takes (its row's list), and the name an error gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Takes {
@@ -224,7 +232,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),
         (Some(_), Some(Amount::Debit(_))) => Err(Error::Exclusive("DELAY", "DEBIT")),
         (delay, amount) => Ok(Options {
-            amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
+            amount: amount.unwrap_or(Options::NONE.amount),
             delay,
         }),
     }

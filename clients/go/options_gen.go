@@ -27,17 +27,17 @@ var wordTZ any = "TZ"
 
 // Cost is the option COST <n>: how many units the call takes, all or nothing (default
 // 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
-// SlidingCounter, All, Penalty, Share, Quota.
+// SlidingCounter, Penalty, Share, Quota, All.
 func Cost(n int64) Option { return integerOption(optCost, wordCost, n) }
 
 // Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
-// paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter, All,
-// Share, Quota.
+// paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter,
+// Share, Quota, All.
 func Refund(n int64) Option { return integerOption(optRefund, wordRefund, n) }
 
 // Debit is the option DEBIT <n>: charge n units after the fact, into debt if need be (a
 // cost known only once the work is done). Taken by Fixed, Bucket, GCRA, SlidingCounter,
-// All, Share, Quota.
+// Share, Quota, All.
 func Debit(n int64) Option { return integerOption(optDebit, wordDebit, n) }
 
 // Delay is the option DELAY <d>: schedule instead of reject: an allowed call's

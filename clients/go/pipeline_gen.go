@@ -40,31 +40,10 @@ func (p *Pipeline) SlidingCounter(key string, limit int64, window time.Duration,
 	return r
 }
 
-// Throttle queues CL.THROTTLE (see Client.Throttle).
-func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
-	k, r := p.decision(cmdThrottle)
-	k.with(key, nil, integerArg(maxBurst), integerArg(count), durationArg(period), integerArg(quantity)).seal()
-	return r
-}
-
-// All queues RL.ALL (see Client.All).
-func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
-	k, r := p.allDecision(cmdAll)
-	k.callAll(checks, opts).seal()
-	return r
-}
-
 // Acquire queues RL.ACQUIRE (see Client.Acquire).
 func (p *Pipeline) Acquire(key string, limit int64, ttl time.Duration, id string) *Pending[Decision] {
 	k, r := p.decision(cmdAcquire)
 	k.with(key, nil, integerArg(limit), durationArg(ttl), textArg(id)).seal()
-	return r
-}
-
-// Release queues RL.RELEASE (see Client.Release).
-func (p *Pipeline) Release(key string, id string) *Pending[bool] {
-	k, r := p.released(cmdRelease)
-	k.with(key, nil, textArg(id)).seal()
 	return r
 }
 
@@ -86,6 +65,27 @@ func (p *Pipeline) Share(key string, tenant string, weight int64, capacity int64
 func (p *Pipeline) Quota(key string, limit int64, unit string, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdQuota)
 	k.with(key, opts, integerArg(limit), textArg(unit)).seal()
+	return r
+}
+
+// Throttle queues CL.THROTTLE (see Client.Throttle).
+func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
+	k, r := p.decision(cmdThrottle)
+	k.with(key, nil, integerArg(maxBurst), integerArg(count), durationArg(period), integerArg(quantity)).seal()
+	return r
+}
+
+// Release queues RL.RELEASE (see Client.Release).
+func (p *Pipeline) Release(key string, id string) *Pending[bool] {
+	k, r := p.released(cmdRelease)
+	k.with(key, nil, textArg(id)).seal()
+	return r
+}
+
+// All queues RL.ALL (see Client.All).
+func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
+	k, r := p.allDecision(cmdAll)
+	k.callAll(checks, opts).seal()
 	return r
 }
 

@@ -59,16 +59,6 @@ export interface SlidingCounterOptions {
   debit?: Integer;
 }
 
-/** RL.ALL's options. */
-export interface AllOptions {
-  /** COST cost (not with refund, debit) */
-  cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
-  refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
-  debit?: Integer;
-}
-
 /** RL.PENALTY's options. */
 export interface PenaltyOptions {
   /** COST cost */
@@ -115,6 +105,16 @@ export interface QuotaPolicyOptions {
   tz?: Text;
 }
 
+/** RL.ALL's options. */
+export interface AllOptions {
+  /** COST cost (not with refund, debit) */
+  cost?: Integer;
+  /** REFUND refund (not with cost, debit) */
+  refund?: Integer;
+  /** DEBIT debit (not with cost, refund) */
+  debit?: Integer;
+}
+
 /**
  * Every command, as RateLimiter and Pipeline have them. What a call returns: `D` for a
  * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.
@@ -130,20 +130,20 @@ export interface Commands<D, A, T, B> {
   gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, options?: GcraOptions): D;
   /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]: Estimates a sliding window from two fixed-window counts and admits at most limit in it. */
   slidingCounter(key: Key, limit: Integer, window: Duration, options?: SlidingCounterOptions): D;
-  /** CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA). The module only (RLUnsupportedError on the library). */
-  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;
-  /** RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]: Checks several limits at one instant and consumes from all of them or none. */
-  all(entries: readonly AllEntry[], options?: AllOptions): A;
   /** RL.ACQUIRE key limit ttl id: Takes or renews a named lease that ends by itself after ttl, at most limit held at once. */
   acquire(key: Key, limit: Integer, ttl: Duration, id: Text): D;
-  /** RL.RELEASE key id: Ends the lease named id early, freeing its slot. */
-  release(key: Key, id: Text): B;
   /** RL.PENALTY key strikes window block max [COST n]: Counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max. */
   penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, options?: PenaltyOptions): D;
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares. */
   share(key: Key, tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration, options?: ShareOptions): D;
   /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
   quota(key: Key, limit: Integer, unit: Text, options?: QuotaOptions): D;
+  /** CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA). The module only (RLUnsupportedError on the library). */
+  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;
+  /** RL.RELEASE key id: Ends the lease named id early, freeing its slot. */
+  release(key: Key, id: Text): B;
+  /** RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]: Checks several limits at one instant and consumes from all of them or none. */
+  all(entries: readonly AllEntry[], options?: AllOptions): A;
 }
 
 /** RL.ALL's policies, one builder per policy word. */

@@ -1,32 +1,37 @@
-//! Argument parsing shared by every RL command: counts, durations and options.
+//! Argument parsing shared by every RL command: counts, durations, integers and
+//! lease ids; the options after them are `options`'s.
 //!
 //! Arguments are raw bytes (keys and values are binary-safe); anything that is not
 //! exactly the accepted form is an error naming the argument.
+//!
+//! Each error is made only when the argument is bad (`ok_or_else`): an `Error` has
+//! drop glue (its variants with text), so `ok_or(Error::…)` would build and drop
+//! one for every good argument of every call.
+#![allow(clippy::unnecessary_lazy_evaluations)]
 
-use crate::algorithms::{Amount, Cost, Count, Interval, MAX_DURATION_MS};
+use crate::algorithms::{Cost, Count, Interval, MAX_DURATION_MS};
 use crate::decimal;
 use crate::error::{Error, Result};
-use crate::table::Opt;
 
 /// A limit, capacity or refill amount: 1 ..= 2^53 - 1.
 pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
     decimal::canonical_u64(bytes)
         .and_then(Count::new)
-        .ok_or(Error::BadCount { name, min: 1 })
+        .ok_or_else(|| Error::BadCount { name, min: 1 })
 }
 
 /// An integer argument within `min ..= max` (CL.THROTTLE's max_burst).
 pub fn integer(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Result<u64> {
     decimal::canonical_u64(bytes)
         .filter(|v| (min..=max).contains(v))
-        .ok_or(Error::BadInteger { name, min, max })
+        .ok_or_else(|| Error::BadInteger { name, min, max })
 }
 
 /// A cost given as a positional argument (CL.THROTTLE's quantity): 0 ..= 2^53 - 1.
 pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
     decimal::canonical_u64(bytes)
         .and_then(Cost::new)
-        .ok_or(Error::BadCount { name, min: 0 })
+        .ok_or_else(|| Error::BadCount { name, min: 0 })
 }
 
 /// A window or period: an integer with an optional unit (ms, s, m, h, d; any case);
@@ -34,12 +39,12 @@ pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
 pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
     duration_ms(bytes)
         .and_then(Interval::from_ms)
-        .ok_or(Error::BadDuration { name, min: "1ms" })
+        .ok_or_else(|| Error::BadDuration { name, min: "1ms" })
 }
 
 /// A `DELAY`: a duration as for [`duration`], but `0` (no wait) is allowed, in ms.
 pub fn delay(name: &'static str, bytes: &[u8]) -> Result<u64> {
-    duration_ms(bytes).ok_or(Error::BadDuration { name, min: "0" })
+    duration_ms(bytes).ok_or_else(|| Error::BadDuration { name, min: "0" })
 }
 
 /// The value after a `DELAY` (RL.GCRA's option, an RL.ALL GCRA policy's): the
@@ -50,166 +55,29 @@ pub fn delay_option(value: Option<&[u8]>) -> Result<u64> {
 
 /// A duration's ms, 0 ..= 10 years; None if it is not one.
 fn duration_ms(bytes: &[u8]) -> Option<u64> {
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    let (number, unit) = bytes.split_at(digits);
-    // Case-insensitive, matched by length then letter (no lowered copy: this runs
-    // for every duration of every call).
-    let ms_per_unit: u64 = match unit {
-        [] => 1000,
-        [u] => match u.to_ascii_lowercase() {
-            b's' => 1000,
-            b'm' => 60_000,
-            b'h' => 3_600_000,
-            b'd' => 86_400_000,
+    // The unit from the last bytes (case-insensitive, no lowered copy: this runs for
+    // every duration of every call); the rest must be the number, all digits.
+    let is = |b: &u8, unit: u8| b.eq_ignore_ascii_case(&unit);
+    let (number, ms_per_unit): (&[u8], u64) = match bytes {
+        [number @ .., m, s] if is(m, b'm') && is(s, b's') => (number, 1),
+        [number @ .., u] if !u.is_ascii_digit() => match u.to_ascii_lowercase() {
+            b's' => (number, 1000),
+            b'm' => (number, 60_000),
+            b'h' => (number, 3_600_000),
+            b'd' => (number, 86_400_000),
             _ => return None,
         },
-        [m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => 1,
-        _ => return None,
+        number => (number, 1000),
     };
-    // `number` is all digits (above). Canonical (no leading zero), and no longer
-    // than the longest duration's ms: a longer one is too long in any unit. So it
-    // is read without decimal's general, overflow-checked fold, with the same result.
+    // Canonical (no leading zero), and no longer than the longest duration's ms: a
+    // longer one is too long in any unit, and a shorter one cannot overflow.
     const MAX_DIGITS: usize = MAX_DURATION_MS.ilog10() as usize + 1;
-    if number.is_empty() || number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
+    if number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
         return None;
     }
-    number
-        .iter()
-        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'))
+    decimal::fold_u64(number)?
         .checked_mul(ms_per_unit)
         .filter(|&ms| ms <= MAX_DURATION_MS)
-}
-
-/// The options after the positional arguments: `COST n` (take n units, 1 by
-/// default), `REFUND n` (give back up to n) or `DEBIT n` (charge n after the fact,
-/// into debt if need be), and for RL.GCRA `DELAY max` (wait up to max for a turn
-/// instead of being rejected); case-insensitive, each at most once, at most one of
-/// COST, REFUND and DEBIT, DELAY with neither REFUND nor DEBIT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    pub amount: Amount,
-    /// `DELAY max` in ms, when given (only if the command takes it).
-    pub delay: Option<u64>,
-}
-
-/// Which options a command takes (its row's list), and the name an error gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Takes {
-    /// The command (`RL.SLIDING`) or RL.ALL policy (`SLIDING`).
-    pub name: &'static std::ffi::CStr,
-    /// The options it takes.
-    pub options: &'static [Opt],
-}
-
-impl Takes {
-    pub fn has(self, o: Opt) -> bool {
-        self.options.contains(&o)
-    }
-
-    /// What an error says is accepted: "COST n, REFUND n or DEBIT n, or DELAY max".
-    pub fn expected(self) -> String {
-        let amounts: Vec<String> = self
-            .options
-            .iter()
-            .filter(|o| o.is_amount())
-            .map(|o| format!("{} n", o.word()))
-            .collect();
-        let mut text = match amounts.split_last() {
-            None => String::new(),
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        };
-        if self.has(Opt::Delay) {
-            text.push_str(if text.is_empty() {
-                "DELAY max"
-            } else {
-                ", or DELAY max"
-            });
-        }
-        if self.has(Opt::Every) {
-            text.push_str(", and EVERY n, ON anchor, AT hh:mm or TZ zone");
-        }
-        if text.is_empty() {
-            text.push_str("no options");
-        }
-        text
-    }
-
-    /// The error for option `o` given to a command that does not take it.
-    pub fn refuses(self, o: Opt) -> Error {
-        Error::NotApplicable {
-            option: o.word(),
-            // Read as text only here, when the error is made.
-            to: self.name.to_str().unwrap_or("RL"),
-            takes: self.expected(),
-        }
-    }
-}
-
-/// Parses the options of a command that takes what `takes` says: one parser for
-/// every command. An option RL has but this command does not take is named as not
-/// applying to it; anything else is an unknown option.
-pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Result<Options> {
-    let mut amount: Option<(Opt, Amount)> = None;
-    let mut delay = None;
-    let mut it = rest.into_iter();
-    while let Some(name) = it.next() {
-        let Some(option) = Opt::ALL
-            .into_iter()
-            .find(|o| name.eq_ignore_ascii_case(o.word().as_bytes()))
-        else {
-            return Err(Error::UnknownOption {
-                option: printable(name),
-                expected: takes.expected(),
-            });
-        };
-        if !takes.has(option) {
-            return Err(takes.refuses(option));
-        }
-        let value = it.next();
-        if option.is_calendar() {
-            // Read with the unit they depend on, by the calendar's parser.
-            value.ok_or(Error::MissingValue(option.word()))?;
-            continue;
-        }
-        if option == Opt::Delay {
-            if delay.is_some() && value.is_some() {
-                return Err(Error::DuplicateOption("DELAY"));
-            }
-            delay = Some(delay_option(value)?);
-            continue;
-        }
-        let word = option.word();
-        let value = value.ok_or(Error::MissingValue(word))?;
-        if let Some((given, _)) = amount {
-            if given == option {
-                return Err(Error::DuplicateOption(word));
-            }
-            // Named in a fixed order: COST, REFUND, DEBIT.
-            return Err(match (given, option) {
-                (Opt::Debit, first) | (first, Opt::Debit) => {
-                    Error::Exclusive(first.word(), "DEBIT")
-                }
-                _ => Error::Exclusive("COST", "REFUND"),
-            });
-        }
-        amount = Some((
-            option,
-            match option {
-                Opt::Refund => Amount::Refund(cost(word, value)?),
-                Opt::Debit => Amount::Debit(count(word, value)?),
-                _ => Amount::Take(cost(word, value)?),
-            },
-        ));
-    }
-    match (delay, amount.map(|(_, a)| a)) {
-        (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),
-        (Some(_), Some(Amount::Debit(_))) => Err(Error::Exclusive("DELAY", "DEBIT")),
-        (delay, amount) => Ok(Options {
-            amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
-            delay,
-        }),
-    }
 }
 
 /// A user-supplied argument made safe to echo in an error line: escaped, and cut
@@ -227,11 +95,6 @@ pub fn printable(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::algorithms::MAX_COUNT;
-
-    /// RL.SLIDING's options (COST, REFUND), RL.FIXED's (and DEBIT), RL.GCRA's (and DELAY).
-    const SLIDING: Takes = crate::table::SLIDING.takes();
-    const FIXED: Takes = crate::table::FIXED.takes();
-    const GCRA: Takes = crate::table::GCRA.takes();
 
     #[test]
     fn counts_accept_only_plain_integers_in_range() {
@@ -329,219 +192,6 @@ mod tests {
                 name: "period",
                 min: "1ms"
             })
-        );
-    }
-
-    #[test]
-    fn cost_or_refund_is_optional_case_insensitive_and_given_once() {
-        let amount = |args: &[&str]| {
-            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes, SLIDING).map(|o| match o.amount {
-                Amount::Take(n) => ("COST", n.get()),
-                Amount::Refund(n) => ("REFUND", n.get()),
-                Amount::Debit(n) => ("DEBIT", n.get()),
-            })
-        };
-        assert_eq!(amount(&[]), Ok(("COST", 1)));
-        assert_eq!(amount(&["COST", "3"]), Ok(("COST", 3)));
-        assert_eq!(amount(&["cost", "0"]), Ok(("COST", 0)));
-        assert_eq!(
-            amount(&["CoSt", "9007199254740991"]),
-            Ok(("COST", MAX_COUNT))
-        );
-        assert_eq!(amount(&["REFUND", "2"]), Ok(("REFUND", 2)));
-        assert_eq!(amount(&["refund", "0"]), Ok(("REFUND", 0)));
-        let bad = |name| Err(Error::BadCount { name, min: 0 });
-        assert_eq!(amount(&["COST", "9007199254740992"]), bad("COST"));
-        assert_eq!(amount(&["COST", "-1"]), bad("COST"));
-        assert_eq!(amount(&["COST", "1.5"]), bad("COST"));
-        assert_eq!(amount(&["REFUND", "-1"]), bad("REFUND"));
-        assert_eq!(amount(&["COST"]), Err(Error::MissingValue("COST")));
-        assert_eq!(amount(&["REFUND"]), Err(Error::MissingValue("REFUND")));
-        assert_eq!(
-            amount(&["COST", "1", "COST", "2"]),
-            Err(Error::DuplicateOption("COST"))
-        );
-        assert_eq!(
-            amount(&["REFUND", "1", "refund", "2"]),
-            Err(Error::DuplicateOption("REFUND"))
-        );
-        assert_eq!(
-            amount(&["COST", "1", "REFUND", "2"]),
-            Err(Error::Exclusive("COST", "REFUND"))
-        );
-        assert_eq!(
-            amount(&["REFUND", "1", "COST", "2"]),
-            Err(Error::Exclusive("COST", "REFUND"))
-        );
-        assert_eq!(
-            amount(&["COST", "1", "cost"]),
-            Err(Error::MissingValue("COST"))
-        );
-        assert_eq!(
-            amount(&["WEIGHT", "2"]),
-            Err(Error::UnknownOption {
-                option: "WEIGHT".into(),
-                expected: "COST n or REFUND n".into()
-            })
-        );
-        assert_eq!(
-            amount(&["COST", "1", "EX"]),
-            Err(Error::UnknownOption {
-                option: "EX".into(),
-                expected: "COST n or REFUND n".into()
-            })
-        );
-    }
-
-    #[test]
-    fn delay_takes_a_duration_from_zero_and_excludes_refund() {
-        let parsed = |args: &[&str], takes_delay| {
-            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            let takes = if takes_delay { GCRA } else { FIXED };
-            options(bytes, takes).map(|o| (o.amount, o.delay))
-        };
-        let take = |n| Amount::Take(Cost::new(n).unwrap());
-        assert_eq!(parsed(&[], true), Ok((take(1), None)));
-        assert_eq!(parsed(&["DELAY", "250ms"], true), Ok((take(1), Some(250))));
-        assert_eq!(parsed(&["delay", "0"], true), Ok((take(1), Some(0))));
-        assert_eq!(parsed(&["Delay", "0ms"], true), Ok((take(1), Some(0))));
-        assert_eq!(
-            parsed(&["COST", "3", "DELAY", "3650d"], true),
-            Ok((take(3), Some(315_360_000_000)))
-        );
-        assert_eq!(
-            parsed(&["DELAY", "2s", "cost", "0"], true),
-            Ok((take(0), Some(2000)))
-        );
-        let bad = Err(Error::BadDuration {
-            name: "DELAY",
-            min: "0",
-        });
-        for value in ["-1", "1.5s", "00", "3651d", "1w", "", "x"] {
-            assert_eq!(parsed(&["DELAY", value], true), bad, "{value:?}");
-        }
-        assert_eq!(parsed(&["DELAY"], true), Err(Error::MissingValue("DELAY")));
-        assert_eq!(
-            parsed(&["DELAY", "1s", "DELAY", "1s"], true),
-            Err(Error::DuplicateOption("DELAY"))
-        );
-        for line in [
-            &["DELAY", "1s", "REFUND", "1"],
-            &["REFUND", "1", "DELAY", "0"],
-        ] {
-            assert_eq!(
-                parsed(line, true),
-                Err(Error::Exclusive("DELAY", "REFUND")),
-                "{line:?}"
-            );
-        }
-        assert_eq!(
-            parsed(&["DELAY", "1s"], false),
-            Err(Error::NotApplicable {
-                option: "DELAY",
-                to: "RL.FIXED",
-                takes: "COST n, REFUND n or DEBIT n".into()
-            })
-        );
-        assert_eq!(
-            parsed(&["WAIT", "1s"], true),
-            Err(Error::UnknownOption {
-                option: "WAIT".into(),
-                expected: "COST n, REFUND n or DEBIT n, or DELAY max".into()
-            })
-        );
-    }
-
-    #[test]
-    fn debit_takes_a_count_from_one_and_excludes_cost_refund_and_delay() {
-        let parsed = |args: &[&str], takes| {
-            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            options(bytes, takes).map(|o| (o.amount, o.delay))
-        };
-        let debit = |n| Ok((Amount::Debit(Count::new(n).unwrap()), None));
-        assert_eq!(parsed(&["DEBIT", "6"], FIXED), debit(6));
-        assert_eq!(parsed(&["debit", "1"], GCRA), debit(1));
-        assert_eq!(
-            parsed(&["Debit", "9007199254740991"], FIXED),
-            debit(MAX_COUNT)
-        );
-        let bad = Err(Error::BadCount {
-            name: "DEBIT",
-            min: 1,
-        });
-        for value in ["0", "-1", "9007199254740992", "1.5", "01", "", "x"] {
-            assert_eq!(parsed(&["DEBIT", value], FIXED), bad, "{value:?}");
-        }
-        assert_eq!(parsed(&["DEBIT"], FIXED), Err(Error::MissingValue("DEBIT")));
-        assert_eq!(
-            parsed(&["DEBIT", "1", "debit", "2"], FIXED),
-            Err(Error::DuplicateOption("DEBIT"))
-        );
-        for (line, first) in [
-            (&["COST", "1", "DEBIT", "1"], "COST"),
-            (&["DEBIT", "1", "COST", "1"], "COST"),
-            (&["REFUND", "1", "DEBIT", "1"], "REFUND"),
-            (&["DEBIT", "1", "refund", "1"], "REFUND"),
-        ] {
-            assert_eq!(
-                parsed(line, GCRA),
-                Err(Error::Exclusive(first, "DEBIT")),
-                "{line:?}"
-            );
-        }
-        for line in [
-            &["DELAY", "1s", "DEBIT", "1"],
-            &["DEBIT", "1", "DELAY", "0"],
-        ] {
-            assert_eq!(
-                parsed(line, GCRA),
-                Err(Error::Exclusive("DELAY", "DEBIT")),
-                "{line:?}"
-            );
-        }
-        // A command without DEBIT names the option and itself, whatever follows.
-        for line in [
-            &["DEBIT", "1"][..],
-            &["DEBIT"],
-            &["COST", "1", "DEBIT", "x"],
-        ] {
-            let e = parsed(line, SLIDING).unwrap_err();
-            assert_eq!(
-                e,
-                Error::NotApplicable {
-                    option: "DEBIT",
-                    to: "RL.SLIDING",
-                    takes: "COST n or REFUND n".into()
-                },
-                "{line:?}"
-            );
-            assert_eq!(
-                e.to_string(),
-                "syntax error: DEBIT does not apply to RL.SLIDING, which takes COST n or REFUND n"
-            );
-        }
-        assert_eq!(
-            parsed(&["WEIGHT", "1"], SLIDING),
-            Err(Error::UnknownOption {
-                option: "WEIGHT".into(),
-                expected: "COST n or REFUND n".into()
-            })
-        );
-    }
-
-    #[test]
-    fn echoed_options_are_escaped_and_truncated() {
-        let long = [b'x'; 100];
-        let e = options([&long[..]], SLIDING).unwrap_err().to_string();
-        assert!(e.len() < 100, "{e}");
-        assert!(e.contains("xxx..."));
-        let e = options([&b"a\r\nb\x00\xff"[..]], SLIDING)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            !e.contains('\r') && !e.contains('\n') && !e.contains('\0'),
-            "{e:?}"
         );
     }
 }

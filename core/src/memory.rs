@@ -16,7 +16,6 @@ use crate::commands::{self, Visit};
 use crate::error::{Error, Result};
 use crate::keyspace::{self, Keyspace, Value, WrongType};
 use crate::store::{From, Kind, Store};
-use crate::table;
 
 pub use crate::table::SLIDING_MAX_LIMIT;
 
@@ -24,7 +23,7 @@ pub use crate::table::SLIDING_MAX_LIMIT;
 /// it, anything else as the keyspace's model of Redis runs it. `Err` is the whole
 /// error line (`ERR …`, `WRONGTYPE …`).
 pub fn call(ks: &mut Keyspace, now: Millis, argv: &[&[u8]]) -> std::result::Result<Value, String> {
-    let Some(command) = argv.first().and_then(|name| table::find(name)) else {
+    let Some(command) = argv.first().and_then(|name| commands::find(name)) else {
         return ks.command(now, argv);
     };
     if !command.accepts_argc(argv.len()) {

@@ -18,13 +18,13 @@ const COMMANDS = {
   "RL.BUCKET": { name: "RL.BUCKET", method: "bucket", fn: "rl_bucket", reply: "decision", counted: false, policy: "bucket" },
   "RL.GCRA": { name: "RL.GCRA", method: "gcra", fn: "rl_gcra", reply: "decision", counted: false, policy: "gcra" },
   "RL.SLIDINGCOUNTER": { name: "RL.SLIDINGCOUNTER", method: "slidingCounter", fn: "rl_slidingcounter", reply: "decision", counted: false, policy: "slidingCounter" },
-  "CL.THROTTLE": { name: "CL.THROTTLE", method: "throttle", fn: null, reply: "throttle", counted: false, policy: null },
-  "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
   "RL.ACQUIRE": { name: "RL.ACQUIRE", method: "acquire", fn: "rl_acquire", reply: "decision", counted: false, policy: "acquire" },
-  "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
   "RL.PENALTY": { name: "RL.PENALTY", method: "penalty", fn: "rl_penalty", reply: "decision", counted: false, policy: "penalty" },
   "RL.SHARE": { name: "RL.SHARE", method: "share", fn: "rl_share", reply: "decision", counted: false, policy: "share" },
   "RL.QUOTA": { name: "RL.QUOTA", method: "quota", fn: "rl_quota", reply: "decision", counted: false, policy: "quota" },
+  "CL.THROTTLE": { name: "CL.THROTTLE", method: "throttle", fn: null, reply: "throttle", counted: false, policy: null },
+  "RL.RELEASE": { name: "RL.RELEASE", method: "release", fn: "rl_release", reply: "released", counted: false, policy: null },
+  "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
 };
 
 // Options: each parameter's name to [word, kind, min, max, the parameters it excludes];
@@ -84,20 +84,20 @@ const ROWS = [
   { command: COMMANDS["RL.GCRA"], word: "GCRA", args: [["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: GCRA_OPTIONS, policyOptions: GCRA_POLICY_OPTIONS, window: ["refill", 0, 1, 2], limit: 0 },
   // RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]
   { command: COMMANDS["RL.SLIDINGCOUNTER"], word: "SLIDINGCOUNTER", args: [["limit", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // CL.THROTTLE key max_burst count period [quantity]
-  { command: COMMANDS["CL.THROTTLE"], word: null, args: [["max_burst", "integer", 0, 9007199254740990], ["count", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000], ["quantity", "integer", 0, 9007199254740991, true]], options: null, policyOptions: null, window: ["throttle", 0, 1, 2], limit: 0 },
-  // RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.ALL"], word: null, args: [], options: FIXED_OPTIONS, maxKeys: 16 },
   // RL.ACQUIRE key limit ttl id
   { command: COMMANDS["RL.ACQUIRE"], word: "ACQUIRE", args: [["limit", "integer", 1, 100000], ["ttl", "duration", 1, 315360000000], ["id", "text", 1, 256]], options: null, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // RL.RELEASE key id
-  { command: COMMANDS["RL.RELEASE"], word: null, args: [["id", "text", 1, 256]], options: null, policyOptions: null, window: ["none"], limit: null },
   // RL.PENALTY key strikes window block max [COST n]
   { command: COMMANDS["RL.PENALTY"], word: "PENALTY", args: [["strikes", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000], ["block", "duration", 1, 315360000000], ["max", "duration", 1, 315360000000]], options: PENALTY_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
   // RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   { command: COMMANDS["RL.SHARE"], word: "SHARE", args: [["tenant", "text", 1, 256], ["weight", "integer", 1, 10000], ["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["refill", 2, 3, 4], limit: 2 },
   // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]
   { command: COMMANDS["RL.QUOTA"], word: "QUOTA", args: [["limit", "integer", 1, 9007199254740991], ["unit", "text", 1, null]], options: QUOTA_OPTIONS, policyOptions: QUOTA_POLICY_OPTIONS, window: ["none"], limit: 0 },
+  // CL.THROTTLE key max_burst count period [quantity]
+  { command: COMMANDS["CL.THROTTLE"], word: null, args: [["max_burst", "integer", 0, 9007199254740990], ["count", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000], ["quantity", "integer", 0, 9007199254740991, true]], options: null, policyOptions: null, window: ["throttle", 0, 1, 2], limit: 0 },
+  // RL.RELEASE key id
+  { command: COMMANDS["RL.RELEASE"], word: null, args: [["id", "text", 1, 256]], options: null, policyOptions: null, window: ["none"], limit: null },
+  // RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]
+  { command: COMMANDS["RL.ALL"], word: null, args: [], options: FIXED_OPTIONS, maxKeys: 16 },
 ];
 
 const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);

@@ -24,13 +24,13 @@ SLIDING = Spec("RL.SLIDING", "rl_sliding", "decision")
 BUCKET = Spec("RL.BUCKET", "rl_bucket", "decision")
 GCRA = Spec("RL.GCRA", "rl_gcra", "decision")
 SLIDING_COUNTER = Spec("RL.SLIDINGCOUNTER", "rl_slidingcounter", "decision")
-THROTTLE = Spec("CL.THROTTLE", None, "throttle")
-ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 ACQUIRE = Spec("RL.ACQUIRE", "rl_acquire", "decision")
-RELEASE = Spec("RL.RELEASE", "rl_release", "released")
 PENALTY = Spec("RL.PENALTY", "rl_penalty", "decision")
 SHARE = Spec("RL.SHARE", "rl_share", "decision")
 QUOTA = Spec("RL.QUOTA", "rl_quota", "decision")
+THROTTLE = Spec("CL.THROTTLE", None, "throttle")
+RELEASE = Spec("RL.RELEASE", "rl_release", "released")
+ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 
 OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
 OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
@@ -46,10 +46,10 @@ SLIDING_OPTIONS = (OPTION_COST, OPTION_REFUND)
 BUCKET_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 GCRA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_DELAY)
 SLIDING_COUNTER_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 PENALTY_OPTIONS = (OPTION_COST,)
 SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 QUOTA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
+ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 QUOTA_POLICY_OPTIONS = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
 
@@ -89,21 +89,6 @@ def _bucket(capacity: int, tokens: int, period: Duration) -> Shape:
 _gcra = _bucket
 
 
-def _throttle(max_burst: int, count: int, period: Duration, quantity: Optional[int]) -> Shape:
-    """CL.THROTTLE's arguments after the key, checked."""
-    if type(max_burst) is not int or not 0 <= max_burst <= 9007199254740990:
-        max_burst = integer(max_burst, "max_burst", 0, 9007199254740990)
-    if type(count) is not int or not 1 <= count <= 9007199254740991:
-        count = integer(count, "count", 1, 9007199254740991)
-    period_sent, period_ms = duration(period, "period", 1, 315360000000)
-    args: tuple[object, ...] = (max_burst, count, period_sent)
-    if quantity is not None:
-        if type(quantity) is not int or not 0 <= quantity <= 9007199254740991:
-            quantity = integer(quantity, "quantity", 0, 9007199254740991)
-        args += (quantity,)
-    return args, max_burst + 1, refill_ms(max_burst + 1, count, period_ms)
-
-
 def _acquire(limit: int, ttl: Duration, id: Text) -> Shape:
     """RL.ACQUIRE's arguments after the key, checked."""
     if type(limit) is not int or not 1 <= limit <= 100000:
@@ -112,13 +97,6 @@ def _acquire(limit: int, ttl: Duration, id: Text) -> Shape:
     id = text(id, "id", 1, 256)
     args: tuple[object, ...] = (limit, ttl_sent, id)
     return args, limit, ttl_ms
-
-
-def _release(id: Text) -> Shape:
-    """RL.RELEASE's arguments after the key, checked."""
-    id = text(id, "id", 1, 256)
-    args: tuple[object, ...] = (id,)
-    return args, 0, None
 
 
 def _penalty(strikes: int, window: Duration, block: Duration, max: Duration) -> Shape:
@@ -153,6 +131,28 @@ def _quota(limit: int, unit: Text) -> Shape:
     unit = text(unit, "unit", 1, None)
     args: tuple[object, ...] = (limit, unit)
     return args, limit, None
+
+
+def _throttle(max_burst: int, count: int, period: Duration, quantity: Optional[int]) -> Shape:
+    """CL.THROTTLE's arguments after the key, checked."""
+    if type(max_burst) is not int or not 0 <= max_burst <= 9007199254740990:
+        max_burst = integer(max_burst, "max_burst", 0, 9007199254740990)
+    if type(count) is not int or not 1 <= count <= 9007199254740991:
+        count = integer(count, "count", 1, 9007199254740991)
+    period_sent, period_ms = duration(period, "period", 1, 315360000000)
+    args: tuple[object, ...] = (max_burst, count, period_sent)
+    if quantity is not None:
+        if type(quantity) is not int or not 0 <= quantity <= 9007199254740991:
+            quantity = integer(quantity, "quantity", 0, 9007199254740991)
+        args += (quantity,)
+    return args, max_burst + 1, refill_ms(max_burst + 1, count, period_ms)
+
+
+def _release(id: Text) -> Shape:
+    """RL.RELEASE's arguments after the key, checked."""
+    id = text(id, "id", 1, 256)
+    args: tuple[object, ...] = (id,)
+    return args, 0, None
 
 
 class Commands(Generic[D, A, T, R]):
@@ -255,44 +255,11 @@ class Commands(Generic[D, A, T, R]):
             args += options(SLIDING_COUNTER_OPTIONS, (cost, refund, debit))
         return self._submit(SLIDING_COUNTER, key, args, meta, limit)  # type: ignore[no-any-return]
 
-    def throttle(
-        self,
-        key: Key,
-        max_burst: int,
-        count: int,
-        period: Duration,
-        quantity: int | None = None,
-    ) -> T:
-        """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
-        max_burst + 1 units at once, count more per period (GCRA)."""
-        args, limit, meta = _throttle(max_burst, count, period, quantity)
-        return self._submit(THROTTLE, key, args, meta, limit)  # type: ignore[no-any-return]
-
-    def all(
-        self,
-        policies: Policies,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
-    ) -> A:
-        """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
-        Checks several limits at one instant and consumes from all of them or none."""
-        key, args, meta, limit = gather(policies)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(ALL_OPTIONS, (cost, refund, debit))
-        return self._submit(ALL, key, args, meta, limit)  # type: ignore[no-any-return]
-
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
         itself after ttl, at most limit held at once."""
         args, limit, meta = _acquire(limit, ttl, id)
         return self._submit(ACQUIRE, key, args, meta, limit)  # type: ignore[no-any-return]
-
-    def release(self, key: Key, id: Text) -> R:
-        """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
-        args, limit, meta = _release(id)
-        return self._submit(RELEASE, key, args, meta, limit)  # type: ignore[no-any-return]
 
     def penalty(
         self,
@@ -354,3 +321,36 @@ class Commands(Generic[D, A, T, R]):
         if cost is not None or refund is not None or debit is not None or every is not None or on is not None or at is not None or tz is not None:
             args += options(QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))
         return self._submit(QUOTA, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def throttle(
+        self,
+        key: Key,
+        max_burst: int,
+        count: int,
+        period: Duration,
+        quantity: int | None = None,
+    ) -> T:
+        """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
+        max_burst + 1 units at once, count more per period (GCRA)."""
+        args, limit, meta = _throttle(max_burst, count, period, quantity)
+        return self._submit(THROTTLE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def release(self, key: Key, id: Text) -> R:
+        """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
+        args, limit, meta = _release(id)
+        return self._submit(RELEASE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def all(
+        self,
+        policies: Policies,
+        *,
+        cost: Optional[int] = None,
+        refund: Optional[int] = None,
+        debit: Optional[int] = None,
+    ) -> A:
+        """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
+        Checks several limits at one instant and consumes from all of them or none."""
+        key, args, meta, limit = gather(policies)
+        if cost is not None or refund is not None or debit is not None:
+            args += options(ALL_OPTIONS, (cost, refund, debit))
+        return self._submit(ALL, key, args, meta, limit)  # type: ignore[no-any-return]

@@ -69,6 +69,38 @@ command! {
 }
 
 command! {
+    /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
+    Acquire ACQUIRE = ("RL.ACQUIRE", Some("rl_acquire"), Some("ACQUIRE"), Decision);
+    /// `limit`, `ttl`, `id`; checked when the call is made.
+    #[must_use] new(#[doc = "`limit`: an integer from 1 to 100000."] limit: u64 [u64] = "limit" (1, 100000), #[doc = "`ttl`: a duration from 1 ms to 315360000000 ms."] ttl: Period [impl Into<Period>] = "ttl" (1, 315360000000), #[doc = "`id`: 1 to 256 bytes."] id: Vec<u8> [impl AsRef<[u8]>] = "id" (1, 256)); optional();
+    excludes(); policy("ACQUIRE"; refuses ; writes ); limit(p => p.limit); window(p => window::of(&p.ttl));
+}
+
+command! {
+    /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
+    Penalty PENALTY = ("RL.PENALTY", Some("rl_penalty"), Some("PENALTY"), Decision);
+    /// `strikes`, `window`, `block`, `max`; checked when the call is made.
+    #[must_use] new(#[doc = "`strikes`: an integer from 1 to 9007199254740991."] strikes: u64 [u64] = "strikes" (1, 9007199254740991), #[doc = "`window`: a duration from 1 ms to 315360000000 ms."] window: Period [impl Into<Period>] = "window" (1, 315360000000), #[doc = "`block`: a duration from 1 ms to 315360000000 ms."] block: Period [impl Into<Period>] = "block" (1, 315360000000), #[doc = "`max`: a duration from 1 ms to 315360000000 ms."] max: Period [impl Into<Period>] = "max" (1, 315360000000)); optional();
+    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991)); excludes(); charge(cost Cost); policy("PENALTY"; refuses cost = "COST"; writes ); limit(p => p.strikes); window(p => window::of(&p.window));
+}
+
+command! {
+    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
+    Share SHARE = ("RL.SHARE", Some("rl_share"), Some("SHARE"), Decision);
+    /// `tenant`, `weight`, `capacity`, `tokens`, `period`; checked when the call is made.
+    #[must_use] new(#[doc = "`tenant`: 1 to 256 bytes."] tenant: Vec<u8> [impl AsRef<[u8]>] = "tenant" (1, 256), #[doc = "`weight`: an integer from 1 to 10000."] weight: u64 [u64] = "weight" (1, 10000), #[doc = "`capacity`: an integer from 1 to 9007199254740991."] capacity: u64 [u64] = "capacity" (1, 9007199254740991), #[doc = "`tokens`: an integer from 1 to 9007199254740991."] tokens: u64 [u64] = "tokens" (1, 9007199254740991), #[doc = "`period`: a duration from 1 ms to 315360000000 ms."] period: Period [impl Into<Period>] = "period" (1, 315360000000)); optional();
+    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991), #[doc = "`REFUND n`: give back up to n units taken earlier.\n Not with COST, DEBIT, DELAY; at most once."] refund(n): u64 [u64] = "REFUND" (0, 9007199254740991), #[doc = "`DEBIT n`: take n units after the fact, even beyond the limit (into debt).\n Not with COST, REFUND, DELAY; at most once."] debit(n): u64 [u64] = "DEBIT" (1, 9007199254740991)); excludes(cost refund = "COST" "REFUND", cost debit = "COST" "DEBIT", refund debit = "REFUND" "DEBIT"); charge(cost Cost, refund Refund, debit Debit); policy("SHARE"; refuses cost = "COST", refund = "REFUND", debit = "DEBIT"; writes ); limit(p => p.weight); window(p => window::refill(p.capacity, p.tokens, &p.period));
+}
+
+command! {
+    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+    Quota QUOTA = ("RL.QUOTA", Some("rl_quota"), Some("QUOTA"), Decision);
+    /// `limit`, `unit`; checked when the call is made.
+    #[must_use] new(#[doc = "`limit`: an integer from 1 to 9007199254740991."] limit: u64 [u64] = "limit" (1, 9007199254740991), #[doc = "`unit`: 1 to any number of bytes."] unit: Vec<u8> [impl AsRef<[u8]>] = "unit" (1, u64::MAX)); optional();
+    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991), #[doc = "`REFUND n`: give back up to n units taken earlier.\n Not with COST, DEBIT, DELAY; at most once."] refund(n): u64 [u64] = "REFUND" (0, 9007199254740991), #[doc = "`DEBIT n`: take n units after the fact, even beyond the limit (into debt).\n Not with COST, REFUND, DELAY; at most once."] debit(n): u64 [u64] = "DEBIT" (1, 9007199254740991), #[doc = "`EVERY every`: an integer from 1 to 3650."] pub every(every): u64 [u64] = "EVERY" (1, 3650), #[doc = "`ON on`: 1 to any number of bytes."] pub on(on): Vec<u8> [impl AsRef<[u8]>] = "ON" (1, u64::MAX), #[doc = "`AT at`: 1 to any number of bytes."] pub at(at): Vec<u8> [impl AsRef<[u8]>] = "AT" (1, u64::MAX), #[doc = "`TZ tz`: 1 to any number of bytes."] pub tz(tz): Vec<u8> [impl AsRef<[u8]>] = "TZ" (1, u64::MAX)); excludes(cost refund = "COST" "REFUND", cost debit = "COST" "DEBIT", refund debit = "REFUND" "DEBIT"); charge(cost Cost, refund Refund, debit Debit); policy("QUOTA"; refuses cost = "COST", refund = "REFUND", debit = "DEBIT"; writes every = "EVERY", on = "ON", at = "AT", tz = "TZ"); limit(p => p.limit); window(_ => None);
+}
+
+command! {
     /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
     ///
     /// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).
@@ -76,6 +108,14 @@ command! {
     /// `max_burst`, `count`, `period`; checked when the call is made.
     #[must_use] new(#[doc = "`max_burst`: an integer from 0 to 9007199254740990."] max_burst: u64 [u64] = "max_burst" (0, 9007199254740990), #[doc = "`count`: an integer from 1 to 9007199254740991."] count: u64 [u64] = "count" (1, 9007199254740991), #[doc = "`period`: a duration from 1 ms to 315360000000 ms."] period: Period [impl Into<Period>] = "period" (1, 315360000000)); optional(#[doc = "`quantity`: an integer from 0 to 9007199254740991; None sends none (the server's default: 1)."] quantity: u64 [u64] = "quantity" (0, 9007199254740991));
     excludes(); policy(""; refuses ; writes ); limit(p => p.max_burst.saturating_add(1)); window(p => window::refill(p.max_burst.saturating_add(1), p.count, &p.period));
+}
+
+command! {
+    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
+    Release RELEASE = ("RL.RELEASE", Some("rl_release"), None, Released);
+    /// `id`; checked when the call is made.
+    #[must_use] new(#[doc = "`id`: 1 to 256 bytes."] id: Vec<u8> [impl AsRef<[u8]>] = "id" (1, 256)); optional();
+    excludes(); policy(""; refuses ; writes ); limit(_ => 0); window(_ => None);
 }
 
 pub(crate) const ALL: Names = Names {
@@ -149,46 +189,6 @@ impl All {
         params::write_given(&self.refund, "REFUND", cmd);
         params::write_given(&self.debit, "DEBIT", cmd);
     }
-}
-
-command! {
-    /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
-    Acquire ACQUIRE = ("RL.ACQUIRE", Some("rl_acquire"), Some("ACQUIRE"), Decision);
-    /// `limit`, `ttl`, `id`; checked when the call is made.
-    #[must_use] new(#[doc = "`limit`: an integer from 1 to 100000."] limit: u64 [u64] = "limit" (1, 100000), #[doc = "`ttl`: a duration from 1 ms to 315360000000 ms."] ttl: Period [impl Into<Period>] = "ttl" (1, 315360000000), #[doc = "`id`: 1 to 256 bytes."] id: Vec<u8> [impl AsRef<[u8]>] = "id" (1, 256)); optional();
-    excludes(); policy("ACQUIRE"; refuses ; writes ); limit(p => p.limit); window(p => window::of(&p.ttl));
-}
-
-command! {
-    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    Release RELEASE = ("RL.RELEASE", Some("rl_release"), None, Released);
-    /// `id`; checked when the call is made.
-    #[must_use] new(#[doc = "`id`: 1 to 256 bytes."] id: Vec<u8> [impl AsRef<[u8]>] = "id" (1, 256)); optional();
-    excludes(); policy(""; refuses ; writes ); limit(_ => 0); window(_ => None);
-}
-
-command! {
-    /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
-    Penalty PENALTY = ("RL.PENALTY", Some("rl_penalty"), Some("PENALTY"), Decision);
-    /// `strikes`, `window`, `block`, `max`; checked when the call is made.
-    #[must_use] new(#[doc = "`strikes`: an integer from 1 to 9007199254740991."] strikes: u64 [u64] = "strikes" (1, 9007199254740991), #[doc = "`window`: a duration from 1 ms to 315360000000 ms."] window: Period [impl Into<Period>] = "window" (1, 315360000000), #[doc = "`block`: a duration from 1 ms to 315360000000 ms."] block: Period [impl Into<Period>] = "block" (1, 315360000000), #[doc = "`max`: a duration from 1 ms to 315360000000 ms."] max: Period [impl Into<Period>] = "max" (1, 315360000000)); optional();
-    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991)); excludes(); charge(cost Cost); policy("PENALTY"; refuses cost = "COST"; writes ); limit(p => p.strikes); window(p => window::of(&p.window));
-}
-
-command! {
-    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
-    Share SHARE = ("RL.SHARE", Some("rl_share"), Some("SHARE"), Decision);
-    /// `tenant`, `weight`, `capacity`, `tokens`, `period`; checked when the call is made.
-    #[must_use] new(#[doc = "`tenant`: 1 to 256 bytes."] tenant: Vec<u8> [impl AsRef<[u8]>] = "tenant" (1, 256), #[doc = "`weight`: an integer from 1 to 10000."] weight: u64 [u64] = "weight" (1, 10000), #[doc = "`capacity`: an integer from 1 to 9007199254740991."] capacity: u64 [u64] = "capacity" (1, 9007199254740991), #[doc = "`tokens`: an integer from 1 to 9007199254740991."] tokens: u64 [u64] = "tokens" (1, 9007199254740991), #[doc = "`period`: a duration from 1 ms to 315360000000 ms."] period: Period [impl Into<Period>] = "period" (1, 315360000000)); optional();
-    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991), #[doc = "`REFUND n`: give back up to n units taken earlier.\n Not with COST, DEBIT, DELAY; at most once."] refund(n): u64 [u64] = "REFUND" (0, 9007199254740991), #[doc = "`DEBIT n`: take n units after the fact, even beyond the limit (into debt).\n Not with COST, REFUND, DELAY; at most once."] debit(n): u64 [u64] = "DEBIT" (1, 9007199254740991)); excludes(cost refund = "COST" "REFUND", cost debit = "COST" "DEBIT", refund debit = "REFUND" "DEBIT"); charge(cost Cost, refund Refund, debit Debit); policy("SHARE"; refuses cost = "COST", refund = "REFUND", debit = "DEBIT"; writes ); limit(p => p.weight); window(p => window::refill(p.capacity, p.tokens, &p.period));
-}
-
-command! {
-    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
-    Quota QUOTA = ("RL.QUOTA", Some("rl_quota"), Some("QUOTA"), Decision);
-    /// `limit`, `unit`; checked when the call is made.
-    #[must_use] new(#[doc = "`limit`: an integer from 1 to 9007199254740991."] limit: u64 [u64] = "limit" (1, 9007199254740991), #[doc = "`unit`: 1 to any number of bytes."] unit: Vec<u8> [impl AsRef<[u8]>] = "unit" (1, u64::MAX)); optional();
-    options[twice](#[doc = "`COST n`: take n units, all or nothing (0 only looks).\n Not with REFUND, DEBIT; at most once."] cost(n): u64 [u64] = "COST" (0, 9007199254740991), #[doc = "`REFUND n`: give back up to n units taken earlier.\n Not with COST, DEBIT, DELAY; at most once."] refund(n): u64 [u64] = "REFUND" (0, 9007199254740991), #[doc = "`DEBIT n`: take n units after the fact, even beyond the limit (into debt).\n Not with COST, REFUND, DELAY; at most once."] debit(n): u64 [u64] = "DEBIT" (1, 9007199254740991), #[doc = "`EVERY every`: an integer from 1 to 3650."] pub every(every): u64 [u64] = "EVERY" (1, 3650), #[doc = "`ON on`: 1 to any number of bytes."] pub on(on): Vec<u8> [impl AsRef<[u8]>] = "ON" (1, u64::MAX), #[doc = "`AT at`: 1 to any number of bytes."] pub at(at): Vec<u8> [impl AsRef<[u8]>] = "AT" (1, u64::MAX), #[doc = "`TZ tz`: 1 to any number of bytes."] pub tz(tz): Vec<u8> [impl AsRef<[u8]>] = "TZ" (1, u64::MAX)); excludes(cost refund = "COST" "REFUND", cost debit = "COST" "DEBIT", refund debit = "REFUND" "DEBIT"); charge(cost Cost, refund Refund, debit Debit); policy("QUOTA"; refuses cost = "COST", refund = "REFUND", debit = "DEBIT"; writes every = "EVERY", on = "ON", at = "AT", tz = "TZ"); limit(p => p.limit); window(_ => None);
 }
 
 policies!(#[doc = "`FIXED limit window`"] Fixed, #[doc = "`SLIDING limit window`"] Sliding, #[doc = "`BUCKET capacity tokens period`"] Bucket, #[doc = "`GCRA capacity tokens period [DELAY delay]`"] Gcra, #[doc = "`SLIDINGCOUNTER limit window`"] SlidingCounter, #[doc = "`ACQUIRE limit ttl id`"] Acquire, #[doc = "`PENALTY strikes window block max` (only looked at: needs COST 0 on the call)"] Penalty, #[doc = "`SHARE tenant weight capacity tokens period`"] Share, #[doc = "`QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]`"] Quota);

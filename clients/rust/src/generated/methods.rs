@@ -22,18 +22,18 @@ methods! {
     gcra(key: impl AsRef<[u8]>, params: &Gcra) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`; its reply is a [`Reply`]."]];
     /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: estimates a sliding window from two fixed-window counts and admits at most limit in it.
     sliding_counter(key: impl AsRef<[u8]>, params: &SlidingCounter) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
-    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-    throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    all(all: &All) => Call::Many(all), AllDecision, into_all, [#[doc = "Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
     acquire(key: impl AsRef<[u8]>, params: &Acquire) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.ACQUIRE key limit ttl id`; its reply is a [`Reply`]."]];
-    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    release(key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) => Call::One(key.as_ref(), &Release::new(id)), bool, into_released, [#[doc = "Adds `RL.RELEASE key id`; its reply is a [`Reply`]."]];
     /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
     penalty(key: impl AsRef<[u8]>, params: &Penalty) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.PENALTY key strikes window block max [COST n]`; its reply is a [`Reply`]."]];
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
     share(key: impl AsRef<[u8]>, params: &Share) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
     quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`; its reply is a [`Reply`]."]];
+    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
+    throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
+    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
+    release(key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) => Call::One(key.as_ref(), &Release::new(id)), bool, into_released, [#[doc = "Adds `RL.RELEASE key id`; its reply is a [`Reply`]."]];
+    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+    all(all: &All) => Call::Many(all), AllDecision, into_all, [#[doc = "Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
 }

@@ -207,21 +207,21 @@ def command_type(out: Lines, c: Command) -> None:
     optional = tuple(a for a in c.arguments if a.optional)
     function = f'Some("{c.function}")' if c.function else "None"
     word = f'Some("{c.policy}")' if c.policy else "None"
-    out.add(0, "command! {")
+    # Two lines of code a command (its names; the rest), so that two commands alike in
+    # shape (RL.FIXED, RL.SLIDINGCOUNTER) stay short of a repeated run.
+    out.add(0, f'command! {{ {name} {names_const(c)} = ("{c.name}", {function}, {word}, {pascal([c.reply])});')
     out.add(1, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.function is None:
         out.add(1, "///")
         out.add(1, "/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).")
-    out.add(1, f'{name} {names_const(c)} = ("{c.name}", {function}, {word}, {pascal([c.reply])});')
-    out.add(1, f"/// {', '.join(f'`{a.name}`' for a in required) or 'No arguments'}; checked when the call is made.")
+    new_doc = f"{', '.join(f'`{a.name}`' for a in required) or 'No arguments'}; checked when the call is made."
     new_attr = "#[allow(clippy::too_many_arguments)]" if len(required) > 7 else "#[must_use]"
     args = ", ".join(item(a, a.name, f"`{a.name}`: {describe(a)}.", ident(a.words), a.kind) for a in required)
     opt = ", ".join(
         item(a, a.name, f"`{a.name}`: {describe(a)}; None sends none (the server's default: {a.default}).", ident(a.words), a.kind)
         for a in optional
     )
-    out.add(1, f"{new_attr} new({args}); optional({opt});")
-    line = []
+    line = [f"new[#[doc = {json_str(new_doc)}] {new_attr}]({args}); optional({opt});"]
     if c.options:
         opts = []
         for o in c.options:

@@ -98,10 +98,9 @@ pub(crate) fn write_given<T: Value>(v: &Option<T>, word: &str, cmd: &mut Cmd) {
 /// (COST, REFUND, DEBIT: read through `charge()`) has no `pub`.
 macro_rules! command {
     (
-        $(#[$doc:meta])*
         $Type:ident $NAMES:ident = ($command:literal, $function:expr, $word:expr, $shape:ident);
-        $(#[$new_doc:meta])*
-        new($($(#[$arg_doc:meta])* $arg:ident: $Arg:ty [$ArgIn:ty] = $arg_name:literal ($arg_min:expr, $arg_max:expr)),*);
+        $(#[$doc:meta])*
+        new[$(#[$new_doc:meta])*]($($(#[$arg_doc:meta])* $arg:ident: $Arg:ty [$ArgIn:ty] = $arg_name:literal ($arg_min:expr, $arg_max:expr)),*);
         optional($($(#[$opt_doc:meta])* $opt:ident: $Opt:ty [$OptIn:ty] = $opt_name:literal ($opt_min:expr, $opt_max:expr)),*);
         $(options[$twice:ident]($($(#[$o_doc:meta])* $o_vis:vis $o:ident($o_param:ident): $O:ty [$OIn:ty] = $o_name:literal ($o_min:expr, $o_max:expr)),+);)?
         excludes($($a:ident $b:ident = $a_name:literal $b_name:literal),*);

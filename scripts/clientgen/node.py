@@ -43,6 +43,15 @@ def js_value(v) -> str:
     return json.dumps(v)
 
 
+# lib/args.js compares a text's bytes with its max: a text without one (a word or a value
+# the server checks) gets the largest safe integer, never null.
+NO_MAX = 9007199254740991
+
+
+def max_of(a: Argument) -> Optional[int]:
+    return NO_MAX if a.max is None and a.kind == "text" else a.max
+
+
 def param(a: Argument) -> str:
     name = camel(a.words)
     if name in RESERVED:
@@ -70,7 +79,7 @@ def options_table(name: str, options: tuple[Option, ...], command: str) -> str:
         excludes = [camel(x.lower().split("_")) for x in o.excludes if any(p.name == x for p in options)]
         rows.append(
             f"  {camel(o.words)}: [{js_value(o.name)}, {js_value(o.value.kind)}, {js_value(o.value.min)}, "
-            f"{js_value(o.value.max)}, {js_value(excludes)}],"
+            f"{js_value(max_of(o.value))}, {js_value(excludes)}],"
         )
     return f"const {name} = {{\n" + "\n".join(rows) + "\n};\n"
 
@@ -100,7 +109,7 @@ def arg_row(a: Argument, command: str) -> list:
     if a.kind not in VALUE_TYPES:
         raise ValueError(f"{command}: argument {a.name!r} has kind {a.kind!r}: teach scripts/clientgen/node.py and lib/args.js")
     param(a)
-    return [a.name, a.kind, a.min, a.max] + ([True] if a.optional else [])
+    return [a.name, a.kind, a.min, max_of(a)] + ([True] if a.optional else [])
 
 
 def emit_js(model: Model, max_keys: dict[str, int]) -> str:

@@ -60,16 +60,16 @@ const QUOTA_OPTIONS = {
   refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
   debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
   every: ["EVERY", "integer", 1, 3650, []],
-  on: ["ON", "text", 1, null, []],
-  at: ["AT", "text", 1, null, []],
-  tz: ["TZ", "text", 1, null, []],
+  on: ["ON", "text", 1, 9007199254740991, []],
+  at: ["AT", "text", 1, 9007199254740991, []],
+  tz: ["TZ", "text", 1, 9007199254740991, []],
 };
 
 const QUOTA_POLICY_OPTIONS = {
   every: ["EVERY", "integer", 1, 3650, []],
-  on: ["ON", "text", 1, null, []],
-  at: ["AT", "text", 1, null, []],
-  tz: ["TZ", "text", 1, null, []],
+  on: ["ON", "text", 1, 9007199254740991, []],
+  at: ["AT", "text", 1, 9007199254740991, []],
+  tz: ["TZ", "text", 1, 9007199254740991, []],
 };
 
 /** Each command's row (read by lib/table.js). */
@@ -91,7 +91,7 @@ const ROWS = [
   // RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   { command: COMMANDS["RL.SHARE"], word: "SHARE", args: [["tenant", "text", 1, 256], ["weight", "integer", 1, 10000], ["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["refill", 2, 3, 4], limit: 2 },
   // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]
-  { command: COMMANDS["RL.QUOTA"], word: "QUOTA", args: [["limit", "integer", 1, 9007199254740991], ["unit", "text", 1, null]], options: QUOTA_OPTIONS, policyOptions: QUOTA_POLICY_OPTIONS, window: ["none"], limit: 0 },
+  { command: COMMANDS["RL.QUOTA"], word: "QUOTA", args: [["limit", "integer", 1, 9007199254740991], ["unit", "text", 1, 9007199254740991]], options: QUOTA_OPTIONS, policyOptions: QUOTA_POLICY_OPTIONS, window: ["none"], limit: 0 },
   // CL.THROTTLE key max_burst count period [quantity]
   { command: COMMANDS["CL.THROTTLE"], word: null, args: [["max_burst", "integer", 0, 9007199254740990], ["count", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000], ["quantity", "integer", 0, 9007199254740991, true]], options: null, policyOptions: null, window: ["throttle", 0, 1, 2], limit: 0 },
   // RL.RELEASE key id

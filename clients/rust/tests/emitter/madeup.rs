@@ -20,11 +20,24 @@ fn rl_madeup_is_sent() {
     b.refusal().unwrap();
     assert_eq!(
         words(&b),
-        ["RL.MADEUP", "k", "5", "COST", "2", "EVERY", "86400000ms", "TZ", "Europe/Berlin"]
+        [
+            "RL.MADEUP",
+            "k",
+            "5",
+            "COST",
+            "2",
+            "EVERY",
+            "86400000ms",
+            "TZ",
+            "Europe/Berlin"
+        ]
     );
     let mut b = Batch::new(Backend::Library);
     b.madeup("k", &Madeup::new(5).on("monday"));
-    assert_eq!(words(&b), ["FCALL", "rl_madeup", "1", "k", "5", "ON", "monday"]);
+    assert_eq!(
+        words(&b),
+        ["FCALL", "rl_madeup", "1", "k", "5", "ON", "monday"]
+    );
 }
 
 #[test]
@@ -34,12 +47,18 @@ fn rl_madeup_is_checked() {
         (Madeup::new(5).tz("a").tz("b"), "TZ given twice"),
         (Madeup::new(5).tz(""), "TZ must be 1 to 64 bytes"),
         (Madeup::new(5).every("1.5ms"), "not a duration"),
-        (Madeup::new(5).cost(1).refund(1), "COST and REFUND exclude one another"),
+        (
+            Madeup::new(5).cost(1).refund(1),
+            "COST and REFUND exclude one another",
+        ),
     ] {
         let mut b = Batch::new(Backend::Module);
         b.madeup("k", &q);
         let err = b.refusal().unwrap_err();
-        assert!(matches!(&err, Error::InvalidArgument(m) if m.contains(why)), "{q:?}: {err:?}");
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains(why)),
+            "{q:?}: {err:?}"
+        );
     }
 }
 

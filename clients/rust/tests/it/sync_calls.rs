@@ -288,13 +288,18 @@ fn quota_a_day_in_a_zone() {
             matches!(&err, Error::BadArgument(m) if m.contains("unknown time zone 'Mars/Olympus'")),
             "{err:?}"
         );
-        let all = All::new()
-            .key(key("{q}:fixed"), Fixed::new(3, "1d"))
-            .key(key("{q}:quota"), Quota::new(5, "day").tz("America/New_York"));
+        let all = All::new().key(key("{q}:fixed"), Fixed::new(3, "1d")).key(
+            key("{q}:quota"),
+            Quota::new(5, "day").tz("America/New_York"),
+        );
         let both = rl.all(&all).unwrap();
         assert!(both.allowed());
         assert_eq!(
-            (both.keys[0].remaining, both.keys[1].limit, both.keys[1].remaining),
+            (
+                both.keys[0].remaining,
+                both.keys[1].limit,
+                both.keys[1].remaining
+            ),
             (2, 5, 4)
         );
     }

@@ -1,0 +1,166 @@
+'use strict';
+// The cache of blocked keys and the fallback limiter: rejected traffic stops reaching
+// Redis, a paused Redis costs at most the deadline, a dead one is limited locally at
+// limit / instances, and the limiter is back on the server as soon as it answers.
+const { describe, test } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { ROOT, BACKENDS, CLIENTS, SKIP_SERVERS, raw, unique, until, haveRedisServer, startServer } = require('./helpers');
+const { createLimiter } = require('..');
+
+const LIBRARY = process.env.RL_LIBRARY || path.join(ROOT, 'functions', 'rl.lua');
+const skipOwn = !haveRedisServer() ? 'redis-server is not installed (set REDIS_SERVER to one)' : !fs.existsSync(LIBRARY) && `${LIBRARY} is missing`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// How many times the server ran `command` (INFO commandstats).
+async function calls(client, command) {
+  const m = new RegExp(`cmdstat_${command.replace('.', '\\.')}:calls=(\\d+)`, 'i').exec(String(await raw(client, 'INFO', 'commandstats')));
+  return m === null ? 0 : Number(m[1]);
+}
+
+describe('the cache of blocked keys', { skip: SKIP_SERVERS }, () => {
+  for (const { backend, url } of BACKENDS) {
+    const open = CLIENTS[1].open;
+    test(`${backend}: 10,000 calls on a blocked key cost one server call per cache interval`, async () => {
+      const { client, close } = await open(url);
+      try {
+        const rl = createLimiter(client, { cacheSize: 100, cacheMax: 1000, timeout: 2000 });
+        const k = unique('blocked');
+        assert.equal((await rl.gcra(k, 1, 1, '1m')).allowed, true);
+        const command = backend === 'module' ? 'RL.GCRA' : 'FCALL';
+        const before = await calls(client, command);
+        const t0 = performance.now();
+        const out = [];
+        for (let i = 0; i < 10000; i++) out.push(await rl.gcra(k, 1, 1, '1m'));
+        const took = performance.now() - t0;
+        const sent = (await calls(client, command)) - before;
+        assert.equal(out.some((d) => d.allowed), false);
+        assert.equal(out[0].cached, false);
+        assert.equal(out.filter((d) => !d.cached).length, sent);
+        assert.ok(sent >= 1 && sent <= 2 + Math.floor(took / 1000), `${sent} server calls in ${took} ms`);
+        const last = out[out.length - 1];
+        assert.ok(last.retryAfter > 55000 && last.retryAfter <= 60000, String(last.retryAfter));
+      } finally {
+        await close();
+      }
+    });
+  }
+
+  test('never past retry_after; a smaller cost, a refund and COST 0 go to the server', async () => {
+    const { client, close } = await CLIENTS[1].open(BACKENDS[0].url);
+    try {
+      const rl = createLimiter(client, { cacheSize: 100, cacheMax: 10000, timeout: 2000 });
+      const k = unique('short');
+      assert.equal((await rl.gcra(k, 1, 1, '200ms')).allowed, true);
+      const d = await rl.gcra(k, 1, 1, '200ms');
+      assert.equal(d.allowed || d.cached, false);
+      assert.equal((await rl.gcra(k, 1, 1, '200ms')).cached, true);
+      await sleep(d.retryAfter + 10);
+      assert.equal((await rl.gcra(k, 1, 1, '200ms')).allowed, true);
+
+      const s = unique('settle');
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { cost: 3 })).allowed, true);
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { cost: 2 })).allowed, false);
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { cost: 5 })).cached, true);
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { cost: 1 })).allowed, true);
+      assert.equal((await rl.gcra(s, 4, 1, '1m')).cached, false);
+      assert.equal((await rl.gcra(s, 4, 1, '1m')).cached, true);
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { cost: 0 })).cached, false);
+      assert.equal((await rl.gcra(s, 4, 1, '1m', { refund: 2 })).allowed, true);
+      const after = await rl.gcra(s, 4, 1, '1m');
+      assert.equal(after.allowed && !after.cached, true);
+    } finally {
+      await close();
+    }
+  });
+
+  test('the options are checked', () => {
+    for (const bad of [{ cacheSize: -1 }, { cacheSize: 1, cacheMax: 0 }, { fallbackInstances: 1.5 }]) {
+      assert.throws(() => createLimiter({ call: async () => null, batch: async () => null }, bad), /createLimiter/);
+    }
+  });
+});
+
+// A client of `url` without an offline queue, connected.
+async function strict(name, url) {
+  if (name === 'node-redis') {
+    const client = require('redis').createClient({ url, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    return client;
+  }
+  const client = new (require('ioredis').Redis)(url, { enableOfflineQueue: false, lazyConnect: true });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+describe('the fallback limiter on servers of our own', { skip: skipOwn }, () => {
+  for (const { name, open } of CLIENTS) {
+    test(`${name}: CLIENT PAUSE: p99 within the deadline + 5 ms, the fail mode or the fallback holds`, async () => {
+      const server = await startServer();
+      const { client, close } = await open(server.url);
+      const admin = await open(server.url);
+      try {
+        await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
+        for (const instances of [0, 2]) {
+          const rl = createLimiter(client, { timeout: 50, onConnectionError: 'deny', fallbackInstances: instances, probeEvery: 200 });
+          assert.equal((await rl.gcra('p', 1000, 1000, '1s')).allowed, true);
+          await raw(admin.client, 'CLIENT', 'PAUSE', '2500', 'ALL');
+          const took = [];
+          try {
+            for (let i = 0; i < (instances ? 100 : 30); i++) {
+              const t0 = performance.now();
+              const d = await rl.gcra('p', 1000, 1000, '1s');
+              took.push(performance.now() - t0);
+              assert.ok(d.error !== undefined && d.error !== null);
+              assert.equal(d.allowed, instances > 0);
+            }
+          } finally {
+            await raw(admin.client, 'CLIENT', 'UNPAUSE');
+          }
+          took.sort((a, b) => a - b);
+          const p99 = took[Math.ceil(took.length * 0.99) - 1];
+          assert.ok(p99 <= 55, `p99 ${p99.toFixed(1)} ms`);
+          await sleep(100);
+        }
+      } finally {
+        await admin.close();
+        await close();
+        await server.stop();
+      }
+    });
+
+    test(`${name}: a killed server: limit / instances per window, then back on the server`, async () => {
+      const server = await startServer();
+      // No offline queue (as the README asks): a call the deadline gave up on is never sent later.
+      const client = await strict(name, server.url);
+      try {
+        await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
+        const rl = createLimiter(client, { timeout: 50, fallbackInstances: 4, probeEvery: 200 });
+        assert.equal((await rl.fixed('dead', 40, '1m')).error, undefined);
+        await server.kill();
+        const out = [];
+        for (let i = 0; i < 50; i++) out.push(await rl.fixed('dead', 40, '1m'));
+        assert.ok(out.every((d) => d.error));
+        assert.equal(out.filter((d) => d.allowed).length, 10);
+        const last = out[out.length - 1];
+        assert.deepEqual([last.limit, last.remaining], [10, 0]);
+        assert.ok(last.retryAfter > 5000 && last.retryAfter <= 6000, String(last.retryAfter));
+        const again = await startServer([], server.port);
+        try {
+          await until('the client to reconnect', 10000, async () => String(await raw(client, 'PING')) === 'PONG');
+          await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
+          await sleep(250);
+          const d = await rl.fixed('dead', 40, '1m');
+          assert.deepEqual([d.error, d.allowed, d.remaining], [undefined, true, 39]);
+        } finally {
+          await again.stop();
+        }
+      } finally {
+        await client.disconnect(); // not quit(): the server may be gone
+      }
+    });
+  }
+});

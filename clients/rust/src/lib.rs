@@ -44,6 +44,7 @@ mod generated;
 mod period;
 mod policy;
 mod reply;
+mod survive;
 mod sync;
 
 #[cfg(feature = "tokio")]

@@ -164,9 +164,10 @@ class LimiterBase(Commands[D, A, T, R]):
         """A call that raised ``err``: for a connection error or a time-out, the fallback
         limiter's decision (when configured), else the fail mode's (unless it is
         ``"raise"``); else the typed error raised."""
-        if t is not None and isinstance(err, CONNECTION_ERRORS):
-            d = self._survival.failed(t, limit, meta, err)  # type: ignore[union-attr]
-            if d is not None:
+        if t is not None:
+            if not isinstance(err, CONNECTION_ERRORS):
+                self._survival.up()  # type: ignore[union-attr]
+            elif (d := self._survival.failed(t, limit, meta, err)) is not None:  # type: ignore[union-attr]
                 return d
         if self._on_error != "raise" and isinstance(err, CONNECTION_ERRORS):
             return spec.made_up(self._on_error == "allow", meta, limit, err)

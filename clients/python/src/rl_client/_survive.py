@@ -7,6 +7,7 @@ call, and tell after it."""
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import OrderedDict
 from typing import Any, NamedTuple, Optional
@@ -59,22 +60,30 @@ def _ceil(ms: float) -> int:
     return max(0, math.ceil(ms - 1e-6))
 
 
-def _check(value: Any, name: str, lo: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= lo or math.isinf(value):
-        raise ArgumentError(f"{name} must be a number from {lo}, not {value!r}")
+def _count(value: Any, name: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ArgumentError(f"{name} must be a whole number from 0, not {value!r}")
     return value
+
+
+def _seconds(value: Any, name: str, lo: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value < math.inf:
+        raise ArgumentError(f"{name} must be a number of seconds from {lo}, not {value!r}")
+    return float(value) * 1000.0
 
 
 class Survival:
     """One limiter's blocked-key cache and fallback limiter (times in ms)."""
 
-    __slots__ = ("cache_size", "cache_max", "instances", "probe_every", "blocked", "tats", "down", "down_until")
+    __slots__ = ("cache_size", "cache_max", "instances", "probe_every", "lock", "blocked", "tats", "down", "down_until")
 
     def __init__(self, cache_size: int, cache_max: float, instances: int, probe_every: float) -> None:
-        self.cache_size = int(_check(cache_size, "cache_size", 0))
-        self.cache_max = _check(cache_max, "cache_max", 0.001) * 1000.0
-        self.instances = int(_check(instances, "fallback_instances", 0))
-        self.probe_every = _check(probe_every, "probe_every", 0) * 1000.0
+        self.cache_size = _count(cache_size, "cache_size")
+        self.cache_max = _seconds(cache_max, "cache_max", 0.001)
+        self.instances = _count(instances, "fallback_instances")
+        self.probe_every = _seconds(probe_every, "probe_every", 0)
+        # Threads may share a limiter: each step below runs whole.
+        self.lock = threading.Lock()
         #: ident -> (cached until, retry at or None, reset at, amount rejected, limit).
         self.blocked: OrderedDict[tuple[Any, ...], tuple[float, Optional[float], float, int, int]] = OrderedDict()
         #: ident -> the fallback GCRA's theoretical arrival time.
@@ -86,7 +95,10 @@ class Survival:
     def before(self, t: Ticket, limit: int, window: int) -> Optional[Decision]:
         """A decision made here (the fallback's while the server is down and not due a
         probe; a cached rejection), or None: send the call."""
-        now = _now_ms()
+        with self.lock:
+            return self._before(t, limit, window, _now_ms())
+
+    def _before(self, t: Ticket, limit: int, window: int, now: float) -> Optional[Decision]:
         if self.down is not None and self.instances:
             if now < self.down_until:
                 return self._fallback(t, limit, window, now, self.down)
@@ -103,18 +115,26 @@ class Survival:
             return None
         until, retry_at, reset_at, amount, cached_limit = entry
         if now >= until:
-            del self.blocked[t.ident]
+            self.blocked.pop(t.ident, None)
             return None
         if t.amount < amount:
             return None
         retry = None if retry_at is None else _ceil(retry_at - now)
         return CachedDecision(False, cached_limit, 0, retry, _ceil(reset_at - now), window, None)
 
+    def up(self) -> None:
+        """The server answered (an error reply too): calls go to it again."""
+        self.down = None
+
     def answered(self, t: Ticket, d: Decision) -> Decision:
         """The server's decision ``d``: the server is up; a rejection is cached."""
+        with self.lock:
+            self._answered(t, d, _now_ms())
+        return d
+
+    def _answered(self, t: Ticket, d: Decision, now: float) -> None:
         self.down = None
         if self.cache_size and not d.allowed and t.kind == "COST" and t.amount > 0:
-            now = _now_ms()
             retry = d.retry_after
             hold = self.cache_max if retry is None else min(float(retry), self.cache_max)
             if hold > 0:
@@ -123,16 +143,16 @@ class Survival:
                 self.blocked.move_to_end(t.ident)
                 if len(self.blocked) > self.cache_size:
                     self.blocked.popitem(last=False)
-        return d
 
     def failed(self, t: Ticket, limit: int, window: int, err: BaseException) -> Optional[Decision]:
         """The fallback's decision for a call the server did not answer (a connection
         error or the deadline), or None when there is no fallback."""
         if not self.instances:
             return None
-        now = _now_ms()
-        self.down, self.down_until = err, now + self.probe_every
-        return self._fallback(t, limit, window, now, err)
+        with self.lock:
+            now = _now_ms()
+            self.down, self.down_until = err, now + self.probe_every
+            return self._fallback(t, limit, window, now, err)
 
     def _fallback(self, t: Ticket, limit: int, window: int, now: float, err: BaseException) -> Decision:
         """GCRA at this instance's share of the rate: n = limit / instances units per

@@ -160,6 +160,13 @@ func (s *survival) before(t ticket, limit int64, window time.Duration) (Decision
 	return d, true
 }
 
+// up notes that the server answered (an error reply too): calls go to it again.
+func (s *survival) up() {
+	s.mu.Lock()
+	s.down = nil
+	s.mu.Unlock()
+}
+
 // answered takes the server's decision: the server is up; a rejection is cached.
 func (s *survival) answered(t ticket, d Decision) {
 	now := time.Now()
@@ -250,10 +257,10 @@ func (c *Client) decideSurviving(ctx context.Context, k *call) (Decision, error)
 	}
 	r, err := c.send(ctx, k)
 	if err != nil {
-		if typed, transport := classify(k.cmd.name, err); transport {
-			if d, ok := c.surv.failed(t, k.limit, k.window, typed); ok {
-				return d, nil
-			}
+		if typed, transport := classify(k.cmd.name, err); !transport {
+			c.surv.up()
+		} else if d, ok := c.surv.failed(t, k.limit, k.window, typed); ok {
+			return d, nil
 		}
 		return c.finishDecision(k, r, err)
 	}

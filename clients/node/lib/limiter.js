@@ -232,7 +232,10 @@ class RateLimiter {
       reply = await this._withinDeadline(this._send(argv, command), command.name);
     } catch (err) {
       const e = toRLError(err, command.name);
-      if (!(e instanceof RLConnectionError)) throw e;
+      if (!(e instanceof RLConnectionError)) {
+        if (t !== null) this._survival.up();
+        throw e;
+      }
       const d = t === null ? null : this._survival.failed(t, limit, plan, e);
       return d !== null ? d : this._failMode(e, command, plan, limit);
     }

@@ -90,9 +90,14 @@ class Survival {
     return d;
   }
 
+  /** The server answered (an error reply too): calls go to it again. */
+  up() {
+    this.down = null;
+  }
+
   /** The server's decision: the server is up; a rejection is cached. */
   answered(t, d) {
-    this.down = null;
+    this.up();
     if (this.cacheSize > 0 && !d.allowed && t.kind === 'COST' && t.amount > 0) {
       const now = performance.now();
       const retry = d.retryAfter;

@@ -234,7 +234,10 @@ macro_rules! limiter_api {
                     Some(d) => Ok(Reply::Decision(d)),
                     None => command::fallback(self.fail, &call.expect(), &e).ok_or(e),
                 },
-                other => other,
+                other => {
+                    state(s).up();
+                    other
+                }
             }
         }
 

@@ -255,9 +255,14 @@ impl Survival {
         })
     }
 
+    /// The server answered (an error reply too): calls go to it again.
+    pub(crate) fn up(&mut self) {
+        self.down = None;
+    }
+
     /// The server's decision: the server is up; a rejection is cached.
     pub(crate) fn answered(&mut self, t: &Ticket, d: &Decision, now: Instant) {
-        self.down = None;
+        self.up();
         if self.cache_size == 0 || d.allowed || t.kind != Kind::Cost || t.amount == 0 {
             return;
         }

@@ -164,3 +164,20 @@ describe('the fallback limiter on servers of our own', { skip: skipOwn }, () => 
     });
   }
 });
+
+test('the cache is bounded; the fallback admits limit / instances', () => {
+  const { Survival } = require('../lib/survive');
+  const { Decision } = require('../lib/decisions');
+  const gcra = { name: 'RL.GCRA' };
+  const s = new Survival(2, 1000, 3, 500);
+  for (let i = 0; i < 5; i++) s.answered(s.ticket(['RL.GCRA', `k${i}`, '1', '1', '1m'], gcra), new Decision([0, 1, 0, 60000, 60000], 60000));
+  assert.deepEqual([...s.blocked.keys()], ['RL.GCRA\u0000k3\u00001\u00001\u00001m', 'RL.GCRA\u0000k4\u00001\u00001\u00001m']);
+  assert.equal(s.ticket(['RL.GCRA', 'k', '1', '1', '1m', 'DELAY', '1s'], gcra), null);
+  assert.equal(s.ticket(['RL.ACQUIRE', 'k', '1', '1m', 'id'], { name: 'RL.ACQUIRE' }), null);
+  const t = s.ticket(['FCALL', 'rl_fixed', '1', 'f', '30', '1s', 'COST', '2'], { name: 'RL.FIXED' });
+  assert.deepEqual([t.kind, t.amount], ['COST', 2]);
+  const out = [];
+  for (let i = 0; i < 8; i++) out.push(s.failed(t, 30, 1000, new Error('down')).allowed);
+  // 30 / 3 = 10 units a second: five calls of 2.
+  assert.deepEqual(out, [true, true, true, true, true, false, false, false]);
+});

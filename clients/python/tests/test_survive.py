@@ -178,3 +178,22 @@ def test_options_are_checked() -> None:
     for bad in ({"cache_size": -1}, {"cache_size": 1, "cache_max": 0}, {"fallback_instances": "2"}):
         with pytest.raises(ArgumentError):
             RateLimiter(redis.Redis(), **bad)  # type: ignore[arg-type]
+
+
+def test_the_cache_is_bounded_and_the_fallback_admits_limit_over_instances() -> None:
+    from rl_client._survive import Survival, ticket
+    from rl_client._types import Decision
+
+    s = Survival(cache_size=2, cache_max=1.0, instances=3, probe_every=0.5)
+    for i in range(5):
+        t = ticket("RL.GCRA", f"k{i}", (1, 1, "1m"))
+        assert t is not None
+        s.answered(t, Decision(False, 1, 0, 60_000, 60_000, 60_000))
+    assert list(s.blocked) == [("RL.GCRA", "k3", (1, 1, "1m")), ("RL.GCRA", "k4", (1, 1, "1m"))]
+    assert ticket("RL.GCRA", "k", (1, 1, "1m", "DELAY", "1s")) is None
+    assert ticket("RL.ACQUIRE", "k", (1, "1m", "id")) is None
+    t = ticket("RL.FIXED", "f", (30, "1s", "COST", 2))
+    assert t is not None and (t.kind, t.amount) == ("COST", 2)
+    out = [s.failed(t, 30, 1000, OSError("down")) for _ in range(8)]
+    # 30 / 3 = 10 units a second: five calls of 2.
+    assert [d is not None and d.allowed for d in out] == [True] * 5 + [False] * 3

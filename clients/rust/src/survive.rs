@@ -339,3 +339,39 @@ impl Survival {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generated::commands::{Acquire, Fixed, Gcra};
+
+    fn ticket(key: &str, params: &(dyn crate::command::Params + Sync)) -> Option<Ticket> {
+        Ticket::of(&Call::One(key.as_bytes(), params))
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_the_fallback_admits_limit_over_instances() {
+        let mut s = Survival::default();
+        s.set_cache(2, Duration::from_secs(1));
+        s.set_fallback(3, Duration::from_secs(1));
+        let now = Instant::now();
+        let rejected = Decision::from_fields([0, 1, 0, 60_000, 60_000]).unwrap();
+        for key in ["k0", "k1", "k2", "k3", "k4"] {
+            let t = ticket(key, &Gcra::new(1, 1, "1m")).unwrap();
+            s.answered(&t, &rejected, now);
+        }
+        assert_eq!(s.blocked.items.len(), 2);
+        let k4 = ticket("k4", &Gcra::new(1, 1, "1m")).unwrap();
+        assert!(s.before(&k4, now).is_some_and(|d| d.cached && !d.allowed));
+        assert!(ticket("k", &Gcra::new(1, 1, "1m").delay("1s")).is_none());
+        assert!(ticket("k", &Acquire::new(1, "1m", "id")).is_none());
+        let t = ticket("f", &Fixed::new(30, "1s").cost(2)).unwrap();
+        assert_eq!((t.kind, t.amount), (Kind::Cost, 2));
+        let err = Error::timeout(Duration::from_millis(50));
+        let got: Vec<bool> = (0..8)
+            .map(|_| s.failed(&t, &err, now).unwrap().allowed)
+            .collect();
+        // 30 / 3 = 10 units a second: five calls of 2.
+        assert_eq!(got, [true, true, true, true, true, false, false, false]);
+    }
+}

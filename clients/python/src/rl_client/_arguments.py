@@ -8,7 +8,7 @@ import math
 import re
 from datetime import timedelta
 from decimal import Decimal
-from typing import Mapping, NamedTuple, NoReturn, Optional, Union
+from typing import NamedTuple, NoReturn, Optional, Union
 
 from ._errors import ArgumentError
 
@@ -153,12 +153,3 @@ def options(table: tuple[Option, ...], values: tuple[object, ...]) -> tuple[obje
             out += (o.word, text(value, o.name, o.lo, o.hi))
     return out
 
-
-def named(table: tuple[Option, ...], given: Mapping[str, object], command: str) -> tuple[object, ...]:
-    """``options`` for a method's ``**options``: a name the command does not take is
-    refused as Python refuses an unknown keyword argument."""
-    names = {o.name for o in table}
-    for name in given:
-        if name not in names:
-            raise TypeError(f"{command} got an unexpected keyword argument {name!r}")
-    return options(table, tuple(given.get(o.name) for o in table))

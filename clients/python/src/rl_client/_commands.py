@@ -7,13 +7,10 @@ argument checked against the command table's ranges before anything is sent."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Optional, TypedDict, TypeVar
+from typing import Generic, Optional, TypeVar
 
 from ._arguments import Duration, Key, Option, Text, duration, integer, text
 from ._spec import Policies, Shape, Spec, Submitter, gather, refill_ms
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 D = TypeVar("D")
 A = TypeVar("A")
@@ -55,16 +52,6 @@ QUOTA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_
 ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 QUOTA_POLICY_OPTIONS = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
-
-FixedOptions = TypedDict("FixedOptions", {"cost": Optional[int], "refund": Optional[int], "debit": Optional[int]}, total=False)
-SlidingOptions = TypedDict("SlidingOptions", {"cost": Optional[int], "refund": Optional[int]}, total=False)
-BucketOptions = FixedOptions
-GcraOptions = TypedDict("GcraOptions", {"cost": Optional[int], "refund": Optional[int], "debit": Optional[int], "delay": Optional[Duration]}, total=False)
-SlidingCounterOptions = FixedOptions
-PenaltyOptions = TypedDict("PenaltyOptions", {"cost": Optional[int]}, total=False)
-ShareOptions = FixedOptions
-QuotaOptions = TypedDict("QuotaOptions", {"cost": Optional[int], "refund": Optional[int], "debit": Optional[int], "every": Optional[int], "on": Optional[Text], "at": Optional[Text], "tz": Optional[Text]}, total=False)
-AllOptions = FixedOptions
 
 
 def _fixed(limit: int, window: Duration) -> Shape:
@@ -175,86 +162,98 @@ class Commands(Submitter, Generic[D, A, T, R]):
 
     __slots__ = ()
 
-    def fixed(self, key: Key, limit: int, window: Duration, **options: Unpack[FixedOptions]) -> D:
+    def fixed(
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
+    ) -> D:
         """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit]``: Counts
         units in an epoch-aligned fixed window and admits at most limit per window."""
-        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def sliding(
-        self, key: Key, limit: int, window: Duration, **options: Unpack[SlidingOptions],
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None,
     ) -> D:
         """``RL.SLIDING key limit window [COST cost] [REFUND refund]``: Logs accepted units
         in a sorted set and admits at most limit in any window-long interval."""
-        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund))  # type: ignore[no-any-return]
 
     def bucket(
-        self, key: Key, capacity: int, tokens: int, period: Duration,
-        **options: Unpack[BucketOptions],
+        self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT
         debit]``: Takes cost tokens from a bucket of capacity tokens that refills tokens per
         period."""
-        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def gcra(
-        self, key: Key, capacity: int, tokens: int, period: Duration,
-        **options: Unpack[GcraOptions],
+        self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, delay: Optional[Duration] = None,
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
         [DELAY delay]``: Token bucket of capacity units refilling tokens per period, kept as
         one integer (GCRA)."""
-        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay))  # type: ignore[no-any-return]
 
     def sliding_counter(
-        self, key: Key, limit: int, window: Duration, **options: Unpack[SlidingCounterOptions],
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]``:
         Estimates a sliding window from two fixed-window counts and admits at most limit in
         it."""
-        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
         itself after ttl, at most limit held at once."""
-        return self._command(ACQUIRE, key, _acquire(limit, ttl, id), (), {})  # type: ignore[no-any-return]
+        return self._command(ACQUIRE, key, _acquire(limit, ttl, id), (), ())  # type: ignore[no-any-return]
 
     def penalty(
-        self, key: Key, strikes: int, window: Duration, block: Duration, max: Duration,
-        **options: Unpack[PenaltyOptions],
+        self, key: Key, strikes: int, window: Duration, block: Duration, max: Duration, *,
+        cost: Optional[int] = None,
     ) -> D:
         """``RL.PENALTY key strikes window block max [COST cost]``: Counts an offender's
         strikes and blocks the key for escalating periods, from block doubling up to max."""
-        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,))  # type: ignore[no-any-return]
 
     def share(
-        self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration,
-        **options: Unpack[ShareOptions],
+        self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration, *,
+        cost: Optional[int] = None, refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.SHARE key tenant weight capacity tokens period [COST cost] [REFUND refund]
         [DEBIT debit]``: Shares one budget of capacity units refilling tokens per period
         across tenants by weight, lending idle shares."""
-        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
-    def quota(self, key: Key, limit: int, unit: Text, **options: Unpack[QuotaOptions]) -> D:
+    def quota(
+        self, key: Key, limit: int, unit: Text, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, every: Optional[int] = None,
+        on: Optional[Text] = None, at: Optional[Text] = None, tz: Optional[Text] = None,
+    ) -> D:
         """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
         [ON on] [AT at] [TZ tz]``: Counts units per calendar period (day, week, month or
         year) starting at a local time in a time zone, and admits at most limit per
         period."""
-        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))  # type: ignore[no-any-return]
 
     def throttle(
         self, key: Key, max_burst: int, count: int, period: Duration, quantity: int | None = None,
     ) -> T:
         """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
         max_burst + 1 units at once, count more per period (GCRA)."""
-        return self._command(THROTTLE, key, _throttle(max_burst, count, period, quantity), (), {})  # type: ignore[no-any-return]
+        return self._command(THROTTLE, key, _throttle(max_burst, count, period, quantity), (), ())  # type: ignore[no-any-return]
 
     def release(self, key: Key, id: Text) -> R:
         """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
-        return self._command(RELEASE, key, _release(id), (), {})  # type: ignore[no-any-return]
+        return self._command(RELEASE, key, _release(id), (), ())  # type: ignore[no-any-return]
 
-    def all(self, policies: Policies, **options: Unpack[AllOptions]) -> A:
+    def all(
+        self, policies: Policies, *, cost: Optional[int] = None, refund: Optional[int] = None,
+        debit: Optional[int] = None,
+    ) -> A:
         """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
         Checks several limits at one instant and consumes from all of them or none."""
         key, args, meta, limit = gather(policies)
-        return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, options)  # type: ignore[no-any-return]
+        return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Optional, Union
 
-from ._arguments import Key, Option, named, options
+from ._arguments import Key, Option, options
 from ._errors import ArgumentError, UnsupportedCommandError
 from ._types import AllDecision, Decision, Throttle
 
@@ -19,7 +19,8 @@ Form = tuple[Callable[..., Shape], tuple[Option, ...]]
 
 class Submitter:
     """What every generated command method does once its positional arguments are
-    checked (``shape``): add the options given, then hand the call to ``_submit``."""
+    checked (``shape``): add the options given (``values``: one per row of ``table``,
+    None when left out), then hand the call to ``_submit``."""
 
     __slots__ = ()
 
@@ -27,11 +28,12 @@ class Submitter:
         raise NotImplementedError
 
     def _command(
-        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...], given: Mapping[str, object]
+        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...], values: tuple[object, ...]
     ) -> Any:
         args, limit, meta = shape
-        if given:
-            args += named(table, given, spec.name)
+        # One C call in the common case, when no option is given.
+        if values.count(None) != len(values):
+            args += options(table, values)
         return self._submit(spec, key, args, meta, limit)
 
 

@@ -152,4 +152,3 @@ def options(table: tuple[Option, ...], values: tuple[object, ...]) -> tuple[obje
         else:
             out += (o.word, text(value, o.name, o.lo, o.hi))
     return out
-

@@ -28,7 +28,8 @@ class Submitter:
         raise NotImplementedError
 
     def _command(
-        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...], values: tuple[object, ...]
+        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...],
+        values: tuple[object, ...],
     ) -> Any:
         args, limit, meta = shape
         # One C call in the common case, when no option is given.
@@ -175,11 +176,11 @@ class Policy:
     #: The policy's word in RL.ALL.
     word: ClassVar[str]
 
-    def __post_init__(self) -> None:
-        self._compile()
-
     #: Its command's shape function and its options' table, from the command table.
     _form: ClassVar[Form]
+
+    def __post_init__(self) -> None:
+        self._compile()
 
     def _compile(self) -> Shape:
         """(its words in RL.ALL, its limit, its window in ms or None): the fields are the
@@ -190,8 +191,9 @@ class Policy:
         split = len(values) - len(table)
         args, limit, window = shape(*values[:split])
         args = (self.word, *args)
-        if any(v is not None for v in values[split:]):
-            args += options(table, values[split:])
+        given = values[split:]
+        if given.count(None) != len(given):
+            args += options(table, given)
         return args, limit, window
 
     def args(self) -> list[object]:

@@ -9,7 +9,7 @@ import (
 func TestSurvivalCacheBoundedAndFallbackAtLimitOverInstances(t *testing.T) {
 	s := &survival{blocked: newLRU(), tats: newLRU(), cacheSize: 2, cacheMax: time.Second, instances: 3, probeEvery: time.Second}
 	for _, key := range []string{"k0", "k1", "k2", "k3", "k4"} {
-		k := one(cmdGCRA).callGCRA(key, 1, 1, time.Minute, nil).seal()
+		k := one(cmdGCRA).with(key, nil, integerArg(1), integerArg(1), durationArg(time.Minute)).seal()
 		tk, ok := s.ticket(k)
 		if !ok {
 			t.Fatal("RL.GCRA is covered")
@@ -19,10 +19,10 @@ func TestSurvivalCacheBoundedAndFallbackAtLimitOverInstances(t *testing.T) {
 	if s.blocked.order.Len() != 2 {
 		t.Fatalf("%d keys cached, want 2", s.blocked.order.Len())
 	}
-	if _, ok := s.ticket(one(cmdGCRA).callGCRA("k", 1, 1, time.Minute, []Option{Delay(time.Second)}).seal()); ok {
+	if _, ok := s.ticket(one(cmdGCRA).with("k", []Option{Delay(time.Second)}, integerArg(1), integerArg(1), durationArg(time.Minute)).seal()); ok {
 		t.Fatal("a call with DELAY is not covered")
 	}
-	tk, _ := s.ticket(one(cmdFixed).callFixed("f", 30, time.Second, []Option{Cost(2)}).seal())
+	tk, _ := s.ticket(one(cmdFixed).with("f", []Option{Cost(2)}, integerArg(30), durationArg(time.Second)).seal())
 	if tk.kind != "COST" || tk.amount != 2 {
 		t.Fatalf("ticket %+v", tk)
 	}

@@ -11,13 +11,13 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_bucket         1 key capacity tokens period               [COST n | REFUND n | DEBIT n]
   FCALL rl_gcra           1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [DELAY max]
   FCALL rl_slidingcounter 1 key limit window                         [COST n | REFUND n | DEBIT n]
+  FCALL rl_acquire        1 key limit ttl id
+  FCALL rl_penalty        1 key strikes window block max             [COST n]
+  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
     (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
-  FCALL rl_acquire        1 key limit ttl id
   FCALL rl_release        1 key id
-  FCALL rl_penalty        1 key strikes window block max             [COST n]
-  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
   FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
@@ -51,9 +51,11 @@ local MAX_DURATION = 315360000000 -- 3650d in ms
 local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (a library has no settings)
 local MAX_KEYS = 16 -- keys in one rl_all call
 local MAX_ID = 256 -- bytes in a lease id
+local MAX_TENANT = 256 -- bytes in an RL.SHARE tenant
+local MAX_WEIGHT = 10000 -- an RL.SHARE tenant's largest weight
+local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
 local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true }
 -- </generated:limits>
-local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
 -- <generated:errors>
 local ERRORS = {
   wrong_type = "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -72,12 +74,17 @@ local ERRORS = {
   block_above_max = "ERR block must be at most max",
   delay_without_gcra = "ERR syntax error: DELAY must follow a GCRA policy",
   numkeys = "ERR numkeys must be an integer from 1 to 16",
+  not_share = "ERR key does not hold an RL.SHARE budget (a hash of the fields g, t:<tenant>, s:<n> and i:<n> that RL.SHARE writes)",
+  tenant = "ERR tenant must be 1 to 256 bytes",
+  weight = "ERR weight must be an integer from 1 to 10000",
+  share_rate_too_high = "ERR tokens per period is too high for an RL.SHARE budget: at most one token per nanosecond (1000000 per ms)",
   -- With the argument named.
   count = function(name) return "ERR " .. name .. " must be an integer from 1 to 9007199254740991" end,
   cost = function(name) return "ERR " .. name .. " must be an integer from 0 to 9007199254740991" end,
   duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE" end,
+  share_tenants = function(max) return "ERR the budget already remembers " .. max .. " tenants (rl.share-max-tenants): a new tenant is refused until one is forgotten, a period after its last call" end,
 }
 -- </generated:errors>
 
@@ -1556,32 +1563,28 @@ local PENALTY = {
 -- the records are plain numbers below 2^53 as read, and N when a sum passes it.
 local SHARE
 do
-  local WHAT = "an RL.SHARE budget (a hash of the fields g, t:<tenant>, s:<n> and i:<n> that RL.SHARE writes)"
   local SLOTS = 8 -- time slots per period, and closed slots kept at most
   local SWEEP_STEPS = 2 -- index entries a write examines at most
   local NS = 1000000 -- ns per ms
   local NO, OWN, SURPLUS = 0, 1, 2 -- how a call passes
 
   local function corrupt()
-    fail("ERR key does not hold " .. WHAT)
+    fail(ERRORS.not_share)
   end
 
   local function params(args, i)
     local tenant = args[i]
-    if #tenant < 1 or #tenant > 256 then
-      fail("ERR tenant must be 1 to 256 bytes")
+    if #tenant < 1 or #tenant > MAX_TENANT then
+      fail(ERRORS.tenant)
     end
     local weight = plain_int(args[i + 1])
-    if not weight or weight < 1 or weight > 10000 then
-      fail("ERR weight must be an integer from 1 to 10000")
+    if not weight or weight < 1 or weight > MAX_WEIGHT then
+      fail(ERRORS.weight)
     end
     local r = rate_params(args, i + 2)
     local interval = div(mul(r.period, NS), r.tokens)
     if interval == 0 then
-      fail(
-        "ERR tokens per period is too high for an RL.SHARE budget: at most one token per "
-          .. "nanosecond (1000000 per ms)"
-      )
+      fail(ERRORS.share_rate_too_high)
     end
     return {
       tenant = tenant,
@@ -1985,12 +1988,7 @@ do
       local n = amount.n
       local joins = amount.debit or (not amount.refund and n > 0)
       if joins and not live and cmp(g.tenants, p.max_tenants) >= 0 then
-        fail(
-          "ERR the budget already remembers "
-            .. p.max_tenants
-            .. " tenants (rl.share-max-tenants): a new tenant is refused until one is forgotten, "
-            .. "a period after its last call"
-        )
+        fail(ERRORS.share_tenants(p.max_tenants))
       end
       if amount.debit then
         g.tat = nmin(add(nmax(g.tat, now_ns), mul(n, p.interval)), U128_MAX)
@@ -2427,14 +2425,9 @@ return {
     debit = true,
     usage = "FCALL rl_slidingcounter 1 key limit window [COST n | REFUND n | DEBIT n]",
   }),
-  rl_all = rl_all,
   rl_acquire = exact("rl_acquire", acquire, 3, {
     name = "RL.ACQUIRE",
     usage = "FCALL rl_acquire 1 key limit ttl id",
-  }),
-  rl_release = exact("rl_release", release, 1, {
-    name = "RL.RELEASE",
-    usage = "FCALL rl_release 1 key id",
   }),
   rl_penalty = single("rl_penalty", PENALTY, 4, {
     name = "RL.PENALTY",
@@ -2445,6 +2438,11 @@ return {
     name = "RL.SHARE",
     debit = true,
     usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
+  }),
+  rl_all = rl_all,
+  rl_release = exact("rl_release", release, 1, {
+    name = "RL.RELEASE",
+    usage = "FCALL rl_release 1 key id",
   }),
 }
 -- </generated:functions>
@@ -2473,11 +2471,11 @@ register("rl_sliding")
 register("rl_bucket")
 register("rl_gcra")
 register("rl_slidingcounter")
-register("rl_all")
 register("rl_acquire")
-register("rl_release", { "allow-oom" })
 register("rl_penalty")
 register("rl_share")
+register("rl_all")
+register("rl_release", { "allow-oom" })
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

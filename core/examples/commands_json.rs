@@ -9,7 +9,9 @@
 //!   cargo run -p rl-core --example commands_json -- --write commands.json
 
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt, Reply};
+use rl_core::commands;
+use rl_core::options::Opt;
+use rl_core::table::{Arg, ArgKind, Command, Keys, Max, Reply};
 use serde_json::{json, Value};
 
 fn main() {
@@ -77,8 +79,8 @@ fn render() -> String {
             "max_ms": MAX_DURATION_MS,
             "description": "a positive integer with an optional unit (case-insensitive); a bare integer means seconds"
         },
-        "commands": table::COMMANDS.iter().map(|c| command(c)).collect::<Vec<_>>(),
-        "policies": table::policies().map(policy).collect::<Vec<_>>(),
+        "commands": commands::COMMANDS.iter().map(|c| command(c)).collect::<Vec<_>>(),
+        "policies": commands::policies().map(policy).collect::<Vec<_>>(),
     });
     let mut text = serde_json::to_string_pretty(&spec).unwrap_or_else(|e| fail(&e.to_string()));
     text.push('\n');

@@ -17,12 +17,14 @@ use rl_core::algorithms::bucket::TokenBucket;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
+use rl_core::algorithms::share::{DEFAULT_MAX_TENANTS, MAX_TENANT_LEN};
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
-use rl_core::args::Takes;
 use rl_core::codec::{self, StringState};
+use rl_core::commands;
 use rl_core::error::Error;
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt};
+use rl_core::options::{Opt, Takes};
+use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -137,9 +139,9 @@ fn text(c: &CStr) -> &str {
     c.to_str().unwrap_or("?")
 }
 
-/// The commands the library has, in the table's order.
+/// The commands the library has, in the list's order (`rl_core::commands::COMMANDS`).
 fn library() -> impl Iterator<Item = (&'static str, &'static Command)> {
-    table::COMMANDS
+    commands::COMMANDS
         .iter()
         .copied()
         .filter_map(|c| c.function.map(|f| (f, c)))
@@ -257,7 +259,20 @@ const HOLE: &str = "\u{1}";
 /// An error line with a hole, as a Lua function of what fills it:
 /// `function(name) return "ERR " .. name .. " must be …" end`.
 fn template(arg: &str, e: &Error) -> String {
-    let line = line(e);
+    template_of(arg, &line(e))
+}
+
+/// An error line whose hole is a number (`max`): made with `u64::MAX` there, which
+/// no error text holds otherwise.
+fn number_template(arg: &str, e: impl FnOnce(u64) -> Error) -> String {
+    template_of(
+        arg,
+        &line(&e(u64::MAX)).replace(&u64::MAX.to_string(), HOLE),
+    )
+}
+
+/// [`template`] of a line with its hole.
+fn template_of(arg: &str, line: &str) -> String {
     let pieces: Vec<&str> = line.split(HOLE).collect();
     assert_eq!(pieces.len(), 2, "one hole in {line:?}");
     let mut parts = Vec::new();
@@ -296,7 +311,7 @@ fn usage() -> String {
             }
             Keys::Counted => {
                 let mut lines = vec![usage_line(function, c)];
-                for p in table::policies() {
+                for p in commands::policies() {
                     let word = p.policy_word();
                     if p.delay() {
                         lines.push(format!(
@@ -367,6 +382,7 @@ fn limits() -> String {
         ""
     };
     let (_, max_keys) = integer_arg(&table::ALL, "numkeys");
+    let (_, max_weight) = integer_arg(&table::SHARE, "weight");
     let sliding_max = match integer_arg(&table::SLIDING, "limit").1 {
         Max::Setting { name, default } => {
             format!("{default} -- {name}'s default (a library has no settings)")
@@ -379,9 +395,13 @@ fn limits() -> String {
          local SLIDING_MAX = {sliding_max}\n\
          local MAX_KEYS = {} -- keys in one rl_all call\n\
          local MAX_ID = {MAX_ID_LEN} -- bytes in a lease id\n\
+         local MAX_TENANT = {MAX_TENANT_LEN} -- bytes in an RL.SHARE tenant\n\
+         local MAX_WEIGHT = {} -- an RL.SHARE tenant's largest weight\n\
+         local SHARE_MAX_TENANTS = {DEFAULT_MAX_TENANTS} -- rl.share-max-tenants' default (a library has no settings)\n\
          local OPTION_WORDS = {{ {} }}\n",
         duration_usage(MAX_DURATION_MS),
         max_keys.default_value(),
+        max_weight.default_value(),
         words.join(", ")
     )
 }
@@ -392,6 +412,12 @@ fn errors() -> String {
     let (min, max) = integer_arg(&table::ALL, "numkeys");
     let numkeys = Error::BadInteger {
         name: "numkeys",
+        min,
+        max: max.default_value(),
+    };
+    let (min, max) = integer_arg(&table::SHARE, "weight");
+    let weight = Error::BadInteger {
+        name: "weight",
         min,
         max: max.default_value(),
     };
@@ -428,6 +454,10 @@ fn errors() -> String {
         ("block_above_max", line(&Error::BlockAboveMax)),
         ("delay_without_gcra", line(&Error::DelayWithoutGcra)),
         ("numkeys", line(&numkeys)),
+        ("not_share", holds(codec::share::WHAT)),
+        ("tenant", line(&Error::BadTenant)),
+        ("weight", line(&weight)),
+        ("share_rate_too_high", line(&Error::ShareRateTooHigh)),
     ];
     let templates: Vec<(&str, String)> = vec![
         (
@@ -464,9 +494,13 @@ fn errors() -> String {
                 "word",
                 &Error::UnknownPolicy {
                     word: HOLE.to_string(),
-                    expected: table::policy_words(),
+                    expected: commands::policy_words(),
                 },
             ),
+        ),
+        (
+            "share_tenants",
+            number_template("max", |max| Error::ShareTenants { max }),
         ),
     ];
     let mut out = String::from("local ERRORS = {\n");
@@ -501,10 +535,10 @@ fn takes_fields(takes: Takes) -> Vec<String> {
     fields
 }
 
-/// RL.ALL's policies, in the table's order.
+/// RL.ALL's policies, in the list's order.
 fn policies() -> String {
     let mut out = String::from("local POLICIES = {\n");
-    for c in table::policies() {
+    for c in commands::policies() {
         let word = c.policy_word();
         let takes = Error::PolicyArgs {
             policy: word,

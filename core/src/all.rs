@@ -1,14 +1,16 @@
 //! RL.ALL's line and its combined reply, apart from any key: the policies (each a
 //! single-key command's parameters, parsed by that command's parser from the
-//! table's row), the amount, and how the keys' decisions combine. The module runs
-//! each policy with its command's handler; the in-memory executor with its
-//! algorithm.
+//! table's row), the amount, and how the keys' decisions combine. Running a call
+//! is `exec::all`'s, once for every backend: each key decided as its policy's
+//! command decides it (`Runs`), all written only if every key allows.
 
 use crate::algorithms::{Amount, Cost, Decision, RetryAfter};
 use crate::args;
 use crate::command::Settings;
+use crate::commands;
 use crate::error::{Error, Result};
-use crate::table::{self, Command, Opt};
+use crate::options::{self, Opt, Takes};
+use crate::table::{self, Command};
 
 pub use crate::table::MAX_KEYS;
 
@@ -66,13 +68,13 @@ impl Policy {
 /// policy with it applied, and the arguments it took (0 or 2).
 fn policy_delay(policy: Policy, rest: &[&[u8]]) -> Result<(Policy, usize)> {
     match rest {
-        [word, rest @ ..] if policy.takes_delay() && word.eq_ignore_ascii_case(b"DELAY") => {
+        [word, rest @ ..] if policy.takes_delay() && Opt::named(word) == Some(Opt::Delay) => {
             let max_ms = args::delay_option(rest.first().copied())?;
             if rest
                 .get(1)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
+                .is_some_and(|w| Opt::named(w) == Some(Opt::Delay))
             {
-                return Err(Error::DuplicateOption("DELAY"));
+                return Err(Error::DuplicateOption(Opt::Delay.word()));
             }
             Ok((policy.delayed(max_ms), 2))
         }
@@ -80,16 +82,21 @@ fn policy_delay(policy: Policy, rest: &[&[u8]]) -> Result<(Policy, usize)> {
     }
 }
 
+/// The option `word` names, if an RL.ALL line may end with it: the call's own (its
+/// row's), or a policy's (GCRA's DELAY).
+fn line_option(word: &[u8]) -> Option<Opt> {
+    Opt::named(word)
+        .filter(|&o| table::ALL.takes_option(o) || commands::policies().any(|p| p.takes_option(o)))
+}
+
 /// Whether `word` names an option RL.ALL takes after its policies.
 fn is_option(word: &[u8]) -> bool {
-    ["COST", "REFUND", "DEBIT", "DELAY"]
-        .iter()
-        .any(|o| word.eq_ignore_ascii_case(o.as_bytes()))
+    line_option(word).is_some()
 }
 
 /// Whether `word` names a policy.
 fn is_policy(word: &[u8]) -> bool {
-    table::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
+    commands::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
 }
 
 /// "policy FIXED takes limit window".
@@ -150,25 +157,25 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     if policies.len() != keys {
         return Err(count_error(rest, keys, policies.len(), tail.first()));
     }
-    // The options after the last policy, in any order: COST n or REFUND n, and that
-    // policy's DELAY max when it is GCRA.
-    let takes = args::Takes {
-        options: if policies.last().is_some_and(Policy::takes_delay) {
-            &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay]
-        } else {
-            table::ALL.options
+    // The options after the last policy, in any order: the call's (COST n, REFUND n
+    // or DEBIT n), and when that policy takes DELAY (GCRA), its own, DELAY max among
+    // them.
+    let takes = Takes {
+        options: match policies.last() {
+            Some(last) if last.takes_delay() => last.command().options,
+            _ => table::ALL.options,
         },
         ..table::ALL.takes()
     };
-    let options = args::options(tail.iter().copied(), takes).map_err(|e| match e {
-        Error::NotApplicable {
-            option: "DELAY", ..
-        } => Error::DelayWithoutGcra,
+    let options = options::options(tail.iter().copied(), takes).map_err(|e| match e {
+        Error::NotApplicable { option, .. } if option == Opt::Delay.word() => {
+            Error::DelayWithoutGcra
+        }
         e => e,
     })?;
     if let Some(max_ms) = options.delay {
         if last_delayed {
-            return Err(Error::DuplicateOption("DELAY"));
+            return Err(Error::DuplicateOption(Opt::Delay.word()));
         }
         if let Some(last) = policies.pop() {
             policies.push(last.delayed(max_ms));
@@ -176,8 +183,12 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         delayed = true;
     }
     match options.amount {
-        Amount::Refund(_) if delayed => return Err(Error::Exclusive("DELAY", "REFUND")),
-        Amount::Debit(_) if delayed => return Err(Error::Exclusive("DELAY", "DEBIT")),
+        Amount::Refund(_) if delayed => {
+            return Err(Error::Exclusive(Opt::Delay.word(), Opt::Refund.word()))
+        }
+        Amount::Debit(_) if delayed => {
+            return Err(Error::Exclusive(Opt::Delay.word(), Opt::Debit.word()))
+        }
         // DEBIT applies to every key but a watched one: each policy must take it as
         // a policy (its row's policy options).
         Amount::Debit(_) => {
@@ -209,13 +220,12 @@ fn count_error(rest: &[&[u8]], keys: usize, parsed: usize, next: Option<&&[u8]>)
             fits,
         };
     }
-    let is = |w: &[u8], word: &str| w.eq_ignore_ascii_case(word.as_bytes());
     match next {
-        Some(w) if parsed > 0 && is(w, "DELAY") => Error::DelayWithoutGcra,
-        Some(w) if parsed < keys && !["COST", "REFUND", "DEBIT"].iter().any(|o| is(w, o)) => {
+        Some(w) if parsed > 0 && Opt::named(w) == Some(Opt::Delay) => Error::DelayWithoutGcra,
+        Some(w) if parsed < keys && !Opt::named(w).is_some_and(|o| table::ALL.takes_option(o)) => {
             Error::UnknownPolicy {
                 word: args::printable(w),
-                expected: table::policy_words(),
+                expected: commands::policy_words(),
             }
         }
         _ => Error::PolicyCount {
@@ -240,7 +250,7 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
     let mut i = 0;
     while let Some(word) = tail.get(i) {
         let Some(policy) =
-            table::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
+            commands::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
         else {
             break;
         };
@@ -248,7 +258,7 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
         if policy.delay()
             && tail
                 .get(i)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"DELAY"))
+                .is_some_and(|w| Opt::named(w) == Some(Opt::Delay))
         {
             i += 2;
         }
@@ -257,12 +267,7 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
         }
         count += 1;
     }
-    let option = |w: &&[u8]| {
-        [&b"COST"[..], b"REFUND", b"DELAY"]
-            .iter()
-            .any(|o| w.eq_ignore_ascii_case(o))
-    };
-    tail.get(i).is_none_or(option).then_some(count)
+    tail.get(i).is_none_or(|w| is_option(w)).then_some(count)
 }
 
 impl Call {
@@ -480,6 +485,8 @@ mod tests {
             ("3 {a}x {a}y FIXED 5 1h FIXED 5 1h", "numkeys is 3, but the keys and policies given match numkeys 2"),
             ("1 a b FIXED 5 1h GCRA 5 1 1s DELAY 1s COST 2", "numkeys is 1, but the keys and policies given match numkeys 2"),
             ("2 a FIXED 5 1h", "numkeys is 2, but the keys and policies given match numkeys 1"),
+            // Any option the line may end with, DEBIT too (as the library reads it).
+            ("2 a FIXED 5 1h DEBIT 2", "numkeys is 2, but the keys and policies given match numkeys 1"),
             ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
             // No other numkeys fits: the count, or the word that is no policy.
             ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
@@ -496,7 +503,7 @@ mod tests {
 
     /// `combine` over limits only (FIXED policies), charging COST 1.
     fn combine(per_key: &[Decision]) -> Decision {
-        let quota = params::window_limit(&[b"1", b"1s"]).unwrap();
+        let quota = params::window_limit(&table::FIXED, &[b"1", b"1s"]).unwrap();
         let call = Call {
             policies: vec![Policy::Fixed(quota); per_key.len()],
             amount: Amount::Take(Cost::ONE),

@@ -48,7 +48,7 @@ macro_rules! plain {
 
             #[inline]
             fn params(args: &[&[u8]], _: Settings) -> Result<$params> {
-                $parse(args)
+                $parse(Self::ROW, args)
             }
         }
     };
@@ -81,7 +81,7 @@ impl Spec for Gcra {
 
     #[inline]
     fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
-        params::emission(args)
+        params::emission(Self::ROW, args)
     }
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {
@@ -99,12 +99,12 @@ impl Spec for Throttle {
     type Write = <gcra_algorithm::Gcra as Algorithm>::Write;
 
     fn params(args: &[&[u8]], _: Settings) -> Result<Emission> {
-        Ok(params::throttle(args)?.0)
+        Ok(params::throttle(Self::ROW, args)?.0)
     }
 
     /// The three parameters, then an optional quantity (no options).
     fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Amount)> {
-        params::throttle(args)
+        params::throttle(Self::ROW, args)
     }
 
     fn fields(d: &Decision) -> [i64; 5] {
@@ -123,7 +123,7 @@ impl Spec for Sliding {
     type Write = (Option<Millis>, sliding::Write);
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<WindowLimit> {
-        params::sliding(args, settings.sliding_max)
+        params::sliding(Self::ROW, args, settings.sliding_max)
     }
 }
 
@@ -137,7 +137,7 @@ impl Spec for Acquire {
     type Write = (LeaseId, Grant);
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<Lease> {
-        params::lease(args, settings.sliding_max)
+        params::lease(Self::ROW, args, settings.sliding_max)
     }
 
     /// Exactly the three parameters (the arity is checked before): one lease.
@@ -156,7 +156,7 @@ impl Spec for Share {
     type Write = share::Write;
 
     fn params(args: &[&[u8]], settings: Settings) -> Result<share::Share> {
-        params::share(args, settings.share_max_tenants)
+        params::share(Self::ROW, args, settings.share_max_tenants)
     }
 }
 
@@ -169,7 +169,7 @@ pub fn lease_cost(amount: Amount) -> Result<Cost> {
         // RL.ALL refuses DEBIT with an ACQUIRE policy before deciding any key.
         Amount::Debit(_) => Err(table::ACQUIRE
             .policy_takes()
-            .refuses(crate::table::Opt::Debit)),
+            .refuses(crate::options::Opt::Debit)),
     }
 }
 
@@ -287,8 +287,10 @@ macro_rules! generate {
             None
         }
 
-        /// Every command of the list, by its row, in the list's order.
-        pub static LISTED: &[&Command] = &[
+        /// Every command, by its row, in the list's order: the order the module
+        /// registers them, INFO lists them, `commands.json` and the Functions
+        /// library name them.
+        pub static COMMANDS: &[&Command] = &[
             $($policy::ROW,)* $($single::ROW,)* $(&table::$row,)*
         ];
     };
@@ -296,23 +298,79 @@ macro_rules! generate {
 
 each_command!(generate);
 
+/// The commands RL.ALL takes as policies, in the list's order.
+pub fn policies() -> impl Iterator<Item = &'static Command> {
+    POLICIES.iter().map(|(row, _)| *row)
+}
+
+/// The policy words, as an error lists them: "FIXED, SLIDING, … or SHARE".
+pub fn policy_words() -> String {
+    let words: Vec<&str> = policies().map(Command::policy_word).collect();
+    match words.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The command named `name` (any case), if RL has it.
+pub fn find(name: &[u8]) -> Option<&'static Command> {
+    COMMANDS
+        .iter()
+        .copied()
+        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Opt;
 
     #[test]
-    fn the_list_has_every_row_of_the_table_once() {
-        let mut listed: Vec<_> = LISTED.iter().map(|c| c.name).collect();
-        let mut rows: Vec<_> = table::COMMANDS.iter().map(|c| c.name).collect();
-        listed.sort();
-        rows.sort();
-        assert_eq!(listed, rows);
+    fn names_policies_and_functions_are_unique() {
+        for (i, a) in COMMANDS.iter().enumerate() {
+            for b in &COMMANDS[i + 1..] {
+                assert_ne!(a.name, b.name);
+                assert!(a.policy.is_none() || a.policy != b.policy);
+                assert!(a.function.is_none() || a.function != b.function);
+            }
+        }
     }
 
     #[test]
-    fn the_policies_are_the_tables() {
-        let listed: Vec<_> = POLICIES.iter().map(|(c, _)| c.name).collect();
-        let table: Vec<_> = table::policies().map(|c| c.name).collect();
-        assert_eq!(listed, table);
+    fn the_policies_are_the_rows_with_a_policy_word() {
+        let listed: Vec<_> = policies().map(|c| c.name).collect();
+        let rows: Vec<_> = COMMANDS
+            .iter()
+            .filter(|c| c.policy.is_some())
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(listed, rows);
+        assert_eq!(
+            policy_words(),
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
+        );
+    }
+
+    #[test]
+    fn every_policy_counts_the_calls_cost() {
+        for c in policies() {
+            assert!(c.policy_takes().has(Opt::Cost), "{}", c.policy_word());
+            assert_eq!(c.policy_takes().name, c.policy_token());
+        }
+        // Alone, RL.ACQUIRE takes no options; in RL.ALL, COST only.
+        assert_eq!(table::ACQUIRE.takes().expected(), "no options");
+        assert_eq!(table::ACQUIRE.policy_takes().expected(), "COST n");
+        assert_eq!(table::FIXED.policy_takes().options, table::FIXED.options);
+    }
+
+    #[test]
+    fn commands_are_found_by_name_in_any_case() {
+        assert_eq!(find(b"rl.gcra").map(|c| c.name), Some(table::GCRA.name));
+        assert_eq!(
+            find(b"CL.THROTTLE").map(|c| c.name),
+            Some(table::THROTTLE.name)
+        );
+        assert!(find(b"rl.nothing").is_none());
     }
 }

@@ -5,7 +5,7 @@
 
 use thiserror::Error;
 
-use crate::algorithms::MAX_COUNT;
+use crate::limits::MAX_COUNT;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Error {

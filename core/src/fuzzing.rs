@@ -11,6 +11,7 @@
 //! rejects writes nothing; a violation panics, which the fuzzer reports as a crash.
 
 use crate::algorithms::{check_fields, MAX_COUNT};
+use crate::commands;
 use crate::keyspace::{Keyspace, Value};
 use crate::memory;
 use crate::table;
@@ -31,7 +32,7 @@ pub fn run(data: &[u8]) {
         if argv.first().is_none_or(|name| name.is_empty()) {
             continue;
         }
-        let command = table::find(argv[0]);
+        let command = commands::find(argv[0]);
         let before = command.map(|_| ks.snapshot(now));
         let reply = memory::call(&mut ks, now, &argv);
         let (Some(command), Some(before)) = (command, before) else {

@@ -4,8 +4,10 @@
 //! - `algorithms`: the limiters as pure functions of (state, now, params, amount);
 //! - `decimal`: the one decimal parser, for arguments and stored state; `codec`:
 //!   how numbers are written into keys;
-//! - `args`: argument parsing shared by all commands; `error`: every failure and
-//!   its code;
+//! - `limits`: the bounds on every number (2^53 − 1, ten years);
+//! - `args`: the positional arguments every command shares; `options`: the options
+//!   after them (COST, REFUND, DEBIT, DELAY) and their one parser; `error`: every
+//!   failure and its code;
 //! - `params`: each command's parameters from its arguments;
 //! - `keyspace`: an in-memory model of the Redis keys RL uses, and `memory`: RL's
 //!   commands run over it, as the module runs them over Redis keys (for tests,
@@ -41,7 +43,9 @@ pub mod exec;
 pub mod fuzzing;
 #[cfg(feature = "model")]
 pub mod keyspace;
+pub mod limits;
 #[cfg(feature = "model")]
 pub mod memory;
+pub mod options;
 pub mod params;
 pub mod table;

@@ -28,7 +28,6 @@ use crate::decimal;
 use crate::error::{Error, Result};
 use crate::keyspace::{Keyspace, Kind, Value, WrongType};
 use crate::params;
-use crate::table;
 
 pub use crate::table::SLIDING_MAX_LIMIT;
 
@@ -36,7 +35,7 @@ pub use crate::table::SLIDING_MAX_LIMIT;
 /// it, anything else as the keyspace's model of Redis runs it. `Err` is the whole
 /// error line (`ERR …`, `WRONGTYPE …`).
 pub fn call(ks: &mut Keyspace, now: Millis, argv: &[&[u8]]) -> std::result::Result<Value, String> {
-    let Some(command) = argv.first().and_then(|name| table::find(name)) else {
+    let Some(command) = argv.first().and_then(|name| commands::find(name)) else {
         return ks.command(now, argv);
     };
     if !command.accepts_argc(argv.len()) {

@@ -4,11 +4,12 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
-use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
-use crate::algorithms::{Amount, Cost, Count, Rate, WindowLimit, MAX_COUNT};
-use crate::args::{self, Options};
+use crate::algorithms::share::{Share, Tenant, Weight};
+use crate::algorithms::{Amount, Cost, Count, Interval, Rate, WindowLimit};
+use crate::args;
 use crate::error::{Error, Result};
-use crate::table::Command;
+use crate::options::{self, Options};
+use crate::table::{Arg, ArgKind, Command, Max};
 
 /// A call's arguments after the key, as every command with options reads them: its
 /// positional parameters first (by `parse`, so a bad parameter is the error even
@@ -20,68 +21,159 @@ pub fn with_options<P>(
 ) -> Result<(P, Options)> {
     let (positional, options) = args.split_at(command.params().len().min(args.len()));
     let params = parse(positional)?;
-    let options = args::options(options.iter().copied(), command.takes())?;
+    let options = options::options(options.iter().copied(), command.takes())?;
     Ok((params, options))
 }
 
+/// A command's positional parameters after the key, read one by one as its row
+/// says: each argument's name (for its error), kind and range come from the table,
+/// so a parser below says only what it builds of them.
+pub struct Positional<'a> {
+    params: std::slice::Iter<'static, Arg>,
+    args: std::slice::Iter<'a, &'a [u8]>,
+}
+
+impl<'a> Positional<'a> {
+    pub fn new(row: &Command, args: &'a [&'a [u8]]) -> Self {
+        Positional {
+            params: row.params().iter(),
+            args: args.iter(),
+        }
+    }
+
+    /// The next parameter, read as its argument's kind says.
+    #[inline]
+    pub fn read<T: Param<'a>>(&mut self) -> Result<T> {
+        match (self.params.next(), self.args.next()) {
+            (Some(arg), Some(bytes)) => T::read(arg, bytes),
+            // The arity is checked before any parser runs.
+            _ => Err(Error::Internal("a parameter past the row's arguments")),
+        }
+    }
+
+    /// What is left past the row's arguments (CL.THROTTLE's quantity).
+    pub fn rest(self) -> &'a [&'a [u8]] {
+        self.args.as_slice()
+    }
+}
+
+/// A value a positional argument reads as, from its kind in the table.
+pub trait Param<'a>: Sized {
+    fn read(arg: &Arg, bytes: &'a [u8]) -> Result<Self>;
+}
+
+/// An argument the table says is not this value's kind: a parser and its row
+/// disagree, which the tests of every parser would show.
+fn mismatch(arg: &Arg) -> Error {
+    Error::Internal(arg.text)
+}
+
+/// A count (an integer argument from 1): 1 ..= 2^53 − 1, its bound if the row sets
+/// a smaller one by a setting, which the parser checks with its own error.
+impl Param<'_> for Count {
+    #[inline]
+    fn read(arg: &Arg, bytes: &[u8]) -> Result<Count> {
+        match arg.kind {
+            ArgKind::Integer { min: 1, .. } => args::count(arg.text, bytes),
+            _ => Err(mismatch(arg)),
+        }
+    }
+}
+
+/// An integer within the row's range (CL.THROTTLE's max_burst, RL.SHARE's weight).
+impl Param<'_> for u64 {
+    #[inline]
+    fn read(arg: &Arg, bytes: &[u8]) -> Result<u64> {
+        match arg.kind {
+            ArgKind::Integer {
+                min,
+                max: Max::Value(max),
+            } => args::integer(arg.text, bytes, min, max),
+            _ => Err(mismatch(arg)),
+        }
+    }
+}
+
+/// A duration: 1 ms ..= 10 years.
+impl Param<'_> for Interval {
+    #[inline]
+    fn read(arg: &Arg, bytes: &[u8]) -> Result<Interval> {
+        match arg.kind {
+            ArgKind::Duration => args::duration(arg.text, bytes),
+            _ => Err(mismatch(arg)),
+        }
+    }
+}
+
+/// Bytes (a lease id, a tenant): the parser checks them, with its own error.
+impl<'a> Param<'a> for &'a [u8] {
+    #[inline]
+    fn read(arg: &Arg, bytes: &'a [u8]) -> Result<&'a [u8]> {
+        match arg.kind {
+            ArgKind::Text { .. } => Ok(bytes),
+            _ => Err(mismatch(arg)),
+        }
+    }
+}
+
 /// RL.PENALTY's `strikes window block max`: block at most max.
-pub fn penalty(args: &[&[u8]]) -> Result<Penalty> {
-    Penalty::new(
-        args::count("strikes", args[0])?,
-        args::duration("window", args[1])?,
-        args::duration("block", args[2])?,
-        args::duration("max", args[3])?,
-    )
-    .ok_or(Error::BlockAboveMax)
+pub fn penalty(row: &Command, args: &[&[u8]]) -> Result<Penalty> {
+    let mut p = Positional::new(row, args);
+    Penalty::new(p.read()?, p.read()?, p.read()?, p.read()?).ok_or(Error::BlockAboveMax)
 }
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
-pub fn window_limit(args: &[&[u8]]) -> Result<WindowLimit> {
-    Ok(WindowLimit::new(
-        args::count("limit", args[0])?,
-        args::duration("window", args[1])?,
-    ))
+pub fn window_limit(row: &Command, args: &[&[u8]]) -> Result<WindowLimit> {
+    let mut p = Positional::new(row, args);
+    Ok(WindowLimit::new(p.read()?, p.read()?))
 }
 
 /// RL.SLIDING's `limit window`: memory is one entry per unit, so a limit above
 /// `max` (the `rl.sliding-max-limit` setting) belongs to RL.BUCKET.
-pub fn sliding(args: &[&[u8]], max: u64) -> Result<WindowLimit> {
-    let limit = window_limit(args)?;
+pub fn sliding(row: &Command, args: &[&[u8]], max: u64) -> Result<WindowLimit> {
+    let limit = window_limit(row, args)?;
     if limit.limit.get() > max {
         return Err(Error::SlidingLimit { max });
     }
     Ok(limit)
 }
 
-/// `capacity tokens period`: RL.BUCKET's parameters.
-pub fn rate(args: &[&[u8]]) -> Result<Rate> {
+/// `capacity tokens period`, the next three parameters: RL.BUCKET's, RL.GCRA's and
+/// RL.SHARE's budget.
+fn next_rate(p: &mut Positional) -> Result<Rate> {
     Ok(Rate {
-        capacity: args::count("capacity", args[0])?,
-        tokens: args::count("tokens", args[1])?,
-        period: args::duration("period", args[2])?,
+        capacity: p.read()?,
+        tokens: p.read()?,
+        period: p.read()?,
     })
+}
+
+/// `capacity tokens period`: RL.BUCKET's parameters.
+pub fn rate(row: &Command, args: &[&[u8]]) -> Result<Rate> {
+    next_rate(&mut Positional::new(row, args))
 }
 
 /// RL.GCRA's `capacity tokens period`, as its emission interval: an error past one
 /// token per nanosecond.
-pub fn emission(args: &[&[u8]]) -> Result<Emission> {
-    Emission::new(rate(args)?).ok_or(Error::RateTooHigh)
+pub fn emission(row: &Command, args: &[&[u8]]) -> Result<Emission> {
+    Emission::new(rate(row, args)?).ok_or(Error::RateTooHigh)
 }
 
 /// CL.THROTTLE's `max_burst count period [quantity]` (redis-cell's: no options): the
 /// emission interval of capacity max_burst + 1, and the quantity to take.
-pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
-    // max_burst + 1 is the capacity, which must stay within 2^53 - 1.
-    let burst = args::integer("max_burst", args[0], 0, MAX_COUNT - 1)?;
+pub fn throttle(row: &Command, args: &[&[u8]]) -> Result<(Emission, Amount)> {
+    let mut p = Positional::new(row, args);
+    // max_burst + 1 is the capacity, which the row keeps within 2^53 - 1.
+    let burst: u64 = p.read()?;
     let rate = Rate {
         capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
-        tokens: args::count("count", args[1])?,
-        period: args::duration("period", args[2])?,
+        tokens: p.read()?,
+        period: p.read()?,
     };
     let emission = Emission::new(rate).ok_or(Error::RateTooHigh)?;
-    let quantity = match args.get(3) {
-        Some(q) => args::cost("quantity", q)?,
-        None => Cost::ONE,
+    let quantity = match (p.rest().first(), row.quantity) {
+        (Some(q), Some(name)) => args::cost(name.to_str().unwrap_or("quantity"), q)?,
+        _ => Cost::ONE,
     };
     Ok((emission, Amount::Take(quantity)))
 }
@@ -95,17 +187,19 @@ pub struct Lease {
 
 /// RL.ACQUIRE's `limit ttl id`. One entry per lease: the limit has RL.SLIDING's
 /// bound (`max`).
-pub fn lease(args: &[&[u8]], max: u64) -> Result<Lease> {
-    let limit = args::count("limit", args[0])
+pub fn lease(row: &Command, args: &[&[u8]], max: u64) -> Result<Lease> {
+    let mut p = Positional::new(row, args);
+    let limit = p
+        .read::<Count>()
         .ok()
         .filter(|l| l.get() <= max)
         .ok_or(Error::LeaseLimit { max })?;
     Ok(Lease {
         leases: Leases {
             limit,
-            ttl: args::duration("ttl", args[1])?,
+            ttl: p.read()?,
         },
-        id: lease_id(args[2])?,
+        id: lease_id(p.read()?)?,
     })
 }
 
@@ -118,11 +212,11 @@ pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 /// `max_tenants` tenants (the `rl.share-max-tenants` setting): the tenant 1 ..= 256
 /// bytes, the weight 1 ..= 10,000, the budget as RL.GCRA's (at most one token per
 /// nanosecond).
-pub fn share(args: &[&[u8]], max_tenants: u64) -> Result<Share> {
-    let tenant = Tenant::new(args[0]).ok_or(Error::BadTenant)?;
-    let weight = args::integer("weight", args[1], 1, MAX_WEIGHT)?;
-    let weight = Weight::new(weight).ok_or(Error::Internal("RL.SHARE"))?;
-    let rate = rate(&args[2..5])?;
+pub fn share(row: &Command, args: &[&[u8]], max_tenants: u64) -> Result<Share> {
+    let mut p = Positional::new(row, args);
+    let tenant = Tenant::new(p.read()?).ok_or(Error::BadTenant)?;
+    let weight = Weight::new(p.read()?).ok_or(Error::Internal("RL.SHARE"))?;
+    let rate = next_rate(&mut p)?;
     Share::new(tenant, weight, rate, max_tenants).ok_or(Error::ShareRateTooHigh)
 }
 
@@ -134,7 +228,7 @@ mod tests {
 
     fn parse_line(line: &str) -> Result<Amount> {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        with_options(&table::PENALTY, &args, penalty).map(|(_, o)| o.amount)
+        with_options(&table::PENALTY, &args, |a| penalty(&table::PENALTY, a)).map(|(_, o)| o.amount)
     }
 
     fn error_of(line: &str) -> String {
@@ -169,10 +263,27 @@ mod tests {
     }
 
     #[test]
+    fn parameters_read_as_their_row_says_and_a_mismatch_is_an_error() {
+        // Names and ranges from the row: CL.THROTTLE's max_burst is 0 ..= 2^53 − 2.
+        let burst = |b: &'static str| throttle(&table::THROTTLE, &[b.as_bytes(), b"1", b"1"]);
+        assert!(burst("0").is_ok());
+        assert_eq!(
+            burst("9007199254740991").unwrap_err().to_string(),
+            "max_burst must be an integer from 0 to 9007199254740990"
+        );
+        // RL.FIXED's window read as a count: the parser and the row disagree.
+        let mut p = Positional::new(&table::FIXED, &[b"1", b"1s"]);
+        assert!(p.read::<Count>().is_ok());
+        assert_eq!(p.read::<Count>(), Err(Error::Internal("window")));
+        // Past the row's arguments.
+        assert!(matches!(p.read::<Interval>(), Err(Error::Internal(_))));
+    }
+
+    #[test]
     fn share_reads_tenant_weight_and_budget() {
         let parse = |line: &str| {
             let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-            share(&args, 7)
+            share(&table::SHARE, &args, 7)
         };
         let s = parse("acme 10000 100 10 1s").unwrap();
         assert_eq!(s.tenant().as_bytes(), b"acme");

@@ -2,25 +2,32 @@
 //! the arguments and options it takes, its RL.ALL policy word and its name in the
 //! Functions library. Plain data: the module registers, documents (COMMAND DOCS,
 //! ACL categories), counts (INFO) and dispatches by it; RL.ALL parses its policies
-//! and words its errors from it; the tests iterate it. A new command is a row here.
+//! and words its errors from it; the tests iterate it. A new command is a row here
+//! and a name in `each_command!`, whose list (`commands::COMMANDS`) is the one
+//! enumeration of the rows.
 
 use std::ffi::CStr;
 
 use crate::algorithms::acquire::MAX_ID_LEN;
 use crate::algorithms::share::{MAX_TENANT_LEN, MAX_WEIGHT};
 use crate::algorithms::MAX_COUNT;
-use crate::args::Takes;
 use crate::error::Error;
+use crate::options::{Opt, Takes};
 
 /// A positional argument as COMMAND DOCS shows it.
 pub struct Arg {
     pub name: &'static CStr,
+    /// `name` as text, as an error names the argument.
+    pub text: &'static str,
     pub kind: ArgKind,
 }
 
 impl Arg {
     pub const fn new(name: &'static CStr, kind: ArgKind) -> Self {
-        Arg { name, kind }
+        let Ok(text) = std::str::from_utf8(name.to_bytes()) else {
+            panic!("an argument's name is ASCII")
+        };
+        Arg { name, text, kind }
     }
 }
 
@@ -84,53 +91,6 @@ const ENTRIES: ArgKind = ArgKind::Integer {
 /// `rl.sliding-max-limit`'s default: the largest RL.SLIDING limit and RL.ACQUIRE
 /// lease count (the library has no settings and always uses it).
 pub const SLIDING_MAX_LIMIT: u64 = 100_000;
-
-/// An option some commands take after their positional arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Opt {
-    /// `COST n`: take n (0 ..= 2^53 − 1, default 1; 0 only looks).
-    Cost,
-    /// `REFUND n`: give back up to n (0 ..= 2^53 − 1).
-    Refund,
-    /// `DEBIT n`: take n whatever is left, into debt (1 ..= 2^53 − 1).
-    Debit,
-    /// `DELAY max`: schedule instead of reject (a duration from 0).
-    Delay,
-}
-
-impl Opt {
-    /// Every option, in the order errors and docs name them.
-    pub const ALL: [Opt; 4] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay];
-
-    pub const fn word(self) -> &'static str {
-        match self {
-            Opt::Cost => "COST",
-            Opt::Refund => "REFUND",
-            Opt::Debit => "DEBIT",
-            Opt::Delay => "DELAY",
-        }
-    }
-
-    /// Its token and its value's name, as COMMAND DOCS shows them.
-    pub const fn doc(self) -> (&'static CStr, &'static CStr) {
-        match self {
-            Opt::Cost => (c"COST", c"cost"),
-            Opt::Refund => (c"REFUND", c"refund"),
-            Opt::Debit => (c"DEBIT", c"debit"),
-            Opt::Delay => (c"DELAY", c"delay"),
-        }
-    }
-
-    /// The options it cannot be given with.
-    pub const fn excludes(self) -> &'static [Opt] {
-        match self {
-            Opt::Cost => &[Opt::Refund, Opt::Debit],
-            Opt::Refund => &[Opt::Cost, Opt::Debit, Opt::Delay],
-            Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
-            Opt::Delay => &[Opt::Refund, Opt::Debit],
-        }
-    }
-}
 
 /// What a command answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,9 +293,7 @@ impl Command {
             return None;
         }
         let word = extra?;
-        let option = Opt::ALL
-            .into_iter()
-            .find(|o| word.eq_ignore_ascii_case(o.word().as_bytes()))?;
+        let option = Opt::named(word)?;
         Some(self.takes().refuses(option))
     }
 
@@ -576,78 +534,9 @@ pub const SHARE: Command = Command::rl(
 .policy(c"SHARE")
 .function("rl_share");
 
-/// Every command, in the order the module registers them and INFO lists them.
-pub static COMMANDS: &[&Command] = &[
-    &FIXED,
-    &SLIDING,
-    &BUCKET,
-    &GCRA,
-    &SLIDINGCOUNTER,
-    &THROTTLE,
-    &ALL,
-    &ACQUIRE,
-    &RELEASE,
-    &PENALTY,
-    &SHARE,
-];
-
-/// The commands RL.ALL takes as policies, in the table's order.
-pub fn policies() -> impl Iterator<Item = &'static Command> {
-    COMMANDS.iter().copied().filter(|c| c.policy.is_some())
-}
-
-/// The policy words, as an error lists them: "FIXED, SLIDING, … or ACQUIRE".
-pub fn policy_words() -> String {
-    let words: Vec<&str> = policies().map(Command::policy_word).collect();
-    match words.split_last() {
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
-}
-
-/// The command named `name` (any case), if RL has it.
-pub fn find(name: &[u8]) -> Option<&'static Command> {
-    COMMANDS
-        .iter()
-        .copied()
-        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_policies_and_functions_are_unique() {
-        for (i, a) in COMMANDS.iter().enumerate() {
-            for b in &COMMANDS[i + 1..] {
-                assert_ne!(a.name, b.name);
-                assert!(a.policy.is_none() || a.policy != b.policy);
-                assert!(a.function.is_none() || a.function != b.function);
-            }
-        }
-    }
-
-    #[test]
-    fn policy_words_read_as_a_list() {
-        assert_eq!(
-            policy_words(),
-            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
-        );
-    }
-
-    #[test]
-    fn every_policy_counts_the_calls_cost() {
-        for c in policies() {
-            assert!(c.policy_takes().has(Opt::Cost), "{}", c.policy_word());
-            assert_eq!(c.policy_takes().name, c.policy_token());
-        }
-        // Alone, RL.ACQUIRE takes no options; in RL.ALL, COST only.
-        assert_eq!(ACQUIRE.takes().expected(), "no options");
-        assert_eq!(ACQUIRE.policy_takes().expected(), "COST n");
-        assert_eq!(FIXED.policy_takes().options, FIXED.options);
-    }
 
     #[test]
     fn arity_follows_the_arguments() {
@@ -655,6 +544,5 @@ mod tests {
         assert!(THROTTLE.accepts_argc(5) && THROTTLE.accepts_argc(6) && !THROTTLE.accepts_argc(7));
         assert!(ACQUIRE.accepts_argc(5) && !ACQUIRE.accepts_argc(6));
         assert!(RELEASE.accepts_argc(3) && !RELEASE.accepts_argc(4));
-        assert_eq!(find(b"rl.gcra").map(|c| c.name), Some(GCRA.name));
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! Several limits at once, all or nothing: every key is decided at one instant as
 //! its own command would decide it, and written (and propagated) exactly as its own
-//! command writes it only if every key allows. A policy is one of
-//! `FIXED limit window`, `SLIDING limit window`, `BUCKET capacity tokens period`,
-//! `GCRA capacity tokens period [DELAY max]`, `SLIDINGCOUNTER limit window`,
-//! `ACQUIRE limit ttl id`, `PENALTY strikes window block max`, one per key in key
-//! order; COST (or REFUND, or DEBIT) applies to every key but an ACQUIRE (one
+//! command writes it only if every key allows. A policy is a single-key command's
+//! RL.ALL word and its parameters (`FIXED limit window`, `GCRA capacity tokens
+//! period [DELAY max]`, `SHARE tenant weight capacity tokens period`, …: every row
+//! of the table with a policy word, `rl_core::commands::policies()`), one per key
+//! in key order; COST (or REFUND, or DEBIT) applies to every key but an ACQUIRE (one
 //! lease; REFUND is an error there). DEBIT always allows, so it writes every key; a
 //! SLIDING or ACQUIRE policy takes none (an error naming the policy). A PENALTY
 //! policy is only looked at, never struck: a blocked offender rejects a COST call

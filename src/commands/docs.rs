@@ -5,7 +5,8 @@
 
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
-use rl_core::table::{self, Arg, ArgKind, Command, Keys, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{Arg, ArgKind, Command, Keys};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
 const SINCE: &std::ffi::CStr = c"0.1.0";
@@ -25,7 +26,7 @@ fn doc(spec: &Command) -> CommandDoc {
         .iter()
         .map(|a| match a.kind {
             ArgKind::Policies => {
-                let blocks = table::policies()
+                let blocks = rl_core::commands::policies()
                     .map(|p| {
                         let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
                         if p.delay() {

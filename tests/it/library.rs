@@ -20,7 +20,8 @@
 
 use crate::common::*;
 use rl_core::algorithms::share::SLOTS;
-use rl_core::table::{self, ArgKind, Keys, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{self, ArgKind, Keys};
 
 const MAX: u64 = 9_007_199_254_740_991;
 const MAX_DURATION_MS: u64 = 315_360_000_000;
@@ -151,7 +152,7 @@ fn position(row: &table::Command, name: &str) -> Option<usize> {
 /// error from both); a command that takes DELAY gets one half the time (a policy's
 /// in RL.ALL, an option of RL.GCRA's).
 fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
-    let row = table::find(name.as_bytes()).expect("a command of the table");
+    let row = rl_core::commands::find(name.as_bytes()).expect("a command of the table");
     let known = command(name);
     let (mut words, mut limit, mut window) = draw(rng, row);
     if let Some((refused, _)) = known.conflict {
@@ -184,7 +185,8 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
 /// Whether a command logs one sorted-set member per unit of its cost (RL.SLIDING;
 /// not RL.ACQUIRE, one per lease, which takes no cost).
 fn per_unit(name: &str) -> bool {
-    let takes_cost = table::find(name.as_bytes()).is_some_and(|c| c.takes_option(Opt::Refund));
+    let takes_cost =
+        rl_core::commands::find(name.as_bytes()).is_some_and(|c| c.takes_option(Opt::Refund));
     command(name).native_type == "zset" && takes_cost
 }
 
@@ -593,7 +595,7 @@ fn enough(compared: u64, scenarios: u64) {
 /// The library's one-key functions with a cost, from the command table (RL.ACQUIRE
 /// and RL.RELEASE, without, are compared in leases_agree_with_the_module).
 fn singles() -> Vec<&'static str> {
-    table::COMMANDS
+    rl_core::commands::COMMANDS
         .iter()
         .filter(|c| c.function.is_some() && matches!(c.keys, Keys::First))
         .filter(|c| c.takes_option(Opt::Cost))
@@ -603,14 +605,14 @@ fn singles() -> Vec<&'static str> {
 
 /// RL.ALL's policies, from the command table: (command, word).
 fn policies() -> Vec<(&'static str, &'static str)> {
-    table::policies()
+    rl_core::commands::policies()
         .map(|c| (c.name_str(), c.policy_word()))
         .collect()
 }
 
 /// The library's functions, from the command table.
 fn with_functions() -> Vec<&'static str> {
-    table::COMMANDS
+    rl_core::commands::COMMANDS
         .iter()
         .filter(|c| c.function.is_some())
         .map(|c| c.name_str())
@@ -821,7 +823,7 @@ fn bad_input_gets_the_module_s_error_texts() {
         b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     ];
     // Every policy word and option word of the command table's.
-    pool.extend(table::policies().map(|c| c.policy_token().to_bytes()));
+    pool.extend(rl_core::commands::policies().map(|c| c.policy_token().to_bytes()));
     pool.extend(Opt::ALL.map(|o| o.word().as_bytes()));
     let mut rng = Rng(env("RL_SWEEP_SEED", 0xbad));
     let setup: Vec<Vec<&str>> = vec![
@@ -848,7 +850,7 @@ fn bad_input_gets_the_module_s_error_texts() {
         let mut library = redis::cmd("FCALL");
         library.arg(function_of(name.as_bytes()).unwrap());
         if matches!(
-            table::find(name.as_bytes()).map(|c| c.keys),
+            rl_core::commands::find(name.as_bytes()).map(|c| c.keys),
             Some(Keys::Counted)
         ) {
             // numkeys 1 or 2 (FCALL's own numkeys errors are documented apart).
@@ -893,7 +895,7 @@ fn error_text(r: redis::RedisResult<Value>) -> Option<String> {
 
 /// The arity error names the command (module) or the function (library).
 fn same_names(mut text: String) -> String {
-    for c in table::COMMANDS {
+    for c in rl_core::commands::COMMANDS {
         let Some(function) = c.function else { continue };
         let name = c.name_str().to_lowercase();
         text = text.replace(&format!("'{function}'"), &format!("'{name}'"));

@@ -1,10 +1,10 @@
-//! The command table (rl_core::table) is the one list of commands: the module
-//! registers exactly its rows, the Functions library exactly its functions, and the
-//! tests' own rows cover every command.
+//! The command list (rl_core::commands::COMMANDS, the table's rows) is the one list
+//! of commands: the module registers exactly its rows, the Functions library exactly
+//! its functions, and the tests' own rows cover every command.
 
 use crate::common::*;
 
-use rl_core::table;
+use rl_core::commands::COMMANDS;
 
 #[test]
 fn the_module_registers_exactly_the_table() {
@@ -22,10 +22,7 @@ fn the_module_registers_exactly_the_table() {
         .unwrap();
     let mut listed: Vec<String> = listed.iter().map(|n| n.to_uppercase()).collect();
     listed.sort();
-    let mut names: Vec<String> = table::COMMANDS
-        .iter()
-        .map(|c| c.name_str().to_string())
-        .collect();
+    let mut names: Vec<String> = COMMANDS.iter().map(|c| c.name_str().to_string()).collect();
     names.sort();
     assert_eq!(listed, names);
     // commands.json, which clients read, says the same, with each command's arity.
@@ -81,7 +78,7 @@ fn the_library_has_exactly_the_table_functions() {
     functions.sort();
     // A library without rl_share yet (RL_LIBRARY) is held to the rest.
     let lacks = |f: &&str| library_source_lacks(f);
-    let mut expected: Vec<String> = table::COMMANDS
+    let mut expected: Vec<String> = COMMANDS
         .iter()
         .filter_map(|c| c.function)
         .filter(|f| !lacks(f))
@@ -142,7 +139,7 @@ fn field<'v>(v: &'v redis::Value, name: &str) -> Option<&'v redis::Value> {
 #[test]
 fn the_test_rows_cover_every_command() {
     let rows: Vec<&str> = EVERY_ROW.iter().map(|c| c.name).collect();
-    for command in table::COMMANDS {
+    for command in COMMANDS {
         let name = command.name_str();
         assert!(
             rows.contains(&name) || OUTSIDE_TABLE.contains(&name),

@@ -1,11 +1,6 @@
 //! Parameter values whose invalid forms cannot be constructed: counts, costs, durations, and the limits built from them.
 
-/// Largest count, cost and reply duration: 2^53 - 1, the largest integer every
-/// client language (including JavaScript's doubles) represents exactly.
-pub const MAX_COUNT: u64 = (1 << 53) - 1;
-
-/// Longest window or period: ten years of 365 days.
-pub const MAX_DURATION_MS: u64 = 10 * 365 * 24 * 60 * 60 * 1000;
+pub use crate::limits::{MAX_COUNT, MAX_DURATION_MS};
 
 /// A limit, capacity or refill amount: 1 ..= 2^53 - 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

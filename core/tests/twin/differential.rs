@@ -13,6 +13,7 @@ use crate::twin::{library_runs, LuaTwin};
 use crate::vectors_file as vectors;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use rl_core::commands;
 use rl_core::keyspace::Keyspace;
 use rl_core::memory;
 use rl_core::table::{self, ArgKind, Command, Keys};
@@ -104,7 +105,7 @@ fn params(command: &'static Command) -> Vec<BoxedStrategy<String>> {
 /// An RL.ALL policy: every policy the table offers (that the library runs), with
 /// its parameters (and, for GCRA, maybe its DELAY).
 fn policy() -> impl Strategy<Value = Vec<String>> {
-    let words: Vec<_> = table::policies()
+    let words: Vec<_> = commands::policies()
         .filter(|c| library_runs(c))
         .map(|c| {
             (
@@ -147,7 +148,7 @@ fn options_of(command: &'static Command) -> BoxedStrategy<Vec<String>> {
 /// One RL command line (or a native write that plants a foreign state): every
 /// command of the table, its arguments drawn by their kinds.
 fn command() -> impl Strategy<Value = Vec<String>> {
-    let mut lines: Vec<(u32, BoxedStrategy<Vec<String>>)> = table::COMMANDS
+    let mut lines: Vec<(u32, BoxedStrategy<Vec<String>>)> = commands::COMMANDS
         .iter()
         .copied()
         .filter(|c| matches!(c.keys, Keys::First))
@@ -218,7 +219,7 @@ type Fcall = (&'static str, Vec<Vec<u8>>, Vec<Vec<u8>>);
 /// None for a native command and one the library does not run (CL.THROTTLE; a
 /// function not ported yet), which the core runs on the library's keys too.
 fn fcall_of(argv: &[String]) -> Option<Fcall> {
-    let command = table::find(argv[0].as_bytes()).filter(|c| library_runs(c))?;
+    let command = commands::find(argv[0].as_bytes()).filter(|c| library_runs(c))?;
     let function = command.function?;
     let bytes = |s: &[String]| s.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
     if command.name == table::ALL.name {

@@ -74,7 +74,7 @@ fn rl() -> (LuaTwin, Keyspace) {
 fn function_list() {
     let twin = LuaTwin::rl();
     assert_eq!(twin.library(), "rl");
-    let mut expected: BTreeMap<String, Vec<&str>> = rl_core::table::COMMANDS
+    let mut expected: BTreeMap<String, Vec<&str>> = rl_core::commands::COMMANDS
         .iter()
         .filter_map(|c| {
             let denies_oom = c

@@ -5,6 +5,7 @@
 
 use crate::twin::{library_runs, LuaTwin};
 use crate::vectors_file::{self as vectors, Call};
+use rl_core::commands;
 use rl_core::keyspace::{Keyspace, Value};
 use rl_core::{memory, table};
 
@@ -36,7 +37,7 @@ fn fcall(
     now: i64,
     argv: &[&[u8]],
 ) -> Option<Result<Value, String>> {
-    let command = table::find(argv[0])?;
+    let command = commands::find(argv[0])?;
     let function = command.function?;
     let (keys, args) = if command.name == table::ALL.name {
         let n: usize = std::str::from_utf8(argv[1]).ok()?.parse().ok()?;
@@ -58,7 +59,7 @@ fn the_library_answers_every_vector_of_its_commands() {
         let skipped = v
             .calls
             .iter()
-            .any(|c| table::find(&c.argv[0]).is_some_and(|command| !library_runs(command)));
+            .any(|c| commands::find(&c.argv[0]).is_some_and(|command| !library_runs(command)));
         if skipped {
             continue;
         }
@@ -66,7 +67,7 @@ fn the_library_answers_every_vector_of_its_commands() {
         for (i, c) in v.calls.iter().enumerate() {
             let argv: Vec<&[u8]> = c.argv.iter().map(Vec::as_slice).collect();
             let now = epoch + c.t;
-            let got = match table::find(argv[0]) {
+            let got = match commands::find(argv[0]) {
                 Some(_) => fcall(&mut lua, &mut ks, now, &argv).expect("a library call"),
                 None => ks.command(now, &argv),
             };

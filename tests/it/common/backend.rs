@@ -113,7 +113,7 @@ pub fn load_library(c: &mut Connection) {
 /// The library function for an RL command name (any case): `RL.FIXED` → `rl_fixed`,
 /// as the command table names it (None for a command the library lacks).
 pub fn function_of(name: &[u8]) -> Option<String> {
-    rl_core::table::find(name)
+    rl_core::commands::find(name)
         .and_then(|c| c.function)
         .map(str::to_string)
 }

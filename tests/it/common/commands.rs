@@ -14,7 +14,8 @@ use super::helpers::{try_rl, Reply};
 use redis::Connection;
 use rl_core::algorithms::share::{self, MAX_WEIGHT, SLOTS};
 use rl_core::algorithms::{MAX_COUNT as MAX_COUNT_N, MAX_DURATION_MS};
-use rl_core::table::{self, ArgKind, Keys, Max, Opt};
+use rl_core::options::Opt;
+use rl_core::table::{self, ArgKind, Keys, Max};
 
 /// What a positional parameter holds (docs/commands.md#counts and #durations), by
 /// its kind in the command table.
@@ -673,7 +674,7 @@ pub const SHARE: Command = Command::of(
                 "x 1 0 0",
             ],
         ],
-        holds: share::WHAT,
+        holds: rl_core::codec::share::WHAT,
         string_state: None,
         hash_state: Some(share_state),
         propagates: &["HSET", "PEXPIREAT"],
@@ -759,7 +760,7 @@ fn test_row(row: &table::Command) -> &'static Command {
 }
 
 /// The table's commands as the lists below take them: every row with a test row
-/// (in the table's order); those the cross-cutting tests iterate, for the module
+/// (in the list's order); those the cross-cutting tests iterate, for the module
 /// and for the library (a one-key command with a cost: not RL.ACQUIRE; for the
 /// library, those it has a function for: not CL.THROTTLE); the rest.
 struct Lists {
@@ -772,7 +773,7 @@ struct Lists {
 fn lists() -> &'static Lists {
     static LISTS: OnceLock<Lists> = OnceLock::new();
     LISTS.get_or_init(|| {
-        let every_row: Vec<&Command> = table::COMMANDS
+        let every_row: Vec<&Command> = rl_core::commands::COMMANDS
             .iter()
             .filter(|row| has_test_row(row))
             .map(|row| test_row(row))
@@ -787,7 +788,7 @@ fn lists() -> &'static Lists {
             .copied()
             .filter(|c| c.row().function.is_some())
             .collect();
-        let outside = table::COMMANDS
+        let outside = rl_core::commands::COMMANDS
             .iter()
             .map(|row| row.name_str())
             .filter(|name| !module.iter().any(|c| c.name == *name))
@@ -1064,7 +1065,10 @@ pub fn strings(items: &[&str]) -> Vec<String> {
 fn every_table_row_has_its_test_row() {
     assert_eq!(MAX_COUNT, MAX_COUNT_N.to_string());
     assert_eq!(duration_ms(MAX_DURATION), MAX_DURATION_MS);
-    for row in table::COMMANDS.iter().filter(|r| has_test_row(r)) {
+    for row in rl_core::commands::COMMANDS
+        .iter()
+        .filter(|r| has_test_row(r))
+    {
         let c = test_row(row);
         assert_eq!(c.row().name, row.name);
         assert!(!c.params.is_empty(), "{}", c.name);
@@ -1103,10 +1107,14 @@ fn every_table_row_has_its_test_row() {
     }
     // Every test row is a row of the table's.
     for c in KNOWN {
-        assert!(table::find(c.name.as_bytes()).is_some(), "{}", c.name);
+        assert!(
+            rl_core::commands::find(c.name.as_bytes()).is_some(),
+            "{}",
+            c.name
+        );
     }
     // Every command is iterated by the cross-cutting tests or has a file of its own.
-    for row in table::COMMANDS {
+    for row in rl_core::commands::COMMANDS {
         let name = row.name_str();
         let iterated = lists().module.iter().any(|c| c.name == name);
         assert_ne!(iterated, OUTSIDE_TABLE.contains(&name), "{name}");

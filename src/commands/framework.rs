@@ -109,54 +109,60 @@ impl<H: Handler> server::Entry for H {
 /// reply instead of aborting the server, and everything that could panic
 /// (counting, replying) runs inside the guard.
 fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
-    guarded(ctx, H::COMMAND.name_str(), || {
-        if matches!(H::COMMAND.keys, Keys::Counted) && ctx.is_keys_position_request() {
-            if let Some(argv) = &argv {
-                report_counted_keys(ctx, argv);
-            }
-            return;
-        }
-        let argv = match argv {
-            Some(argv) if H::COMMAND.accepts_argc(argv.count()) => argv,
-            other => {
-                let refused = other.and_then(|a| {
-                    let first_extra = H::COMMAND.min_argc;
-                    H::COMMAND
-                        .refused_option((first_extra < a.count()).then(|| a.bytes(first_extra)))
-                });
-                match refused {
-                    Some(e) => ctx.reply_error(&e),
-                    None => ctx.reply_wrong_arity(),
+    guarded(
+        ctx,
+        || H::COMMAND.name_str(),
+        || {
+            if matches!(H::COMMAND.keys, Keys::Counted) && ctx.is_keys_position_request() {
+                if let Some(argv) = &argv {
+                    report_counted_keys(ctx, argv);
                 }
-                H::STATS.record(Verdict::Error);
                 return;
             }
-        };
-        match H::run(ctx, &argv) {
-            Ok((decided, now)) => {
-                if H::allowed(&decided) {
-                    H::STATS.record(Verdict::Allowed);
-                    H::count_near_limit(&decided);
-                } else {
-                    H::STATS.record(Verdict::Rejected);
-                    H::feed_top(&argv, &decided, now);
+            let argv = match argv {
+                Some(argv) if H::COMMAND.accepts_argc(argv.count()) => argv,
+                other => {
+                    let refused = other.and_then(|a| {
+                        let first_extra = H::COMMAND.min_argc;
+                        H::COMMAND
+                            .refused_option((first_extra < a.count()).then(|| a.bytes(first_extra)))
+                    });
+                    match refused {
+                        Some(e) => ctx.reply_error(&e),
+                        None => ctx.reply_wrong_arity(),
+                    }
+                    H::STATS.record(Verdict::Error);
+                    return;
                 }
-                H::reply(ctx, &decided);
+            };
+            match H::run(ctx, &argv) {
+                Ok((decided, now)) => {
+                    if H::allowed(&decided) {
+                        H::STATS.record(Verdict::Allowed);
+                        H::count_near_limit(&decided);
+                    } else {
+                        H::STATS.record(Verdict::Rejected);
+                        H::feed_top(&argv, &decided, now);
+                    }
+                    H::reply(ctx, &decided);
+                }
+                Err(e) => {
+                    H::STATS.record(Verdict::Error);
+                    ctx.reply_error(&e);
+                }
             }
-            Err(e) => {
-                H::STATS.record(Verdict::Error);
-                ctx.reply_error(&e);
-            }
-        }
-    });
+        },
+    );
 }
 
-/// Runs `body`, one call of command `name`, so that no panic gets past it.
-pub(super) fn guarded(ctx: Context, name: &'static str, body: impl FnOnce()) {
+/// Runs `body`, one call of the command `name` names, so that no panic gets past
+/// it. The name is only worked out for the error (a CStr's check costs every call
+/// otherwise).
+pub(super) fn guarded(ctx: Context, name: impl FnOnce() -> &'static str, body: impl FnOnce()) {
     if catch_unwind(AssertUnwindSafe(body)).is_err() {
         // A bug: nothing reached the reply (a key may have been opened). Whatever
         // the panic left half-done, the client gets an error, never a dead server.
-        ctx.reply_error(&Error::Internal(name));
+        ctx.reply_error(&Error::Internal(name()));
     }
 }
 

@@ -24,7 +24,7 @@ pub struct Top;
 
 impl server::Entry for Top {
     fn call(ctx: Context, argv: Option<Argv<'_>>) {
-        guarded(ctx, "RL.TOP", || run(ctx, argv));
+        guarded(ctx, || "RL.TOP", || run(ctx, argv));
     }
 }
 

@@ -29,6 +29,7 @@ workloads=(
   "SET PX|rl|SET KEY 1 PX 60000|setCommand"
   "FLOOR.FIXED|rl|FLOOR.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "RL.FIXED|rl|RL.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "RL.FIXED rejected|rl|RL.FIXED KEY 1 1m COST 2|RedisModuleCommandDispatcher"
   "RL.SLIDINGCOUNTER|rl|RL.SLIDINGCOUNTER KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "FLOOR.GCRA|rl|FLOOR.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "RL.GCRA|rl|RL.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"

@@ -97,7 +97,10 @@ fn the_exporter_with_rls_script_serves_the_counters_of_the_calls_made() {
     let odd = "rl:{u1}:\u{fc} x\n";
     let long = "k".repeat(100);
     for key in [odd, odd, long.as_str()] {
-        assert_eq!(rl(&mut c, &["RL.FIXED", key, "1", "1m", "COST", "2"]).allowed, 0);
+        assert_eq!(
+            rl(&mut c, &["RL.FIXED", key, "1", "1m", "COST", "2"]).allowed,
+            0
+        );
     }
 
     let e = Exporter::start(&binary, s.port);
@@ -118,7 +121,11 @@ fn the_exporter_with_rls_script_serves_the_counters_of_the_calls_made() {
     assert_eq!(value("rl_gcra_near_limit"), Some(1.0));
     assert_eq!(value("rl_fixed_near_limit"), Some(0.0));
     // RL.TOP's first keys, most rejected first.
-    assert_eq!(value("rl_top_rejected:rl:{u1}:%C3%BC%20x%0A"), Some(2.0), "{body}");
+    assert_eq!(
+        value("rl_top_rejected:rl:{u1}:%C3%BC%20x%0A"),
+        Some(2.0),
+        "{body}"
+    );
     assert_eq!(value("rl_top_rejected:api"), Some(1.0));
     let cut = format!("rl_top_rejected:{}...", "k".repeat(64));
     assert_eq!(value(&cut), Some(1.0));

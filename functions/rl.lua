@@ -14,10 +14,10 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_acquire        1 key limit ttl id
   FCALL rl_penalty        1 key strikes window block max             [COST n]
   FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
+  FCALL rl_release        1 key id
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
     (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
-  FCALL rl_release        1 key id
   FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
@@ -2439,11 +2439,11 @@ return {
     debit = true,
     usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
   }),
-  rl_all = rl_all,
   rl_release = exact("rl_release", release, 1, {
     name = "RL.RELEASE",
     usage = "FCALL rl_release 1 key id",
   }),
+  rl_all = rl_all,
 }
 -- </generated:functions>
 end
@@ -2474,8 +2474,8 @@ register("rl_slidingcounter")
 register("rl_acquire")
 register("rl_penalty")
 register("rl_share")
-register("rl_all")
 register("rl_release", { "allow-oom" })
+register("rl_all")
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

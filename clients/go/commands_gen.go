@@ -10,7 +10,7 @@ import (
 )
 
 // commands is the table, in its order: each command's rules, then its call.
-var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdThrottle, cmdAll, cmdAcquire, cmdRelease, cmdPenalty, cmdShare}
+var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdAcquire, cmdPenalty, cmdShare, cmdThrottle, cmdRelease, cmdAll}
 
 var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
@@ -144,54 +144,6 @@ func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, wi
 	return c.decide(ctx, k)
 }
 
-var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
-
-// argsThrottle appends CL.THROTTLE's arguments after the key, checked against the table.
-func (b *builder) argsThrottle(maxBurst int64, count int64, period time.Duration, quantity int64) {
-	r := cmdThrottle.args
-	b.int(&r[0], maxBurst)
-	b.int(&r[1], count)
-	b.dur(&r[2], period)
-	b.int(&r[3], quantity)
-	b.limit = maxBurst + 1
-	b.window = refillWindow(maxBurst+1, count, period)
-}
-
-// callThrottle builds CL.THROTTLE's call.
-func (k *call) callThrottle(key string, maxBurst int64, count int64, period time.Duration, quantity int64, opts []Option) *call {
-	k.add(key)
-	k.argsThrottle(maxBurst, count, period, quantity)
-	k.options(cmdThrottle.options, opts)
-	return k
-}
-
-// Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
-// limiter: max_burst + 1 units at once, count more per period (GCRA). Module only
-// (ErrModuleOnly on the library). Its reply becomes a Decision: Allowed = !limited,
-// Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
-func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count int64, period time.Duration, quantity int64) (Decision, error) {
-	k := one(cmdThrottle).callThrottle(key, maxBurst, count, period, quantity, nil)
-	return c.decide(ctx, k)
-}
-
-var cmdAll = newCommand(command{name: "RL.ALL", fn: "rl_all", word: "", reply: replyAll, args: []rule{}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, numkeys: &rule{name: "numkeys", kind: kindInteger, min: 1, max: 16}})
-
-// callAll builds RL.ALL's call.
-func (k *call) callAll(checks []KeyPolicy, opts []Option) *call {
-	k.policies(checks)
-	k.options(cmdAll.options, opts)
-	return k
-}
-
-// All is RL.ALL numkeys key... policy...: checks several limits at one instant and
-// consumes from all of them or none. Every key checked and taken all or nothing, each
-// under its policy. On a cluster the keys must share a hash slot ("{user42}:burst",
-// "{user42}:day"). Options: Cost, Refund, Debit.
-func (c *Client) All(ctx context.Context, checks []KeyPolicy, opts ...Option) (AllDecision, error) {
-	k := one(cmdAll).callAll(checks, opts)
-	return c.decideAll(ctx, k)
-}
-
 var cmdAcquire = newCommand(command{name: "RL.ACQUIRE", fn: "rl_acquire", word: "ACQUIRE", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "ttl", kind: kindDuration, min: 1, max: 315360000000}, {name: "id", kind: kindText, min: 1, max: 256}}, options: nil})
 
 // argsAcquire appends RL.ACQUIRE's arguments after the key, checked against the table.
@@ -218,28 +170,6 @@ func (k *call) callAcquire(key string, limit int64, ttl time.Duration, id string
 func (c *Client) Acquire(ctx context.Context, key string, limit int64, ttl time.Duration, id string) (*Lease, error) {
 	build := func() *call { return one(cmdAcquire).callAcquire(key, limit, ttl, id, nil) }
 	return c.lease(ctx, build, key, id)
-}
-
-var cmdRelease = newCommand(command{name: "RL.RELEASE", fn: "rl_release", word: "", reply: replyReleased, args: []rule{{name: "id", kind: kindText, min: 1, max: 256}}, options: nil})
-
-// argsRelease appends RL.RELEASE's arguments after the key, checked against the table.
-func (b *builder) argsRelease(id string) {
-	r := cmdRelease.args
-	b.text(&r[0], id)
-}
-
-// callRelease builds RL.RELEASE's call.
-func (k *call) callRelease(key string, id string, opts []Option) *call {
-	k.add(key)
-	k.argsRelease(id)
-	k.options(cmdRelease.options, opts)
-	return k
-}
-
-// Release is RL.RELEASE key id: ends the lease named id early, freeing its slot.
-func (c *Client) Release(ctx context.Context, key string, id string) (bool, error) {
-	k := one(cmdRelease).callRelease(key, id, nil)
-	return c.released(ctx, k)
 }
 
 var cmdPenalty = newCommand(command{name: "RL.PENALTY", fn: "rl_penalty", word: "PENALTY", reply: replyDecision, args: []rule{{name: "strikes", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}, {name: "block", kind: kindDuration, min: 1, max: 315360000000}, {name: "max", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}}})
@@ -299,6 +229,76 @@ func (k *call) callShare(key string, tenant string, weight int64, capacity int64
 func (c *Client) Share(ctx context.Context, key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
 	k := one(cmdShare).callShare(key, tenant, weight, capacity, tokens, period, opts)
 	return c.decide(ctx, k)
+}
+
+var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
+
+// argsThrottle appends CL.THROTTLE's arguments after the key, checked against the table.
+func (b *builder) argsThrottle(maxBurst int64, count int64, period time.Duration, quantity int64) {
+	r := cmdThrottle.args
+	b.int(&r[0], maxBurst)
+	b.int(&r[1], count)
+	b.dur(&r[2], period)
+	b.int(&r[3], quantity)
+	b.limit = maxBurst + 1
+	b.window = refillWindow(maxBurst+1, count, period)
+}
+
+// callThrottle builds CL.THROTTLE's call.
+func (k *call) callThrottle(key string, maxBurst int64, count int64, period time.Duration, quantity int64, opts []Option) *call {
+	k.add(key)
+	k.argsThrottle(maxBurst, count, period, quantity)
+	k.options(cmdThrottle.options, opts)
+	return k
+}
+
+// Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
+// limiter: max_burst + 1 units at once, count more per period (GCRA). Module only
+// (ErrModuleOnly on the library). Its reply becomes a Decision: Allowed = !limited,
+// Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
+func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count int64, period time.Duration, quantity int64) (Decision, error) {
+	k := one(cmdThrottle).callThrottle(key, maxBurst, count, period, quantity, nil)
+	return c.decide(ctx, k)
+}
+
+var cmdRelease = newCommand(command{name: "RL.RELEASE", fn: "rl_release", word: "", reply: replyReleased, args: []rule{{name: "id", kind: kindText, min: 1, max: 256}}, options: nil})
+
+// argsRelease appends RL.RELEASE's arguments after the key, checked against the table.
+func (b *builder) argsRelease(id string) {
+	r := cmdRelease.args
+	b.text(&r[0], id)
+}
+
+// callRelease builds RL.RELEASE's call.
+func (k *call) callRelease(key string, id string, opts []Option) *call {
+	k.add(key)
+	k.argsRelease(id)
+	k.options(cmdRelease.options, opts)
+	return k
+}
+
+// Release is RL.RELEASE key id: ends the lease named id early, freeing its slot.
+func (c *Client) Release(ctx context.Context, key string, id string) (bool, error) {
+	k := one(cmdRelease).callRelease(key, id, nil)
+	return c.released(ctx, k)
+}
+
+var cmdAll = newCommand(command{name: "RL.ALL", fn: "rl_all", word: "", reply: replyAll, args: []rule{}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, numkeys: &rule{name: "numkeys", kind: kindInteger, min: 1, max: 16}})
+
+// callAll builds RL.ALL's call.
+func (k *call) callAll(checks []KeyPolicy, opts []Option) *call {
+	k.policies(checks)
+	k.options(cmdAll.options, opts)
+	return k
+}
+
+// All is RL.ALL numkeys key... policy...: checks several limits at one instant and
+// consumes from all of them or none. Every key checked and taken all or nothing, each
+// under its policy. On a cluster the keys must share a hash slot ("{user42}:burst",
+// "{user42}:day"). Options: Cost, Refund, Debit.
+func (c *Client) All(ctx context.Context, checks []KeyPolicy, opts ...Option) (AllDecision, error) {
+	k := one(cmdAll).callAll(checks, opts)
+	return c.decideAll(ctx, k)
 }
 
 var _ = time.Second

@@ -19,21 +19,21 @@ var wordDelay any = "DELAY"
 
 // Cost is the option COST <n>: how many units the call takes, all or nothing (default
 // 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
-// SlidingCounter, All, Penalty, Share.
+// SlidingCounter, Penalty, Share, All.
 func Cost(n int64) Option {
 	return Option{bit: optCost, word: wordCost, name: "COST", kind: kindInteger, n: n}
 }
 
 // Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
-// paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter, All,
-// Share.
+// paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter,
+// Share, All.
 func Refund(n int64) Option {
 	return Option{bit: optRefund, word: wordRefund, name: "REFUND", kind: kindInteger, n: n}
 }
 
 // Debit is the option DEBIT <n>: charge n units after the fact, into debt if need be (a
 // cost known only once the work is done). Taken by Fixed, Bucket, GCRA, SlidingCounter,
-// All, Share.
+// Share, All.
 func Debit(n int64) Option {
 	return Option{bit: optDebit, word: wordDebit, name: "DEBIT", kind: kindInteger, n: n}
 }

@@ -40,31 +40,10 @@ func (p *Pipeline) SlidingCounter(key string, limit int64, window time.Duration,
 	return r
 }
 
-// Throttle queues CL.THROTTLE (see Client.Throttle).
-func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
-	k, r := p.decision(cmdThrottle)
-	k.callThrottle(key, maxBurst, count, period, quantity, nil).seal()
-	return r
-}
-
-// All queues RL.ALL (see Client.All).
-func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
-	k, r := p.allDecision(cmdAll)
-	k.callAll(checks, opts).seal()
-	return r
-}
-
 // Acquire queues RL.ACQUIRE (see Client.Acquire).
 func (p *Pipeline) Acquire(key string, limit int64, ttl time.Duration, id string) *Pending[Decision] {
 	k, r := p.decision(cmdAcquire)
 	k.callAcquire(key, limit, ttl, id, nil).seal()
-	return r
-}
-
-// Release queues RL.RELEASE (see Client.Release).
-func (p *Pipeline) Release(key string, id string) *Pending[bool] {
-	k, r := p.released(cmdRelease)
-	k.callRelease(key, id, nil).seal()
 	return r
 }
 
@@ -79,6 +58,27 @@ func (p *Pipeline) Penalty(key string, strikes int64, window time.Duration, bloc
 func (p *Pipeline) Share(key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdShare)
 	k.callShare(key, tenant, weight, capacity, tokens, period, opts).seal()
+	return r
+}
+
+// Throttle queues CL.THROTTLE (see Client.Throttle).
+func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
+	k, r := p.decision(cmdThrottle)
+	k.callThrottle(key, maxBurst, count, period, quantity, nil).seal()
+	return r
+}
+
+// Release queues RL.RELEASE (see Client.Release).
+func (p *Pipeline) Release(key string, id string) *Pending[bool] {
+	k, r := p.released(cmdRelease)
+	k.callRelease(key, id, nil).seal()
+	return r
+}
+
+// All queues RL.ALL (see Client.All).
+func (p *Pipeline) All(checks []KeyPolicy, opts ...Option) *Pending[AllDecision] {
+	k, r := p.allDecision(cmdAll)
+	k.callAll(checks, opts).seal()
 	return r
 }
 

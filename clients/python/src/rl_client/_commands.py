@@ -24,12 +24,12 @@ SLIDING = Spec("RL.SLIDING", "rl_sliding", "decision")
 BUCKET = Spec("RL.BUCKET", "rl_bucket", "decision")
 GCRA = Spec("RL.GCRA", "rl_gcra", "decision")
 SLIDING_COUNTER = Spec("RL.SLIDINGCOUNTER", "rl_slidingcounter", "decision")
-THROTTLE = Spec("CL.THROTTLE", None, "throttle")
-ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 ACQUIRE = Spec("RL.ACQUIRE", "rl_acquire", "decision")
-RELEASE = Spec("RL.RELEASE", "rl_release", "released")
 PENALTY = Spec("RL.PENALTY", "rl_penalty", "decision")
 SHARE = Spec("RL.SHARE", "rl_share", "decision")
+THROTTLE = Spec("CL.THROTTLE", None, "throttle")
+RELEASE = Spec("RL.RELEASE", "rl_release", "released")
+ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 
 OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
 OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
@@ -41,9 +41,9 @@ SLIDING_OPTIONS = (OPTION_COST, OPTION_REFUND)
 BUCKET_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 GCRA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_DELAY)
 SLIDING_COUNTER_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 PENALTY_OPTIONS = (OPTION_COST,)
 SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 
 
@@ -82,21 +82,6 @@ def _bucket(capacity: int, tokens: int, period: Duration) -> Shape:
 _gcra = _bucket
 
 
-def _throttle(max_burst: int, count: int, period: Duration, quantity: Optional[int]) -> Shape:
-    """CL.THROTTLE's arguments after the key, checked."""
-    if type(max_burst) is not int or not 0 <= max_burst <= 9007199254740990:
-        max_burst = integer(max_burst, "max_burst", 0, 9007199254740990)
-    if type(count) is not int or not 1 <= count <= 9007199254740991:
-        count = integer(count, "count", 1, 9007199254740991)
-    period_sent, period_ms = duration(period, "period", 1, 315360000000)
-    args: tuple[object, ...] = (max_burst, count, period_sent)
-    if quantity is not None:
-        if type(quantity) is not int or not 0 <= quantity <= 9007199254740991:
-            quantity = integer(quantity, "quantity", 0, 9007199254740991)
-        args += (quantity,)
-    return args, max_burst + 1, refill_ms(max_burst + 1, count, period_ms)
-
-
 def _acquire(limit: int, ttl: Duration, id: Text) -> Shape:
     """RL.ACQUIRE's arguments after the key, checked."""
     if type(limit) is not int or not 1 <= limit <= 100000:
@@ -105,13 +90,6 @@ def _acquire(limit: int, ttl: Duration, id: Text) -> Shape:
     id = text(id, "id", 1, 256)
     args: tuple[object, ...] = (limit, ttl_sent, id)
     return args, limit, ttl_ms
-
-
-def _release(id: Text) -> Shape:
-    """RL.RELEASE's arguments after the key, checked."""
-    id = text(id, "id", 1, 256)
-    args: tuple[object, ...] = (id,)
-    return args, 0, None
 
 
 def _penalty(strikes: int, window: Duration, block: Duration, max: Duration) -> Shape:
@@ -137,6 +115,28 @@ def _share(tenant: Text, weight: int, capacity: int, tokens: int, period: Durati
     period_sent, period_ms = duration(period, "period", 1, 315360000000)
     args: tuple[object, ...] = (tenant, weight, capacity, tokens, period_sent)
     return args, capacity, refill_ms(capacity, tokens, period_ms)
+
+
+def _throttle(max_burst: int, count: int, period: Duration, quantity: Optional[int]) -> Shape:
+    """CL.THROTTLE's arguments after the key, checked."""
+    if type(max_burst) is not int or not 0 <= max_burst <= 9007199254740990:
+        max_burst = integer(max_burst, "max_burst", 0, 9007199254740990)
+    if type(count) is not int or not 1 <= count <= 9007199254740991:
+        count = integer(count, "count", 1, 9007199254740991)
+    period_sent, period_ms = duration(period, "period", 1, 315360000000)
+    args: tuple[object, ...] = (max_burst, count, period_sent)
+    if quantity is not None:
+        if type(quantity) is not int or not 0 <= quantity <= 9007199254740991:
+            quantity = integer(quantity, "quantity", 0, 9007199254740991)
+        args += (quantity,)
+    return args, max_burst + 1, refill_ms(max_burst + 1, count, period_ms)
+
+
+def _release(id: Text) -> Shape:
+    """RL.RELEASE's arguments after the key, checked."""
+    id = text(id, "id", 1, 256)
+    args: tuple[object, ...] = (id,)
+    return args, 0, None
 
 
 class Commands(Generic[D, A, T, R]):
@@ -239,44 +239,11 @@ class Commands(Generic[D, A, T, R]):
             args += options(SLIDING_COUNTER_OPTIONS, (cost, refund, debit))
         return self._submit(SLIDING_COUNTER, key, args, meta, limit)  # type: ignore[no-any-return]
 
-    def throttle(
-        self,
-        key: Key,
-        max_burst: int,
-        count: int,
-        period: Duration,
-        quantity: int | None = None,
-    ) -> T:
-        """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
-        max_burst + 1 units at once, count more per period (GCRA)."""
-        args, limit, meta = _throttle(max_burst, count, period, quantity)
-        return self._submit(THROTTLE, key, args, meta, limit)  # type: ignore[no-any-return]
-
-    def all(
-        self,
-        policies: Policies,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
-    ) -> A:
-        """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
-        Checks several limits at one instant and consumes from all of them or none."""
-        key, args, meta, limit = gather(policies)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(ALL_OPTIONS, (cost, refund, debit))
-        return self._submit(ALL, key, args, meta, limit)  # type: ignore[no-any-return]
-
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
         itself after ttl, at most limit held at once."""
         args, limit, meta = _acquire(limit, ttl, id)
         return self._submit(ACQUIRE, key, args, meta, limit)  # type: ignore[no-any-return]
-
-    def release(self, key: Key, id: Text) -> R:
-        """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
-        args, limit, meta = _release(id)
-        return self._submit(RELEASE, key, args, meta, limit)  # type: ignore[no-any-return]
 
     def penalty(
         self,
@@ -315,3 +282,36 @@ class Commands(Generic[D, A, T, R]):
         if cost is not None or refund is not None or debit is not None:
             args += options(SHARE_OPTIONS, (cost, refund, debit))
         return self._submit(SHARE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def throttle(
+        self,
+        key: Key,
+        max_burst: int,
+        count: int,
+        period: Duration,
+        quantity: int | None = None,
+    ) -> T:
+        """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
+        max_burst + 1 units at once, count more per period (GCRA)."""
+        args, limit, meta = _throttle(max_burst, count, period, quantity)
+        return self._submit(THROTTLE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def release(self, key: Key, id: Text) -> R:
+        """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
+        args, limit, meta = _release(id)
+        return self._submit(RELEASE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def all(
+        self,
+        policies: Policies,
+        *,
+        cost: Optional[int] = None,
+        refund: Optional[int] = None,
+        debit: Optional[int] = None,
+    ) -> A:
+        """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
+        Checks several limits at one instant and consumes from all of them or none."""
+        key, args, meta, limit = gather(policies)
+        if cost is not None or refund is not None or debit is not None:
+            args += options(ALL_OPTIONS, (cost, refund, debit))
+        return self._submit(ALL, key, args, meta, limit)  # type: ignore[no-any-return]

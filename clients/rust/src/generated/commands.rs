@@ -710,172 +710,6 @@ impl Params for SlidingCounter {
     }
 }
 
-pub(crate) const THROTTLE: Names = Names {
-    command: "CL.THROTTLE",
-    function: None,
-    word: None,
-    shape: Shape::Throttle,
-};
-
-/// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-///
-/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Throttle {
-    /// `max_burst`: an integer from 0 to 9007199254740990.
-    pub max_burst: u64,
-    /// `count`: an integer from 1 to 9007199254740991.
-    pub count: u64,
-    /// `period`: a duration from 1 ms to 315360000000 ms.
-    pub period: Period,
-    /// `quantity`: an integer from 0 to 9007199254740991; None sends none (the server's default: 1).
-    pub quantity: Option<u64>,
-}
-
-impl Throttle {
-    /// `max_burst`, `count`, `period`; checked when the call is made.
-    #[must_use]
-    pub fn new(max_burst: u64, count: u64, period: impl Into<Period>) -> Self {
-        Throttle {
-            max_burst,
-            count,
-            period: period.into(),
-            quantity: None,
-        }
-    }
-    /// `quantity`: an integer from 0 to 9007199254740991 (the server's default: 1).
-    #[must_use]
-    pub fn quantity(mut self, quantity: u64) -> Self {
-        self.quantity = Some(quantity);
-        self
-    }
-}
-
-impl Params for Throttle {
-    fn names(&self) -> &'static Names {
-        &THROTTLE
-    }
-    fn check(&self) -> Result<()> {
-        check::integer("max_burst", self.max_burst, 0, 9007199254740990)?;
-        check::integer("count", self.count, 1, 9007199254740991)?;
-        check::duration("period", &self.period, 1, 315360000000)?;
-        if let Some(v) = &self.quantity {
-            check::integer("quantity", *v, 0, 9007199254740991)?;
-        }
-        Ok(())
-    }
-    fn write_args(&self, cmd: &mut Cmd) {
-        cmd.arg(self.max_burst);
-        cmd.arg(self.count);
-        self.period.write_arg(cmd);
-        if let Some(v) = &self.quantity {
-            cmd.arg(*v);
-        }
-    }
-    fn write_options(&self, cmd: &mut Cmd) {
-        let _ = cmd;
-    }
-    fn limit(&self) -> u64 {
-        self.max_burst.saturating_add(1)
-    }
-    fn window(&self) -> Option<Duration> {
-        window::refill(self.max_burst.saturating_add(1), self.count, &self.period)
-    }
-}
-
-pub(crate) const ALL: Names = Names {
-    command: "RL.ALL",
-    function: Some("rl_all"),
-    word: None,
-    shape: Shape::All,
-};
-
-/// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-///
-/// COST, REFUND and DEBIT are the call's, for every key: set them here, not on the
-/// policies (a policy carrying one is refused before anything is sent).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct All {
-    pub(crate) entries: Vec<(Vec<u8>, Policy)>,
-    cost: Option<u64>,
-    refund: Option<u64>,
-    debit: Option<u64>,
-    /// The first option given twice (refused when sent).
-    twice: Option<&'static str>,
-}
-
-impl All {
-    /// `COST n`: take n units, all or nothing (0 only looks).
-    /// Not with REFUND, DEBIT; at most once.
-    #[must_use]
-    pub fn cost(mut self, n: u64) -> Self {
-        self.twice = self.twice.or(self.cost.as_ref().map(|_| "COST"));
-        self.cost = Some(n);
-        self
-    }
-    /// `REFUND n`: give back up to n units taken earlier.
-    /// Not with COST, DEBIT, DELAY; at most once.
-    #[must_use]
-    pub fn refund(mut self, n: u64) -> Self {
-        self.twice = self.twice.or(self.refund.as_ref().map(|_| "REFUND"));
-        self.refund = Some(n);
-        self
-    }
-    /// `DEBIT n`: take n units after the fact, even beyond the limit (into debt).
-    /// Not with COST, REFUND, DELAY; at most once.
-    #[must_use]
-    pub fn debit(mut self, n: u64) -> Self {
-        self.twice = self.twice.or(self.debit.as_ref().map(|_| "DEBIT"));
-        self.debit = Some(n);
-        self
-    }
-    /// The call's COST, REFUND or DEBIT, if one was given.
-    pub fn charge(&self) -> Option<Charge> {
-        self.cost.map(Charge::Cost)
-            .or(self.refund.map(Charge::Refund))
-            .or(self.debit.map(Charge::Debit))
-    }
-    /// The call's options: each at most once, the exclusive ones alone, in range.
-    pub(crate) fn check_options(&self) -> Result<()> {
-        if let Some(name) = self.twice {
-            return Err(check::twice(name));
-        }
-        if self.cost.is_some() && self.refund.is_some() {
-            return Err(check::excluded("COST", "REFUND"));
-        }
-        if self.cost.is_some() && self.debit.is_some() {
-            return Err(check::excluded("COST", "DEBIT"));
-        }
-        if self.refund.is_some() && self.debit.is_some() {
-            return Err(check::excluded("REFUND", "DEBIT"));
-        }
-        if let Some(v) = &self.cost {
-            check::integer("COST", *v, 0, 9007199254740991)?;
-        }
-        if let Some(v) = &self.refund {
-            check::integer("REFUND", *v, 0, 9007199254740991)?;
-        }
-        if let Some(v) = &self.debit {
-            check::integer("DEBIT", *v, 1, 9007199254740991)?;
-        }
-        Ok(())
-    }
-    pub(crate) fn write_options(&self, cmd: &mut Cmd) {
-        if let Some(v) = &self.cost {
-            cmd.arg("COST");
-            cmd.arg(*v);
-        }
-        if let Some(v) = &self.refund {
-            cmd.arg("REFUND");
-            cmd.arg(*v);
-        }
-        if let Some(v) = &self.debit {
-            cmd.arg("DEBIT");
-            cmd.arg(*v);
-        }
-    }
-}
-
 pub(crate) const ACQUIRE: Names = Names {
     command: "RL.ACQUIRE",
     function: Some("rl_acquire"),
@@ -929,52 +763,6 @@ impl Params for Acquire {
     }
     fn window(&self) -> Option<Duration> {
         window::of(&self.ttl)
-    }
-}
-
-pub(crate) const RELEASE: Names = Names {
-    command: "RL.RELEASE",
-    function: Some("rl_release"),
-    word: None,
-    shape: Shape::Released,
-};
-
-/// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Release {
-    /// `id`: 1 to 256 bytes.
-    pub id: Vec<u8>,
-}
-
-impl Release {
-    /// `id`; checked when the call is made.
-    #[must_use]
-    pub fn new(id: impl AsRef<[u8]>) -> Self {
-        Release {
-            id: id.as_ref().to_vec(),
-        }
-    }
-}
-
-impl Params for Release {
-    fn names(&self) -> &'static Names {
-        &RELEASE
-    }
-    fn check(&self) -> Result<()> {
-        check::text("id", &self.id, 1, 256)?;
-        Ok(())
-    }
-    fn write_args(&self, cmd: &mut Cmd) {
-        cmd.arg(self.id.as_slice());
-    }
-    fn write_options(&self, cmd: &mut Cmd) {
-        let _ = cmd;
-    }
-    fn limit(&self) -> u64 {
-        0
-    }
-    fn window(&self) -> Option<Duration> {
-        None
     }
 }
 
@@ -1217,6 +1005,218 @@ impl Params for Share {
     }
     fn window(&self) -> Option<Duration> {
         window::refill(self.capacity, self.tokens, &self.period)
+    }
+}
+
+pub(crate) const THROTTLE: Names = Names {
+    command: "CL.THROTTLE",
+    function: None,
+    word: None,
+    shape: Shape::Throttle,
+};
+
+/// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
+///
+/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Throttle {
+    /// `max_burst`: an integer from 0 to 9007199254740990.
+    pub max_burst: u64,
+    /// `count`: an integer from 1 to 9007199254740991.
+    pub count: u64,
+    /// `period`: a duration from 1 ms to 315360000000 ms.
+    pub period: Period,
+    /// `quantity`: an integer from 0 to 9007199254740991; None sends none (the server's default: 1).
+    pub quantity: Option<u64>,
+}
+
+impl Throttle {
+    /// `max_burst`, `count`, `period`; checked when the call is made.
+    #[must_use]
+    pub fn new(max_burst: u64, count: u64, period: impl Into<Period>) -> Self {
+        Throttle {
+            max_burst,
+            count,
+            period: period.into(),
+            quantity: None,
+        }
+    }
+    /// `quantity`: an integer from 0 to 9007199254740991 (the server's default: 1).
+    #[must_use]
+    pub fn quantity(mut self, quantity: u64) -> Self {
+        self.quantity = Some(quantity);
+        self
+    }
+}
+
+impl Params for Throttle {
+    fn names(&self) -> &'static Names {
+        &THROTTLE
+    }
+    fn check(&self) -> Result<()> {
+        check::integer("max_burst", self.max_burst, 0, 9007199254740990)?;
+        check::integer("count", self.count, 1, 9007199254740991)?;
+        check::duration("period", &self.period, 1, 315360000000)?;
+        if let Some(v) = &self.quantity {
+            check::integer("quantity", *v, 0, 9007199254740991)?;
+        }
+        Ok(())
+    }
+    fn write_args(&self, cmd: &mut Cmd) {
+        cmd.arg(self.max_burst);
+        cmd.arg(self.count);
+        self.period.write_arg(cmd);
+        if let Some(v) = &self.quantity {
+            cmd.arg(*v);
+        }
+    }
+    fn write_options(&self, cmd: &mut Cmd) {
+        let _ = cmd;
+    }
+    fn limit(&self) -> u64 {
+        self.max_burst.saturating_add(1)
+    }
+    fn window(&self) -> Option<Duration> {
+        window::refill(self.max_burst.saturating_add(1), self.count, &self.period)
+    }
+}
+
+pub(crate) const RELEASE: Names = Names {
+    command: "RL.RELEASE",
+    function: Some("rl_release"),
+    word: None,
+    shape: Shape::Released,
+};
+
+/// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// `id`: 1 to 256 bytes.
+    pub id: Vec<u8>,
+}
+
+impl Release {
+    /// `id`; checked when the call is made.
+    #[must_use]
+    pub fn new(id: impl AsRef<[u8]>) -> Self {
+        Release {
+            id: id.as_ref().to_vec(),
+        }
+    }
+}
+
+impl Params for Release {
+    fn names(&self) -> &'static Names {
+        &RELEASE
+    }
+    fn check(&self) -> Result<()> {
+        check::text("id", &self.id, 1, 256)?;
+        Ok(())
+    }
+    fn write_args(&self, cmd: &mut Cmd) {
+        cmd.arg(self.id.as_slice());
+    }
+    fn write_options(&self, cmd: &mut Cmd) {
+        let _ = cmd;
+    }
+    fn limit(&self) -> u64 {
+        0
+    }
+    fn window(&self) -> Option<Duration> {
+        None
+    }
+}
+
+pub(crate) const ALL: Names = Names {
+    command: "RL.ALL",
+    function: Some("rl_all"),
+    word: None,
+    shape: Shape::All,
+};
+
+/// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+///
+/// COST, REFUND and DEBIT are the call's, for every key: set them here, not on the
+/// policies (a policy carrying one is refused before anything is sent).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct All {
+    pub(crate) entries: Vec<(Vec<u8>, Policy)>,
+    cost: Option<u64>,
+    refund: Option<u64>,
+    debit: Option<u64>,
+    /// The first option given twice (refused when sent).
+    twice: Option<&'static str>,
+}
+
+impl All {
+    /// `COST n`: take n units, all or nothing (0 only looks).
+    /// Not with REFUND, DEBIT; at most once.
+    #[must_use]
+    pub fn cost(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.cost.as_ref().map(|_| "COST"));
+        self.cost = Some(n);
+        self
+    }
+    /// `REFUND n`: give back up to n units taken earlier.
+    /// Not with COST, DEBIT, DELAY; at most once.
+    #[must_use]
+    pub fn refund(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.refund.as_ref().map(|_| "REFUND"));
+        self.refund = Some(n);
+        self
+    }
+    /// `DEBIT n`: take n units after the fact, even beyond the limit (into debt).
+    /// Not with COST, REFUND, DELAY; at most once.
+    #[must_use]
+    pub fn debit(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.debit.as_ref().map(|_| "DEBIT"));
+        self.debit = Some(n);
+        self
+    }
+    /// The call's COST, REFUND or DEBIT, if one was given.
+    pub fn charge(&self) -> Option<Charge> {
+        self.cost.map(Charge::Cost)
+            .or(self.refund.map(Charge::Refund))
+            .or(self.debit.map(Charge::Debit))
+    }
+    /// The call's options: each at most once, the exclusive ones alone, in range.
+    pub(crate) fn check_options(&self) -> Result<()> {
+        if let Some(name) = self.twice {
+            return Err(check::twice(name));
+        }
+        if self.cost.is_some() && self.refund.is_some() {
+            return Err(check::excluded("COST", "REFUND"));
+        }
+        if self.cost.is_some() && self.debit.is_some() {
+            return Err(check::excluded("COST", "DEBIT"));
+        }
+        if self.refund.is_some() && self.debit.is_some() {
+            return Err(check::excluded("REFUND", "DEBIT"));
+        }
+        if let Some(v) = &self.cost {
+            check::integer("COST", *v, 0, 9007199254740991)?;
+        }
+        if let Some(v) = &self.refund {
+            check::integer("REFUND", *v, 0, 9007199254740991)?;
+        }
+        if let Some(v) = &self.debit {
+            check::integer("DEBIT", *v, 1, 9007199254740991)?;
+        }
+        Ok(())
+    }
+    pub(crate) fn write_options(&self, cmd: &mut Cmd) {
+        if let Some(v) = &self.cost {
+            cmd.arg("COST");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.refund {
+            cmd.arg("REFUND");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.debit {
+            cmd.arg("DEBIT");
+            cmd.arg(*v);
+        }
     }
 }
 

@@ -36,24 +36,9 @@ impl<C: redis::ConnectionLike + Deadline> Limiter<C> {
         self.call(Call::One(key.as_ref(), params))?.into_decision()
     }
 
-    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
-        self.call(Call::One(key.as_ref(), params))?.into_throttle()
-    }
-
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    pub fn all(&mut self, all: &All) -> Result<AllDecision> {
-        self.call(Call::Many(all))?.into_all()
-    }
-
     /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
     pub fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
-    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
-        self.call(Call::One(key.as_ref(), &Release::new(id)))?.into_released()
     }
 
     /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
@@ -64,6 +49,21 @@ impl<C: redis::ConnectionLike + Deadline> Limiter<C> {
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
     pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params))?.into_decision()
+    }
+
+    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
+    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
+        self.call(Call::One(key.as_ref(), params))?.into_throttle()
+    }
+
+    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
+    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
+        self.call(Call::One(key.as_ref(), &Release::new(id)))?.into_released()
+    }
+
+    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+    pub fn all(&mut self, all: &All) -> Result<AllDecision> {
+        self.call(Call::Many(all))?.into_all()
     }
 }
 
@@ -94,24 +94,9 @@ impl<C: redis::aio::ConnectionLike> crate::AsyncLimiter<C> {
         self.call(Call::One(key.as_ref(), params)).await?.into_decision()
     }
 
-    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-    pub async fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_throttle()
-    }
-
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    pub async fn all(&mut self, all: &All) -> Result<AllDecision> {
-        self.call(Call::Many(all)).await?.into_all()
-    }
-
     /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
     pub async fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    pub async fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
-        self.call(Call::One(key.as_ref(), &Release::new(id))).await?.into_released()
     }
 
     /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
@@ -122,6 +107,21 @@ impl<C: redis::aio::ConnectionLike> crate::AsyncLimiter<C> {
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
     pub async fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params)).await?.into_decision()
+    }
+
+    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
+    pub async fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
+        self.call(Call::One(key.as_ref(), params)).await?.into_throttle()
+    }
+
+    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
+    pub async fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
+        self.call(Call::One(key.as_ref(), &Release::new(id))).await?.into_released()
+    }
+
+    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+    pub async fn all(&mut self, all: &All) -> Result<AllDecision> {
+        self.call(Call::Many(all)).await?.into_all()
     }
 }
 
@@ -151,24 +151,9 @@ impl Batch {
         self.add(Call::One(key.as_ref(), params))
     }
 
-    /// Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`].
-    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn all(&mut self, all: &All) -> &mut Self {
-        self.add(Call::Many(all))
-    }
-
     /// Adds `RL.ACQUIRE key limit ttl id`; its reply is a [`Reply`].
     pub fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> &mut Self {
         self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.RELEASE key id`; its reply is a [`Reply`].
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> &mut Self {
-        self.add(Call::One(key.as_ref(), &Release::new(id)))
     }
 
     /// Adds `RL.PENALTY key strikes window block max [COST n]`; its reply is a [`Reply`].
@@ -179,5 +164,20 @@ impl Batch {
     /// Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
     pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> &mut Self {
         self.add(Call::One(key.as_ref(), params))
+    }
+
+    /// Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`].
+    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> &mut Self {
+        self.add(Call::One(key.as_ref(), params))
+    }
+
+    /// Adds `RL.RELEASE key id`; its reply is a [`Reply`].
+    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> &mut Self {
+        self.add(Call::One(key.as_ref(), &Release::new(id)))
+    }
+
+    /// Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
+    pub fn all(&mut self, all: &All) -> &mut Self {
+        self.add(Call::Many(all))
     }
 }

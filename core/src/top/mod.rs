@@ -16,7 +16,6 @@ mod space_saving;
 pub use space_saving::{Entry, SpaceSaving};
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::algorithms::Millis;
 use crate::args;
@@ -44,7 +43,7 @@ pub struct Top {
 /// One key of a report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ranked {
-    pub key: Arc<[u8]>,
+    pub key: Vec<u8>,
     /// Rejections counted for it in both windows.
     pub rejected: u64,
     /// How far `rejected` may be above the truth (0: not above).
@@ -116,7 +115,7 @@ impl Top {
             (&self.previous, &self.current),
         ] {
             for e in this.entries() {
-                let r = merged.entry(&e.key).or_insert_with(|| Ranked {
+                let r = merged.entry(&e.key[..]).or_insert_with(|| Ranked {
                     key: e.key.clone(),
                     rejected: 0,
                     over: 0,

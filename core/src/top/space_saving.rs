@@ -10,17 +10,20 @@
 //! it, and every key seen more than n / capacity times is held.
 //!
 //! The entries sit in a binary min-heap by count, so a hit or a replacement costs
-//! O(log capacity), and one hash lookup finds a key's entry.
+//! O(log capacity), and an open-addressing table of their indices finds a key's
+//! entry. Each key is hashed once per sighting (its hash kept with its entry, for
+//! the replacement), with the standard library's keyed hasher, as keys come from
+//! clients; an entry that makes way keeps its key's buffer for the newcomer, so a
+//! sighting allocates nothing once the sketch is warm.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::hash::{BuildHasher, RandomState};
 
 use crate::algorithms::Millis;
 
 /// One held key.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub key: Arc<[u8]>,
+    pub key: Vec<u8>,
     /// Times seen, counting what it inherited: never below the truth.
     pub count: u64,
     /// How much of `count` it may not have earned (0: exact).
@@ -29,6 +32,7 @@ pub struct Entry {
     pub last: Millis,
     /// Where it sits in the heap.
     slot: usize,
+    hash: u64,
 }
 
 /// The sketch: at most `capacity` entries.
@@ -38,7 +42,10 @@ pub struct SpaceSaving {
     entries: Vec<Entry>,
     /// Entry indices, a min-heap by count.
     heap: Vec<usize>,
-    index: HashMap<Arc<[u8]>, usize>,
+    /// Open addressing, linear probing: an entry's index + 1 per bucket, 0 for an
+    /// empty one; a power of two at least twice the capacity, so a probe always ends.
+    buckets: Vec<u32>,
+    hasher: RandomState,
     /// Keys seen in all (n).
     seen: u64,
     /// Whether an entry made way for another key: until then it holds every key
@@ -46,13 +53,23 @@ pub struct SpaceSaving {
     evicted: bool,
 }
 
+/// Where a key is in the buckets: found in this bucket, or absent (this empty
+/// bucket is where it would go).
+enum Probe {
+    Found(usize),
+    Absent(usize),
+}
+
 impl SpaceSaving {
     pub fn new(capacity: usize) -> Self {
+        // The capacity is at most rl.top-size's ceiling, so indices fit a u32.
+        let buckets = capacity.saturating_mul(2).next_power_of_two().max(2);
         SpaceSaving {
             capacity,
             entries: Vec::with_capacity(capacity),
             heap: Vec::with_capacity(capacity),
-            index: HashMap::with_capacity(capacity),
+            buckets: vec![0; buckets],
+            hasher: RandomState::new(),
             seen: 0,
             evicted: false,
         }
@@ -86,14 +103,17 @@ impl SpaceSaving {
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.index.get(key).map(|&i| &self.entries[i])
+        match self.probe(self.hasher.hash_one(key), key) {
+            Probe::Found(b) => Some(&self.entries[self.index_at(b)]),
+            Probe::Absent(_) => None,
+        }
     }
 
-    /// Forgets every key, keeping its memory.
+    /// Forgets every key, keeping the table's memory.
     pub fn clear(&mut self) {
         self.entries.clear();
         self.heap.clear();
-        self.index.clear();
+        self.buckets.fill(0);
         self.seen = 0;
         self.evicted = false;
     }
@@ -101,38 +121,99 @@ impl SpaceSaving {
     /// One sighting of `key` at `now`.
     pub fn offer(&mut self, key: &[u8], now: Millis) {
         self.seen = self.seen.saturating_add(1);
-        if let Some(&i) = self.index.get(key) {
-            let e = &mut self.entries[i];
-            e.count = e.count.saturating_add(1);
-            e.last = now;
-            let slot = e.slot;
-            self.sift_down(slot);
-        } else if !self.is_full() {
-            let key: Arc<[u8]> = Arc::from(key);
-            let i = self.entries.len();
-            let slot = self.heap.len();
-            self.entries.push(Entry {
-                key: key.clone(),
-                count: 1,
-                error: 0,
-                last: now,
-                slot,
-            });
-            self.heap.push(i);
-            self.index.insert(key, i);
-            self.sift_up(slot);
-        } else if let Some(&i) = self.heap.first() {
-            // Full: the smallest entry makes way, and the newcomer inherits its count.
-            let key: Arc<[u8]> = Arc::from(key);
-            self.evicted = true;
-            let e = &mut self.entries[i];
-            self.index.remove(&e.key);
-            e.error = e.count;
-            e.count = e.count.saturating_add(1);
-            e.key = key.clone();
-            e.last = now;
-            self.index.insert(key, i);
-            self.sift_down(0);
+        if self.capacity == 0 {
+            return;
+        }
+        let hash = self.hasher.hash_one(key);
+        match self.probe(hash, key) {
+            Probe::Found(b) => {
+                let i = self.index_at(b);
+                let e = &mut self.entries[i];
+                e.count = e.count.saturating_add(1);
+                e.last = now;
+                let slot = e.slot;
+                self.sift_down(slot);
+            }
+            Probe::Absent(b) if !self.is_full() => {
+                let i = self.entries.len();
+                let slot = self.heap.len();
+                self.entries.push(Entry {
+                    key: key.to_vec(),
+                    count: 1,
+                    error: 0,
+                    last: now,
+                    slot,
+                    hash,
+                });
+                self.heap.push(i);
+                self.buckets[b] = i as u32 + 1;
+                self.sift_up(slot);
+            }
+            Probe::Absent(_) => self.replace_smallest(key, hash, now),
+        }
+    }
+
+    /// Full: the smallest entry makes way, and the newcomer inherits its count.
+    fn replace_smallest(&mut self, key: &[u8], hash: u64, now: Millis) {
+        let Some(&i) = self.heap.first() else {
+            return;
+        };
+        let old = &self.entries[i];
+        if let Probe::Found(b) = self.probe(old.hash, &old.key) {
+            self.unlink(b);
+        }
+        self.evicted = true;
+        let e = &mut self.entries[i];
+        e.key.clear();
+        e.key.extend_from_slice(key);
+        // A long key that passed through does not keep its buffer's size.
+        if e.key.capacity() > 2 * key.len() + 64 {
+            e.key.shrink_to_fit();
+        }
+        e.hash = hash;
+        e.error = e.count;
+        e.count = e.count.saturating_add(1);
+        e.last = now;
+        if let Probe::Absent(b) = self.probe(hash, key) {
+            self.buckets[b] = i as u32 + 1;
+        }
+        self.sift_down(0);
+    }
+
+    fn index_at(&self, bucket: usize) -> usize {
+        self.buckets[bucket] as usize - 1
+    }
+
+    fn probe(&self, hash: u64, key: &[u8]) -> Probe {
+        let mask = self.buckets.len() - 1;
+        let mut b = hash as usize & mask;
+        loop {
+            if self.buckets[b] == 0 {
+                return Probe::Absent(b);
+            }
+            let e = &self.entries[self.index_at(b)];
+            if e.hash == hash && e.key == key {
+                return Probe::Found(b);
+            }
+            b = (b + 1) & mask;
+        }
+    }
+
+    /// Empties bucket `hole`, moving back the entries after it whose probe passes
+    /// through it (backward-shift deletion: no tombstones).
+    fn unlink(&mut self, mut hole: usize) {
+        let mask = self.buckets.len() - 1;
+        self.buckets[hole] = 0;
+        let mut next = (hole + 1) & mask;
+        while self.buckets[next] != 0 {
+            let home = self.entries[self.index_at(next)].hash as usize & mask;
+            // Its probe from `home` reaches `next` through `hole`.
+            if next.wrapping_sub(home) & mask >= next.wrapping_sub(hole) & mask {
+                self.buckets[hole] = self.buckets[next];
+                self.buckets[next] = 0;
+                hole = next;
+            }
+            next = (next + 1) & mask;
         }
     }
 
@@ -219,6 +300,32 @@ mod tests {
         s.offer(b"k", 1);
         assert!(s.entries().is_empty());
         assert_eq!(s.seen(), 1);
+    }
+
+    /// Many replacements in a small table: every held key found, every other not,
+    /// whatever the probing and the backward shifts left behind.
+    #[test]
+    fn the_table_finds_exactly_the_held_keys() {
+        let mut s = SpaceSaving::new(7);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for t in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = (x % 50) as u16;
+            s.offer(&key(k), t);
+            if t % 97 == 0 {
+                let held: Vec<u16> = s
+                    .entries()
+                    .iter()
+                    .map(|e| u16::from_be_bytes([e.key[0], e.key[1]]))
+                    .collect();
+                for k in 0..50u16 {
+                    assert_eq!(s.get(&key(k)).is_some(), held.contains(&k), "{k} at {t}");
+                }
+            }
+        }
+        assert_eq!(s.entries().iter().map(|e| e.count).sum::<u64>(), 20_000);
     }
 
     proptest! {

@@ -34,6 +34,7 @@ pub struct Positional<'a> {
 }
 
 impl<'a> Positional<'a> {
+    #[inline]
     pub fn new(row: &Command, args: &'a [&'a [u8]]) -> Self {
         Positional {
             params: row.params().iter(),
@@ -117,12 +118,14 @@ impl<'a> Param<'a> for &'a [u8] {
 }
 
 /// RL.PENALTY's `strikes window block max`: block at most max.
+#[inline]
 pub fn penalty(row: &Command, args: &[&[u8]]) -> Result<Penalty> {
     let mut p = Positional::new(row, args);
     Penalty::new(p.read()?, p.read()?, p.read()?, p.read()?).ok_or(Error::BlockAboveMax)
 }
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
+#[inline]
 pub fn window_limit(row: &Command, args: &[&[u8]]) -> Result<WindowLimit> {
     let mut p = Positional::new(row, args);
     Ok(WindowLimit::new(p.read()?, p.read()?))
@@ -130,6 +133,7 @@ pub fn window_limit(row: &Command, args: &[&[u8]]) -> Result<WindowLimit> {
 
 /// RL.SLIDING's `limit window`: memory is one entry per unit, so a limit above
 /// `max` (the `rl.sliding-max-limit` setting) belongs to RL.BUCKET.
+#[inline]
 pub fn sliding(row: &Command, args: &[&[u8]], max: u64) -> Result<WindowLimit> {
     let limit = window_limit(row, args)?;
     if limit.limit.get() > max {
@@ -140,6 +144,7 @@ pub fn sliding(row: &Command, args: &[&[u8]], max: u64) -> Result<WindowLimit> {
 
 /// `capacity tokens period`, the next three parameters: RL.BUCKET's, RL.GCRA's and
 /// RL.SHARE's budget.
+#[inline]
 fn next_rate(p: &mut Positional) -> Result<Rate> {
     Ok(Rate {
         capacity: p.read()?,
@@ -149,18 +154,21 @@ fn next_rate(p: &mut Positional) -> Result<Rate> {
 }
 
 /// `capacity tokens period`: RL.BUCKET's parameters.
+#[inline]
 pub fn rate(row: &Command, args: &[&[u8]]) -> Result<Rate> {
     next_rate(&mut Positional::new(row, args))
 }
 
 /// RL.GCRA's `capacity tokens period`, as its emission interval: an error past one
 /// token per nanosecond.
+#[inline]
 pub fn emission(row: &Command, args: &[&[u8]]) -> Result<Emission> {
     Emission::new(rate(row, args)?).ok_or(Error::RateTooHigh)
 }
 
 /// CL.THROTTLE's `max_burst count period [quantity]` (redis-cell's: no options): the
 /// emission interval of capacity max_burst + 1, and the quantity to take.
+#[inline]
 pub fn throttle(row: &Command, args: &[&[u8]]) -> Result<(Emission, Amount)> {
     let mut p = Positional::new(row, args);
     // max_burst + 1 is the capacity, which the row keeps within 2^53 - 1.
@@ -187,6 +195,7 @@ pub struct Lease {
 
 /// RL.ACQUIRE's `limit ttl id`. One entry per lease: the limit has RL.SLIDING's
 /// bound (`max`).
+#[inline]
 pub fn lease(row: &Command, args: &[&[u8]], max: u64) -> Result<Lease> {
     let mut p = Positional::new(row, args);
     let limit = p
@@ -212,6 +221,7 @@ pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 /// `max_tenants` tenants (the `rl.share-max-tenants` setting): the tenant 1 ..= 256
 /// bytes, the weight 1 ..= 10,000, the budget as RL.GCRA's (at most one token per
 /// nanosecond).
+#[inline]
 pub fn share(row: &Command, args: &[&[u8]], max_tenants: u64) -> Result<Share> {
     let mut p = Positional::new(row, args);
     let tenant = Tenant::new(p.read()?).ok_or(Error::BadTenant)?;

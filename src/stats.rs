@@ -17,11 +17,13 @@ pub enum Verdict {
     Error,
 }
 
-/// The calls of one command, by how they ended.
+/// The calls of one command, by how they ended, and the allowed ones that left
+/// at most a tenth of the limit.
 pub struct Counters {
     allowed: AtomicU64,
     rejected: AtomicU64,
     errors: AtomicU64,
+    near_limit: AtomicU64,
 }
 
 impl Counters {
@@ -30,6 +32,7 @@ impl Counters {
             allowed: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            near_limit: AtomicU64::new(0),
         }
     }
 
@@ -42,19 +45,31 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// An allowed call (or RL.ALL policy) that left at most a tenth of its limit.
+    pub fn near_limit(&self) {
+        self.near_limit.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Back to zero, at each load: the counters count "since the module loaded" even
     /// where an unload leaves the module's memory mapped (musl).
     pub fn reset(&self) {
-        for counter in [&self.allowed, &self.rejected, &self.errors] {
+        let counters = [
+            &self.allowed,
+            &self.rejected,
+            &self.errors,
+            &self.near_limit,
+        ];
+        for counter in counters {
             counter.store(0, Ordering::Relaxed);
         }
     }
 
-    fn fields(&self) -> [(&'static str, u64); 3] {
+    fn fields(&self) -> [(&'static str, u64); 4] {
         [
             ("allowed", self.allowed.load(Ordering::Relaxed)),
             ("rejected", self.rejected.load(Ordering::Relaxed)),
             ("errors", self.errors.load(Ordering::Relaxed)),
+            ("near_limit", self.near_limit.load(Ordering::Relaxed)),
         ]
     }
 }
@@ -75,7 +90,7 @@ pub const BUILD: [(&str, &str); 3] = [
 ];
 
 /// Writes the `# rl` section of INFO: the [`BUILD`] fields, then
-/// `rl_<command>_<allowed|rejected|errors>` fields, one row per `(command name,
+/// `rl_<command>_<allowed|rejected|errors|near_limit>` fields, one row per `(command name,
 /// counters)`. The registry hands over the rows, so this layer knows no command.
 pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Counters)>) {
     if !ctx.begin_section() {
@@ -108,6 +123,17 @@ mod tests {
         c.record(Verdict::Rejected);
         c.record(Verdict::Rejected);
         c.record(Verdict::Error);
-        assert_eq!(c.fields(), [("allowed", 0), ("rejected", 2), ("errors", 1)]);
+        c.near_limit();
+        assert_eq!(
+            c.fields(),
+            [
+                ("allowed", 0),
+                ("rejected", 2),
+                ("errors", 1),
+                ("near_limit", 1)
+            ]
+        );
+        c.reset();
+        assert!(c.fields().iter().all(|(_, v)| *v == 0));
     }
 }

@@ -64,6 +64,9 @@ pub enum Error {
     #[error("syntax error: unknown option '{option}', expected {expected}")]
     UnknownOption { option: String, expected: String },
 
+    #[error("syntax error: RL.TOP takes [COUNT k] [SHADOW], or RESET alone")]
+    TopSyntax,
+
     #[error("tenant must be 1 to 256 bytes")]
     BadTenant,
 

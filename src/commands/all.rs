@@ -16,13 +16,20 @@
 //!
 //! Reply: numkeys + 1 arrays of RL's five integers, the combined decision first,
 //! then each key's.
+//!
+//! INFO: the call counts under RL.ALL; its `near_limit` also under each charged
+//! policy's own command (a key left near its limit). RL.TOP counts each key whose
+//! own decision rejected.
 
 use super::framework::{Handler, Inline};
+use super::registry;
 use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::Counters;
 use crate::storage::{Key, Server};
-use rl_core::algorithms::Decision;
+use crate::top;
+use rl_core::algorithms::{Decision, Millis};
+use rl_core::all::Call;
 use rl_core::error::Result;
 use rl_core::table::{self, Command};
 use rl_core::{all, exec};
@@ -34,26 +41,53 @@ static COUNTERS: Counters = Counters::new();
 impl Handler for All {
     const COMMAND: &'static Command = &table::ALL;
     const STATS: &'static Counters = &COUNTERS;
-    /// The combined decision, then each key's.
-    type Decided = Vec<Decision>;
+    /// The call, and the combined decision, then each key's.
+    type Decided = (Call, Vec<Decision>);
 
     /// The line parsed by the core, the keys opened here, the rest the core's one
     /// RL.ALL ([`exec::all`]) over the server's keys.
-    fn run(ctx: Context, argv: &Argv) -> Result<Vec<Decision>> {
+    fn run(ctx: Context, argv: &Argv) -> Result<((Call, Vec<Decision>), Millis)> {
         let mut inline = Inline::default();
         let call = all::parse(inline.args_from(argv, 1), config::settings())?;
         let now = server::now_ms();
         let keys: Vec<Key> = (0..call.keys())
             .map(|i| ctx.open_key(argv, 2 + i))
             .collect();
-        exec::all(&mut Server, &keys, &call, now)
+        let decided = exec::all(&mut Server, &keys, &call, now)?;
+        Ok(((call, decided), now))
     }
 
-    fn allowed(decided: &Vec<Decision>) -> bool {
+    fn allowed((_, decided): &(Call, Vec<Decision>)) -> bool {
         decided.first().is_some_and(|d| d.allowed)
     }
 
-    fn reply(ctx: Context, decided: &Vec<Decision>) {
+    /// The combined decision under RL.ALL, each charged key's under its command
+    /// (a watched PENALTY key takes nothing).
+    fn count_near_limit((call, decided): &(Call, Vec<Decision>)) {
+        let Some((combined, per_key)) = decided.split_first() else {
+            return;
+        };
+        if combined.near_limit() {
+            COUNTERS.near_limit();
+        }
+        for (policy, d) in call.policies.iter().zip(per_key) {
+            if !policy.watches() && d.near_limit() {
+                if let Some(counters) = registry::counters_of(policy.command()) {
+                    counters.near_limit();
+                }
+            }
+        }
+    }
+
+    fn feed_top(argv: &Argv, (_, decided): &(Call, Vec<Decision>), now: Millis) {
+        for (i, d) in decided.iter().skip(1).enumerate() {
+            if !d.allowed {
+                top::rejected(argv.bytes(2 + i), now);
+            }
+        }
+    }
+
+    fn reply(ctx: Context, (_, decided): &(Call, Vec<Decision>)) {
         ctx.reply_array(decided.len());
         for d in decided {
             ctx.reply_integers(d.fields());

@@ -61,12 +61,22 @@ macro_rules! registry {
 
 rl_core::each_command!(registry);
 
-/// Registers every command in [`COMMANDS`].
+/// The counters of the command `row` is the row of (an RL.ALL policy's).
+pub fn counters_of(row: &Row) -> Option<&'static Counters> {
+    COMMANDS
+        .iter()
+        .find(|c| c.command.name == row.name)
+        .map(|c| c.stats)
+}
+
+/// Registers every command in [`COMMANDS`], then RL.TOP (its sketches emptied).
 pub fn register_all(ctx: Context, ratelimit: bool) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|c| {
         c.stats.reset();
         (c.register)(ctx, ratelimit)
-    })
+    })?;
+    crate::top::reset();
+    super::top::register(ctx, ratelimit)
 }
 
 /// Registers one command with Redis, its key position, its documentation and, on

@@ -38,5 +38,6 @@ mod share;
 mod sliding;
 mod sliding_counter;
 mod table;
+mod top;
 mod version;
 mod write_failures;

@@ -1,15 +1,15 @@
 //! A command is a type: [`Spec`] brings a command's table row, its parameters and
-//! how they parse, and what an allowed call writes. A key backend (the server's
-//! keys in the module, the in-memory model here) says how each command decides on
-//! and writes one of its keys by implementing [`Runs`]; everything else — the
-//! single-key flow ([`apply`]), RL.ALL ([`crate::exec::all`]), the policies, the
-//! dispatch by name — is written once, over any backend, from the one list in
-//! [`crate::commands`].
+//! how they parse, and what an allowed call writes; [`Runs`] how it decides on and
+//! writes its key in any [`Store`] (the server's keys in the module, the in-memory
+//! model here). Everything else — the single-key flow ([`apply`]), RL.ALL
+//! ([`crate::exec::all`]), the policies, the dispatch by name — is written once,
+//! over any store, from the one list in [`crate::commands`].
 
 use crate::algorithms::{share, Amount, Decision, Millis, Outcome};
 use crate::error::Result;
 use crate::params;
-use crate::table::{Command, SLIDING_MAX_LIMIT};
+use crate::store::Store;
+use crate::table::{Command, Reply, SLIDING_MAX_LIMIT};
 
 /// The settings a call is parsed under: the module's (`rl.sliding-max-limit`,
 /// `rl.share-max-tenants`, configurable), or their defaults (the library, the
@@ -65,42 +65,54 @@ pub trait Spec {
     fn fields(d: &Decision) -> [i64; 5] {
         d.fields()
     }
+
+    /// Its reply: five integers, or one for a command whose row answers
+    /// [`Reply::Released`] (RL.RELEASE: 1 if it released a lease, else 0).
+    #[inline]
+    fn reply(d: &Decision) -> Answer {
+        match Self::ROW.reply {
+            Reply::Released => Answer::One(i64::from(d.allowed)),
+            _ => Answer::Five(Self::fields(d)),
+        }
+    }
 }
 
-/// Where keys live: the server, or the in-memory model.
-pub trait Backend {
-    /// An open key.
-    type Key;
+/// A single-key command's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Five([i64; 5]),
+    One(i64),
 }
 
-/// How command `C` decides on, and writes, a key of this backend. Deciding never
-/// writes, so RL.ALL needs no undo.
-pub trait Runs<C: Spec>: Backend {
+/// How command `C` decides on, and writes, its key in any [`Store`]: written once
+/// (`crate::store`), for the server's keys and the in-memory model alike. Deciding
+/// never writes, so RL.ALL needs no undo.
+pub trait Runs: Spec {
     /// Reads the key's state and decides; writes nothing.
-    fn decide(
-        &mut self,
-        key: &Self::Key,
-        params: &C::Params,
+    fn decide<S: Store>(
+        store: &S,
+        key: &S::Key,
+        params: &Self::Params,
         now: Millis,
         amount: Amount,
-    ) -> Result<Outcome<C::Write>>;
+    ) -> Result<Outcome<Self::Write>>;
 
-    /// Writes what [`Runs::decide`] returned (and, on the server, propagates it).
-    fn store(&mut self, key: &Self::Key, write: C::Write) -> Result<()>;
+    /// Writes what [`Runs::decide`] returned (on the server, propagating it).
+    fn store<S: Store>(store: &mut S, key: &S::Key, write: Self::Write) -> Result<()>;
 }
 
 /// One call of `C` on one key: decide, then store what an allowed call writes.
 #[inline]
-pub fn apply<C: Spec, B: Runs<C>>(
-    backend: &mut B,
-    key: &B::Key,
+pub fn apply<C: Runs, S: Store>(
+    store: &mut S,
+    key: &S::Key,
     params: &C::Params,
     now: Millis,
     amount: Amount,
 ) -> Result<Decision> {
-    let outcome = backend.decide(key, params, now, amount)?;
+    let outcome = C::decide(store, key, params, now, amount)?;
     if let Some(write) = outcome.write {
-        backend.store(key, write)?;
+        C::store(store, key, write)?;
     }
     Ok(outcome.decision)
 }

@@ -1,11 +1,11 @@
 //! Every command as a type, and the one list of them ([`each_command!`]) from which
 //! the rest follows: RL.ALL's [`Policy`] (its variants, parsing, deciding and
-//! writing, over any backend), the dispatch by name ([`visit`]) the in-memory
+//! writing, over any store), the dispatch by name ([`visit`]) the in-memory
 //! executor and the fuzzer use, and the module's registration (the module expands
 //! the same list). A command missing from the list is a compile error wherever it
 //! is used, never a name that fails at run time.
 
-use crate::algorithms::acquire::{Grant, LeaseId};
+use crate::algorithms::acquire::{self, Grant, LeaseId};
 use crate::algorithms::bucket::TokenBucket;
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
@@ -14,23 +14,24 @@ use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
-use crate::command::{Backend, Runs, Settings, Spec};
+use crate::command::{Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
+use crate::store::Store;
 use crate::table::{self, Command};
 
 /// The list of RL's commands, handed to `$callback`: the single-key commands that
 /// are RL.ALL policies, the other single-key commands, and the commands with a flow
 /// of their own (each with its row in the table and the method of [`Visit`] that
-/// runs it; the module names its handlers for them `All` and `Release`). Every row of the
+/// runs it; the module names its handler for RL.ALL `All`). Every row of the
 /// table is here once (checked at compile time and by a test).
 #[macro_export]
 macro_rules! each_command {
     ($callback:ident) => {
         $callback! {
             policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share],
-            singles: [Throttle],
-            others: [All(ALL) => all, Release(RELEASE) => release],
+            singles: [Throttle, Release],
+            others: [All(ALL) => all],
         }
     };
 }
@@ -146,6 +147,26 @@ impl Spec for Acquire {
     }
 }
 
+/// `RL.RELEASE key id`: ends a lease early. Its decision is allowed when `id` held
+/// a live lease, now removed (the reply's one integer); it takes no amount.
+pub struct Release;
+
+impl Spec for Release {
+    const ROW: &'static Command = &table::RELEASE;
+    type Params = LeaseId;
+    /// The lease's id, and when the key expires after (None: no lease is left).
+    type Write = (LeaseId, acquire::Release);
+
+    fn params(args: &[&[u8]], _: Settings) -> Result<LeaseId> {
+        params::lease_id(args.first().copied().unwrap_or_default())
+    }
+
+    /// Exactly the id (the arity is checked before).
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Amount)> {
+        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    }
+}
+
 /// `RL.SHARE key tenant weight capacity tokens period`: one budget shared by
 /// weight, its state a hash read field by field.
 pub struct Share;
@@ -173,17 +194,13 @@ pub fn lease_cost(amount: Amount) -> Result<Cost> {
     }
 }
 
-/// What runs a command found by name ([`visit`]) on backend `B`.
-pub trait Visit<B> {
+/// What runs a command found by name ([`visit`]).
+pub trait Visit {
     type Output;
     /// A single-key command.
-    fn single<C: Spec>(self) -> Self::Output
-    where
-        B: Runs<C>;
+    fn single<C: Runs>(self) -> Self::Output;
     /// RL.ALL.
     fn all(self) -> Self::Output;
-    /// RL.RELEASE.
-    fn release(self) -> Self::Output;
 }
 
 macro_rules! generate {
@@ -214,14 +231,6 @@ macro_rules! generate {
             $($policy(<$policy as Spec>::Write)),*
         }
 
-        /// A backend that runs every policy's command.
-        pub trait RunsAll: Backend $(+ Runs<$policy>)* {}
-        impl<B: Backend $(+ Runs<$policy>)*> RunsAll for B {}
-
-        /// A backend that runs every single-key command.
-        pub trait RunsEvery: RunsAll $(+ Runs<$single>)* {}
-        impl<B: RunsAll $(+ Runs<$single>)*> RunsEvery for B {}
-
         /// Each policy's row and parser, in the list's order.
         pub static POLICIES: &[(&Command, fn(&[&[u8]], Settings) -> Result<Policy>)] = &[
             $(($policy::ROW, |args, settings| Ok(Policy::$policy($policy::params(args, settings)?)))),*
@@ -243,16 +252,16 @@ macro_rules! generate {
             }
 
             /// Decides on `key` as the policy's command would; writes nothing.
-            pub fn decide<B: RunsAll>(
+            pub fn decide<S: Store>(
                 &self,
-                backend: &mut B,
-                key: &B::Key,
+                store: &S,
+                key: &S::Key,
                 now: Millis,
                 amount: Amount,
             ) -> Result<Outcome<PolicyWrite>> {
                 match self {
                     $(Policy::$policy(p) => {
-                        let out = Runs::<$policy>::decide(backend, key, p, now, amount)?;
+                        let out = $policy::decide(store, key, p, now, amount)?;
                         Ok(Outcome {
                             decision: out.decision,
                             write: out.write.map(PolicyWrite::$policy),
@@ -264,16 +273,16 @@ macro_rules! generate {
 
         impl PolicyWrite {
             /// Writes it as its command writes.
-            pub fn store<B: RunsAll>(self, backend: &mut B, key: &B::Key) -> Result<()> {
+            pub fn store<S: Store>(self, store: &mut S, key: &S::Key) -> Result<()> {
                 match self {
-                    $(PolicyWrite::$policy(w) => Runs::<$policy>::store(backend, key, w)),*
+                    $(PolicyWrite::$policy(w) => $policy::store(store, key, w)),*
                 }
             }
         }
 
         /// Runs `visitor` for the command `row` is the row of; None for a row the
         /// list does not have (none: the list and the table are held to each other).
-        pub fn visit<B: RunsEvery, V: Visit<B>>(row: &Command, visitor: V) -> Option<V::Output> {
+        pub fn visit<V: Visit>(row: &Command, visitor: V) -> Option<V::Output> {
             let name = row.name.to_bytes();
             $(if name == $policy::ROW.name.to_bytes() {
                 return Some(visitor.single::<$policy>());

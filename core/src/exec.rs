@@ -1,10 +1,10 @@
-//! What runs a command, written once over any key backend ([`crate::command`]): the
+//! What runs a command, written once over any [`Store`]: the
 //! module runs it over the server's keys, the in-memory executor over its model.
 
 use crate::algorithms::{Amount, Cost, Decision, Millis};
 use crate::all::Call;
-use crate::commands::RunsAll;
 use crate::error::Result;
+use crate::store::Store;
 
 /// RL.ALL: every key decided at one instant as its own command would decide it
 /// (a PENALTY policy only looked at); if the call allows, each key written exactly
@@ -13,22 +13,22 @@ use crate::error::Result;
 ///
 /// Should a write fail midway (not on a healthy server), the keys written before
 /// stay written and the error is returned.
-pub fn all<B: RunsAll>(
-    backend: &mut B,
-    keys: &[B::Key],
+pub fn all<S: Store>(
+    store: &mut S,
+    keys: &[S::Key],
     call: &Call,
     now: Millis,
 ) -> Result<Vec<Decision>> {
     let mut outcomes = Vec::with_capacity(call.keys());
     for (key, policy) in keys.iter().zip(&call.policies) {
-        outcomes.push(policy.decide(backend, key, now, policy.amount(call.amount))?);
+        outcomes.push(policy.decide(store, key, now, policy.amount(call.amount))?);
     }
     let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
     decisions.extend(outcomes.iter().map(|o| o.decision));
     if call.allows(&decisions) {
         for (key, outcome) in keys.iter().zip(outcomes) {
             if let Some(write) = outcome.write {
-                write.store(backend, key)?;
+                write.store(store, key)?;
             }
         }
     } else {
@@ -36,7 +36,7 @@ pub fn all<B: RunsAll>(
         // and its own verdict on this cost.
         for ((key, policy), d) in keys.iter().zip(&call.policies).zip(decisions.iter_mut()) {
             let state = policy
-                .decide(backend, key, now, Amount::Take(Cost::ZERO))?
+                .decide(store, key, now, Amount::Take(Cost::ZERO))?
                 .decision;
             *d = crate::all::unchanged(*d, state);
         }

@@ -13,10 +13,13 @@
 //!   feature, which the module never enables);
 //! - `all`: RL.ALL's line (its policies) and its combined reply;
 //! - `table`: every command, written once; `command`: a command as a type
-//!   ([`command::Spec`]) and what a key backend provides to run it
+//!   ([`command::Spec`]) and how it decides on and writes its key
 //!   ([`command::Runs`]); `commands`: every command's type and the one list of
 //!   them, from which RL.ALL's policies and the dispatch by name follow; `exec`:
-//!   RL.ALL, written once over any backend.
+//!   RL.ALL, written once over any store;
+//! - `store`: where state lives ([`store::Store`]: the reads RL needs and the
+//!   native commands it writes with) and every command's storage, written once
+//!   over any store.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
 //! the other way round, so the layering is the compiler's to enforce. It builds and
@@ -44,4 +47,5 @@ pub mod keyspace;
 #[cfg(feature = "model")]
 pub mod memory;
 pub mod params;
+pub mod store;
 pub mod table;

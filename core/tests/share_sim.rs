@@ -18,8 +18,9 @@
 
 use std::cell::Cell;
 
-use rl_core::algorithms::share::{self, Fields, MapBudget, Share, Tenant, Weight};
+use rl_core::algorithms::share::{Share, Tenant, Weight, DEFAULT_MAX_TENANTS};
 use rl_core::algorithms::{Amount, Change, Cost, Count, Decision, Interval, Millis, Rate};
+use rl_core::codec::share::{self, Fields, MapBudget};
 
 /// A whole second, so slots and periods start on round numbers.
 const START: Millis = 1_700_000_000_000;
@@ -54,7 +55,7 @@ impl Budget {
             Tenant::new(format!("tenant-{tenant}").as_bytes()).unwrap(),
             Weight::new(weight).unwrap(),
             self.rate(),
-            share::DEFAULT_MAX_TENANTS,
+            DEFAULT_MAX_TENANTS,
         )
         .unwrap()
     }

@@ -2,7 +2,7 @@
 //! parse, read the server clock once, open the key, load → decide → store and
 //! propagate, reply. A single-key command is the core's type run as a [`Single`]
 //! (its parsing and algorithm are the core's, its storage `crate::storage`'s); a
-//! command with a flow of its own (RL.ALL, RL.RELEASE) is a [`Handler`].
+//! command with a flow of its own (RL.ALL) is a [`Handler`].
 
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -13,7 +13,7 @@ use crate::stats::{Counters, Verdict};
 use crate::storage::Server;
 use rl_core::algorithms::Decision;
 use rl_core::args;
-use rl_core::command::{self, Runs, Spec};
+use rl_core::command::{self, Answer, Runs};
 use rl_core::error::{Error, Result};
 use rl_core::table::{Command, Keys};
 
@@ -44,10 +44,7 @@ pub trait Counted {
     const STATS: &'static Counters;
 }
 
-impl<C: Spec + Counted> Handler for Single<C>
-where
-    Server: Runs<C>,
-{
+impl<C: Runs + Counted> Handler for Single<C> {
     const COMMAND: &'static Command = C::ROW;
     const STATS: &'static Counters = C::STATS;
     type Decided = Decision;
@@ -69,7 +66,10 @@ where
     }
 
     fn reply(ctx: Context, d: &Decision) {
-        ctx.reply_integers(C::fields(d));
+        match C::reply(d) {
+            Answer::Five(fields) => ctx.reply_integers(fields),
+            Answer::One(n) => ctx.reply_integer(n),
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //!   [`framework::Handler`] trait, and [`framework::Single`], which runs any
 //!   single-key command of the core's list on the server's keys
 //!   (`crate::storage::Server`);
-//! - `all` (RL.ALL: the core's one RL.ALL over the server's keys) and `release`
-//!   (RL.RELEASE), the commands with a flow of their own;
+//! - `all` (RL.ALL: the core's one RL.ALL over the server's keys), the command
+//!   with a flow of its own;
 //! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's row;
 //! - `registry`: the handler of every command, from the core's list
 //!   (`rl_core::each_command!`), registration and the INFO rows.
@@ -14,6 +14,5 @@ mod all;
 mod docs;
 mod framework;
 mod registry;
-mod release;
 
 pub use registry::{register_all, Info};

@@ -5,7 +5,6 @@
 use super::all::All;
 use super::docs;
 use super::framework::{Counted, Handler, Single};
-use super::release::Release;
 use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
@@ -30,7 +29,7 @@ impl Registered {
 }
 
 /// The registry from the core's list: each single-key command's counters and
-/// handler ([`Single`]), then RL.ALL's and RL.RELEASE's own handlers.
+/// handler ([`Single`]), then RL.ALL's own handler.
 macro_rules! registry {
     (
         policies: [$($policy:ident),*],

@@ -8,7 +8,6 @@ use std::ptr;
 use redis_module::raw::{self, RedisModuleString};
 
 use super::key::Key;
-use super::names::Shared;
 use super::string::{ServerString, StrRef};
 
 /// The value `RedisModule_HashSet` takes to delete a field: redismodule.h's
@@ -18,12 +17,13 @@ const HASH_DELETE: *mut RedisModuleString = ptr::without_provenance_mut(1);
 impl Key {
     /// The values of two fields, None for a field the hash lacks (or for both, when
     /// the key holds another type).
-    pub fn hash_get_two(&self, fields: [&Shared; 2]) -> [Option<ServerString>; 2] {
+    pub fn hash_get_two(&self, fields: [StrRef<'_>; 2]) -> [Option<ServerString>; 2] {
         let mut values: [*mut RedisModuleString; 2] = [ptr::null_mut(); 2];
         let [first, second] = &mut values;
         // SAFETY: the key is open; the variadic list is (field, out-pointer) pairs of
         // the types HASH_NONE reads, ended by NULL; the field names are live module
-        // strings. The server refuses another type without touching the outputs.
+        // strings (their borrows outlive the call). The server refuses another type
+        // without touching the outputs.
         unsafe {
             rm!(RedisModule_HashGet)(
                 self.raw(),
@@ -44,7 +44,7 @@ impl Key {
     /// refused, and nothing changed; it checks the type and the access mode before
     /// setting any field).
     #[must_use]
-    pub fn hash_set_two(&self, pairs: [(&Shared, &ServerString); 2]) -> i32 {
+    pub fn hash_set_two(&self, pairs: [(StrRef<'_>, StrRef<'_>); 2]) -> i32 {
         // SAFETY: the key is open; the variadic list is (field, value) pairs of live
         // strings, ended by NULL, as HASH_COUNT_ALL (no CFIELDS) reads.
         unsafe {

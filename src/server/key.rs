@@ -9,15 +9,8 @@ use super::api::OK;
 use super::context::Context;
 use rl_core::algorithms::Millis;
 
-/// The Redis type a key holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Empty,
-    String,
-    Hash,
-    SortedSet,
-    Other,
-}
+/// The Redis type a key holds, as the core's storage tells them apart.
+pub use rl_core::store::Kind;
 
 /// Keyspace event classes (`notify-keyspace-events` letters).
 #[derive(Clone, Copy)]

@@ -1,53 +1,80 @@
-//! Sorted-set building blocks shared by the limiters that keep one (RL.SLIDING's
-//! log, RL.ACQUIRE's leases): the edges of the scores, the members that left a
-//! window, removal of members with failure injection, and the effects a trim + add
-//! + expiry propagates.
+//! A sorted set (RL.SLIDING's log, RL.ACQUIRE's leases): ranges over its scores
+//! read in place, and its writes — `ZADD` (event `zadd`), `ZREM` (`zrem`) and
+//! `ZREMRANGEBYSCORE` (`zremrangebyscore`), each then `del` if it emptied the set.
+//!
+//! Failures. Everything that can be checked or prepared (the members to remove,
+//! the strings) is before the first write. After that the server's writes cannot
+//! fail for a sorted set open for writing (`ZsetRem`/`ZsetAdd` refuse only other
+//! types, read-only keys and a NaN score). Should one fail anyway, the writes stop
+//! there and exactly what was written is propagated — `ZREM` of the members
+//! actually removed if not all were, `ZADD` of the members actually added — so the
+//! replicas hold what the primary holds; the caller gets the error. (Undoing
+//! instead would need more writes that could fail the same way; deleting the key
+//! would forget up to `limit` counted units.)
 
-use super::{effects, injected, Key};
-pub(super) use crate::server::zset::{IfPresent, Range, Zadd};
-use crate::server::{ServerString, StrRef};
+use super::{injected, Key, Kind};
+use crate::server::names::names;
+use crate::server::replicate::replicate;
+use crate::server::zset::{IfPresent, Range, Zadd};
+use crate::server::{EventClass as Class, ServerString, StrRef};
 use rl_core::algorithms::Millis;
-use rl_core::codec;
 use rl_core::error::{Error, Result};
+use rl_core::store::From;
+use smallvec::SmallVec;
 
-/// The one check every reader of a sorted set RL keeps (RL.SLIDING's log,
-/// RL.ACQUIRE's leases, in their own commands and in RL.ALL) makes before reading
-/// it: its lowest and highest scores are whole ms times ([`codec::log_time`]); otherwise
-/// the key holds something RL did not write, the "does not hold `what`" error.
-/// Returns the highest score, the newest time. The key must be a non-empty sorted
-/// set.
-pub(super) fn check_times(key: &Key, what: &'static str) -> Result<Millis> {
-    let edge = |edge| edge_score(key, edge).and_then(codec::log_time);
-    match (edge(Edge::Oldest), edge(Edge::Newest)) {
-        (Some(_), Some(newest)) => Ok(newest),
-        _ => Err(Error::NotALimiter(what)),
+/// Members a call removes by name, on the stack for the usual few (RL.RELEASE's
+/// one lease, a refund's newest units).
+type Strings<T> = SmallVec<[T; 8]>;
+
+/// The range a walk from `from` goes over, and whether it goes down.
+fn range(key: &Key, from: From) -> (Range<'_>, bool) {
+    match from {
+        From::Above { min, exclusive } => {
+            (Range::scores(key, min, f64::INFINITY, exclusive), false)
+        }
+        From::Top => (Range::last(key), true),
     }
 }
 
-/// A score between the two a [`check_times`] accepted, as a time: rounded up if a
-/// foreign member left a fraction there (the edges are whole, so it is in range).
-pub(super) fn time_between(score: f64) -> Millis {
-    // `as` saturates: NaN (never a score) would read as 0, anything else is in range.
-    score.ceil() as Millis
+fn step(range: &mut Range<'_>, down: bool) -> bool {
+    if down {
+        range.retreat()
+    } else {
+        range.advance()
+    }
 }
 
-#[derive(Clone, Copy)]
-enum Edge {
-    Oldest,
-    Newest,
+/// Scores at or below `max`, counted without materialising members.
+#[inline]
+pub(super) fn count_through(key: &Key, max: Millis) -> u64 {
+    Range::scores(key, f64::NEG_INFINITY, max as f64, false).count()
 }
 
-fn edge_score(key: &Key, edge: Edge) -> Option<f64> {
-    let range = match edge {
-        Edge::Oldest => Range::scores(key, f64::NEG_INFINITY, f64::INFINITY, false),
-        Edge::Newest => Range::last(key),
-    };
+/// The score `skip` places on from `from`.
+#[inline]
+pub(super) fn nth(key: &Key, from: From, skip: u64) -> Option<f64> {
+    let (mut range, down) = range(key, from);
+    for _ in 0..skip {
+        if !step(&mut range, down) {
+            return None;
+        }
+    }
     let (_member, score) = range.current()?;
     Some(score)
 }
 
-/// Every member logged at or before `through`.
-pub(super) fn members_through(key: &Key, through: Millis) -> Vec<ServerString> {
+#[inline]
+pub(super) fn walk(key: &Key, from: From, mut visit: impl FnMut(&[u8], f64) -> bool) {
+    let (mut range, down) = range(key, from);
+    while let Some((member, score)) = range.current() {
+        if !visit(member.bytes(), score) || !step(&mut range, down) {
+            return;
+        }
+    }
+}
+
+/// Every member scored at or before `through`.
+fn members_through(key: &Key, through: Millis) -> Vec<ServerString> {
     let mut members = Vec::new();
     let mut range = Range::scores(key, f64::NEG_INFINITY, through as f64, false);
     while let Some((member, _)) = range.current() {
@@ -61,183 +88,152 @@ pub(super) fn members_through(key: &Key, through: Millis) -> Vec<ServerString> {
 
 /// Removes `members` one by one (a test build's `remove` step fails at the
 /// second); how many were removed, and what failed if not all were.
-pub(super) fn remove_members<'a>(
-    key: &Key,
-    members: impl IntoIterator<Item = &'a ServerString>,
-    what: &'static str,
-) -> (usize, Option<&'static str>) {
-    let mut removed = 0;
-    for member in members {
+fn remove_members(key: &Key, members: &[ServerString]) -> (usize, Option<Error>) {
+    for (removed, member) in members.iter().enumerate() {
         let ok = !(injected(key, "remove") && removed == 1) && key.zset_remove(member);
         if !ok {
-            return (removed, Some(what));
+            return (removed, Some(Error::WriteFailed("removing members")));
         }
-        removed += 1;
     }
-    (removed, None)
+    (members.len(), None)
 }
 
-/// Propagates exactly what a trim + add + expiry wrote ([`Written::effects`]):
-/// `gone` are the members through `drop_through` that were to be removed, `pairs`
-/// the (score, member) pairs added.
-pub(super) fn propagate(
+/// `ZREM` of the first `removed` of `members` (all of them, or the ones removed
+/// before a failure), then `failed`, if any.
+fn propagate_zrem(
     key: &Key,
-    written: Written,
-    drop_through: Millis,
-    gone: &[ServerString],
-    pairs: &[StrRef<'_>],
-    expires_at: Millis,
+    members: &[ServerString],
+    removed: usize,
+    failed: Option<Error>,
 ) -> Result<()> {
-    for effect in written.effects() {
-        match effect {
-            Effect::ZremRangeByScore { emptied } => {
-                effects::zremrangebyscore(key, drop_through, emptied)?
-            }
-            Effect::Zrem { count, emptied } => {
-                let removed: Vec<StrRef> = gone[..count].iter().map(ServerString::as_ref).collect();
-                effects::zrem(key, &removed, emptied)?
-            }
-            Effect::Zadd { count } => effects::zadd(key, &pairs[..2 * count])?,
-            Effect::PexpireAt => effects::pexpireat(key, expires_at)?,
-        }
+    if removed > 0 {
+        let members: Strings<StrRef> = members[..removed]
+            .iter()
+            .map(ServerString::as_ref)
+            .collect();
+        let members: &[StrRef] = &members;
+        replicate!(key, c"ZREM"; strings(members))?;
+        key.notify(Class::SortedSet, c"zrem");
+        emptied(key);
+        key.signal_modified();
     }
+    failed.map_or(Ok(()), Err)
+}
+
+/// Event `del` when the last write left the set empty (so deleted it).
+fn emptied(key: &Key) {
+    if key.kind() == Kind::Empty {
+        key.notify(Class::Generic, c"del");
+    }
+}
+
+/// `ZREMRANGEBYSCORE key -inf max`: removes every member scored at or before
+/// `max` (none: nothing is written). Removed half way, it propagates `ZREM` of
+/// those removed.
+pub(super) fn remove_through(key: &Key, max: Millis) -> Result<()> {
+    let gone = members_through(key, max);
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let (removed, failed) = remove_members(key, &gone);
+    if failed.is_some() {
+        return propagate_zrem(key, &gone, removed, failed);
+    }
+    replicate!(key, c"ZREMRANGEBYSCORE"; shared(&names().neg_inf), int(max))?;
+    key.notify(Class::SortedSet, c"zremrangebyscore");
+    emptied(key);
+    key.signal_modified();
     Ok(())
 }
 
-/// What a store wrote, in order. What is propagated is derived from this alone.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Written {
-    /// Members that had left the window, all of them to be removed.
-    pub(super) gone: usize,
-    /// Of those, how many were removed (the first ones).
-    pub(super) removed: usize,
-    /// Whether the removals left the key empty (so deleted it).
-    pub(super) emptied: bool,
-    /// New members logged.
-    pub(super) added: usize,
-    /// Whether the expiry was set.
-    pub(super) expiry: bool,
+/// `ZREM key member …`.
+pub(super) fn remove<M: AsRef<[u8]>>(key: &Key, members: &[M]) -> Result<()> {
+    if key.kind() != Kind::SortedSet {
+        return Err(Error::WrongType);
+    }
+    let members = members
+        .iter()
+        .map(|m| ServerString::new(m.as_ref()).ok_or(Error::WriteFailed("creating a string")))
+        .collect::<Result<Strings<_>>>()?;
+    let (removed, failed) = remove_members(key, &members);
+    propagate_zrem(key, &members, removed, failed)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Effect {
-    /// All of `gone` removed: `ZREMRANGEBYSCORE key -inf drop_through` is the same.
-    ZremRangeByScore {
-        emptied: bool,
-    },
-    /// Only the first `count` of `gone` removed.
-    Zrem {
-        count: usize,
-        emptied: bool,
-    },
-    /// `ZADD` of the first `count` new members.
-    Zadd {
-        count: usize,
-    },
-    PexpireAt,
+/// Propagates `ZADD key score m1 score m2 …` of the members added.
+fn propagate_zadd(key: &Key, score: &ServerString, added: &[ServerString]) -> Result<()> {
+    let pairs: Vec<StrRef> = added
+        .iter()
+        .flat_map(|m| [score.as_ref(), m.as_ref()])
+        .collect();
+    let pairs: &[StrRef] = &pairs;
+    replicate!(key, c"ZADD"; strings(pairs))?;
+    key.notify(Class::SortedSet, c"zadd");
+    key.signal_modified();
+    Ok(())
 }
 
-impl Written {
-    /// The commands replaying exactly these writes, in order (at most three).
-    pub(super) fn effects(self) -> impl Iterator<Item = Effect> {
-        let removal = match self.removed {
-            0 => None,
-            n if n == self.gone => Some(Effect::ZremRangeByScore {
-                emptied: self.emptied,
-            }),
-            count => Some(Effect::Zrem {
-                count,
-                emptied: self.emptied,
-            }),
-        };
-        let add = (self.added > 0).then_some(Effect::Zadd { count: self.added });
-        let expiry = self.expiry.then_some(Effect::PexpireAt);
-        [removal, add, expiry].into_iter().flatten()
-    }
+fn score(at: Millis) -> Result<ServerString> {
+    ServerString::from_i64(at).ok_or(Error::WriteFailed("creating a string"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{Effect, Written};
-
-    fn effects(w: Written) -> Vec<Effect> {
-        w.effects().collect()
+/// `ZADD key at member`: adds or moves one member (a lease; a test build's `add`
+/// step refuses it).
+pub(super) fn add(key: &Key, at: Millis, member: &[u8]) -> Result<()> {
+    let member = ServerString::new(member).ok_or(Error::WriteFailed("creating a string"))?;
+    let score = score(at)?;
+    let added = !injected(key, "add")
+        && key
+            .zset_add(at as f64, &member, IfPresent::Update)
+            .is_some();
+    if !added {
+        return Err(Error::WriteFailed("adding the lease"));
     }
+    propagate_zadd(key, &score, std::slice::from_ref(&member))
+}
 
-    #[test]
-    fn a_complete_store_propagates_trim_add_and_expiry_in_that_order() {
-        let w = Written {
-            gone: 3,
-            removed: 3,
-            emptied: false,
-            added: 2,
-            expiry: true,
+/// `ZADD key at …` of the first `count` candidates the set does not hold: NX, so a
+/// member someone else added under a name we picked is never moved (the next
+/// candidate is taken instead). A test build's `add` step fails at the second.
+pub(super) fn add_new<M: AsRef<[u8]>>(
+    key: &Key,
+    at: Millis,
+    count: u64,
+    mut candidates: impl Iterator<Item = M>,
+) -> (u64, Result<()>) {
+    let score = match score(at) {
+        Ok(score) => score,
+        Err(e) => return (0, Err(e)),
+    };
+    let mut added = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    let mut failed = None;
+    while (added.len() as u64) < count {
+        let refuse = injected(key, "add") && added.len() == 1;
+        let Some(member) = candidates.next() else {
+            failed = Some(Error::WriteFailed("logging the new units"));
+            break;
         };
-        assert_eq!(
-            effects(w),
-            [
-                Effect::ZremRangeByScore { emptied: false },
-                Effect::Zadd { count: 2 },
-                Effect::PexpireAt
-            ]
-        );
-        // Nothing had left the window: no ZREMRANGEBYSCORE at all.
-        let w = Written {
-            gone: 0,
-            removed: 0,
-            ..w
+        let Some(member) = ServerString::new(member.as_ref()) else {
+            failed = Some(Error::WriteFailed("creating a string"));
+            break;
         };
-        assert_eq!(effects(w), [Effect::Zadd { count: 2 }, Effect::PexpireAt]);
-        // The trim emptied the set: the replica's ZREMRANGEBYSCORE deletes the key.
-        let w = Written {
-            gone: 4,
-            removed: 4,
-            emptied: true,
-            ..w
+        let outcome = if refuse {
+            None
+        } else {
+            key.zset_add(at as f64, &member, IfPresent::Keep)
         };
-        assert_eq!(effects(w)[0], Effect::ZremRangeByScore { emptied: true });
+        match outcome {
+            None => {
+                failed = Some(Error::WriteFailed("logging the new units"));
+                break;
+            }
+            Some(Zadd::Added) => added.push(member),
+            Some(Zadd::Updated | Zadd::Unchanged) => {}
+        }
     }
-
-    #[test]
-    fn a_partial_store_propagates_exactly_what_was_written() {
-        // Failed at the third removal: ZREM of the two removed, nothing else.
-        let w = Written {
-            gone: 5,
-            removed: 2,
-            emptied: false,
-            added: 0,
-            expiry: false,
-        };
-        assert_eq!(
-            effects(w),
-            [Effect::Zrem {
-                count: 2,
-                emptied: false
-            }]
-        );
-        // Failed at the second new unit: the trim, the one added, its expiry.
-        let w = Written {
-            gone: 1,
-            removed: 1,
-            emptied: true,
-            added: 1,
-            expiry: true,
-        };
-        assert_eq!(
-            effects(w),
-            [
-                Effect::ZremRangeByScore { emptied: true },
-                Effect::Zadd { count: 1 },
-                Effect::PexpireAt
-            ]
-        );
-        // Failed before any write: nothing at all.
-        assert_eq!(effects(Written::default()), []);
-        // Units added but the expiry refused: no PEXPIREAT.
-        let w = Written {
-            added: 3,
-            ..Written::default()
-        };
-        assert_eq!(effects(w), [Effect::Zadd { count: 3 }]);
+    let n = added.len() as u64;
+    if n == 0 {
+        return (0, failed.map_or(Ok(()), Err));
     }
+    let propagated = propagate_zadd(key, &score, &added);
+    (n, failed.map_or(propagated, Err))
 }

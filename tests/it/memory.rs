@@ -3,7 +3,7 @@
 //! RL.FIXED writes its count through the key API, which can only make a raw string;
 //! a native `SET k 5` makes an int-encoded one, 8 B smaller (MEMORY USAGE 80 vs 72 B
 //! for a 21-byte name with jemalloc). Int encoding through `RedisModule_Call` costs
-//! about 22 % of pipelined throughput, so it is not done: see `src/storage/record.rs`
+//! about 22 % of pipelined throughput, so it is not done: see `src/storage/string.rs`
 //! for the figures. These tests pin that difference, so a change in either direction
 //! is noticed, and check that calls which write nothing leave the key's memory alone.
 

@@ -130,6 +130,20 @@ pub trait Algorithm {
         cost: Cost,
     ) -> Outcome<Self::Write>;
 
+    /// One call: take, give back or charge, as the call's amount says — one of
+    /// [`takes_any`], [`takes_refunds`] or [`takes_only`], as the algorithm is also
+    /// [`Refunds`] and [`Debits`]. Inlined, so a take costs what the algorithm's
+    /// own `take` costs.
+    fn call(
+        state: Self::State,
+        now: Millis,
+        params: Self::Params,
+        amount: Amount,
+    ) -> Outcome<Self::Write>;
+}
+
+/// An algorithm whose command takes `REFUND n`.
+pub trait Refunds: Algorithm {
     /// Gives back up to `n` units taken earlier, never beyond the initial state.
     fn refund(
         state: Self::State,
@@ -137,32 +151,50 @@ pub trait Algorithm {
         params: Self::Params,
         n: Cost,
     ) -> Outcome<Self::Write>;
+}
 
+/// An algorithm whose command takes `DEBIT n`.
+pub trait Debits: Algorithm {
     /// Charges `n` units after the fact, into debt: always allowed, always writes.
-    /// An algorithm whose command takes no DEBIT (its parser refuses it) only
-    /// looks.
     fn debit(
         state: Self::State,
         now: Millis,
         params: Self::Params,
         n: Count,
     ) -> Outcome<Self::Write>;
+}
 
-    /// One call: take, give back or charge, as the call's amount says. Inlined, so a
-    /// take costs what the algorithm's own `take` costs.
-    #[inline]
-    fn call(
-        state: Self::State,
-        now: Millis,
-        params: Self::Params,
-        amount: Amount,
-    ) -> Outcome<Self::Write> {
-        match amount {
-            Amount::Take(n) => Self::take(state, now, params, n),
-            Amount::Refund(n) => Self::refund(state, now, params, n),
-            Amount::Debit(n) => Self::debit(state, now, params, n),
-        }
+/// What a call decides on: the state, `now` and the parameters.
+pub type On<A> = (<A as Algorithm>::State, Millis, <A as Algorithm>::Params);
+
+/// [`Algorithm::call`] of an algorithm that takes every amount.
+#[inline]
+pub fn takes_any<A: Refunds + Debits>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
+    match amount {
+        Amount::Debit(n) => A::debit(s, now, p, n),
+        other => takes_refunds::<A>((s, now, p), other),
     }
+}
+
+/// [`Algorithm::call`] of an algorithm that takes REFUND but no DEBIT.
+#[inline]
+pub fn takes_refunds<A: Refunds>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
+    match amount {
+        Amount::Refund(n) => A::refund(s, now, p, n),
+        other => takes_only::<A>((s, now, p), other),
+    }
+}
+
+/// [`Algorithm::call`] of an algorithm that takes neither REFUND nor DEBIT. An
+/// amount it does not take only looks, as `COST 0`: its command's parser refuses
+/// that option, and RL.ALL asks no policy for what its row does not take.
+#[inline]
+pub fn takes_only<A: Algorithm>((s, now, p): On<A>, amount: Amount) -> Outcome<A::Write> {
+    let cost = match amount {
+        Amount::Take(n) => n,
+        Amount::Refund(_) | Amount::Debit(_) => Cost::ZERO,
+    };
+    A::take(s, now, p, cost)
 }
 
 /// The [`Algorithm`] of a limiter whose state is one value (None for an absent key),
@@ -182,10 +214,19 @@ macro_rules! one_value_algorithm {
                 decide(state, now, params, cost).into_change()
             }
 
+            #[inline]
+            fn call(state: Option<$state>, now: Millis, params: $params, amount: $crate::algorithms::Amount) -> Outcome<Self::Write> {
+                $crate::algorithms::takes_any::<Self>((state, now, params), amount)
+            }
+        }
+
+        impl $crate::algorithms::Refunds for $name {
             fn refund(state: Option<$state>, now: Millis, params: $params, n: Cost) -> Outcome<Self::Write> {
                 refund(state, now, params, n)
             }
+        }
 
+        impl $crate::algorithms::Debits for $name {
             fn debit(state: Option<$state>, now: Millis, params: $params, n: Count) -> Outcome<Self::Write> {
                 debit(state, now, params, n).into_change()
             }

@@ -7,8 +7,8 @@
 //! The state is one string of four integers; see [`State`].
 
 use super::{
-    at_plus, ms_until, Algorithm, Change, Cost, Count, Decision, Interval, Millis, Outcome,
-    RetryAfter, MAX_COUNT,
+    at_plus, ms_until, takes_only, Algorithm, Amount, Change, Cost, Count, Decision, Interval,
+    Millis, Outcome, RetryAfter, MAX_COUNT,
 };
 use crate::decimal;
 
@@ -177,15 +177,11 @@ impl Algorithm for EscalatingBlocks {
         decide(state, now, p, cost).into_change()
     }
 
-    /// Strikes are never given back: RL.PENALTY's parser refuses REFUND (a strike
-    /// that was not one is simply not recorded). Should one get here, it only looks.
-    fn refund(state: Option<State>, now: Millis, p: Penalty, _n: Cost) -> Outcome<Self::Write> {
-        Self::take(state, now, p, Cost::ZERO)
-    }
-
-    /// Nor are strikes charged after the fact: the parser refuses DEBIT.
-    fn debit(state: Option<State>, now: Millis, p: Penalty, _n: Count) -> Outcome<Self::Write> {
-        Self::take(state, now, p, Cost::ZERO)
+    /// Strikes are never given back (a strike that was not one is simply not
+    /// recorded) nor charged after the fact: no REFUND, no DEBIT.
+    #[inline]
+    fn call(state: Option<State>, now: Millis, p: Penalty, amount: Amount) -> Outcome<Self::Write> {
+        takes_only::<Self>((state, now, p), amount)
     }
 }
 

@@ -7,8 +7,8 @@
 use std::marker::PhantomData;
 
 use super::{
-    at_plus, ms_until, refunded, Algorithm, Cost, Count, Decision, Millis, Outcome, RetryAfter,
-    WindowLimit,
+    at_plus, ms_until, refunded, takes_refunds, Algorithm, Amount, Cost, Decision, Millis, Outcome,
+    Refunds, RetryAfter, WindowLimit,
 };
 
 /// Read access to the stored log: unit times in ms, oldest first.
@@ -111,19 +111,21 @@ impl<L: Log> Algorithm for SlidingLog<L> {
         }
     }
 
+    /// A log keeps one entry per unit, so it takes no DEBIT (which could grow it
+    /// without bound).
+    #[inline]
+    fn call(log: L, now: Millis, quota: WindowLimit, amount: Amount) -> Outcome<Write> {
+        takes_refunds::<Self>((log, now, quota), amount)
+    }
+}
+
+impl<L: Log> Refunds for SlidingLog<L> {
     fn refund(log: L, now: Millis, quota: WindowLimit, n: Cost) -> Outcome<Write> {
         let out = refund(&log, now, quota, n);
         Outcome {
             decision: out.decision,
             write: out.write.map(Write::Remove),
         }
-    }
-
-    /// A log keeps one entry per unit, so it takes no DEBIT (which could grow it
-    /// without bound): the parser refuses it, and a debit that reached here would
-    /// only read the log, as `COST 0`.
-    fn debit(log: L, now: Millis, quota: WindowLimit, _n: Count) -> Outcome<Write> {
-        Self::take(log, now, quota, Cost::ZERO)
     }
 }
 

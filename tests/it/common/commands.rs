@@ -673,7 +673,7 @@ pub const SHARE: Command = Command::of(
                 "x 1 0 0",
             ],
         ],
-        holds: share::WHAT,
+        holds: rl_core::codec::share::WHAT,
         string_state: None,
         hash_state: Some(share_state),
         propagates: &["HSET", "PEXPIREAT"],

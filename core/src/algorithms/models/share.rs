@@ -12,10 +12,9 @@ use std::collections::BTreeMap;
 use num_bigint::BigInt;
 
 use super::*;
-use crate::algorithms::share::{
-    self, Global, MapBudget, Member, Share, Tenant, Weight, MAX_WEIGHT, SLOTS,
-};
+use crate::algorithms::share::{Global, Member, Share, Slot, Tenant, Weight, MAX_WEIGHT, SLOTS};
 use crate::algorithms::{Amount, Change, Outcome, Rate};
+use crate::codec::share::{self, MapBudget};
 use crate::error::Error;
 
 const NS: u128 = 1_000_000;
@@ -498,7 +497,7 @@ proptest! {
                         before
                             .fields
                             .get(&share::slot_field(m.seq))
-                            .and_then(|v| share::Slot::parse(v))
+                            .and_then(|v| Slot::parse(v))
                             .map(|s| s.end)
                     };
                     g.remembers(m.seq) && end.is_some_and(|e| e + p.period > now as u64)

@@ -12,6 +12,8 @@ use crate::algorithms::sliding_counter::{self, Counts, SlidingWindowCounter};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::decimal;
 
+pub mod share;
+
 /// Room for any state string: four u64 decimals and their spaces.
 pub type StateBuf = [u8; 96];
 

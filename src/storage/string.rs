@@ -27,15 +27,16 @@
 //! replaying ours — converts it to raw, 72 → 80 B, even for a rejected call; its
 //! content, TTL and DUMP do not change.) `tests/it/memory.rs` pins these figures.
 
-use std::marker::PhantomData;
-
-use super::{effects, injected, Key, Kind, Storage};
-use rl_core::algorithms::{Algorithm, Change, Millis};
-use rl_core::codec::StringState;
+use super::{injected, undo, Key, Kind};
+use crate::server::names::names;
+use crate::server::replicate::replicate;
+use crate::server::EventClass as Class;
+use rl_core::algorithms::Millis;
 use rl_core::error::{Error, Result};
 
-/// Writes `digits` in place, sets the absolute expiry, and only then propagates
-/// `SET key value PXAT expires_at` (events `set`, `expire`) and signals the key.
+/// `SET key digits PXAT expires_at`: writes `digits` in place, sets the absolute
+/// expiry, and only then propagates it (events `set`, `expire`) and signals the key.
+/// A key of another type is WRONGTYPE (never overwritten).
 ///
 /// Failures: the first write (resizing the string) changes nothing when it fails,
 /// so nothing is propagated and the error is returned. A failure after it (unreachable
@@ -43,7 +44,7 @@ use rl_core::error::{Error, Result};
 /// the replicas do not have, so the key is deleted and `DEL` propagated: primary and
 /// replicas agree (the limiter restarts from its initial state) and the caller gets
 /// the error.
-pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
+pub(super) fn set_pxat(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     let kind = key.kind();
     if !matches!(kind, Kind::Empty | Kind::String) {
         return Err(Error::WrongType);
@@ -70,7 +71,7 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     if resize && !key.truncate(digits.len()) {
         return if kind == Kind::String {
             // The old value is gone here but not on the replicas.
-            undo(key, "resizing the value")
+            undo(key, Error::WriteFailed("resizing the value"))
         } else {
             Err(Error::WriteFailed("resizing the value"))
         };
@@ -78,58 +79,14 @@ pub fn store(key: &Key, digits: &[u8], expires_at: Millis) -> Result<()> {
     // Written through DMA into a raw string: what the next read (also DMA, which
     // turns any other encoding raw) finds, so a read never changes the key's memory.
     if !key.overwrite_string(digits) {
-        return undo(key, "writing the value");
+        return undo(key, Error::WriteFailed("writing the value"));
     }
     if injected(key, "expiry") || !key.set_expires_at(expires_at) {
-        return undo(key, "setting the expiry");
+        return undo(key, Error::WriteFailed("setting the expiry"));
     }
-    effects::set_pxat(key, digits, expires_at)?;
+    replicate!(key, c"SET"; bytes(digits), shared(&names().pxat), int(expires_at))?;
+    key.notify(Class::String, c"set");
+    key.notify(Class::Generic, c"expire");
     key.signal_modified();
     Ok(())
-}
-
-/// The storage of a limiter whose state is one string ([`StringState`]): RL.FIXED,
-/// RL.GCRA (and CL.THROTTLE), RL.SLIDINGCOUNTER, RL.PENALTY. Its format and its "does not hold"
-/// wording come from the core crate, so the module and the in-memory executor write
-/// the same bytes.
-pub struct Record<A>(PhantomData<A>);
-
-impl<A> Storage for Record<A>
-where
-    A: StringState + Algorithm<State = Option<A::Value>, Write = Change<A::Stored>>,
-{
-    type Algorithm = A;
-
-    fn load(key: &Key) -> Result<Option<A::Value>> {
-        match key.kind() {
-            Kind::Empty => Ok(None),
-            Kind::String => {
-                let expires_at = if A::READS_EXPIRY {
-                    key.expires_at()
-                } else {
-                    None
-                };
-                key.read_string(|value| A::decode(value, expires_at))
-                    .map(Some)
-                    .ok_or(Error::NotALimiter(A::WHAT))
-            }
-            _ => Err(Error::WrongType),
-        }
-    }
-
-    fn store(key: &Key, write: Change<A::Stored>) -> Result<()> {
-        super::change(key, write, |key, stored| {
-            A::encode(&stored, |value, expires_at| store(key, value, expires_at))
-        })
-    }
-}
-
-/// After a partial write: deletes the key and propagates `DEL` (event `del`), so
-/// primary and replicas hold the same (nothing), then reports `failed`.
-pub(super) fn undo(key: &Key, failed: &'static str) -> Result<()> {
-    if key.delete() {
-        effects::del(key)?;
-        key.signal_modified();
-    }
-    Err(Error::WriteFailed(failed))
 }

@@ -127,6 +127,8 @@ fn policy(c: &'static Command) -> Value {
         "command": c.name_str(),
         "arguments": c.params().iter().map(argument).collect::<Vec<_>>(),
         "options": options,
+        // `SHADOW` may come before the policy's word: it never vetoes the call.
+        "shadow": true,
         "looked_at": c.looked_at,
     })
 }
@@ -172,6 +174,7 @@ fn option(o: Opt) -> Value {
         Opt::Delay => {
             json!({"name": "DELAY", "type": "duration", "min_ms": 0, "max_ms": MAX_DURATION_MS, "excludes": excludes})
         }
+        Opt::Shadow => json!({"name": "SHADOW", "type": "flag", "excludes": excludes}),
     }
 }
 

@@ -83,13 +83,27 @@ fn duration_ms(bytes: &[u8]) -> Option<u64> {
 /// The options after the positional arguments: `COST n` (take n units, 1 by
 /// default), `REFUND n` (give back up to n) or `DEBIT n` (charge n after the fact,
 /// into debt if need be), and for RL.GCRA `DELAY max` (wait up to max for a turn
-/// instead of being rejected); case-insensitive, each at most once, at most one of
-/// COST, REFUND and DEBIT, DELAY with neither REFUND nor DEBIT.
+/// instead of being rejected), and `SHADOW` (a flag: the call is a trial, counted
+/// apart); case-insensitive, each at most once, at most one of COST, REFUND and
+/// DEBIT, DELAY with neither REFUND nor DEBIT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub amount: Amount,
     /// `DELAY max` in ms, when given (only if the command takes it).
     pub delay: Option<u64>,
+    /// `SHADOW` was given: the same reply and writes, counted as a trial.
+    pub shadow: bool,
+}
+
+impl Options {
+    /// A call of `amount` with no other option (a command that takes none).
+    pub const fn of(amount: Amount) -> Options {
+        Options {
+            amount,
+            delay: None,
+            shadow: false,
+        }
+    }
 }
 
 /// Which options a command takes (its row's list), and the name an error gives it.
@@ -108,10 +122,11 @@ impl Takes {
 
     /// What an error says is accepted: "COST n, REFUND n or DEBIT n, or DELAY max".
     pub fn expected(self) -> String {
+        // SHADOW, a flag any limiter takes, is left out of the list.
         let amounts: Vec<String> = self
             .options
             .iter()
-            .filter(|o| **o != Opt::Delay)
+            .filter(|o| **o != Opt::Delay && !o.is_flag())
             .map(|o| format!("{} n", o.word()))
             .collect();
         let mut text = match amounts.split_last() {
@@ -149,6 +164,7 @@ impl Takes {
 pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Result<Options> {
     let mut amount: Option<(Opt, Amount)> = None;
     let mut delay = None;
+    let mut shadow = false;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
         let Some(option) = Opt::ALL
@@ -162,6 +178,13 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         };
         if !takes.has(option) {
             return Err(takes.refuses(option));
+        }
+        if option.is_flag() {
+            if shadow {
+                return Err(Error::DuplicateOption(option.word()));
+            }
+            shadow = true;
+            continue;
         }
         let value = it.next();
         if option == Opt::Delay {
@@ -190,7 +213,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             match option {
                 Opt::Refund => Amount::Refund(cost(word, value)?),
                 Opt::Debit => Amount::Debit(count(word, value)?),
-                Opt::Cost | Opt::Delay => Amount::Take(cost(word, value)?),
+                Opt::Cost | Opt::Delay | Opt::Shadow => Amount::Take(cost(word, value)?),
             },
         ));
     }
@@ -200,6 +223,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         (delay, amount) => Ok(Options {
             amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
             delay,
+            shadow,
         }),
     }
 }

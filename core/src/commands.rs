@@ -14,6 +14,7 @@ use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
+use crate::args::Options;
 use crate::command::{Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
@@ -104,8 +105,9 @@ impl Spec for Throttle {
     }
 
     /// The three parameters, then an optional quantity (no options).
-    fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Amount)> {
-        params::throttle(args)
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Options)> {
+        let (emission, amount) = params::throttle(args)?;
+        Ok((emission, Options::of(amount)))
     }
 
     fn fields(d: &Decision) -> [i64; 5] {
@@ -142,8 +144,8 @@ impl Spec for Acquire {
     }
 
     /// Exactly the three parameters (the arity is checked before): one lease.
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Amount)> {
-        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Options)> {
+        Ok((Self::params(args, settings)?, Options::of(Amount::Take(Cost::ONE))))
     }
 }
 
@@ -162,8 +164,8 @@ impl Spec for Release {
     }
 
     /// Exactly the id (the arity is checked before).
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Amount)> {
-        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Options)> {
+        Ok((Self::params(args, settings)?, Options::of(Amount::Take(Cost::ONE))))
     }
 }
 

@@ -96,11 +96,14 @@ pub enum Opt {
     Debit,
     /// `DELAY max`: schedule instead of reject (a duration from 0).
     Delay,
+    /// `SHADOW`: a flag, no value. Alone, the call is counted as a trial; before
+    /// an RL.ALL policy, the policy never vetoes the call.
+    Shadow,
 }
 
 impl Opt {
     /// Every option, in the order errors and docs name them.
-    pub const ALL: [Opt; 4] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay];
+    pub const ALL: [Opt; 5] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay, Opt::Shadow];
 
     pub const fn word(self) -> &'static str {
         match self {
@@ -108,6 +111,7 @@ impl Opt {
             Opt::Refund => "REFUND",
             Opt::Debit => "DEBIT",
             Opt::Delay => "DELAY",
+            Opt::Shadow => "SHADOW",
         }
     }
 
@@ -118,6 +122,7 @@ impl Opt {
             Opt::Refund => (c"REFUND", c"refund"),
             Opt::Debit => (c"DEBIT", c"debit"),
             Opt::Delay => (c"DELAY", c"delay"),
+            Opt::Shadow => (c"SHADOW", c"shadow"),
         }
     }
 
@@ -128,7 +133,13 @@ impl Opt {
             Opt::Refund => &[Opt::Cost, Opt::Debit, Opt::Delay],
             Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
             Opt::Delay => &[Opt::Refund, Opt::Debit],
+            Opt::Shadow => &[],
         }
+    }
+
+    /// Whether it is a flag, given without a value (SHADOW).
+    pub const fn is_flag(self) -> bool {
+        matches!(self, Opt::Shadow)
     }
 }
 
@@ -190,10 +201,10 @@ pub struct Command {
     pub looked_at: bool,
 }
 
-/// COST and REFUND: what every RL.* limiter takes.
-const COST_REFUND: &[Opt] = &[Opt::Cost, Opt::Refund];
-/// COST, REFUND and DEBIT.
-const COST_REFUND_DEBIT: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Debit];
+/// COST and REFUND, and SHADOW: what every RL.* limiter takes.
+const COST_REFUND: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Shadow];
+/// COST, REFUND and DEBIT, and SHADOW.
+const COST_REFUND_DEBIT: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Shadow];
 
 impl Command {
     /// An RL.* command: `[COST n]` after its positional arguments, registered always.
@@ -413,7 +424,7 @@ pub const GCRA: Command = Command::rl(
     c"O(1)",
     RATE_ARGS,
 )
-.taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay])
+.taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay, Opt::Shadow])
 .policy(c"GCRA")
 .function("rl_gcra");
 
@@ -482,8 +493,9 @@ pub const ALL: Command = Command {
     // RL.ALL 1 key FIXED limit window
     min_argc: 6,
     // DEBIT applies to every key: a policy that takes none is an error naming it.
-    // (A GCRA policy's DELAY follows it, or comes after the last policy.)
-    options: COST_REFUND_DEBIT,
+    // (A GCRA policy's DELAY follows it, or comes after the last policy; SHADOW
+    // comes before a policy, never after the last one.)
+    options: &[Opt::Cost, Opt::Refund, Opt::Debit],
     quantity: None,
     optional: false,
     policy: None,
@@ -533,7 +545,7 @@ pub const RELEASE: Command = Command {
 
 /// Escalating blocks for repeat offenders: COST only (strikes are never given back).
 pub const PENALTY: Command = Command {
-    options: &[Opt::Cost],
+    options: &[Opt::Cost, Opt::Shadow],
     ..Command::rl(
         c"RL.PENALTY",
         c"write deny-oom fast",

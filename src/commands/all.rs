@@ -20,7 +20,8 @@
 use super::framework::{Handler, Inline};
 use crate::config;
 use crate::server::{self, Argv, Context};
-use crate::stats::Counters;
+use super::registry::stats_of;
+use crate::stats::{Counters, Verdict};
 use crate::storage::{Key, Server};
 use rl_core::algorithms::Decision;
 use rl_core::error::Result;
@@ -34,26 +35,37 @@ static COUNTERS: Counters = Counters::new();
 impl Handler for All {
     const COMMAND: &'static Command = &table::ALL;
     const STATS: &'static Counters = &COUNTERS;
-    /// The combined decision, then each key's.
-    type Decided = Vec<Decision>;
+    /// The combined decision, then each key's; and the call (its SHADOW policies
+    /// are counted under their own commands).
+    type Decided = (Vec<Decision>, all::Call);
 
     /// The line parsed by the core, the keys opened here, the rest the core's one
     /// RL.ALL ([`exec::all`]) over the server's keys.
-    fn run(ctx: Context, argv: &Argv) -> Result<Vec<Decision>> {
+    fn run(ctx: Context, argv: &Argv) -> Result<(Vec<Decision>, all::Call)> {
         let mut inline = Inline::default();
         let call = all::parse(inline.args_from(argv, 1), config::settings())?;
         let now = server::now_ms();
         let keys: Vec<Key> = (0..call.keys())
             .map(|i| ctx.open_key(argv, 2 + i))
             .collect();
-        exec::all(&mut Server, &keys, &call, now)
+        let decided = exec::all(&mut Server, &keys, &call, now)?;
+        Ok((decided, call))
     }
 
-    fn allowed(decided: &Vec<Decision>) -> bool {
-        decided.first().is_some_and(|d| d.allowed)
+    /// The call under RL.ALL; each SHADOW policy under its own command, by its
+    /// own reply (an enforced policy's command counts nothing: the call is RL.ALL's).
+    fn count((decided, call): &(Vec<Decision>, all::Call)) {
+        Self::STATS.record(Verdict::of(decided.first().is_some_and(|d| d.allowed)));
+        for (i, (policy, d)) in call.policies.iter().zip(decided.iter().skip(1)).enumerate() {
+            if call.shadow(i) {
+                if let Some(stats) = stats_of(policy.command()) {
+                    stats.record_shadow(d.allowed);
+                }
+            }
+        }
     }
 
-    fn reply(ctx: Context, decided: &Vec<Decision>) {
+    fn reply(ctx: Context, (decided, _): &(Vec<Decision>, all::Call)) {
         ctx.reply_array(decided.len());
         for d in decided {
             ctx.reply_integers(d.fields());

@@ -27,7 +27,8 @@ fn doc(spec: &Command) -> CommandDoc {
             ArgKind::Policies => {
                 let blocks = table::policies()
                     .map(|p| {
-                        let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
+                        let mut subargs = vec![shadow_option()];
+                        subargs.extend(p.params().iter().map(positional));
                         if p.delay() {
                             subargs.push(delay_option());
                         }
@@ -51,7 +52,7 @@ fn doc(spec: &Command) -> CommandDoc {
     let amounts: Vec<ArgDoc> = spec
         .options
         .iter()
-        .filter(|o| **o != Opt::Delay)
+        .filter(|o| **o != Opt::Delay && !o.is_flag())
         .map(|o| {
             let (token, name) = o.doc();
             ArgDoc {
@@ -75,6 +76,9 @@ fn doc(spec: &Command) -> CommandDoc {
     if spec.delay() {
         args.push(delay_option());
     }
+    if spec.takes_option(Opt::Shadow) {
+        args.push(shadow_option());
+    }
     CommandDoc {
         summary: spec.summary,
         complexity: spec.complexity,
@@ -88,6 +92,16 @@ fn doc(spec: &Command) -> CommandDoc {
             Keys::Counted => KeySearch::Counted,
         },
         args,
+    }
+}
+
+/// `[SHADOW]`: a limiter's flag, and the word before an RL.ALL policy.
+fn shadow_option() -> ArgDoc {
+    let (token, name) = Opt::Shadow.doc();
+    ArgDoc {
+        token: Some(token),
+        optional: true,
+        ..ArgDoc::new(name, ArgType::PureToken)
     }
 }
 

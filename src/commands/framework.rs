@@ -29,8 +29,8 @@ pub trait Handler {
     /// Everything after the argument count check, up to the reply.
     fn run(ctx: Context, argv: &Argv) -> Result<Self::Decided>;
 
-    /// Whether the call was allowed (for the INFO counters).
-    fn allowed(decided: &Self::Decided) -> bool;
+    /// Counts the call in INFO (as allowed or rejected, or as a SHADOW trial).
+    fn count(decided: &Self::Decided);
 
     fn reply(ctx: Context, decided: &Self::Decided);
 }
@@ -47,25 +47,32 @@ pub trait Counted {
 impl<C: Runs + Counted> Handler for Single<C> {
     const COMMAND: &'static Command = C::ROW;
     const STATS: &'static Counters = C::STATS;
-    type Decided = Decision;
+    /// The decision, and whether the call was SHADOW.
+    type Decided = (Decision, bool);
 
-    fn run(ctx: Context, argv: &Argv) -> Result<Decision> {
+    fn run(ctx: Context, argv: &Argv) -> Result<(Decision, bool)> {
         let mut inline = Inline::default();
-        let (params, amount) = C::parse(inline.args_from(argv, 2), config::settings())?;
+        let (params, options) = C::parse(inline.args_from(argv, 2), config::settings())?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
         let key = ctx.open_key(argv, 1);
-        command::apply::<C, Server>(&mut Server, &key, &params, now, amount)
+        // SHADOW changes only how the call is counted: the same decision and writes.
+        command::apply::<C, Server>(&mut Server, &key, &params, now, options.amount)
+            .map(|d| (d, options.shadow))
     }
 
-    fn allowed(d: &Decision) -> bool {
-        d.allowed
+    fn count(&(d, shadow): &(Decision, bool)) {
+        if shadow {
+            Self::STATS.record_shadow(d.allowed);
+        } else {
+            Self::STATS.record(Verdict::of(d.allowed));
+        }
     }
 
-    fn reply(ctx: Context, d: &Decision) {
+    fn reply(ctx: Context, (d, _): &(Decision, bool)) {
         match C::reply(d) {
             Answer::Five(fields) => ctx.reply_integers(fields),
             Answer::One(n) => ctx.reply_integer(n),
@@ -109,11 +116,7 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
         };
         match H::run(ctx, &argv) {
             Ok(decided) => {
-                H::STATS.record(if H::allowed(&decided) {
-                    Verdict::Allowed
-                } else {
-                    Verdict::Rejected
-                });
+                H::count(&decided);
                 H::reply(ctx, &decided);
             }
             Err(e) => {

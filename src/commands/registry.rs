@@ -9,7 +9,7 @@ use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
 use rl_core::commands;
-use rl_core::table::{Command as Row, Keys};
+use rl_core::table::{Command as Row, Keys, Opt};
 
 /// One row of [`COMMANDS`]: a command as the module registers it.
 pub struct Registered {
@@ -95,6 +95,20 @@ pub fn register<H: Handler>(ctx: Context, ratelimit: bool) -> Result<(), String>
     Ok(())
 }
 
+/// Whether a command is counted as shadow: it takes SHADOW alone or as an
+/// RL.ALL policy.
+fn takes_shadow(row: &Row) -> bool {
+    row.takes_option(Opt::Shadow) || row.policy.is_some()
+}
+
+/// The counters of the command `row` is the row of (an RL.ALL policy's own).
+pub fn stats_of(row: &Row) -> Option<&'static Counters> {
+    COMMANDS
+        .iter()
+        .find(|c| c.command.name == row.name)
+        .map(|c| c.stats)
+}
+
 /// The `# rl` section of INFO, one row of counters per command.
 pub struct Info;
 
@@ -105,7 +119,7 @@ impl Section for Info {
             COMMANDS
                 .iter()
                 .find(|c| c.command.name == row.name)
-                .map(|c| (c.command.name_str(), c.stats))
+                .map(|c| (c.command.name_str(), c.stats, takes_shadow(c.command)))
         });
         stats::section(ctx, rows);
     }

@@ -28,6 +28,8 @@ pub enum ArgType {
     Key,
     Integer,
     String,
+    /// Its token alone, no value (SHADOW).
+    PureToken,
     /// A group of arguments, given together.
     Block(Vec<ArgDoc>),
     /// One of several arguments.
@@ -206,6 +208,7 @@ impl Arrays {
             }
             ArgType::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
             ArgType::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            ArgType::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
             ArgType::Block(subargs) => {
                 out.subargs = self.list(subargs);
                 raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK

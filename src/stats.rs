@@ -120,10 +120,7 @@ pub const BUILD: [(&str, &str); 3] = [
 /// `_<shadow_allowed|shadow_rejected>` where the row says it takes SHADOW), one
 /// row per `(command name, counters, takes SHADOW)`. The registry hands over the
 /// rows, so this layer knows no command.
-pub fn section<'a>(
-    ctx: InfoContext,
-    rows: impl Iterator<Item = (&'a str, &'a Counters, bool)>,
-) {
+pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Counters, bool)>) {
     if !ctx.begin_section() {
         return;
     }
@@ -153,7 +150,10 @@ mod tests {
         c.record(Verdict::Error);
         c.record_shadow(false);
         let fields = |shadow| c.fields(shadow).collect::<Vec<_>>();
-        assert_eq!(fields(false), [("allowed", 0), ("rejected", 2), ("errors", 1)]);
+        assert_eq!(
+            fields(false),
+            [("allowed", 0), ("rejected", 2), ("errors", 1)]
+        );
         assert_eq!(
             fields(true),
             [

@@ -620,6 +620,48 @@ mod tests {
     }
 
     #[test]
+    fn a_shadow_policy_never_vetoes_nor_describes_the_call() {
+        let call = parse_line("3 a b c FIXED 10 1m shadow GCRA 5 1 1s SHADOW FIXED 3 1h").unwrap();
+        assert_eq!(call.shadows, 0b110);
+        assert!(!call.shadow(0) && call.shadow(1) && call.shadow(2));
+        let rate = decision(true, 10, 9, RetryAfter::Now, 100);
+        let tried = decision(false, 5, 0, RetryAfter::Ms(200), 5000);
+        let scheduled = decision(true, 3, 1, RetryAfter::Delayed(700), 9000);
+        // Allowed by the enforced key alone, described by it; the rejecting SHADOW
+        // key is not written, the allowing one is.
+        assert!(call.allows(&[rate, tried, scheduled]));
+        assert_eq!(call.combine(&[rate, tried, scheduled]), rate);
+        assert!(!call.writes(1, &tried) && call.writes(2, &scheduled));
+        // Rejected by the enforced key: its wait, not a SHADOW key's.
+        let full = decision(false, 10, 0, RetryAfter::Ms(50), 100);
+        let never = decision(false, 5, 0, RetryAfter::Never, 5000);
+        assert_eq!(
+            call.combine(&[full, never, scheduled]),
+            decision(false, 10, 0, RetryAfter::Ms(50), 100)
+        );
+        // SHADOW only: allowed, no wait, described by every key as usual.
+        let call = parse_line("2 a b SHADOW FIXED 10 1m SHADOW GCRA 5 1 1s").unwrap();
+        assert_eq!(
+            call.combine(&[rate, tried]),
+            decision(true, 5, 0, RetryAfter::Now, 5000)
+        );
+        for (line, want) in [
+            ("1 a SHADOW SHADOW FIXED 1 1s", "syntax error: SHADOW given more than once"),
+            ("1 a FIXED 1 1s SHADOW", "syntax error: SHADOW must come before a policy"),
+            ("1 a SHADOW COST 1", "syntax error: SHADOW must come before a policy"),
+            ("1 a FIXED 1 1s COST 1 SHADOW", "syntax error: SHADOW does not apply to RL.ALL, which takes COST n, REFUND n or DEBIT n"),
+            ("1 a FIXED 1 SHADOW", "syntax error: policy FIXED takes limit window"),
+            ("3 a b FIXED 1 1s SHADOW GCRA 1 1 1s", "numkeys is 3, but the keys and policies given match numkeys 2"),
+        ] {
+            assert_eq!(
+                parse_line(line).err().map(|e| e.to_string()).as_deref(),
+                Some(want),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
     fn combines_the_tightest_remaining_the_longest_wait_and_reset() {
         let per_key = [
             decision(true, 10, 4, RetryAfter::Now, 900),

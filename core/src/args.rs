@@ -547,6 +547,49 @@ mod tests {
     }
 
     #[test]
+    fn shadow_is_a_flag_given_once_anywhere_among_the_options() {
+        let parsed = |args: &[&str], takes| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            options(bytes, takes).map(|o| (o.amount, o.delay, o.shadow))
+        };
+        let take = |n| Amount::Take(Cost::new(n).unwrap());
+        assert_eq!(parsed(&[], FIXED), Ok((take(1), None, false)));
+        assert_eq!(parsed(&["SHADOW"], SLIDING), Ok((take(1), None, true)));
+        assert_eq!(
+            parsed(&["shadow", "COST", "3"], FIXED),
+            Ok((take(3), None, true))
+        );
+        assert_eq!(
+            parsed(&["COST", "0", "DELAY", "1s", "Shadow"], GCRA),
+            Ok((take(0), Some(1000), true))
+        );
+        assert_eq!(
+            parsed(&["SHADOW", "COST", "1", "SHADOW"], FIXED),
+            Err(Error::DuplicateOption("SHADOW"))
+        );
+        // Not read as COST's value, nor listed among what is expected.
+        assert_eq!(
+            parsed(&["COST", "SHADOW"], FIXED),
+            Err(Error::BadCount {
+                name: "COST",
+                min: 0
+            })
+        );
+        assert_eq!(
+            parsed(&["SHADOW", "1"], FIXED),
+            Err(Error::UnknownOption {
+                option: "1".into(),
+                expected: "COST n, REFUND n or DEBIT n".into()
+            })
+        );
+        let acquire = crate::table::ACQUIRE.takes();
+        assert_eq!(
+            parsed(&["SHADOW"], acquire),
+            Err(acquire.refuses(Opt::Shadow))
+        );
+    }
+
+    #[test]
     fn echoed_options_are_escaped_and_truncated() {
         let long = [b'x'; 100];
         let e = options([&long[..]], SLIDING).unwrap_err().to_string();

@@ -145,7 +145,10 @@ impl Spec for Acquire {
 
     /// Exactly the three parameters (the arity is checked before): one lease.
     fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Options)> {
-        Ok((Self::params(args, settings)?, Options::of(Amount::Take(Cost::ONE))))
+        Ok((
+            Self::params(args, settings)?,
+            Options::of(Amount::Take(Cost::ONE)),
+        ))
     }
 }
 
@@ -165,7 +168,10 @@ impl Spec for Release {
 
     /// Exactly the id (the arity is checked before).
     fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Options)> {
-        Ok((Self::params(args, settings)?, Options::of(Amount::Take(Cost::ONE))))
+        Ok((
+            Self::params(args, settings)?,
+            Options::of(Amount::Take(Cost::ONE)),
+        ))
     }
 }
 

@@ -18,9 +18,9 @@
 //! then each key's.
 
 use super::framework::{Handler, Inline};
+use super::registry::stats_of;
 use crate::config;
 use crate::server::{self, Argv, Context};
-use super::registry::stats_of;
 use crate::stats::{Counters, Verdict};
 use crate::storage::{Key, Server};
 use rl_core::algorithms::Decision;

@@ -33,6 +33,7 @@ mod replication;
 mod robustness;
 mod server_time;
 mod settings;
+mod shadow;
 mod share;
 mod sliding;
 mod sliding_counter;

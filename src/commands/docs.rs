@@ -27,8 +27,9 @@ fn doc(spec: &Command) -> CommandDoc {
             ArgKind::Policies => {
                 let blocks = table::policies()
                     .map(|p| {
-                        let mut subargs = vec![shadow_option()];
-                        subargs.extend(p.params().iter().map(positional));
+                        // (A policy's SHADOW comes before its word, which a block's
+                        // token cannot show: docs/commands.md#shadow says it.)
+                        let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
                         if p.delay() {
                             subargs.push(delay_option());
                         }
@@ -73,11 +74,11 @@ fn doc(spec: &Command) -> CommandDoc {
             ..amount
         });
     }
-    if spec.delay() {
-        args.push(delay_option());
-    }
     if spec.takes_option(Opt::Shadow) {
         args.push(shadow_option());
+    }
+    if spec.delay() {
+        args.push(delay_option());
     }
     CommandDoc {
         summary: spec.summary,
@@ -95,7 +96,7 @@ fn doc(spec: &Command) -> CommandDoc {
     }
 }
 
-/// `[SHADOW]`: a limiter's flag, and the word before an RL.ALL policy.
+/// `[SHADOW]`: a limiter's flag.
 fn shadow_option() -> ArgDoc {
     let (token, name) = Opt::Shadow.doc();
     ArgDoc {

@@ -60,10 +60,16 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
         COMMANDS.len() + OUTSIDE_TABLE.len(),
         "{registered:?}"
     );
+    // Two more, shadow_allowed and shadow_rejected, for each command that takes
+    // SHADOW alone or as an RL.ALL policy.
+    let shadows = EVERY_ROW
+        .iter()
+        .filter(|l| l.row().takes_option(rl_core::table::Opt::Shadow) || l.row().policy.is_some())
+        .count();
     assert_eq!(
         before.len(),
-        3 * registered.len(),
-        "three counters for each command: {before:?}"
+        3 * registered.len() + 2 * shadows,
+        "three counters for each command, two more for SHADOW: {before:?}"
     );
     assert!(before.values().all(|&v| v == 0), "{before:?}");
 

@@ -19,6 +19,7 @@ replicated effects as the module's commands (docs/library.md):
   FCALL rl_release        1 key id
   FCALL rl_penalty        1 key strikes window block max             [COST n] [SHADOW]
   FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]
+  FCALL rl_quota          1 key limit unit                           [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n] [SHADOW]
   FCALL rl_version        0                                          the library's version
 -- </generated:usage>
 
@@ -37,6 +38,1029 @@ registration) are written from RL's command table by `make lua`; `make lint` fai
 when they are out of date. The rest is written by hand.
 ]]
 
+------------------------------------------------------------------------------
+-- The calendar (RL.QUOTA's periods): time zones, local dates and times, periods.
+-- Built on the first RL.QUOTA call, as build() is on the first call. It reads
+-- every zone as the module (jiff, with the same tz database) does: an instant's
+-- offset from the zone's explicit transitions up to its last one, from its POSIX
+-- TZ rule after; a local time in a gap moves forward by the gap, one in an
+-- overlap is the earlier instant. Instants are ms since the epoch (doubles: exact
+-- below 2^53); offsets are in seconds east of UTC.
+------------------------------------------------------------------------------
+local function calendar()
+local floor, tconcat = math.floor, table.concat
+local DAY = 86400000
+
+-- <generated:calendar>
+local TZDB = "2026f" -- the tz database's version
+local MAX_EVERY = { day = 3650, week = 521, month = 120, year = 10 } -- a period is at most ten years
+-- POSIX TZ rules (TZif footers).
+local RULES = {
+  "GMT0", "EAT-3", "CET-1", "WAT-1", "CAT-2", "EET-2EEST,M4.5.5/0,M10.5.4/24", "<+00>0",
+  "CET-1CEST,M3.5.0,M10.5.0/3", "SAST-2", "EET-2", "HST10HDT,M3.2.0,M11.1.0",
+  "AKST9AKDT,M3.2.0,M11.1.0", "AST4", "<-03>3", "EST5", "CST6", "<-04>4", "<-05>5",
+  "MST7MDT,M3.2.0,M11.1.0", "CST6CDT,M3.2.0,M11.1.0", "MST7", "EST5EDT,M3.2.0,M11.1.0",
+  "PST8PDT,M3.2.0,M11.1.0", "AST4ADT,M3.2.0,M11.1.0", "<-02>2<-01>,M3.5.0/-1,M10.5.0/0",
+  "CST5CDT,M3.2.0/0,M11.1.0/1", "<-03>3<-02>,M3.2.0,M11.1.0", "<-02>2",
+  "<-04>4<-03>,M9.1.6/24,M4.1.6/24", "NST3:30NDT,M3.2.0,M11.1.0", "<+08>-8", "<+07>-7",
+  "<+10>-10", "AEST-10AEDT,M10.1.0,M4.1.0/3", "<+05>-5", "NZST-12NZDT,M9.5.0,M4.1.0/3",
+  "<+03>-3", "<+00>0<+02>-2,M3.5.0/1,M10.5.0/3", "<+12>-12", "<+04>-4",
+  "EET-2EEST,M3.5.0/0,M10.5.0/0", "<+06>-6", "IST-5:30", "<+09>-9", "CST-8", "<+0530>-5:30",
+  "EET-2EEST,M3.5.0/3,M10.5.0/4", "EET-2EEST,M3.4.4/50,M10.4.4/50", "HKT-8", "WIB-7", "WIT-9",
+  "IST-2IDT,M3.4.4/26,M10.5.0", "<+0430>-4:30", "PKT-5", "<+0545>-5:45", "<+11>-11", "WITA-8",
+  "PST-8", "KST-9", "<+0630>-6:30", "<+0330>-3:30", "JST-9", "<-01>1<+00>,M3.5.0/0,M10.5.0/1",
+  "WET0WEST,M3.5.0/1,M10.5.0", "<-01>1", "ACST-9:30ACDT,M10.1.0,M4.1.0/3", "AEST-10",
+  "ACST-9:30", "<+0845>-8:45", "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0", "AWST-8",
+  "<-06>6<-05>,M9.1.6/22,M4.1.6/22", "GMT0IST,M3.5.0/1,M10.5.0", "<-10>10", "<-11>11", "<-12>12",
+  "<-06>6", "<-07>7", "<-08>8", "<-09>9", "<+01>-1", "<+13>-13", "<+14>-14", "<+02>-2", "UTC0",
+  "GMT0BST,M3.5.0/1,M10.5.0", "MSK-3", "<-00>0", "HST10",
+  "<+1245>-12:45<+1345>,M9.5.0/2:45,M4.1.0/3:45", "ChST-10", "<-0930>9:30", "SST11",
+  "<+11>-11<+12>,M10.1.0,M4.1.0/3",
+}
+-- A zone: its rule, and when it has explicit transitions from 2014-01-01 on the rule
+-- does not give, the offset in force then and each transition (s, new offset in s).
+local ZONES = {
+  { 1 }, { 2 }, { 3 }, { 4 }, { 5 },
+  {
+    6, 7200, 1400191200, 10800, 1403816400, 7200, 1406844000, 10800, 1411678800, 7200,
+    1682632800, 10800,
+  },
+  {
+    7, 0, 1396144800, 3600, 1403920800, 0, 1406944800, 3600, 1414288800, 0, 1427594400, 3600,
+    1434247200, 0, 1437271200, 3600, 1445738400, 0, 1459044000, 3600, 1465092000, 0,
+    1468116000, 3600, 1477792800, 0, 1490493600, 3600, 1495332000, 0, 1498960800, 3600,
+    1509242400, 0, 1521943200, 3600, 1526176800, 0, 1529200800, 3600, 1557021600, 0,
+    1560045600, 3600, 1587261600, 0, 1590890400, 3600, 1618106400, 0, 1621130400, 3600,
+    1648346400, 0, 1651975200, 3600, 1679191200, 0, 1682215200, 3600, 1710036000, 0,
+    1713060000, 3600, 1740276000, 0, 1743904800, 3600, 1771120800, 0, 1774144800, 3600,
+    1789866000, 0,
+  },
+  { 8 }, { 9 },
+  {
+    5, 10800, 1612126800, 7200,
+  },
+  {
+    5, 10800, 1509483600, 7200,
+  },
+  {
+    1, 0, 1514768400, 3600, 1546304400, 0,
+  },
+  { 10 },
+  {
+    5, 7200, 1396742400, 3600, 1410051600, 7200, 1428192000, 3600, 1441501200, 7200,
+    1459641600, 3600, 1472950800, 7200, 1491091200, 3600, 1504400400, 7200, 1508796000, 7200,
+  },
+  { 11 }, { 12 }, { 13 }, { 14 },
+  {
+    14, -10800, 1395543600, -14400, 1412481600, -10800, 1426993200, -14400, 1443931200, -10800,
+    1459047600, -14400, 1475380800, -10800, 1490497200, -14400, 1506830400, -10800,
+    1521946800, -14400, 1538884800, -10800, 1553396400, -14400, 1570334400, -10800,
+    1584846000, -14400, 1601784000, -10800, 1616900400, -14400, 1633233600, -10800,
+    1648350000, -14400, 1664683200, -10800, 1679799600, -14400, 1696132800, -10800,
+    1711249200, -14400, 1728187200, -10800, 1728961200, -10800,
+  },
+  { 15 },
+  {
+    16, -21600, 1396771200, -18000, 1414306800, -21600, 1428220800, -18000, 1445756400, -21600,
+    1459670400, -18000, 1477810800, -21600, 1491120000, -18000, 1509260400, -21600,
+    1522569600, -18000, 1540710000, -21600, 1554624000, -18000, 1572159600, -21600,
+    1586073600, -18000, 1603609200, -21600, 1617523200, -18000, 1635663600, -21600,
+    1648972800, -18000, 1667113200, -21600,
+  },
+  { 16 }, { 17 }, { 18 }, { 19 },
+  {
+    17, -10800, 1392519600, -14400, 1413691200, -10800, 1424574000, -14400, 1445140800, -10800,
+    1456023600, -14400, 1476590400, -10800, 1487473200, -14400, 1508040000, -10800,
+    1518922800, -14400, 1541304000, -10800, 1550372400, -14400,
+  },
+  {
+    15, -21600, 1396771200, -18000, 1414306800, -21600, 1422777600, -18000,
+  },
+  {
+    17, -16200, 1462086000, -14400,
+  },
+  { 20 },
+  {
+    16, -25200, 1396774800, -21600, 1414310400, -25200, 1428224400, -21600, 1445760000, -25200,
+    1459674000, -21600, 1477814400, -25200, 1491123600, -21600, 1509264000, -25200,
+    1522573200, -21600, 1540713600, -25200, 1554627600, -21600, 1572163200, -25200,
+    1586077200, -21600, 1603612800, -25200, 1617526800, -21600, 1635667200, -25200,
+    1648976400, -21600, 1667116800, -21600,
+  },
+  {
+    19, -25200, 1394355600, -21600, 1414915200, -25200, 1425805200, -21600, 1446364800, -25200,
+    1457859600, -21600, 1478419200, -25200, 1489309200, -21600, 1509868800, -25200,
+    1520758800, -21600, 1541318400, -25200, 1552208400, -21600, 1572768000, -25200,
+    1583658000, -21600, 1604217600, -25200, 1615712400, -21600, 1636272000, -25200,
+    1647162000, -21600, 1667116800, -21600, 1669788000, -25200,
+  },
+  {
+    14, -10800, 1398567600, -14400, 1410062400, -10800, 1463281200, -14400, 1471147200, -10800,
+    1494730800, -14400, 1502596800, -10800, 1526180400, -14400, 1534046400, -10800,
+    1554606000, -14400, 1567915200, -10800, 1586055600, -14400, 1599364800, -10800,
+    1617505200, -14400, 1630814400, -10800, 1648954800, -14400, 1662868800, -10800,
+    1680404400, -14400, 1693713600, -10800, 1712458800, -14400, 1725768000, -10800,
+    1742439600, -10800,
+  },
+  { 21 },
+  {
+    21, -28800, 1394359200, -25200, 1414918800, -28800, 1425808800, -25200, 1446368400, -28800,
+    1457863200, -25200, 1478422800, -28800, 1489312800, -25200, 1509872400, -28800,
+    1520762400, -25200, 1541322000, -28800, 1552212000, -25200, 1572771600, -28800,
+    1583661600, -25200, 1604214000, -25200,
+  },
+  { 22 },
+  {
+    16, -25200, 1394355600, -21600, 1414915200, -25200, 1425805200, -21600, 1446364800, -25200,
+    1457859600, -21600, 1478419200, -25200, 1489309200, -21600, 1509868800, -25200,
+    1520758800, -21600, 1541318400, -25200, 1552208400, -21600, 1572768000, -25200,
+    1583658000, -21600, 1604217600, -25200, 1615712400, -21600, 1636272000, -25200,
+    1647162000, -21600, 1667721600, -25200, 1678611600, -21600, 1699171200, -25200,
+    1710061200, -21600, 1730620800, -25200, 1741510800, -21600, 1762070400, -25200,
+    1772960400, -21600, 1793520000, -21600,
+  },
+  { 23 },
+  {
+    21, -28800, 1394359200, -25200, 1414918800, -28800, 1425808800, -25200,
+  },
+  { 24 },
+  {
+    25, -10800, 1396141200, -7200, 1414285200, -10800, 1427590800, -7200, 1445734800, -10800,
+    1459040400, -7200, 1477789200, -10800, 1490490000, -7200, 1509238800, -10800,
+    1521939600, -7200, 1540688400, -10800, 1553994000, -7200, 1572138000, -10800,
+    1585443600, -7200, 1603587600, -10800, 1616893200, -7200, 1635642000, -10800,
+    1648342800, -7200, 1667091600, -10800, 1679792400, -7200, 1698541200, -7200,
+  },
+  {
+    22, -18000, 1394348400, -14400, 1414908000, -18000, 1425798000, -14400, 1520751600, -14400,
+  },
+  {
+    26, -18000, 1394341200, -14400, 1414904400, -18000, 1425790800, -14400, 1446354000, -18000,
+    1457845200, -14400, 1478408400, -18000, 1489294800, -14400, 1509858000, -18000,
+    1520744400, -14400, 1541307600, -18000, 1552194000, -14400, 1572757200, -18000,
+    1583643600, -14400, 1604206800, -18000, 1615698000, -14400, 1636261200, -18000,
+    1647147600, -14400, 1667710800, -18000, 1678597200, -14400, 1699160400, -18000,
+    1710046800, -14400, 1730610000, -18000, 1741496400, -14400, 1762059600, -18000,
+    1772946000, -14400, 1825563600, -18000,
+  },
+  { 22 }, { 23 }, { 20 },
+  {
+    21, -25200, 1396774800, -21600, 1414310400, -25200, 1428224400, -21600, 1445760000, -25200,
+    1459674000, -21600, 1477814400, -25200, 1491123600, -21600, 1509264000, -25200,
+    1522573200, -21600, 1540713600, -25200, 1554627600, -21600, 1572163200, -25200,
+    1586077200, -21600, 1603612800, -25200, 1617526800, -21600, 1635667200, -25200,
+    1648976400, -21600, 1667116800, -25200,
+  },
+  {
+    12, -28800, 1446372000, -32400, 1457866800, -28800, 1478426400, -32400, 1489316400, -28800,
+    1509876000, -32400, 1520766000, -28800, 1541325600, -28800, 1547978400, -32400,
+  },
+  { 27 }, { 24 },
+  {
+    14, -7200, 1394337600, -10800, 1412485200, -7200, 1425787200, -10800,
+  },
+  { 28 },
+  {
+    20, -25200, 1394355600, -21600, 1414915200, -25200, 1425805200, -21600, 1446364800, -25200,
+    1457859600, -21600, 1478419200, -25200, 1489309200, -21600, 1509868800, -25200,
+    1520758800, -21600, 1541318400, -25200, 1552208400, -21600, 1572768000, -25200,
+    1583658000, -21600, 1604217600, -25200, 1615712400, -21600, 1636272000, -25200,
+    1647162000, -21600, 1667116800, -21600, 1669788000, -21600,
+  },
+  {
+    22, -18000, 1394348400, -14400, 1414908000, -18000, 1425798000, -14400, 1446357600, -18000,
+    1489302000, -14400,
+  },
+  {
+    14, -10800, 1398567600, -14400, 1410062400, -10800, 1463281200, -14400, 1471147200, -10800,
+    1480820400, -10800,
+  },
+  {
+    15, -21600, 1394352000, -18000, 1414911600, -21600, 1425801600, -18000, 1446361200, -21600,
+    1457856000, -18000, 1478415600, -21600, 1489305600, -18000, 1509865200, -21600,
+    1520755200, -18000, 1541314800, -21600, 1552204800, -18000, 1572764400, -21600,
+    1583654400, -18000, 1604214000, -21600, 1615708800, -18000, 1636268400, -21600,
+    1647158400, -18000, 1667718000, -21600, 1678608000, -18000, 1699167600, -21600,
+    1710057600, -18000, 1730617200, -21600, 1741507200, -18000, 1762066800, -21600,
+    1772956800, -18000, 1793516400, -18000,
+  },
+  {
+    29, -10800, 1398567600, -14400, 1410062400, -10800, 1463281200, -14400, 1471147200, -10800,
+    1494730800, -14400, 1502596800, -10800, 1526180400, -14400, 1534046400, -10800,
+    1554606000, -14400, 1567915200, -10800, 1586055600, -14400, 1599364800, -10800,
+    1617505200, -14400, 1630814400, -10800, 1648954800, -14400, 1662868800, -10800,
+    1680404400, -14400,
+  },
+  {
+    14, -7200, 1392516000, -10800, 1413687600, -7200, 1424570400, -10800, 1445137200, -7200,
+    1456020000, -10800, 1476586800, -7200, 1487469600, -10800, 1508036400, -7200,
+    1518919200, -10800, 1541300400, -7200, 1550368800, -10800,
+  },
+  {
+    25, -3600, 1396141200, 0, 1414285200, -3600, 1427590800, 0, 1445734800, -3600, 1459040400, 0,
+    1477789200, -3600, 1490490000, 0, 1509238800, -3600, 1521939600, 0, 1540688400, -3600,
+    1553994000, 0, 1572138000, -3600, 1585443600, 0, 1603587600, -3600, 1616893200, 0,
+    1635642000, -3600, 1648342800, 0, 1667091600, -3600, 1679792400, 0, 1698541200, -3600,
+    1711846800, -3600,
+  },
+  { 30 },
+  {
+    21, -28800, 1394359200, -25200, 1414918800, -28800, 1425808800, -25200, 1446368400, -28800,
+    1457863200, -25200, 1478422800, -28800, 1489312800, -25200, 1509872400, -28800,
+    1520762400, -25200, 1541322000, -28800, 1552212000, -25200, 1572771600, -28800,
+    1583661600, -25200, 1604221200, -28800, 1615716000, -25200, 1636275600, -28800,
+    1647165600, -25200, 1667725200, -28800, 1678615200, -25200, 1699174800, -28800,
+    1710064800, -25200, 1730624400, -28800, 1741514400, -25200, 1762074000, -28800,
+    1772964000, -25200, 1793523600, -25200,
+  },
+  {
+    31, 28800, 1477065600, 39600, 1520701200, 28800, 1538856000, 39600, 1552752000, 28800,
+    1570129200, 39600, 1583596800, 28800, 1601740860, 39600, 1615640400, 28800, 1633190460, 39600,
+    1647090000, 28800, 1664640060, 39600, 1678291200, 28800,
+  },
+  { 32 }, { 33 }, { 34 }, { 35 }, { 36 }, { 37 }, { 38 },
+  {
+    35, 25200, 1702839600, 18000,
+  },
+  {
+    35, 21600, 1709229600, 18000,
+  },
+  {
+    37, 7200, 1395957600, 10800, 1414706400, 7200, 1427407200, 10800, 1446156000, 7200,
+    1459461600, 10800, 1477605600, 7200, 1490911200, 10800, 1509055200, 7200, 1522360800, 10800,
+    1540504800, 7200, 1553810400, 10800, 1571954400, 7200, 1585260000, 10800, 1604008800, 7200,
+    1616709600, 10800, 1635458400, 7200, 1645740000, 10800, 1666908000, 10800,
+  },
+  { 39 },
+  {
+    40, 14400, 1396137600, 18000, 1414281600, 14400, 1427587200, 18000, 1445731200, 14400,
+  },
+  {
+    32, 25200, 1414263600, 21600, 1459022400, 25200,
+  },
+  { 41 }, { 42 }, { 31 }, { 43 },
+  {
+    44, 36000, 1414252800, 28800, 1459015200, 32400,
+  },
+  {
+    31, 28800, 1427479200, 32400, 1443193200, 28800, 1458928800, 32400, 1474642800, 28800,
+  },
+  { 45 }, { 46 },
+  {
+    37, 7200, 1395957600, 10800, 1414702800, 7200, 1427407200, 10800, 1446152400, 7200,
+    1458856800, 10800, 1477602000, 7200, 1490911200, 10800, 1509051600, 7200, 1522360800, 10800,
+    1540501200, 7200, 1553810400, 10800, 1571950800, 7200, 1585260000, 10800, 1604005200, 7200,
+    1616709600, 10800, 1635454800, 7200, 1648159200, 10800, 1666904400, 10800,
+  },
+  { 44 }, { 40 },
+  {
+    47, 7200, 1396141200, 10800, 1414285200, 7200, 1427590800, 10800, 1445734800, 7200,
+    1459040400, 10800, 1473282000, 10800, 1509238800, 7200,
+  },
+  {
+    48, 7200, 1395957600, 10800, 1414098000, 7200, 1427493600, 10800, 1445551200, 7200,
+    1458946800, 10800, 1477692000, 7200, 1490396400, 10800, 1509141600, 7200, 1521846000, 10800,
+    1540591200, 7200, 1553810400, 10800, 1572037200, 7200, 1585346400, 10800, 1603490400, 7200,
+    1616796000, 10800, 1635458400, 7200, 1648332000, 10800, 1666998000, 7200, 1682726400, 10800,
+    1698447600, 7200, 1713571200, 10800, 1729897200, 7200, 1744416000, 10800, 1761346800, 7200,
+    1774656000, 10800, 1792796400, 7200, 1806105600, 10800, 1824850800, 7200, 1837555200, 10800,
+    1856300400, 7200, 1869004800, 10800, 1887750000, 7200, 1901059200, 10800, 1919199600, 7200,
+    1932508800, 10800, 1950649200, 7200, 1963958400, 10800, 1982703600, 7200, 1995408000, 10800,
+    2014153200, 7200, 2026857600, 10800, 2045602800, 7200, 2058307200, 10800, 2077052400, 7200,
+    2090361600, 10800, 2107897200, 7200, 2121811200, 10800, 2138742000, 7200, 2153260800, 10800,
+    2168982000, 7200, 2184710400, 10800, 2199826800, 7200, 2216160000, 10800, 2230066800, 7200,
+    2234304000, 10800, 2234905200, 7200, 2248214400, 10800, 2260911600, 7200, 2264544000, 10800,
+    2266354800, 7200, 2279664000, 10800, 2291756400, 7200, 2295388800, 10800, 2297804400, 7200,
+    2311113600, 10800, 2321996400, 7200, 2326233600, 10800, 2329254000, 7200, 2342563200, 10800,
+    2352841200, 7200, 2356473600, 10800, 2361308400, 7200, 2374012800, 10800, 2383686000, 7200,
+    2387318400, 10800, 2392758000, 7200, 2405462400, 10800, 2413926000, 7200, 2418163200, 10800,
+    2424207600, 7200, 2437516800, 10800, 2444770800, 7200, 2448403200, 10800, 2455657200, 7200,
+    2468966400, 10800, 2475010800, 7200, 2479248000, 10800, 2487106800, 7200, 2500416000, 10800,
+    2505855600, 7200, 2509488000, 10800, 2519161200, 7200, 2531865600, 10800, 2536700400, 7200,
+    2540332800, 10800, 2550610800, 7200, 2563315200, 10800, 2566940400, 7200, 2571177600, 10800,
+    2582060400, 7200, 2595369600, 10800, 2597785200, 7200, 2601417600, 10800, 2613510000, 7200,
+    2626819200, 10800, 2628025200, 7200, 2632262400, 10800, 2644959600, 7200, 2658268800, 10800,
+    2658870000, 7200, 2663107200, 10800, 2676409200, 7200, 2693347200, 10800, 2708463600, 7200,
+    2724192000, 10800, 2739913200, 7200, 2754432000, 10800, 2771362800, 7200, 2785276800, 10800,
+    2802812400, 7200, 2816121600, 10800, 2834262000, 7200, 2847571200, 10800, 2866316400, 7200,
+    2879020800, 10800, 2897766000, 7200, 2910470400, 10800, 2929215600, 7200, 2941920000, 10800,
+    2960665200, 7200, 2973974400, 10800, 2992114800, 7200, 3005424000, 10800, 3023564400, 7200,
+    3036873600, 10800, 3055618800, 7200, 3068323200, 10800, 3087068400, 7200, 3099772800, 10800,
+    3117913200, 7200, 3131827200, 10800, 3148758000, 7200, 3163276800, 10800, 3179602800, 7200,
+    3194726400, 10800, 3209842800, 7200, 3226176000, 10800, 3240687600, 7200, 3244320000, 10800,
+    3244921200, 7200, 3257625600, 10800, 3271532400, 7200, 3275164800, 10800, 3276370800, 7200,
+    3289075200, 10800, 3301772400, 7200, 3306009600, 10800, 3307820400, 7200, 3321129600, 10800,
+    3332617200, 7200, 3336249600, 10800, 3339270000, 7200, 3352579200, 10800, 3362857200, 7200,
+    3367094400, 10800, 3370719600, 7200, 3384028800, 10800, 3393702000, 7200, 3397939200, 10800,
+    3402774000, 7200, 3415478400, 10800, 3424546800, 7200, 3428179200, 10800, 3434223600, 7200,
+    3446928000, 10800, 3454786800, 7200, 3459024000, 10800, 3465673200, 7200, 3478982400, 10800,
+    3485631600, 7200, 3489264000, 10800, 3497122800, 7200, 3510432000, 10800, 3516476400, 7200,
+    3520108800, 10800, 3528572400, 7200, 3541881600, 10800, 3546716400, 7200, 3550953600, 10800,
+    3560022000, 7200, 3573331200, 10800, 3577561200, 7200, 3581193600, 10800, 3592076400, 7200,
+    3604780800, 10800, 3607801200, 7200, 3612038400, 10800, 3623526000, 7200, 3636230400, 10800,
+    3638646000, 7200, 3642883200, 10800, 3654975600, 7200, 3668284800, 10800, 3669490800, 7200,
+    3673123200, 10800, 3686425200, 7200,
+  },
+  { 49 },
+  {
+    32, 25200, 1427482800, 28800, 1443196800, 25200, 1458932400, 28800, 1474646400, 25200,
+  },
+  {
+    31, 32400, 1414256400, 28800,
+  },
+  {
+    37, 7200, 1396227600, 10800, 1414285200, 7200, 1427590800, 10800, 1446944400, 7200,
+    1459040400, 10800, 1473195600, 10800,
+  },
+  { 50 }, { 51 }, { 52 }, { 53 }, { 54 }, { 55 },
+  {
+    44, 36000, 1414252800, 32400,
+  },
+  {
+    32, 28800, 1414260000, 25200,
+  },
+  {
+    56, 43200, 1414245600, 36000, 1461427200, 39600,
+  },
+  { 57 }, { 58 }, { 47 },
+  {
+    32, 25200, 1414263600, 21600, 1469304000, 25200,
+  },
+  {
+    42, 25200, 1414263600, 21600,
+  },
+  {
+    59, 32400, 1439564400, 30600, 1525446000, 32400,
+  },
+  {
+    35, 21600, 1545328800, 18000,
+  },
+  { 60 },
+  {
+    56, 39600, 1414249200, 36000, 1459008000, 39600,
+  },
+  { 59 },
+  {
+    56, 43200, 1414245600, 39600,
+  },
+  {
+    61, 12600, 1395433800, 16200, 1411327800, 12600, 1426969800, 16200, 1442863800, 12600,
+    1458505800, 16200, 1474399800, 12600, 1490128200, 16200, 1506022200, 12600, 1521664200, 16200,
+    1537558200, 12600, 1553200200, 16200, 1569094200, 12600, 1584736200, 16200, 1600630200, 12600,
+    1616358600, 16200, 1632252600, 12600, 1647894600, 16200, 1663788600, 12600,
+  },
+  { 62 },
+  {
+    32, 25200, 1414263600, 21600, 1464465600, 25200,
+  },
+  {
+    33, 39600, 1414249200, 36000,
+  },
+  {
+    35, 21600, 1414267200, 18000,
+  },
+  { 63 }, { 64 }, { 65 }, { 34 }, { 66 }, { 67 }, { 68 }, { 69 }, { 70 }, { 71 },
+  {
+    72, -18000, 1398567600, -21600, 1410062400, -18000, 1463281200, -21600, 1471147200, -18000,
+    1494730800, -21600, 1502596800, -18000, 1526180400, -21600, 1534046400, -18000,
+    1554606000, -21600, 1567915200, -18000, 1586055600, -21600, 1599364800, -18000,
+    1617505200, -21600, 1630814400, -18000, 1648954800, -21600, 1662868800, -18000,
+    1680404400, -21600,
+  },
+  { 73 }, { 74 }, { 75 }, { 76 }, { 77 }, { 78 }, { 79 }, { 80 }, { 81 }, { 56 }, { 82 }, { 83 },
+  { 84 }, { 85 },
+  {
+    40, 14400, 1414274400, 10800, 1459033200, 14400,
+  },
+  { 86 }, { 47 },
+  {
+    47, 7200, 1396137600, 10800, 1414281600, 7200, 1427587200, 10800, 1445731200, 7200,
+    1459036800, 10800, 1477785600, 7200, 1490486400, 10800, 1509235200, 7200, 1521936000, 10800,
+    1540684800, 7200, 1553990400, 10800, 1572134400, 7200, 1585440000, 10800, 1603584000, 7200,
+    1616889600, 10800, 1635638400, 7200, 1640988000, 7200,
+  },
+  {
+    10, 10800, 1414278000, 7200,
+  },
+  {
+    87, 14400, 1414274400, 10800,
+  },
+  {
+    40, 14400, 1414274400, 10800, 1480806000, 14400,
+  },
+  {
+    87, 7200, 1396137600, 14400, 1414274400, 10800,
+  },
+  {
+    87, 14400, 1414274400, 10800, 1540681200, 14400, 1609020000, 10800,
+  },
+  { 88 }, { 89 }, { 90 },
+  {
+    82, 50400, 1396706400, 46800, 1411826400, 50400, 1428156000, 46800, 1443276000, 50400,
+    1459605600, 46800, 1474725600, 50400, 1491055200, 46800, 1506175200, 50400, 1522504800, 46800,
+    1538229600, 50400, 1554559200, 46800, 1569679200, 50400, 1586008800, 46800, 1601128800, 50400,
+    1617458400, 46800,
+  },
+  {
+    56, 36000, 1419696000, 39600,
+  },
+  {
+    39, 46800, 1390050000, 43200, 1414850400, 46800, 1421503200, 43200, 1446300000, 46800,
+    1452952800, 43200, 1478354400, 46800, 1484402400, 43200, 1509804000, 46800, 1515852000, 43200,
+    1541253600, 46800, 1547301600, 43200, 1573308000, 46800, 1578751200, 43200, 1608386400, 46800,
+    1610805600, 43200,
+  },
+  { 91 }, { 92 }, { 93 },
+  {
+    94, 41400, 1443882600, 39600, 1561899600, 39600,
+  },
+  {
+    82, 46800, 1478350800, 50400, 1484398800, 46800,
+  },
+}
+-- Every name, lower case, and its zone; a word ending in / names the area of those
+-- after it.
+local NAMES = {
+  "africa/ abidjan=1 accra=1 addis_ababa=2 algiers=3 asmara=2 asmera=2 bamako=1 bangui=4",
+  "banjul=1 bissau=1 blantyre=5 brazzaville=4 bujumbura=5 cairo=6 casablanca=7 ceuta=8",
+  "conakry=1 dakar=1 dar_es_salaam=2 djibouti=2 douala=4 el_aaiun=7 freetown=1 gaborone=5",
+  "harare=5 johannesburg=9 juba=10 kampala=2 khartoum=11 kigali=5 kinshasa=4 lagos=4",
+  "libreville=4 lome=1 luanda=4 lubumbashi=5 lusaka=5 malabo=4 maputo=5 maseru=9 mbabane=9",
+  "mogadishu=2 monrovia=1 nairobi=2 ndjamena=4 niamey=4 nouakchott=1 ouagadougou=1",
+  "porto-novo=4 sao_tome=12 timbuktu=1 tripoli=13 tunis=3 windhoek=14 america/ adak=15",
+  "anchorage=16 anguilla=17 antigua=17 araguaina=18 america/argentina/ buenos_aires=18",
+  "catamarca=18 comodrivadavia=18 cordoba=18 jujuy=18 la_rioja=18 mendoza=18 rio_gallegos=18",
+  "salta=18 san_juan=18 san_luis=18 tucuman=18 ushuaia=18 america/ aruba=17 asuncion=19",
+  "atikokan=20 atka=15 bahia=18 bahia_banderas=21 barbados=17 belem=18 belize=22",
+  "blanc-sablon=17 boa_vista=23 bogota=24 boise=25 buenos_aires=18 cambridge_bay=25",
+  "campo_grande=26 cancun=27 caracas=28 catamarca=18 cayenne=18 cayman=20 chicago=29",
+  "chihuahua=30 ciudad_juarez=31 coral_harbour=20 cordoba=18 costa_rica=22 coyhaique=32",
+  "creston=33 cuiaba=26 curacao=17 danmarkshavn=1 dawson=34 dawson_creek=33 denver=25",
+  "detroit=35 dominica=17 edmonton=36 eirunepe=24 el_salvador=22 ensenada=37 fort_nelson=38",
+  "fort_wayne=35 fortaleza=18 glace_bay=39 godthab=40 goose_bay=39 grand_turk=41 grenada=17",
+  "guadeloupe=17 guatemala=22 guayaquil=24 guyana=23 halifax=39 havana=42 hermosillo=33",
+  "america/indiana/ indianapolis=35 knox=29 marengo=35 petersburg=43 tell_city=29 vevay=35",
+  "vincennes=43 winamac=35 america/ indianapolis=35 inuvik=36 iqaluit=35 jamaica=20 jujuy=18",
+  "juneau=16 america/kentucky/ louisville=35 monticello=35 america/ knox_in=29 kralendijk=17",
+  "la_paz=23 lima=24 los_angeles=44 louisville=35 lower_princes=17 maceio=18 managua=22",
+  "manaus=23 marigot=17 martinique=17 matamoros=45 mazatlan=46 mendoza=18 menominee=29",
+  "merida=21 metlakatla=47 mexico_city=21 miquelon=48 moncton=49 monterrey=21 montevideo=50",
+  "montreal=35 montserrat=17 nassau=35 new_york=35 nipigon=35 nome=16 noronha=51",
+  "america/north_dakota/ beulah=45 center=29 new_salem=29 america/ nuuk=40 ojinaga=52",
+  "panama=20 pangnirtung=35 paramaribo=18 phoenix=33 port-au-prince=53 port_of_spain=17",
+  "porto_acre=24 porto_velho=23 puerto_rico=17 punta_arenas=54 rainy_river=55",
+  "rankin_inlet=29 recife=18 regina=22 resolute=29 rio_branco=24 rosario=18 santa_isabel=37",
+  "santarem=18 santiago=56 santo_domingo=17 sao_paulo=57 scoresbysund=58 shiprock=25",
+  "sitka=16 st_barthelemy=17 st_johns=59 st_kitts=17 st_lucia=17 st_thomas=17 st_vincent=17",
+  "swift_current=22 tegucigalpa=22 thule=39 thunder_bay=35 tijuana=37 toronto=35 tortola=17",
+  "vancouver=60 virgin=17 whitehorse=34 winnipeg=55 yakutat=16 yellowknife=36 antarctica/",
+  "casey=61 davis=62 dumontdurville=63 macquarie=64 mawson=65 mcmurdo=66 palmer=54",
+  "rothera=18 south_pole=66 syowa=67 troll=68 vostok=69 arctic/ longyearbyen=8 asia/ aden=67",
+  "almaty=70 amman=71 anadyr=72 aqtau=65 aqtobe=65 ashgabat=65 ashkhabad=65 atyrau=65",
+  "baghdad=67 bahrain=67 baku=73 bangkok=62 barnaul=74 beirut=75 bishkek=76 brunei=77",
+  "calcutta=78 chita=79 choibalsan=80 chongqing=81 chungking=81 colombo=82 dacca=76",
+  "damascus=83 dhaka=76 dili=84 dubai=85 dushanbe=65 famagusta=86 gaza=87 harbin=81",
+  "hebron=87 ho_chi_minh=62 hong_kong=88 hovd=89 irkutsk=90 istanbul=91 jakarta=92",
+  "jayapura=93 jerusalem=94 kabul=95 kamchatka=72 karachi=96 kashgar=76 kathmandu=97",
+  "katmandu=97 khandyga=98 kolkata=78 krasnoyarsk=99 kuala_lumpur=77 kuching=77 kuwait=67",
+  "macao=81 macau=81 magadan=100 makassar=101 manila=102 muscat=85 nicosia=103",
+  "novokuznetsk=62 novosibirsk=104 omsk=105 oral=65 phnom_penh=62 pontianak=92 pyongyang=106",
+  "qatar=67 qostanay=70 qyzylorda=107 rangoon=108 riyadh=67 saigon=62 sakhalin=109",
+  "samarkand=65 seoul=110 shanghai=81 singapore=77 srednekolymsk=111 taipei=81 tashkent=65",
+  "tbilisi=85 tehran=112 tel_aviv=94 thimbu=76 thimphu=76 tokyo=113 tomsk=114",
+  "ujung_pandang=101 ulaanbaatar=80 ulan_bator=80 urumqi=76 ust-nera=115 vientiane=62",
+  "vladivostok=115 yakutsk=98 yangon=108 yekaterinburg=116 yerevan=85 atlantic/ azores=117",
+  "bermuda=39 canary=118 cape_verde=119 faeroe=118 faroe=118 jan_mayen=8 madeira=118",
+  "reykjavik=1 south_georgia=51 st_helena=1 stanley=18 australia/ act=120 adelaide=121",
+  "brisbane=122 broken_hill=121 canberra=120 currie=64 darwin=123 eucla=124 hobart=64",
+  "lhi=125 lindeman=122 lord_howe=125 melbourne=120 north=123 nsw=120 perth=126",
+  "queensland=122 south=121 sydney=120 tasmania=64 victoria=120 west=126 yancowinna=121",
+  "brazil/ acre=24 denoronha=51 east=57 west=23 canada/ atlantic=39 central=55 eastern=35",
+  "mountain=36 newfoundland=59 pacific=60 saskatchewan=22 yukon=34 / cet=8 chile/",
+  "continental=56 easterisland=127 / cst6cdt=29 cuba=42 eet=103 egypt=6 eire=128 est=20",
+  "est5edt=35 etc/ gmt=1 gmt+0=1 gmt+1=119 gmt+10=129 gmt+11=130 gmt+12=131 gmt+2=51",
+  "gmt+3=18 gmt+4=23 gmt+5=24 gmt+6=132 gmt+7=133 gmt+8=134 gmt+9=135 gmt-0=1 gmt-1=136",
+  "gmt-10=63 gmt-11=137 gmt-12=72 gmt-13=138 gmt-14=139 gmt-2=140 gmt-3=67 gmt-4=85 gmt-5=65",
+  "gmt-6=76 gmt-7=62 gmt-8=77 gmt-9=84 gmt0=1 greenwich=1 uct=141 universal=141 utc=141",
+  "zulu=141 europe/ amsterdam=8 andorra=8 astrakhan=142 athens=103 belfast=143 belgrade=8",
+  "berlin=8 bratislava=8 brussels=8 bucharest=144 budapest=8 busingen=8 chisinau=145",
+  "copenhagen=8 dublin=128 gibraltar=8 guernsey=143 helsinki=103 isle_of_man=143 istanbul=91",
+  "jersey=143 kaliningrad=146 kiev=103 kirov=147 kyiv=103 lisbon=118 ljubljana=8 london=143",
+  "luxembourg=8 madrid=8 malta=8 mariehamn=103 minsk=67 monaco=8 moscow=147 nicosia=103",
+  "oslo=8 paris=8 podgorica=8 prague=8 riga=144 rome=8 samara=85 san_marino=8 sarajevo=8",
+  "saratov=148 simferopol=149 skopje=8 sofia=144 stockholm=8 tallinn=144 tirane=8",
+  "tiraspol=145 ulyanovsk=142 uzhgorod=103 vaduz=8 vatican=8 vienna=8 vilnius=144",
+  "volgograd=150 warsaw=8 zagreb=8 zaporozhye=103 zurich=8 / factory=151 gb=143 gb-eire=143",
+  "gmt=1 gmt+0=1 gmt-0=1 gmt0=1 greenwich=1 hongkong=88 hst=152 iceland=1 indian/",
+  "antananarivo=2 chagos=76 christmas=62 cocos=108 comoro=2 kerguelen=65 mahe=85 maldives=65",
+  "mauritius=85 mayotte=2 reunion=85 / iran=112 israel=94 jamaica=20 japan=113 kwajalein=72",
+  "libya=13 met=8 mexico/ bajanorte=37 bajasur=46 general=21 / mst=33 mst7mdt=25 navajo=25",
+  "nz=66 nz-chat=153 pacific/ apia=154 auckland=66 bougainville=155 chatham=153 chuuk=63",
+  "easter=127 efate=137 enderbury=138 fakaofo=138 fiji=156 funafuti=72 galapagos=132",
+  "gambier=135 guadalcanal=137 guam=157 honolulu=152 johnston=152 kanton=138 kiritimati=139",
+  "kosrae=137 kwajalein=72 majuro=72 marquesas=158 midway=159 nauru=72 niue=130 norfolk=160",
+  "noumea=137 pago_pago=159 palau=84 pitcairn=134 pohnpei=137 ponape=137 port_moresby=63",
+  "rarotonga=129 saipan=157 samoa=159 tahiti=129 tarawa=72 tongatapu=161 truk=63 wake=72",
+  "wallis=72 yap=63 / poland=8 portugal=118 prc=81 pst8pdt=44 roc=81 rok=110 singapore=77",
+  "turkey=91 uct=141 universal=141 us/ alaska=16 aleutian=15 arizona=33 central=29",
+  "east-indiana=35 eastern=35 hawaii=152 indiana-starke=29 michigan=35 mountain=25",
+  "pacific=44 samoa=159 / utc=141 w-su=147 wet=118 zulu=141",
+}
+-- </generated:calendar>
+
+-- floor(a / b) and its remainder, for integers |a| < 2^53 (negative a too).
+local function fdiv(a, b)
+  local q = floor(a / b)
+  return q, a - q * b
+end
+
+-- Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's).
+local function days_from_civil(y, m, d)
+  if m <= 2 then
+    y = y - 1
+  end
+  local era = fdiv(y, 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = fdiv(z, 146097)
+  local doe = z - era * 146097
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  return m <= 2 and y + 1 or y, m, d
+end
+
+local function leap(y)
+  return y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0)
+end
+
+local MONTH_DAYS = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
+
+local function month_days(y, m)
+  return (m == 2 and leap(y)) and 29 or MONTH_DAYS[m]
+end
+
+-- The UTC (or wall clock) year of an instant (or local time) in ms.
+local function year_of(ms)
+  return (civil_from_days((fdiv(ms, DAY))))
+end
+
+-- POSIX TZ rules ----------------------------------------------------------------
+-- std [offset] [dst [offset] ,start[/time],end[/time]], with the TZif v3+
+-- extensions (transition hours -167 ..= 167). A rule: {std, dst, start, stop},
+-- offsets in s east of UTC; start and stop {kind = "J" | "n" | "M", ..., time = s}.
+
+-- [+-]hh[:mm[:ss]] at s[i..]: seconds (signed) and the next position, or nil.
+local function hms(s, i)
+  local sign, h, j = s:match("^([+-]?)(%d+)()", i)
+  if not h then
+    return nil
+  end
+  local v = tonumber(h) * 3600
+  local m, k = s:match("^:(%d+)()", j)
+  if m then
+    v, j = v + tonumber(m) * 60, k
+    local sec, l = s:match("^:(%d+)()", j)
+    if sec then
+      v, j = v + tonumber(sec), l
+    end
+  end
+  return sign == "-" and -v or v, j
+end
+
+-- An abbreviation (<+0530> or EST): the position after it, or nil.
+local function abbreviation(s, i)
+  if s:sub(i, i) == "<" then
+    local j = s:find(">", i, true)
+    return j and j + 1
+  end
+  local a, b = s:find("^%a+", i)
+  return a and b - a >= 2 and b + 1 or nil
+end
+
+-- A transition's day and time at s[i..]: the spec and the next position, or nil.
+local function transition(s, i)
+  local spec, j
+  local n, k = s:match("^J(%d+)()", i)
+  if n then
+    spec, j = { kind = "J", day = tonumber(n) }, k
+  else
+    local m, w, d, l = s:match("^M(%d+)%.(%d)%.(%d)()", i)
+    if m then
+      spec, j = { kind = "M", month = tonumber(m), week = tonumber(w), weekday = tonumber(d) }, l
+    else
+      n, k = s:match("^(%d+)()", i)
+      if not n then
+        return nil
+      end
+      spec, j = { kind = "n", day = tonumber(n) }, k
+    end
+  end
+  spec.time = 7200
+  if s:sub(j, j) == "/" then
+    spec.time, j = hms(s, j + 1)
+    if not spec.time then
+      return nil
+    end
+  end
+  return spec, j
+end
+
+local function parse_rule(s)
+  local i = abbreviation(s, 1)
+  local std
+  if i then
+    std, i = hms(s, i)
+  end
+  if not std then
+    return nil
+  end
+  local rule = { std = -std }
+  if i > #s then
+    return rule
+  end
+  i = abbreviation(s, i)
+  if not i then
+    return nil
+  end
+  rule.dst = rule.std + 3600
+  if s:sub(i, i) ~= "," then
+    local dst
+    dst, i = hms(s, i)
+    if not dst then
+      return nil
+    end
+    rule.dst = -dst
+  end
+  local j
+  rule.start, j = transition(s, i + 1)
+  if not rule.start or s:sub(j, j) ~= "," then
+    return nil
+  end
+  rule.stop, j = transition(s, j + 1)
+  if not rule.stop or j <= #s then
+    return nil
+  end
+  return rule
+end
+
+-- The day (days since the epoch) a transition falls on in year y, or nil when
+-- there is none (day 365 of a common year).
+local function transition_day(spec, y)
+  local jan1 = days_from_civil(y, 1, 1)
+  if spec.kind == "J" then
+    return jan1 + spec.day - 1 + ((leap(y) and spec.day >= 60) and 1 or 0)
+  elseif spec.kind == "n" then
+    if spec.day == 365 and not leap(y) then
+      return nil
+    end
+    return jan1 + spec.day
+  end
+  local first = days_from_civil(y, spec.month, 1)
+  -- Weekday 0 is Sunday; 1970-01-01 was a Thursday (4).
+  local first_weekday = (first + 4) % 7
+  if spec.week == 5 then
+    local last = first + month_days(y, spec.month) - 1
+    return last - (((last + 4) % 7 - spec.weekday) % 7)
+  end
+  return first + (spec.weekday - first_weekday) % 7 + 7 * (spec.week - 1)
+end
+
+-- A transition of year y as a civil time in ms less `offset` s, kept in year y
+-- (before it: its first instant; after it: just before its end).
+local function transition_at(spec, y, offset)
+  local day = transition_day(spec, y)
+  local first, after = days_from_civil(y, 1, 1) * DAY, days_from_civil(y + 1, 1, 1) * DAY
+  if not day then
+    return after - 0.5
+  end
+  local at = day * DAY + (spec.time - offset) * 1000
+  if at < first then
+    return first
+  elseif at >= after then
+    return after - 0.5
+  end
+  return at
+end
+
+-- Whether t is in [start, stop) (or out of [stop, start) when DST spans new year).
+local function in_range(start, stop, t)
+  if start <= stop then
+    return start <= t and t < stop
+  end
+  return not (stop <= t and t < start)
+end
+
+-- DST's start and end in year y as UTC instants (ms).
+local function dst_utc(rule, y)
+  local start = transition_at(rule.start, y, rule.std)
+  local stop = transition_at(rule.stop, y, rule.dst)
+  -- DST all year: it starts on Jan 1 at 00:00 and ends (read in standard time)
+  -- in another year.
+  if start == days_from_civil(y, 1, 1) * DAY and year_of(stop + rule.std * 1000) ~= y then
+    stop = days_from_civil(y + 1, 1, 1) * DAY - 0.5
+  end
+  return start, stop
+end
+
+local function rule_offset(rule, t)
+  if not rule.dst then
+    return rule.std
+  end
+  local start, stop = dst_utc(rule, year_of(t))
+  return in_range(start, stop, t) and rule.dst or rule.std
+end
+
+-- The instant of local time l (ms) under a rule: a time in a gap takes the offset
+-- before the gap, a time in an overlap the earlier instant.
+local function rule_instant(rule, l)
+  local std, dst = rule.std, rule.dst
+  if not dst or dst == std then
+    return l - std * 1000
+  end
+  local y = year_of(l)
+  local start, stop = transition_at(rule.start, y, 0), transition_at(rule.stop, y, 0)
+  local diff = (dst - std) * 1000
+  local offset
+  if diff < 0 then
+    if in_range(start, stop, l) then
+      offset = dst
+    elseif start + diff <= l and l < start then
+      offset = std -- an overlap: before it, standard time
+    elseif stop <= l and l < stop - diff then
+      offset = dst -- a gap: the offset before it
+    else
+      offset = std
+    end
+  elseif not in_range(start, stop, l) then
+    offset = std
+  elseif start <= l and l < start + diff then
+    offset = std -- a gap
+  elseif stop - diff <= l and l < stop then
+    offset = dst -- an overlap
+  else
+    offset = dst
+  end
+  return l - offset * 1000
+end
+
+-- Zones --------------------------------------------------------------------------
+-- A zone: {rule, at = {transition instants, ms}, offsets = {offset before at[1],
+-- then after each}}. A fixed offset is a rule without DST.
+
+local rules, zones, by_name, area = {}, {}, {}, ""
+for _, line in ipairs(NAMES) do
+  for word in line:gmatch("%S+") do
+    if word:sub(-1) == "/" then
+      area = word == "/" and "" or word
+    else
+      local place, row = word:match("^(.-)=(%d+)$")
+      by_name[area .. place] = tonumber(row)
+    end
+  end
+end
+
+local function zone_row(row)
+  if zones[row] then
+    return zones[row]
+  end
+  local data = ZONES[row]
+  local r = data[1]
+  rules[r] = rules[r] or parse_rule(RULES[r])
+  local z = { id = "z" .. row, rule = rules[r], at = {}, offsets = { data[2] } }
+  for i = 3, #data, 2 do
+    z.at[#z.at + 1] = data[i] * 1000
+    z.offsets[#z.offsets + 1] = data[i + 1]
+  end
+  zones[row] = z
+  return z
+end
+
+-- The zone an IANA name (any case) names, or nil.
+local function named(name)
+  local row = by_name[name:lower()]
+  return row and zone_row(row)
+end
+
+local function fixed(offset)
+  return { id = "f" .. offset, rule = { std = offset }, at = {}, offsets = {} }
+end
+
+-- How many of key(1), ..., key(n) (ascending) are at or before t.
+local function count_upto(n, key, t)
+  local lo, hi = 0, n
+  while lo < hi do
+    local mid = floor((lo + hi + 1) / 2)
+    if key(mid) <= t then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return lo
+end
+
+-- The offset (s) in force at instant t (ms).
+local function offset_at(z, t)
+  local at = z.at
+  if #at == 0 or t >= at[#at] then
+    return rule_offset(z.rule, t)
+  end
+  return z.offsets[count_upto(#at, function(i)
+    return at[i]
+  end, t) + 1]
+end
+
+-- The instant of local time l (ms): each transition's local range is a gap (the
+-- offset grows) or an overlap; l in one takes the offset before the transition.
+local function instant(z, l)
+  local at, offsets = z.at, z.offsets
+  -- The last transition whose local range starts at or before l (the ranges come
+  -- in order).
+  local i = count_upto(#at, function(j)
+    return at[j] + math.min(offsets[j], offsets[j + 1]) * 1000
+  end, l)
+  if i > 0 and l < at[i] + math.max(offsets[i], offsets[i + 1]) * 1000 then
+    return l - offsets[i] * 1000
+  end
+  if i == #at then
+    return rule_instant(z.rule, l)
+  end
+  return l - offsets[i + 1] * 1000
+end
+
+-- Periods ------------------------------------------------------------------------
+-- A calendar: {first, len, months (false: days), day (a month's anchor day), at
+-- (minutes after local midnight), zone}. Period k starts on day first + k·len
+-- counted from 1970-01-01, or on `day` (clamped to the month's last) of month
+-- first + k·len counted from 1970-01, at local `at`.
+
+-- Instants are clamped into years ~1020 ..= ~8940, as the module clamps them.
+local EARLIEST, LATEST = -30000000000000, 220000000000000
+
+-- Period k's start instant.
+local function start_of(c, k)
+  local n = c.first + k * c.len
+  local days = n
+  if c.months then
+    local y, m0 = fdiv(n, 12)
+    local year, month = 1970 + y, m0 + 1
+    days = days_from_civil(year, month, math.min(c.day, month_days(year, month)))
+  end
+  return instant(c.zone, days * DAY + c.at * 60000)
+end
+
+-- The period holding now: start <= now < end. The local date gives period k; a
+-- start time of day (AT) or a DST change can make that one late or early: step
+-- back, then forward, at most four times each, as the module does (a zone that
+-- skipped a whole day could leave no period: then [now, now + 1)).
+local function period(c, now)
+  now = math.max(EARLIEST, math.min(LATEST, now))
+  local days = fdiv(now + offset_at(c.zone, now) * 1000, DAY)
+  local n = days
+  if c.months then
+    local y, m = civil_from_days(days)
+    n = (y - 1970) * 12 + m - 1
+  end
+  local k = fdiv(n - c.first, c.len)
+  local start = start_of(c, k)
+  for _ = 1, 4 do
+    if start <= now then
+      break
+    end
+    k = k - 1
+    start = start_of(c, k)
+  end
+  local stop = start_of(c, k + 1)
+  for _ = 1, 4 do
+    if stop > now then
+      break
+    end
+    k, start = k + 1, stop
+    stop = start_of(c, k + 1)
+  end
+  if start <= now and now < stop then
+    return start, stop
+  end
+  return now, now + 1
+end
+
+-- The last period computed for each calendar (up to 64 of them), reused while
+-- start <= now < end: a call within a period already seen reads no zone rules.
+-- Periods tile time, so this answers what period() answers.
+local memo, remembered = {}, 0
+
+local function period_of(c, now)
+  local last = memo[c.id]
+  if last and last[1] <= now and now < last[2] then
+    return last[1], last[2]
+  end
+  local start, stop = period(c, now)
+  if not last then
+    if remembered == 64 then
+      memo, remembered = {}, 0
+    end
+    remembered = remembered + 1
+  end
+  memo[c.id] = { start, stop }
+  return start, stop
+end
+
+-- Reading a calendar -----------------------------------------------------------
+
+local WEEKDAYS = { mon = 0, tue = 1, wed = 2, thu = 3, fri = 4, sat = 5, sun = 6 }
+local UTC = fixed(0)
+
+-- An integer 1 ..= max in Redis's form (no sign, no leading zero), or nil.
+local function small(s, max)
+  local v = s:find("^[1-9]%d*$") and #s <= 6 and tonumber(s)
+  return v and v <= max and v or nil
+end
+
+-- TZ: UTC, +HH:MM / -HH:MM up to 23:59, or a tz database name (any case).
+local function zone(s)
+  if s:lower() == "utc" then
+    return UTC
+  end
+  local sign, h, m = s:match("^([+-])(%d%d):(%d%d)$")
+  h, m = tonumber(h), tonumber(m)
+  if h and h <= 23 and m <= 59 then
+    return fixed((sign == "-" and -1 or 1) * (h * 3600 + m * 60))
+  end
+  return named(s)
+end
+
+-- A calendar from its unit and the values of EVERY, ON, AT and TZ (nil: not
+-- given), read as the module reads them. A bad value gives nil and what is wrong:
+-- "unit", "every" (and the unit), "on_day", "on" (and the unit), "at" or "tz".
+local function parse(unit, every, on, at, tz)
+  local u = unit:lower()
+  local max = MAX_EVERY[u]
+  if not max then
+    return nil, "unit"
+  end
+  local n = every == nil and 1 or small(every, max)
+  if not n then
+    return nil, "every", u
+  end
+  local c = { first = 0, len = n, months = u == "month" or u == "year", day = 1, at = 0, zone = UTC }
+  if u == "day" and on ~= nil then
+    return nil, "on_day"
+  elseif u == "week" then
+    local weekday = on == nil and 0 or WEEKDAYS[on:lower()]
+    if not weekday then
+      return nil, "on", u
+    end
+    -- Weeks from the one holding 1970-01-01, a Thursday (3 from Monday).
+    c.first, c.len = -((3 - weekday) % 7), 7 * n
+  elseif u == "month" and on ~= nil then
+    c.day = small(on, 31)
+    if not c.day then
+      return nil, "on", u
+    end
+  elseif u == "year" then
+    c.len = 12 * n
+    if on ~= nil then
+      -- MM-DD, a date of a leap year: 02-29 starts on Feb 28 in common years.
+      local mm, dd = on:match("^(%d%d)%-(%d%d)$")
+      mm, dd = tonumber(mm), tonumber(dd)
+      if not mm or mm < 1 or mm > 12 or dd < 1 or dd > month_days(2000, mm) then
+        return nil, "on", u
+      end
+      c.first, c.day = mm - 1, dd
+    end
+  end
+  if at ~= nil then
+    local hh, mm = at:match("^(%d%d):(%d%d)$")
+    hh, mm = tonumber(hh), tonumber(mm)
+    if not hh or hh > 23 or mm > 59 then
+      return nil, "at"
+    end
+    c.at = hh * 60 + mm
+  end
+  if tz ~= nil then
+    c.zone = zone(tz)
+    if not c.zone then
+      return nil, "tz"
+    end
+  end
+  c.id = tconcat({ c.first, c.len, tostring(c.months), c.day, c.at, c.zone.id }, " ")
+  return c
+end
+
+return { parse = parse, period = period, period_of = period_of, named = named, offset_at = offset_at, instant = instant, TZDB = TZDB }
+end
+
 -- At FUNCTION LOAD only `redis` exists (no math, string, table, tonumber): the
 -- library is built on its first call, when the script globals are there, and kept.
 local function build()
@@ -52,7 +1076,7 @@ local MAX_DURATION = 315360000000 -- 3650d in ms
 local SLIDING_MAX = 100000 -- rl.sliding-max-limit's default (a library has no settings)
 local MAX_KEYS = 16 -- keys in one rl_all call
 local MAX_ID = 256 -- bytes in a lease id
-local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true, SHADOW = true }
+local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true, EVERY = true, ON = true, AT = true, TZ = true, SHADOW = true }
 -- </generated:limits>
 local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
 -- <generated:errors>
@@ -65,6 +1089,7 @@ local ERRORS = {
   not_slidingcounter = 'ERR key does not hold an RL.SLIDINGCOUNTER (a string "<start> <current> <previous>")',
   not_leases = "ERR key does not hold an RL.ACQUIRE lease set (a sorted set of lease ends in ms)",
   not_penalty = 'ERR key does not hold an RL.PENALTY state (a string "<count> <window_end> <level> <blocked_until>")',
+  not_quota = "ERR key does not hold an RL.QUOTA counter (a non-negative integer with an expiry)",
   rate_too_high = "ERR tokens per period is too high for a GCRA limiter: at most one token per nanosecond (1000000 per ms)",
   sliding_limit = "ERR limit must be an integer from 1 to 100000 for RL.SLIDING, which keeps one entry per unit (rl.sliding-max-limit); use RL.BUCKET for larger limits",
   lease_limit = "ERR limit must be an integer from 1 to 100000 for RL.ACQUIRE, which keeps one entry per lease (rl.sliding-max-limit)",
@@ -79,7 +1104,14 @@ local ERRORS = {
   cost = function(name) return "ERR " .. name .. " must be an integer from 0 to 9007199254740991" end,
   duration = function(name) return "ERR " .. name .. " must be a duration from 1ms to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
   delay = function(name) return "ERR " .. name .. " must be a duration from 0 to 3650d: an integer with an optional unit ms, s, m, h or d (a bare integer means seconds)" end,
-  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE" end,
+  unknown_policy = function(word) return "ERR syntax error: unknown policy '" .. word .. "', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA" end,
+  -- RL.QUOTA's calendar (EVERY and ON by unit).
+  quota_unit = "ERR unit must be day, week, month or year",
+  quota_on_day = "ERR syntax error: ON does not apply to unit day, whose periods start every day at AT",
+  quota_at = "ERR AT must be a time of day hh:mm from 00:00 to 23:59",
+  quota_every = { day = "ERR EVERY must be an integer from 1 to 3650", week = "ERR EVERY must be an integer from 1 to 521", month = "ERR EVERY must be an integer from 1 to 120", year = "ERR EVERY must be an integer from 1 to 10" },
+  quota_on = { week = "ERR ON must be mon, tue, wed, thu, fri, sat or sun for unit week", month = "ERR ON must be a day of the month from 1 to 31 for unit month", year = "ERR ON must be a date MM-DD from 01-01 to 12-31 for unit year" },
+  quota_tz = function(zone) return "ERR unknown time zone '" .. zone .. "': TZ takes UTC, an offset +HH:MM or -HH:MM up to 23:59, or a tz database name such as America/New_York" end,
 }
 -- </generated:errors>
 
@@ -539,8 +1571,13 @@ end
 -- unknown.
 -- What a command takes (takes.refund false: no REFUND; takes.debit, takes.delay),
 -- and how an error lists it: "COST n, REFUND n or DEBIT n, or DELAY max".
+-- RL.QUOTA's calendar options: read with its unit (with_calendar), after the others.
+local CALENDAR_WORDS = { EVERY = true, ON = true, AT = true, TZ = true }
+
 local function takes_option(takes, word)
-  if word == "COST" then
+  if CALENDAR_WORDS[word] then
+    return takes.calendar == true
+  elseif word == "COST" then
     return true
   elseif word == "REFUND" then
     return takes.refund ~= false
@@ -566,6 +1603,9 @@ local function expected(takes)
   if takes.delay then
     text = text .. ", or DELAY max"
   end
+  if takes.calendar then
+    text = text .. ", and EVERY n, ON anchor, AT hh:mm or TZ zone"
+  end
   return text
 end
 
@@ -590,6 +1630,10 @@ local function options(args, i, takes, in_all)
       end
       shadow = true
       i = i - 1 -- a flag: no value follows
+    elseif CALENDAR_WORDS[word] then
+      if args[i + 1] == nil then
+        fail("ERR syntax error: " .. word .. " needs a value")
+      end
     elseif word == "DELAY" then
       if args[i + 1] == nil then
         fail("ERR syntax error: DELAY needs a value")
@@ -705,20 +1749,19 @@ local function quota_params(args, i)
   return { limit = count_arg("limit", args[i]), window = duration_arg("window", args[i + 1]) }, i + 2
 end
 
-local function fixed_load(key)
-  local used, at = load_record(key, ERRORS.not_fixed, function(s)
+-- A counter's state (RL.FIXED's, RL.QUOTA's): the units used, read by `load`
+-- (`not_held` the error for a value that is not one).
+local function counter_load(key, not_held)
+  local used, at = load_record(key, not_held, function(s)
     local v = canonical(s)
     return v and cmp(v, U64_MAX) <= 0 and v or nil
   end, true)
   return used and { used = used, expires_at = at } or nil
 end
 
-local function fixed_take(stored, now, q, n)
-  local w = q.window
-  local window_end = now - fmod(now, w) + w
+local function fixed_take(stored, now, limit, window_end, n)
   local live = stored and stored.expires_at > now and stored or nil
   local used = live and live.used or 0
-  local limit = q.limit
   local allowed = cmp(add(used, n), limit) <= 0
   local used_after = allowed and add(used, n) or used
   local store = allowed and n > 0 and { used = used_after, expires_at = window_end } or nil
@@ -737,45 +1780,114 @@ local function fixed_take(stored, now, q, n)
     store
 end
 
-local FIXED = {
-  params = quota_params,
-  decide = function(key, q, now, amount)
-    local stored = fixed_load(key)
-    if amount.debit then
-      -- used += n past the limit (stopping at 2^64 - 1), expiring at the window's end.
-      local live = stored and stored.expires_at > now and stored or nil
-      local used = nmin(add(live and live.used or 0, amount.n), U64_MAX)
-      local window_end = now - fmod(now, q.window) + q.window
-      local after = { used = used, expires_at = window_end }
-      return refunded((fixed_take(after, now, q, 0))), function()
-        set_pxat(key, str(used), window_end)
-      end
-    end
-    if not amount.refund then
-      local d, store = fixed_take(stored, now, q, amount.n)
-      return d, store and function()
-        set_pxat(key, str(store.used), store.expires_at)
-      end
-    end
-    local n = amount.n
-    local after, write = stored, nil
-    if stored and stored.expires_at > now and stored.used ~= 0 and n > 0 then
-      local used = satsub(stored.used, n)
-      if used == 0 then
-        after = nil
-        write = function()
-          delete(key)
-        end
-      else
-        after = { used = used, expires_at = stored.expires_at }
-        write = function()
-          set_pxat(key, str(used), stored.expires_at)
+-- A limiter counting units per window: RL.FIXED's decision, state and writes
+-- (`SET key n PXAT end`), the window holding now ending at ends(q, now) (q.limit
+-- the limit); `not_held`: the error for a key holding something else.
+local function counter(params, not_held, ends)
+  return {
+    params = params,
+    decide = function(key, q, now, amount)
+      local stored = counter_load(key, not_held)
+      local window_end = ends(q, now)
+      if amount.debit then
+        -- used += n past the limit (stopping at 2^64 - 1), expiring at the window's end.
+        local live = stored and stored.expires_at > now and stored or nil
+        local used = nmin(add(live and live.used or 0, amount.n), U64_MAX)
+        local after = { used = used, expires_at = window_end }
+        return refunded((fixed_take(after, now, q.limit, window_end, 0))), function()
+          set_pxat(key, str(used), window_end)
         end
       end
+      if not amount.refund then
+        local d, store = fixed_take(stored, now, q.limit, window_end, amount.n)
+        return d, store and function()
+          set_pxat(key, str(store.used), store.expires_at)
+        end
+      end
+      local n = amount.n
+      local after, write = stored, nil
+      if stored and stored.expires_at > now and stored.used ~= 0 and n > 0 then
+        local used = satsub(stored.used, n)
+        if used == 0 then
+          after = nil
+          write = function()
+            delete(key)
+          end
+        else
+          after = { used = used, expires_at = stored.expires_at }
+          write = function()
+            set_pxat(key, str(used), stored.expires_at)
+          end
+        end
+      end
+      return refunded((fixed_take(after, now, q.limit, window_end, 0))), write
+    end,
+  }
+end
+
+-- Windows aligned to the epoch: window i covers [i·W, (i+1)·W).
+local FIXED = counter(quota_params, ERRORS.not_fixed, function(q, now)
+  return now - fmod(now, q.window) + q.window
+end)
+
+-- RL.QUOTA ------------------------------------------------------------------
+-- RL.FIXED's counter with a calendar period as its window (calendar() above).
+
+local the_calendar
+local function cal()
+  the_calendar = the_calendar or calendar()
+  return the_calendar
+end
+
+-- `limit unit`, on the unit's default calendar until its options are read.
+local function calendar_params(args, i)
+  local limit = count_arg("limit", args[i])
+  local unit = args[i + 1]
+  return { limit = limit, unit = unit, calendar = (cal().parse(unit)) or fail(ERRORS.quota_unit) }, i + 2
+end
+
+-- The quota with its calendar options (EVERY n, ON anchor, AT hh:mm, TZ zone, each
+-- at most once) among the name-value pairs from args[i] on: anywhere among the
+-- command's options (among_others), or, for an RL.ALL policy, those right after
+-- it. Returns the quota and the index after the options it took.
+local function with_calendar(q, args, i, among_others)
+  local values, j, last = {}, i, i
+  while args[j] ~= nil do
+    local word = args[j]:upper()
+    if CALENDAR_WORDS[word] then
+      if args[j + 1] == nil then
+        fail("ERR syntax error: " .. word .. " needs a value")
+      end
+      if values[word] then
+        fail("ERR syntax error: " .. word .. " given more than once")
+      end
+      values[word], last = args[j + 1], j + 2
+    elseif not among_others then
+      break
+    elseif word == "SHADOW" then
+      j = j - 1 -- another option: a flag stands alone, the rest take a value
     end
-    return refunded((fixed_take(after, now, q, 0))), write
-  end,
-}
+    j = j + 2
+  end
+  if last == i then
+    return q, i
+  end
+  local c, why, unit = cal().parse(q.unit, values.EVERY, values.ON, values.AT, values.TZ)
+  if not c then
+    if why == "tz" then
+      fail(ERRORS.quota_tz(printable(values.TZ)))
+    end
+    local e = ERRORS["quota_" .. why]
+    fail(unit and e[unit] or e)
+  end
+  return { limit = q.limit, unit = q.unit, calendar = c }, last
+end
+
+local QUOTA = counter(calendar_params, ERRORS.not_quota, function(q, now)
+  local _, stop = cal().period_of(q.calendar, now)
+  return stop
+end)
+QUOTA.calendar = with_calendar
 
 -- RL.SLIDING ----------------------------------------------------------------
 
@@ -2131,6 +3243,9 @@ local function single(name, limiter, nparams, row)
       end
       local params, i = limiter.params(args, 1)
       local amount = options(args, i, row)
+      if limiter.calendar then
+        params = limiter.calendar(params, args, i, true)
+      end
       if amount.delay then
         params = limiter.delayed(params, amount.delay)
       end
@@ -2171,8 +3286,16 @@ local POLICIES = {
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, takes = "ERR syntax error: policy ACQUIRE takes limit ttl id", refund = false },
   { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, shadow = true, watches = true },
   { word = "SHARE", limiter = SHARE, n = 5, takes = "ERR syntax error: policy SHARE takes tenant weight capacity tokens period", debit = true, shadow = true },
+  { word = "QUOTA", limiter = QUOTA, n = 2, takes = "ERR syntax error: policy QUOTA takes limit unit", debit = true, shadow = true },
 }
 -- </generated:policies>
+
+-- COST, REFUND, DEBIT or DELAY: an option of the call (or of a GCRA policy), not
+-- of a QUOTA policy's calendar.
+local function amount_or_delay(word)
+  local upper = word:upper()
+  return OPTION_WORDS[upper] and not CALENDAR_WORDS[upper]
+end
 
 local function policy_of(word)
   local upper = word:upper()
@@ -2249,7 +3372,7 @@ local function policies_in(list, from)
     end
     count = count + 1
   end
-  if list[i] == nil or OPTION_WORDS[list[i]:upper()] then
+  if list[i] == nil or amount_or_delay(list[i]) then
     return count
   end
   return nil
@@ -2312,13 +3435,17 @@ local function rl_all(keys, args)
       if not ok then
         -- A parameter missing: an option or the next policy was read in its place.
         for j = i + 1, i + p.n do
-          if OPTION_WORDS[args[j]:upper()] or policy_of(args[j]) then
+          if amount_or_delay(args[j]) or policy_of(args[j]) then
             fail(p.takes)
           end
         end
         error(params, 0)
       end
       i, last_delayed = i + 1 + p.n, false
+      -- A QUOTA policy's calendar options follow its parameters.
+      if p.limiter.calendar then
+        params, i = p.limiter.calendar(params, args, i, false)
+      end
       -- A GCRA policy's DELAY max follows its parameters.
       if p.limiter.delayed and args[i] ~= nil and args[i]:upper() == "DELAY" then
         if args[i + 1] == nil then
@@ -2490,6 +3617,13 @@ return {
     shadow = true,
     usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
+  rl_quota = single("rl_quota", QUOTA, 2, {
+    name = "RL.QUOTA",
+    debit = true,
+    shadow = true,
+    calendar = true,
+    usage = "FCALL rl_quota 1 key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n] [SHADOW]",
+  }),
 }
 -- </generated:functions>
 end
@@ -2522,6 +3656,7 @@ register("rl_acquire")
 register("rl_release", { "allow-oom" })
 register("rl_penalty")
 register("rl_share")
+register("rl_quota")
 -- </generated:register>
 -- Which library is loaded: FCALL rl_version 0 (or FCALL_RO, on a replica too).
 redis.register_function({

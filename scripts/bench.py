@@ -154,6 +154,10 @@ FIXED_ARGS = [BIG, "1m"]
 # A slow refill: a key lives for the whole round, as a user's limiter does.
 RATE_ARGS = ["1000000000", "1000", "1h"]
 THROTTLE_ARGS = ["999999999", "1000", "3600"]
+# RL.QUOTA's calendar: a month in a zone with DST (a comma in a name would break
+# BENCH_ONLY, hence the semicolon).
+QUOTA_CALENDAR = ["month", "TZ", "America/New_York"]
+QUOTA_NAME = "RL.QUOTA (America/New_York; month)"
 # Strikes no round reaches: every call is a counted strike, a string written with
 # PXAT as FLOOR.FIXED writes one (a blocked key would write nothing).
 PENALTY_ARGS = ["1000000000", "1h", "1m", "1h"]
@@ -201,6 +205,7 @@ def workloads(have_floor, have_cell, library_functions):
                          keys=keys)]
 
     fixed = ["RL.FIXED", "KEY"] + FIXED_ARGS
+    quota = ["RL.QUOTA", "KEY", BIG] + QUOTA_CALENDAR
     counter = ["RL.SLIDINGCOUNTER", "KEY"] + FIXED_ARGS
     penalty = ["RL.PENALTY", "KEY"] + PENALTY_ARGS
     gcra = ["RL.GCRA", "KEY"] + RATE_ARGS
@@ -225,6 +230,12 @@ def workloads(have_floor, have_cell, library_functions):
         rl("RL.FIXED", fixed, floor_fixed),
         rl("RL.GCRA", gcra, floor_gcra + [("× RL.FIXED", "RL.FIXED")] + cell),
     ]
+    # RL.QUOTA: RL.FIXED's counter over a calendar month in a zone with DST. Live keys
+    # (the period computed once, then remembered), and the first call of a period on
+    # each key: 100,000,000 random keys, so nearly every call finds its key absent.
+    w.append(rl(QUOTA_NAME, quota, floor_fixed + [("× RL.FIXED", "RL.FIXED")]))
+    w.append(Workload(QUOTA_NAME.replace(")", "; key absent)"), quota, "RL.QUOTA",
+                      ratios=floor_fixed + [("× RL.FIXED", "RL.FIXED")], keys=100_000_000))
     # DELAY: a rate (1,000,000 an hour, one every 3.6 ms) far below the call rate, so
     # nearly every call is scheduled rather than allowed at once; up to an hour of
     # turns queue before one is rejected. Against plain RL.GCRA: what scheduling costs.
@@ -246,7 +257,7 @@ def workloads(have_floor, have_cell, library_functions):
     if have_floor:
         w.append(Workload("FLOOR.BUCKET", ["FLOOR.BUCKET", "KEY"] + RATE_ARGS, "floor.bucket",
                           ratios=cell))
-    for command, argv in [("RL.FIXED", fixed), ("RL.SLIDINGCOUNTER", counter),
+    for command, argv in [("RL.FIXED", fixed), ("RL.QUOTA", quota), ("RL.SLIDINGCOUNTER", counter),
                           ("RL.PENALTY", penalty), ("RL.GCRA", gcra), ("RL.BUCKET", bucket)]:
         w += fcall(command, argv)
     w += [rl("RL.SLIDING", sliding)] + fcall("RL.SLIDING", sliding)
@@ -478,6 +489,8 @@ EXPECT = [
     ("RL.FIXED", "FLOOR.FIXED", 0.95),
     ("RL.GCRA", "FLOOR.GCRA", 0.9),
     ("RL.SLIDINGCOUNTER", "FLOOR.FIXED", 0.9),
+    ("RL.QUOTA (America/New_York; month)", "FLOOR.FIXED", 0.95),
+    ("RL.QUOTA (America/New_York; month; key absent)", "FLOOR.FIXED", 0),
     ("RL.PENALTY", "FLOOR.PENALTY", 0.95),
     ("FLOOR.PENALTY", "FLOOR.FIXED", 0),
     ("RL.BUCKET", "FLOOR.BUCKET", 0.9),

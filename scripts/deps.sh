@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing RL needs, only when it is missing:
-# redis-server and redis-cli (Debian's redis-server / redis-tools), python3, and the libclang
+# redis-server and redis-cli (Debian's redis-server / redis-tools), python3, faketime (to set a
+# test server's clock), and the libclang
 # packages redis-module's bindgen build step needs. Idempotent; quiet when all is there.
 #
 #   scripts/deps.sh            what the build needs (make deps)
@@ -37,6 +38,10 @@ if [ "$mode" != examples ]; then
   fi
   if ! ls /usr/lib/llvm-*/lib/clang/*/include/stddef.h >/dev/null 2>&1; then
     need+=(libclang-common-14-dev)
+  fi
+  # RL.QUOTA's integration tests set a server's clock (calendar days, DST changes).
+  if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+    need+=(faketime)
   fi
 fi
 if [ "$mode" = test ]; then

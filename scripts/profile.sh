@@ -11,7 +11,7 @@
 # module's own code: parsing, deciding, formatting, glue). The floor module (scripts/floor.sh) runs
 # in RL's server; redis-cell (scripts/redis-cell.sh) in a server of its own.
 # Needs valgrind (apt-get install valgrind). PROFILE_ONLY="RL.FIXED FLOOR.FIXED"
-# limits the workloads (names as below, `_` for a space). RL.SHARE's budget is one
+# limits the workloads (names as below, `_` for each space). RL.SHARE's budget is one
 # key, its tenant drawn from 10 or 10,000 names (the optional fifth field: how many
 # values __rand_int__ takes, 100,000 unless given).
 set -euo pipefail
@@ -30,6 +30,8 @@ workloads=(
   "FLOOR.FIXED|rl|FLOOR.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "RL.FIXED|rl|RL.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "RL.SLIDINGCOUNTER|rl|RL.SLIDINGCOUNTER KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "RL.QUOTA (America/New_York; month)|rl|RL.QUOTA KEY 1000000000000 month TZ America/New_York|RedisModuleCommandDispatcher"
+  "RL.QUOTA (America/New_York; month; key absent)|rl|RL.QUOTA KEY 1000000000000 month TZ America/New_York|RedisModuleCommandDispatcher|100000000"
   "FLOOR.GCRA|rl|FLOOR.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "RL.GCRA|rl|RL.GCRA KEY 1000000000 1000 1h|RedisModuleCommandDispatcher"
   "CL.THROTTLE (RL)|rl|CL.THROTTLE KEY 999999999 1000 3600|RedisModuleCommandDispatcher"
@@ -85,7 +87,7 @@ i=0
 for w in "${workloads[@]}"; do
   IFS='|' read -r name mods command fn range <<<"$w"
   i=$((i + 1))
-  if [ -n "$only" ] && ! grep -qxF "$name" <<<"$(tr ' ' '\n' <<<"$only" | sed 's/_/ /g')"; then continue; fi
+  if [ -n "$only" ] && ! grep -qxF "${name// /_}" <<<"$(tr ' ' '\n' <<<"$only")"; then continue; fi
   profile "$i" "$name" "$mods" "$command" "$fn" "$range" &
   pids+=($!)
   # Two at a time: instruction counts do not depend on the load, elapsed time does.

@@ -13,6 +13,7 @@ the tables a reader sees are the ones the code is held to.
 import json
 import os
 import sys
+from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docmarkers  # noqa: E402
@@ -20,6 +21,8 @@ import docmarkers  # noqa: E402
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 VECTORS = os.path.join(ROOT, "vectors", "vectors.json")
 PAGE = os.path.join(docmarkers.DOCS, "commands.md")
+with open(VECTORS, encoding="utf-8") as _f:
+    EPOCH_MS = json.load(_f)["epoch_ms"]
 
 
 def reply_text(reply):
@@ -39,7 +42,15 @@ def seconds(ms):
     return f"{ms / 1000:g} s"
 
 
+def instant(ms):
+    """An instant as the calendar vectors show it: UTC, to the second (or the ms)."""
+    text = datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return f"{text}.{ms % 1000:03d} UTC" if ms % 1000 else f"{text} UTC"
+
+
 def table(vector):
+    if vector.get("dates"):
+        return dated_table(vector)
     rows = [
         f"Vector: {vector['title']}. t is server time from a whole minute; every call"
         " starts from an empty key unless the first row sets one"
@@ -50,6 +61,25 @@ def table(vector):
     ]
     for c in vector["calls"]:
         rows.append(f"| {seconds(c['t'])} | `{call_text(c['call'])}` | `{reply_text(c['reply'])}` |")
+    return "\n".join(rows)
+
+
+def dated_table(vector):
+    """A calendar vector (RL.QUOTA's): its calls at instants (t after the file's
+    epoch), shown in UTC; PEXPIRETIME replies as instants too."""
+    epoch = EPOCH_MS
+    rows = [
+        f"Vector: {vector['title']}. Every call starts from an empty key unless a row"
+        " before sets one ([vectors.json](../vectors/vectors.json) holds them all):",
+        "",
+        "| server time | call | reply |",
+        "|---|---|---|",
+    ]
+    for c in vector["calls"]:
+        reply = f"`{reply_text(c['reply'])}`"
+        if c["call"][0] == "PEXPIRETIME":
+            reply += f" ({instant(c['reply'])})"
+        rows.append(f"| {instant(epoch + c['t'])} | `{call_text(c['call'])}` | {reply} |")
     return "\n".join(rows)
 
 

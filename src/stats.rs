@@ -127,6 +127,9 @@ pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Co
     for (name, value) in BUILD {
         ctx.field_str(name, value);
     }
+    // RL.QUOTA's time zone rules: the version of the tz database compiled in, so
+    // an operator can check every node agrees.
+    ctx.field_str("tzdb_version", rl_core::calendar::tzdb_version());
     for (command, counters, shadow) in rows {
         let prefix = prefix(command);
         for (name, value) in counters.fields(shadow) {

@@ -10,7 +10,7 @@ import (
 )
 
 // commands is the table, in its order: each command's rules, then its call.
-var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdThrottle, cmdAll, cmdAcquire, cmdRelease, cmdPenalty, cmdShare}
+var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdThrottle, cmdAll, cmdAcquire, cmdRelease, cmdPenalty, cmdShare, cmdQuota}
 
 var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
 
@@ -298,6 +298,32 @@ func (k *call) callShare(key string, tenant string, weight int64, capacity int64
 // shares. Options: Cost, Refund, Debit.
 func (c *Client) Share(ctx context.Context, key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
 	k := one(cmdShare).callShare(key, tenant, weight, capacity, tokens, period, opts)
+	return c.decide(ctx, k)
+}
+
+var cmdQuota = newCommand(command{name: "RL.QUOTA", fn: "rl_quota", word: "QUOTA", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "unit", kind: kindText, min: 1, max: math.MaxInt64}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}, policyOptions: []optionRule{{bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}})
+
+// argsQuota appends RL.QUOTA's arguments after the key, checked against the table.
+func (b *builder) argsQuota(limit int64, unit string) {
+	r := cmdQuota.args
+	b.int(&r[0], limit)
+	b.text(&r[1], unit)
+	b.limit = limit
+}
+
+// callQuota builds RL.QUOTA's call.
+func (k *call) callQuota(key string, limit int64, unit string, opts []Option) *call {
+	k.add(key)
+	k.argsQuota(limit, unit)
+	k.options(cmdQuota.options, opts)
+	return k
+}
+
+// Quota is RL.QUOTA key limit unit: counts units per calendar period (day, week, month
+// or year) starting at a local time in a time zone, and admits at most limit per
+// period. Options: Cost, Refund, Debit, Every, On, At, TZ.
+func (c *Client) Quota(ctx context.Context, key string, limit int64, unit string, opts ...Option) (Decision, error) {
+	k := one(cmdQuota).callQuota(key, limit, unit, opts)
 	return c.decide(ctx, k)
 }
 

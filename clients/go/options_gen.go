@@ -10,30 +10,38 @@ const optCost optionBit = 1 << 0
 const optRefund optionBit = 1 << 1
 const optDebit optionBit = 1 << 2
 const optDelay optionBit = 1 << 3
+const optEvery optionBit = 1 << 4
+const optOn optionBit = 1 << 5
+const optAt optionBit = 1 << 6
+const optTZ optionBit = 1 << 7
 
 // The option words, boxed once.
 var wordCost any = "COST"
 var wordRefund any = "REFUND"
 var wordDebit any = "DEBIT"
 var wordDelay any = "DELAY"
+var wordEvery any = "EVERY"
+var wordOn any = "ON"
+var wordAt any = "AT"
+var wordTZ any = "TZ"
 
 // Cost is the option COST <n>: how many units the call takes, all or nothing (default
 // 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
-// SlidingCounter, All, Penalty, Share.
+// SlidingCounter, All, Penalty, Share, Quota.
 func Cost(n int64) Option {
 	return Option{bit: optCost, word: wordCost, name: "COST", kind: kindInteger, n: n}
 }
 
 // Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
 // paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter, All,
-// Share.
+// Share, Quota.
 func Refund(n int64) Option {
 	return Option{bit: optRefund, word: wordRefund, name: "REFUND", kind: kindInteger, n: n}
 }
 
 // Debit is the option DEBIT <n>: charge n units after the fact, into debt if need be (a
 // cost known only once the work is done). Taken by Fixed, Bucket, GCRA, SlidingCounter,
-// All, Share.
+// All, Share, Quota.
 func Debit(n int64) Option {
 	return Option{bit: optDebit, word: wordDebit, name: "DEBIT", kind: kindInteger, n: n}
 }
@@ -42,6 +50,26 @@ func Debit(n int64) Option {
 // RetryAfter is how long to wait before acting. Taken by GCRA, GCRA policy.
 func Delay(d time.Duration) Option {
 	return Option{bit: optDelay, word: wordDelay, name: "DELAY", kind: kindDuration, d: d}
+}
+
+// Every is the option EVERY <n>: the option EVERY. Taken by Quota, Quota policy.
+func Every(n int64) Option {
+	return Option{bit: optEvery, word: wordEvery, name: "EVERY", kind: kindInteger, n: n}
+}
+
+// On is the option ON <s>: the option ON. Taken by Quota, Quota policy.
+func On(s string) Option {
+	return Option{bit: optOn, word: wordOn, name: "ON", kind: kindText, s: s}
+}
+
+// At is the option AT <s>: the option AT. Taken by Quota, Quota policy.
+func At(s string) Option {
+	return Option{bit: optAt, word: wordAt, name: "AT", kind: kindText, s: s}
+}
+
+// TZ is the option TZ <s>: the option TZ. Taken by Quota, Quota policy.
+func TZ(s string) Option {
+	return Option{bit: optTZ, word: wordTZ, name: "TZ", kind: kindText, s: s}
 }
 
 var _ = time.Second

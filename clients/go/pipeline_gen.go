@@ -82,4 +82,11 @@ func (p *Pipeline) Share(key string, tenant string, weight int64, capacity int64
 	return r
 }
 
+// Quota queues RL.QUOTA (see Client.Quota).
+func (p *Pipeline) Quota(key string, limit int64, unit string, opts ...Option) *Pending[Decision] {
+	k, r := p.decision(cmdQuota)
+	k.callQuota(key, limit, unit, opts).seal()
+	return r
+}
+
 var _ = time.Second

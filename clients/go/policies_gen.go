@@ -66,4 +66,13 @@ func Share(tenant string, weight int64, capacity int64, tokens int64, period tim
 	return p.done()
 }
 
+// Quota is the RL.ALL policy QUOTA limit unit (as Client.Quota). Options: Every, On,
+// At, TZ.
+func Quota(limit int64, unit string, opts ...Option) Policy {
+	p := newPolicy(cmdQuota, 4)
+	p.b.argsQuota(limit, unit)
+	p.b.options(cmdQuota.policyOptions, opts)
+	return p.done()
+}
+
 var _ = time.Second

@@ -9,41 +9,33 @@ export type Key = string | Buffer;
 /** A count: limit, capacity, tokens, COST ... (integers up to 2^53 - 1). */
 export type Integer = number | bigint | string;
 /**
- * A duration: milliseconds as a number (sent as "<n>ms"), or an RL duration string
- * ("1500ms", "60" (seconds), "60s", "1m", "24h", "1d").
+ * A duration, read as the server reads it: a whole number of seconds (60), or a string
+ * in the server's syntax ("1500ms", "60", "60s", "1m", "24h", "1d"; `ms(1500)` writes
+ * "1500ms"). A whole number of milliseconds: "1.5ms" is refused, never rounded.
  */
 export type Duration = number | bigint | string;
+/** A lease id or a tenant: a string or its bytes. */
+export type Text = string | Buffer;
 
-/** COST n: units taken (0 inspects); REFUND n: units given back; DEBIT n: charged after the fact. */
-export interface CostOptions {
-  cost?: Integer;
-  refund?: Integer;
-  debit?: Integer;
-}
-/** RL.SLIDING takes no DEBIT. */
-export interface SlidingOptions {
-  cost?: Integer;
-  refund?: Integer;
-}
-/** RL.GCRA's options: COST, REFUND or DEBIT, and DELAY max (schedule instead of reject). */
-export interface GcraOptions extends CostOptions {
-  delay?: Duration;
-}
-/** RL.PENALTY takes COST only (strikes recorded; 0 only looks). */
-export interface PenaltyOptions {
-  cost?: Integer;
-}
+import type { Commands, Policies, AllOptions } from './commands.generated';
+export * from './commands.generated';
+/** COST n, REFUND n or DEBIT n: the options every amount-taking command has (RL.ALL's). */
+export type CostOptions = AllOptions;
 
 export type Backend = 'module' | 'library';
-export type ConnectionErrorRule = 'throw' | 'allow' | 'deny';
+/** 'throw' (or 'raise', the same): raise the error; 'allow': fail open; 'deny': fail closed. */
+export type ConnectionErrorRule = 'throw' | 'raise' | 'allow' | 'deny';
 
 export interface LimiterOptions {
-  /** 'auto' (default): learnt from the server once; or force one. */
+  /** 'auto' (default): learnt by the first call, and again when a command turns out missing; or force one. */
   backend?: 'auto' | Backend;
+  /** Each call's deadline in ms (default 100): no reply by then is an RLTimeoutError. No retry inside it. */
+  timeout?: number;
   /**
-   * On a connection error (no reply): 'throw' (default), 'allow' (fail open: an allowed
-   * decision carrying `error`) or 'deny' (fail closed: a rejected one), or a function
-   * choosing per call. RL's own error replies are always thrown.
+   * On a connection error (no reply, or none within `timeout`): 'throw' (default),
+   * 'allow' (fail open: allowed, remaining = limit, retryAfter = resetAfter = 0) or 'deny'
+   * (fail closed: rejected, remaining 0, retryAfter = resetAfter = 1000 ms), each carrying
+   * `error`; or a function choosing per call. RL's own error replies are always thrown.
    */
   onConnectionError?: ConnectionErrorRule | ((error: RLConnectionError, command: string) => ConnectionErrorRule);
 }
@@ -72,13 +64,16 @@ export interface FiveIntegers {
   readonly window: number | null;
   /** Set when the decision was made up after a connection error (onConnectionError allow/deny). */
   readonly error?: RLConnectionError;
-  /** RateLimit-Policy, RateLimit, X-RateLimit-*, and Retry-After when rejected and a retry can pass. */
+  /**
+   * RateLimit-Policy and RateLimit named `policyName` (default "default"; printable ASCII,
+   * else an RLArgumentError), X-RateLimit-*, and Retry-After when rejected and a retry can pass.
+   */
   headers(policyName?: string): RateLimitHeaders;
 }
 
 /** The five-integer reply of RL.FIXED, RL.SLIDING, ..., typed. Times in milliseconds. */
 export declare class Decision {
-  constructor(reply: ArrayLike<number>, window?: Duration | null);
+  constructor(reply: ArrayLike<number>, window?: number | null);
   /** The server's reply: [allowed, limit, remaining, retry_after_ms, reset_after_ms]. */
   readonly reply: ArrayLike<number>;
   /** ms until the same call can pass; 0 when allowed (with DELAY: the wait); null when it never can. */
@@ -89,15 +84,20 @@ export declare class Decision {
 }
 export interface Decision extends FiveIntegers {}
 
-/** RL.ALL: the combined decision, and each key's (decisions[i] for keys[i]). */
+/** RL.ALL: the combined decision, and each key's (decisions[i] for keys[i] and policies[i]). */
 export declare class AllDecision extends Decision {
   readonly keys: Key[];
+  readonly policies: Policy[];
   readonly decisions: Decision[];
+  /** Each policy's name: names[i], else its word in lower case ("gcra"), with -N (its position) when the word repeats. */
+  policyNames(names?: readonly string[]): string[];
+  /** One RateLimit-Policy and RateLimit member per policy, each with its own key's numbers. */
+  headers(names?: readonly string[]): RateLimitHeaders;
 }
 
 /** CL.THROTTLE's reply (redis-cell's form): times in whole seconds. */
 export declare class ThrottleDecision {
-  constructor(reply: ArrayLike<number>, period?: Duration | null);
+  constructor(reply: ArrayLike<number>, window?: number | null);
   /** The server's reply: [limited, limit, remaining, retry_after_s, reset_after_s]. */
   readonly reply: ArrayLike<number>;
   readonly limited: boolean;
@@ -111,22 +111,15 @@ export interface ThrottleDecision extends FiveIntegers {}
 export declare class Policy {
   readonly word: string;
   readonly command: string;
+  /** What the call sends for it, its word first. */
   readonly args: Array<string | Buffer>;
   /** RateLimit-Policy's w in ms, when known: the window or ttl; a bucket's time to refill from empty. */
   readonly window: number | null;
+  /** RateLimit-Policy's q, which a fail mode's decision reports. */
+  readonly limit: number | bigint | null;
 }
 
-export declare const policies: {
-  fixed(limit: Integer, window: Duration): Policy;
-  sliding(limit: Integer, window: Duration): Policy;
-  slidingCounter(limit: Integer, window: Duration): Policy;
-  bucket(capacity: Integer, tokens: Integer, period: Duration): Policy;
-  gcra(capacity: Integer, tokens: Integer, period: Duration, opts?: { delay?: Duration }): Policy;
-  acquire(limit: Integer, ttl: Duration, id: string | Buffer): Policy;
-  /** In RL.ALL a PENALTY policy only looks (the call needs { cost: 0 }). */
-  penalty(strikes: Integer, window: Duration, block: Duration, max: Duration): Policy;
-  share(tenant: string | Buffer, weight: Integer, capacity: Integer, tokens: Integer, period: Duration): Policy;
-};
+export declare const policies: Policies;
 
 export type AllEntry = readonly [Key, Policy] | { key: Key; policy: Policy };
 
@@ -139,9 +132,10 @@ export interface BatchResult {
 /** Sends argument arrays through a client; one exists for node-redis and ioredis. */
 export interface Adapter {
   readonly kind?: string;
-  call(args: Array<string | Buffer>): Promise<unknown>;
+  /** timeout: the call's deadline in ms, for a client that can drop a command not yet written by then. */
+  call(args: Array<string | Buffer>, timeout?: number): Promise<unknown>;
   /** Every command in one round trip where the client can. */
-  batch(commands: Array<Array<string | Buffer>>): Promise<BatchResult>;
+  batch(commands: Array<Array<string | Buffer>>, timeout?: number): Promise<BatchResult>;
 }
 
 /** Anything createLimiter accepts: a node-redis client/cluster, an ioredis Redis/Cluster, an Adapter. */
@@ -165,8 +159,10 @@ export declare class NodeRedisAdapter implements Adapter {
 export declare class NodeRedisClusterAdapter extends NodeRedisAdapter {}
 export declare function adapterFor(client: RedisLike): Adapter;
 
-/** Milliseconds of a duration (number or "1m"), or null when it is not one. */
+/** Milliseconds of a duration (seconds as a number, or "1m"), or null when it is not one. */
 export declare function durationMs(value: Duration): number | null;
+/** A duration of n milliseconds in the server's syntax: ms(1500) is "1500ms". */
+export declare function ms(n: number): string;
 
 /** A lease from RateLimiter.lease(): released once, by release() or `await using`. */
 export declare class Lease {
@@ -181,43 +177,6 @@ export declare class Lease {
 
 /** A result slot of Pipeline.exec(): the call's result, or the error it got. */
 export type Settled<T> = T | RLError;
-
-/**
- * Every RL command, as RateLimiter and Pipeline have them. What a call returns: `D` for a
- * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.
- */
-export interface Commands<D, A, T, B> {
-  /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n] */
-  fixed(key: Key, limit: Integer, window: Duration, opts?: CostOptions): D;
-  /** RL.SLIDING key limit window [COST n | REFUND n] */
-  sliding(key: Key, limit: Integer, window: Duration, opts?: SlidingOptions): D;
-  /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] */
-  slidingCounter(key: Key, limit: Integer, window: Duration, opts?: CostOptions): D;
-  /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] */
-  bucket(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: CostOptions): D;
-  /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max] */
-  gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, opts?: GcraOptions): D;
-  /** CL.THROTTLE key max_burst count period [quantity]: the module only (RLUnsupportedError on the library). */
-  throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;
-  /** RL.ALL: every [key, policy] all or nothing. */
-  all(entries: readonly AllEntry[], opts?: CostOptions): A;
-  /** RL.ACQUIRE key limit ttl id */
-  acquire(key: Key, limit: Integer, ttl: Duration, id: string | Buffer): D;
-  /** RL.RELEASE key id: true if the lease was held and is now released. */
-  release(key: Key, id: string | Buffer): B;
-  /** RL.PENALTY key strikes window block max [COST n] */
-  penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, opts?: PenaltyOptions): D;
-  /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] */
-  share(
-    key: Key,
-    tenant: string | Buffer,
-    weight: Integer,
-    capacity: Integer,
-    tokens: Integer,
-    period: Duration,
-    opts?: CostOptions,
-  ): D;
-}
 
 /** Queued calls, sent in one round trip by exec(). */
 export declare class Pipeline<R extends unknown[] = []> {
@@ -236,8 +195,12 @@ export interface Pipeline<R extends unknown[] = []>
 export declare class RateLimiter {
   constructor(client: RedisLike, options?: LimiterOptions);
   readonly adapter: Adapter;
-  /** 'module' or 'library', learnt on first use and cached (or forced). */
+  /** Each call's deadline in ms. */
+  readonly timeout: number;
+  /** 'module' or 'library', learnt on first use (and again when a command turns out missing), or forced. */
   backend(): Promise<Backend>;
+  /** Asks the server which backend it has, every time. */
+  detect(): Promise<Backend>;
   /** Whether the server's RL has `command`, e.g. 'RL.SHARE'. */
   supports(command: string): Promise<boolean>;
   pipeline(): Pipeline<[]>;
@@ -272,7 +235,7 @@ export declare class RLError extends Error {
   readonly command?: string;
 }
 export declare class RLServerError extends RLError {}
-/** ERR: a bad argument, option or arity, or a key RL did not write. Nothing changed. */
+/** A bad argument, refused before anything is sent (no code), or by the server (ERR). Nothing changed. */
 export declare class RLArgumentError extends RLServerError {}
 /** WRONGTYPE: the key holds another type. Nothing changed. */
 export declare class RLWrongTypeError extends RLServerError {}
@@ -284,6 +247,8 @@ export declare class RLNotLoadedError extends RLError {}
 export declare class RLUnsupportedError extends RLError {}
 /** No reply from Redis. */
 export declare class RLConnectionError extends RLError {}
+/** No reply within the call's deadline. */
+export declare class RLTimeoutError extends RLConnectionError {}
 /** withLease(): not granted; `decision` says when to retry. */
 export declare class RLLeaseRejectedError extends RLError {
   constructor(decision: Decision, key: Key);

@@ -119,7 +119,7 @@ fn policy(c: &'static Command) -> Value {
         .options
         .iter()
         .copied()
-        .filter(|o| *o == Opt::Delay)
+        .filter(|o| !o.is_amount())
         .map(option)
         .collect();
     json!({
@@ -156,6 +156,7 @@ fn argument(a: &Arg) -> Value {
             json!({"name": name, "type": "text", "min_bytes": 1, "max_bytes": max})
         }
         ArgKind::Policies => json!({"name": name, "type": "policy", "multiple": true}),
+        ArgKind::Word { words } => json!({"name": name, "type": "word", "values": words}),
     }
 }
 
@@ -174,6 +175,14 @@ fn option(o: Opt) -> Value {
         Opt::Delay => {
             json!({"name": "DELAY", "type": "duration", "min_ms": 0, "max_ms": MAX_DURATION_MS, "excludes": excludes})
         }
+        Opt::Every => {
+            json!({"name": "EVERY", "type": "integer", "min": 1, "max_by_unit": {"day": 3650, "week": 521, "month": 120, "year": 10}, "default": 1})
+        }
+        Opt::On => {
+            json!({"name": "ON", "type": "anchor", "by_unit": {"week": "mon ... sun", "month": "1 ... 31", "year": "MM-DD"}})
+        }
+        Opt::At => json!({"name": "AT", "type": "time", "format": "hh:mm", "default": "00:00"}),
+        Opt::Tz => json!({"name": "TZ", "type": "zone", "default": "UTC"}),
         Opt::Shadow => json!({"name": "SHADOW", "type": "flag", "excludes": excludes}),
     }
 }

@@ -2,7 +2,8 @@
 //! command table (`rl_core::table`) and the core's error texts: the header's usage
 //! lines, the limits, the error lines with fixed texts, RL.ALL's policy list, the
 //! map of functions and their registration. Each part sits between a
-//! `-- <generated:NAME>` line and a `-- </generated:NAME>` line; everything else in
+//! `-- <generated:NAME>` line and a `-- </generated:NAME>` line (the time zones
+//! come from the bundled tz database: lua_zones/); everything else in
 //! the file (the algorithms, the parsers, the calls) is written by hand.
 //!
 //!   cargo run -p rl-core --example lua_data            print every part
@@ -12,14 +13,19 @@
 
 use std::ffi::CStr;
 
+#[path = "lua_zones/mod.rs"]
+mod lua_zones;
+
 use rl_core::algorithms::acquire::MAX_ID_LEN;
 use rl_core::algorithms::bucket::TokenBucket;
 use rl_core::algorithms::fixed::FixedWindow;
 use rl_core::algorithms::gcra::Gcra;
 use rl_core::algorithms::penalty::EscalatingBlocks;
+use rl_core::algorithms::quota::CalendarQuota;
 use rl_core::algorithms::sliding_counter::SlidingWindowCounter;
 use rl_core::algorithms::{MAX_COUNT, MAX_DURATION_MS};
 use rl_core::args::Takes;
+use rl_core::calendar::{Calendar, Unit};
 use rl_core::codec::{self, StringState};
 use rl_core::error::Error;
 use rl_core::table::{self, Arg, ArgKind, Command, Keys, Max, Opt};
@@ -61,6 +67,10 @@ fn fail(message: &str) -> ! {
 fn blocks() -> Vec<(&'static str, String)> {
     vec![
         ("usage", usage()),
+        (
+            "calendar",
+            lua_zones::block().unwrap_or_else(|e| fail(&format!("the tz database: {e}"))),
+        ),
         ("limits", limits()),
         ("errors", errors()),
         ("policies", policies()),
@@ -194,10 +204,13 @@ fn options_usage(c: &Command) -> String {
     let options = c.options;
     let amounts: Vec<String> = options
         .iter()
-        .filter(|o| **o != Opt::Delay && !o.is_flag())
+        .filter(|o| o.is_amount())
         .map(|o| option_usage(*o))
         .collect();
     let mut parts = Vec::new();
+    if options.contains(&Opt::Every) {
+        parts.push("[EVERY n] [ON anchor] [AT hh:mm] [TZ zone]".to_string());
+    }
     if !amounts.is_empty() {
         parts.push(format!("[{}]", amounts.join(" | ")));
     }
@@ -261,7 +274,11 @@ const HOLE: &str = "\u{1}";
 /// An error line with a hole, as a Lua function of what fills it:
 /// `function(name) return "ERR " .. name .. " must be …" end`.
 fn template(arg: &str, e: &Error) -> String {
-    let line = line(e);
+    template_of(arg, &line(e))
+}
+
+/// [`template`] of an error line.
+fn template_of(arg: &str, line: &str) -> String {
     let pieces: Vec<&str> = line.split(HOLE).collect();
     assert_eq!(pieces.len(), 2, "one hole in {line:?}");
     let mut parts = Vec::new();
@@ -418,6 +435,7 @@ fn errors() -> String {
             "not_penalty",
             holds(<EscalatingBlocks as StringState>::WHAT),
         ),
+        ("not_quota", holds(<CalendarQuota as StringState>::WHAT)),
         ("rate_too_high", line(&Error::RateTooHigh)),
         (
             "sliding_limit",
@@ -486,7 +504,74 @@ fn errors() -> String {
     for (name, t) in templates {
         out.push_str(&format!("  {name} = {t},\n"));
     }
+    out.push_str(&calendar_errors());
     out.push_str("}\n");
+    out
+}
+
+/// The error line the calendar's parser gives `unit` with these EVERY, ON, AT and
+/// TZ values; the generator stops if it accepts them.
+fn calendar_line(
+    unit: &str,
+    every: Option<&str>,
+    on: Option<&str>,
+    at: Option<&str>,
+    tz: Option<&str>,
+) -> String {
+    let bytes = |v: Option<&str>| v.map(|s| s.as_bytes().to_vec());
+    let (every, on, at, tz) = (bytes(every), bytes(on), bytes(at), bytes(tz));
+    match Calendar::parse(
+        unit.as_bytes(),
+        every.as_deref(),
+        on.as_deref(),
+        at.as_deref(),
+        tz.as_deref(),
+    ) {
+        Err(e) => line(&e),
+        Ok(_) => fail(&format!(
+            "the calendar accepts {unit} {every:?} {on:?} {at:?} {tz:?}"
+        )),
+    }
+}
+
+/// RL.QUOTA's calendar errors, as its parser words them: by what is wrong, and for
+/// EVERY and ON by unit.
+fn calendar_errors() -> String {
+    let units = [Unit::Day, Unit::Week, Unit::Month, Unit::Year];
+    let by_unit = |bad: &dyn Fn(Unit) -> Option<String>| -> String {
+        let lines: Vec<String> = units
+            .iter()
+            .filter_map(|u| bad(*u).map(|l| format!("{} = {}", u.name(), lua_string(&l))))
+            .collect();
+        format!("{{ {} }}", lines.join(", "))
+    };
+    let every = by_unit(&|u| Some(calendar_line(u.name(), Some("0"), None, None, None)));
+    let on = by_unit(&|u| {
+        (u != Unit::Day).then(|| calendar_line(u.name(), None, Some("-"), None, None))
+    });
+    // A zone name no database has, standing for the one given.
+    const ZONE: &str = "No/Such_Zone";
+    let tz = calendar_line("day", None, None, None, Some(ZONE)).replace(ZONE, HOLE);
+    let mut out = String::from("  -- RL.QUOTA's calendar (EVERY and ON by unit).\n");
+    for (name, l) in [
+        (
+            "quota_unit",
+            lua_string(&calendar_line("fortnight", None, None, None, None)),
+        ),
+        (
+            "quota_on_day",
+            lua_string(&calendar_line("day", None, Some("mon"), None, None)),
+        ),
+        (
+            "quota_at",
+            lua_string(&calendar_line("day", None, None, Some("24:00"), None)),
+        ),
+        ("quota_every", every),
+        ("quota_on", on),
+        ("quota_tz", template_of("zone", &tz)),
+    ] {
+        out.push_str(&format!("  {name} = {l},\n"));
+    }
     out
 }
 
@@ -509,6 +594,9 @@ fn takes_fields(takes: Takes) -> Vec<String> {
     }
     if takes.has(Opt::Shadow) {
         fields.push("shadow = true".to_string());
+    }
+    if takes.has(Opt::Every) {
+        fields.push("calendar = true".to_string());
     }
     fields
 }

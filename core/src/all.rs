@@ -57,11 +57,15 @@ impl Policy {
                     e
                 }
             })
-            .and_then(|policy| policy_delay(policy, &args[1 + n..]));
-        Some(parsed.map(|(policy, used)| Next {
+            .and_then(|policy| policy.trailing(&args[1 + n..]))
+            .and_then(|(policy, own)| {
+                let (policy, delay) = policy_delay(policy, &args[1 + n + own..])?;
+                Ok((policy, own + delay, delay > 0))
+            });
+        Some(parsed.map(|(policy, used, delayed)| Next {
             policy,
             used: skipped + 1 + n + used,
-            delayed: used > 0,
+            delayed,
             shadow,
         }))
     }
@@ -523,7 +527,7 @@ mod tests {
             ("2 a a FIXED 1 1s FIXED 1 1s", "key 'a' is given more than once"),
             ("2 a b FIXED 1 1s", "one policy per key, in key order: numkeys is 2, policies given 1"),
             ("1 a FIXED 1 1s SLIDING 1 1s", "one policy per key, in key order: numkeys is 1, policies given 2"),
-            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"),
+            ("2 a b FIXED 1 1s TOKEN 1 1s", "syntax error: unknown policy 'TOKEN', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA"),
             ("1 a GCRA 1 1", "syntax error: policy GCRA takes capacity tokens period"),
             ("1 a FIXED 1 1s COST 1 REFUND 1", "syntax error: COST and REFUND exclude each other"),
             ("1 a GCRA 5 1 1s DELAY 1s REFUND 1", "syntax error: DELAY and REFUND exclude each other"),
@@ -559,7 +563,7 @@ mod tests {
             ("4 a b FIXED 5 1h SLIDING 5 1h", "numkeys is 4, but the keys and policies given match numkeys 2"),
             // No other numkeys fits: the count, or the word that is no policy.
             ("2 a b FIXED 5 1h FIXED 5", "syntax error: policy FIXED takes limit window"),
-            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"),
+            ("2 a b 5 1h FIXED 5 1h", "syntax error: unknown policy '5', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA"),
         ];
         for (line, want) in cases {
             assert_eq!(

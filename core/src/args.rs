@@ -126,7 +126,7 @@ impl Takes {
         let amounts: Vec<String> = self
             .options
             .iter()
-            .filter(|o| **o != Opt::Delay && !o.is_flag())
+            .filter(|o| o.is_amount())
             .map(|o| format!("{} n", o.word()))
             .collect();
         let mut text = match amounts.split_last() {
@@ -140,6 +140,9 @@ impl Takes {
             } else {
                 ", or DELAY max"
             });
+        }
+        if self.has(Opt::Every) {
+            text.push_str(", and EVERY n, ON anchor, AT hh:mm or TZ zone");
         }
         if text.is_empty() {
             text.push_str("no options");
@@ -187,6 +190,11 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             continue;
         }
         let value = it.next();
+        if option.is_calendar() {
+            // Read with the unit they depend on, by the calendar's parser.
+            value.ok_or(Error::MissingValue(option.word()))?;
+            continue;
+        }
         if option == Opt::Delay {
             if delay.is_some() && value.is_some() {
                 return Err(Error::DuplicateOption("DELAY"));
@@ -213,7 +221,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
             match option {
                 Opt::Refund => Amount::Refund(cost(word, value)?),
                 Opt::Debit => Amount::Debit(count(word, value)?),
-                Opt::Cost | Opt::Delay | Opt::Shadow => Amount::Take(cost(word, value)?),
+                _ => Amount::Take(cost(word, value)?),
             },
         ));
     }

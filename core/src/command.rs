@@ -48,6 +48,13 @@ pub trait Spec {
         params
     }
 
+    /// As an RL.ALL policy, options of its own that follow its parameters (RL.QUOTA's
+    /// calendar) at the start of `rest`: the parameters with them applied, and
+    /// how many arguments they took.
+    fn trailing(params: Self::Params, _rest: &[&[u8]]) -> Result<(Self::Params, usize)> {
+        Ok((params, 0))
+    }
+
     /// Parses everything after the key: the parameters, then the options the row
     /// takes (a DELAY applied to the parameters). CL.THROTTLE replaces it (a
     /// positional quantity, no options), and so do the commands that take no

@@ -10,11 +10,13 @@ use crate::algorithms::bucket::TokenBucket;
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::{self as gcra_algorithm, Emission};
 use crate::algorithms::penalty::{self, EscalatingBlocks};
+use crate::algorithms::quota::{self, CalendarQuota};
 use crate::algorithms::share;
 use crate::algorithms::sliding;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate, WindowLimit};
 use crate::args::Options;
+use crate::calendar::Calendar;
 use crate::command::{Runs, Settings, Spec};
 use crate::error::{Error, Result};
 use crate::params::{self, Lease};
@@ -30,7 +32,7 @@ use crate::table::{self, Command};
 macro_rules! each_command {
     ($callback:ident) => {
         $callback! {
-            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share],
+            policies: [Fixed, Sliding, Bucket, Gcra, SlidingCounter, Acquire, Penalty, Share, Quota],
             singles: [Throttle, Release],
             others: [All(ALL) => all],
         }
@@ -88,6 +90,48 @@ impl Spec for Gcra {
 
     fn delayed(e: Emission, max_ms: u64) -> Emission {
         e.with_delay(max_ms)
+    }
+}
+
+/// `RL.QUOTA key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone]`.
+pub struct Quota;
+
+impl Spec for Quota {
+    const ROW: &'static Command = &table::QUOTA;
+    type Params = quota::Quota;
+    type Write = <CalendarQuota as Algorithm>::Write;
+
+    /// `limit unit` on the unit's defaults (an RL.ALL policy's calendar options
+    /// follow it: [`Spec::trailing`]).
+    #[inline]
+    fn params(args: &[&[u8]], _: Settings) -> Result<quota::Quota> {
+        params::quota(args)
+    }
+
+    /// The parameters, COST, REFUND or DEBIT, and the calendar's options (in any
+    /// order among them).
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(quota::Quota, Options)> {
+        let (positional, rest) = args.split_at(Self::ROW.params().len().min(args.len()));
+        // The errors in the order of every command's: parameters (the limit, the
+        // unit), then the amount's options, then the calendar's.
+        let limit = crate::args::count("limit", positional[0])?;
+        crate::calendar::Unit::parse(positional[1])?;
+        let options = crate::args::options(rest.iter().copied(), Self::ROW.takes())?;
+        let ([every, on, at, tz], _) = params::calendar_words(rest, true)?;
+        let calendar = Calendar::parse(positional[1], every, on, at, tz)?;
+        Ok((quota::Quota { limit, calendar }, options))
+    }
+
+    /// An RL.ALL policy's calendar options, right after it.
+    fn trailing(q: quota::Quota, rest: &[&[u8]]) -> Result<(quota::Quota, usize)> {
+        let unit = q.calendar.unit().name().as_bytes();
+        match params::calendar_words(rest, false)? {
+            (_, 0) => Ok((q, 0)),
+            ([every, on, at, tz], used) => {
+                let calendar = Calendar::parse(unit, every, on, at, tz)?;
+                Ok((quota::Quota { calendar, ..q }, used))
+            }
+        }
     }
 }
 
@@ -252,6 +296,16 @@ macro_rules! generate {
                 }
             }
 
+            /// The policy with its own options at the start of `rest` applied
+            /// (RL.QUOTA's calendar), and how many arguments they took.
+            pub fn trailing(self, rest: &[&[u8]]) -> Result<(Policy, usize)> {
+                match self {
+                    $(Policy::$policy(p) => {
+                        let (p, used) = $policy::trailing(p, rest)?;
+                        Ok((Policy::$policy(p), used))
+                    })*
+                }
+            }
             /// The policy with `DELAY max` (ms) applied (its row takes DELAY).
             pub fn delayed(self, max_ms: u64) -> Policy {
                 match self {

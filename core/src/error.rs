@@ -80,6 +80,27 @@ pub enum Error {
     )]
     ShareTenants { max: u64 },
 
+    #[error("unit must be day, week, month or year")]
+    BadUnit,
+
+    #[error("syntax error: ON does not apply to unit day, whose periods start every day at AT")]
+    OnForDay,
+
+    #[error("ON must be {accepted} for unit {unit}")]
+    BadAnchor {
+        unit: &'static str,
+        accepted: &'static str,
+    },
+
+    #[error("AT must be a time of day hh:mm from 00:00 to 23:59")]
+    BadTime,
+
+    #[error(
+        "unknown time zone '{0}': TZ takes UTC, an offset +HH:MM or -HH:MM up to 23:59, \
+         or a tz database name such as America/New_York"
+    )]
+    BadZone(String),
+
     #[error("syntax error: {0} given more than once")]
     DuplicateOption(&'static str),
 

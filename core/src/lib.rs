@@ -30,6 +30,7 @@
 pub mod algorithms;
 pub mod all;
 pub mod args;
+pub mod calendar;
 pub mod codec;
 pub mod command;
 #[macro_use]

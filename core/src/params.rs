@@ -4,11 +4,13 @@
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
 use crate::algorithms::penalty::Penalty;
+use crate::algorithms::quota::Quota;
 use crate::algorithms::share::{Share, Tenant, Weight, MAX_WEIGHT};
 use crate::algorithms::{Amount, Cost, Count, Rate, WindowLimit, MAX_COUNT};
 use crate::args::{self, Options};
+use crate::calendar::Calendar;
 use crate::error::{Error, Result};
-use crate::table::Command;
+use crate::table::{Command, Opt};
 
 /// A call's arguments after the key, as every command with options reads them: its
 /// positional parameters first (by `parse`, so a bad parameter is the error even
@@ -84,6 +86,51 @@ pub fn throttle(args: &[&[u8]]) -> Result<(Emission, Amount)> {
         None => Cost::ONE,
     };
     Ok((emission, Amount::Take(quantity)))
+}
+
+/// RL.QUOTA's `limit unit`, on the unit's default calendar (an RL.ALL policy's
+/// calendar options follow it: [`calendar_words`]).
+pub fn quota(args: &[&[u8]]) -> Result<Quota> {
+    Ok(Quota {
+        limit: args::count("limit", args[0])?,
+        calendar: Calendar::parse(args[1], None, None, None, None)?,
+    })
+}
+
+/// A quota's calendar options (`EVERY n`, `ON anchor`, `AT hh:mm`, `TZ zone`, each
+/// at most once) among the name-value pairs of `rest`: anywhere among the
+/// command's options (`among_others`), or, for an RL.ALL policy, only those right
+/// after it. Their values (None: not given), and the arguments they took.
+pub fn calendar_words<'a>(
+    rest: &[&'a [u8]],
+    among_others: bool,
+) -> Result<([Option<&'a [u8]>; 4], usize)> {
+    let mut values: [Option<&[u8]>; 4] = [None; 4];
+    let mut used = 0;
+    let mut at = 0;
+    while let Some(word) = rest.get(at) {
+        let found = Opt::CALENDAR
+            .iter()
+            .position(|o| word.eq_ignore_ascii_case(o.word().as_bytes()));
+        match found {
+            Some(i) => {
+                let word = Opt::CALENDAR[i].word();
+                let value = rest.get(at + 1).ok_or(Error::MissingValue(word))?;
+                if values[i].replace(value).is_some() {
+                    return Err(Error::DuplicateOption(word));
+                }
+                used += 2;
+                at += 2;
+            }
+            // Another option: a flag (SHADOW) stands alone, the rest take a value.
+            None if among_others => {
+                let flag = word.eq_ignore_ascii_case(Opt::Shadow.word().as_bytes());
+                at += if flag { 1 } else { 2 };
+            }
+            None => break,
+        }
+    }
+    Ok((values, used))
 }
 
 /// What an RL.ACQUIRE asks for: a lease named `id` under `leases`.

@@ -29,6 +29,10 @@ pub enum ArgKind {
     Key,
     /// One or more keys (RL.ALL's, counted by the argument before them).
     Keys,
+    /// One of these words, any case (RL.QUOTA's unit).
+    Word {
+        words: &'static [&'static str],
+    },
     /// A decimal integer from `min` to `max`.
     Integer {
         min: u64,
@@ -96,6 +100,14 @@ pub enum Opt {
     Debit,
     /// `DELAY max`: schedule instead of reject (a duration from 0).
     Delay,
+    /// RL.QUOTA's calendar: `EVERY n` units a period, `ON anchor` (its start day),
+    /// `AT hh:mm` (its local start time), `TZ zone`. Read by the calendar's parser
+    /// (`params::calendar`), which knows the unit they depend on; in RL.ALL they
+    /// follow their QUOTA policy.
+    Every,
+    On,
+    At,
+    Tz,
     /// `SHADOW`: a flag, no value. Alone, the call is counted as a trial; before
     /// an RL.ALL policy, the policy never vetoes the call.
     Shadow,
@@ -103,7 +115,30 @@ pub enum Opt {
 
 impl Opt {
     /// Every option, in the order errors and docs name them.
-    pub const ALL: [Opt; 5] = [Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay, Opt::Shadow];
+    pub const ALL: [Opt; 9] = [
+        Opt::Cost,
+        Opt::Refund,
+        Opt::Debit,
+        Opt::Delay,
+        Opt::Every,
+        Opt::On,
+        Opt::At,
+        Opt::Tz,
+        Opt::Shadow,
+    ];
+
+    /// The calendar's options, in the order docs name them.
+    pub const CALENDAR: [Opt; 4] = [Opt::Every, Opt::On, Opt::At, Opt::Tz];
+
+    /// COST, REFUND or DEBIT: what a call takes or gives back.
+    pub const fn is_amount(self) -> bool {
+        matches!(self, Opt::Cost | Opt::Refund | Opt::Debit)
+    }
+
+    /// EVERY, ON, AT or TZ.
+    pub const fn is_calendar(self) -> bool {
+        matches!(self, Opt::Every | Opt::On | Opt::At | Opt::Tz)
+    }
 
     pub const fn word(self) -> &'static str {
         match self {
@@ -111,6 +146,10 @@ impl Opt {
             Opt::Refund => "REFUND",
             Opt::Debit => "DEBIT",
             Opt::Delay => "DELAY",
+            Opt::Every => "EVERY",
+            Opt::On => "ON",
+            Opt::At => "AT",
+            Opt::Tz => "TZ",
             Opt::Shadow => "SHADOW",
         }
     }
@@ -122,6 +161,10 @@ impl Opt {
             Opt::Refund => (c"REFUND", c"refund"),
             Opt::Debit => (c"DEBIT", c"debit"),
             Opt::Delay => (c"DELAY", c"delay"),
+            Opt::Every => (c"EVERY", c"every"),
+            Opt::On => (c"ON", c"anchor"),
+            Opt::At => (c"AT", c"time"),
+            Opt::Tz => (c"TZ", c"zone"),
             Opt::Shadow => (c"SHADOW", c"shadow"),
         }
     }
@@ -133,6 +176,7 @@ impl Opt {
             Opt::Refund => &[Opt::Cost, Opt::Debit, Opt::Delay],
             Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
             Opt::Delay => &[Opt::Refund, Opt::Debit],
+            Opt::Every | Opt::On | Opt::At | Opt::Tz => &[],
             Opt::Shadow => &[],
         }
     }
@@ -588,6 +632,41 @@ pub const SHARE: Command = Command::rl(
 .policy(c"SHARE")
 .function("rl_share");
 
+/// A calendar quota: RL.FIXED's counter over periods of a calendar in a time zone.
+pub const QUOTA: Command = Command {
+    // In RL.ALL the call's COST, REFUND or DEBIT; its calendar options follow the
+    // policy itself.
+    policy_options: Some(COST_REFUND_DEBIT),
+    ..Command::rl(
+        c"RL.QUOTA",
+        c"write deny-oom fast",
+        c"Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period",
+        c"O(1)",
+        &[
+            Arg::new(c"key", ArgKind::Key),
+            Arg::new(c"limit", COUNT),
+            Arg::new(
+                c"unit",
+                ArgKind::Word {
+                    words: &["day", "week", "month", "year"],
+                },
+            ),
+        ],
+    )
+    .taking(&[
+        Opt::Cost,
+        Opt::Refund,
+        Opt::Debit,
+        Opt::Every,
+        Opt::On,
+        Opt::At,
+        Opt::Tz,
+        Opt::Shadow,
+    ])
+    .policy(c"QUOTA")
+    .function("rl_quota")
+};
+
 /// Every command, in the order the module registers them and INFO lists them.
 pub static COMMANDS: &[&Command] = &[
     &FIXED,
@@ -601,6 +680,7 @@ pub static COMMANDS: &[&Command] = &[
     &RELEASE,
     &PENALTY,
     &SHARE,
+    &QUOTA,
 ];
 
 /// The commands RL.ALL takes as policies, in the table's order.
@@ -645,7 +725,7 @@ mod tests {
     fn policy_words_read_as_a_list() {
         assert_eq!(
             policy_words(),
-            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"
+            "FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA"
         );
     }
 

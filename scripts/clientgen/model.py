@@ -31,6 +31,7 @@ class Argument:
     max_setting: Optional[str] = None  # a server setting that may lower `max` (the client checks only `max`)
     optional: bool = False  # may be left out (CL.THROTTLE's quantity), then `default` applies
     default: Optional[int] = None
+    choices: tuple[str, ...] = ()  # a text that must be one of these words (RL.QUOTA's unit)
 
     @property
     def words(self) -> list[str]:
@@ -146,8 +147,21 @@ def pascal(words: list[str]) -> str:
     return "".join(w.capitalize() for w in words)
 
 
+# Kinds of value the server reads with rules of its own (a calendar's anchor, time of
+# day and time zone): a client sends them as text and leaves the checking to the
+# server, whose error names the argument.
+SERVER_CHECKED_TEXT = ("anchor", "time", "zone")
+
+
 def _argument(a: dict) -> Argument:
     kind = a["type"]
+    if kind == "word":
+        return Argument(a["name"], "text", 1, None, choices=tuple(a["values"]))
+    if kind in SERVER_CHECKED_TEXT:
+        return Argument(a["name"], "text", 1, None)
+    if "max_by_unit" in a:
+        # The largest any unit allows; the server checks the call's own unit.
+        return Argument(a["name"], kind, a.get("min"), max(a["max_by_unit"].values()), default=a.get("default"))
     if kind == "duration":
         return Argument(a["name"], kind, a.get("min_ms"), a.get("max_ms"))
     if kind == "text":

@@ -33,6 +33,7 @@ fn doc(spec: &Command) -> CommandDoc {
                         if p.delay() {
                             subargs.push(delay_option());
                         }
+                        subargs.extend(calendar_options(p));
                         let word = p.policy_token();
                         ArgDoc {
                             token: Some(word),
@@ -53,7 +54,7 @@ fn doc(spec: &Command) -> CommandDoc {
     let amounts: Vec<ArgDoc> = spec
         .options
         .iter()
-        .filter(|o| **o != Opt::Delay && !o.is_flag())
+        .filter(|o| o.is_amount())
         .map(|o| {
             let (token, name) = o.doc();
             ArgDoc {
@@ -80,6 +81,7 @@ fn doc(spec: &Command) -> CommandDoc {
     if spec.delay() {
         args.push(delay_option());
     }
+    args.extend(calendar_options(spec));
     CommandDoc {
         summary: spec.summary,
         complexity: spec.complexity,
@@ -115,12 +117,30 @@ fn delay_option() -> ArgDoc {
     }
 }
 
+/// `[EVERY every] [ON anchor] [AT time] [TZ zone]`: RL.QUOTA's calendar (and its
+/// RL.ALL policy's), when the row takes it.
+fn calendar_options(spec: &Command) -> Vec<ArgDoc> {
+    let calendar = spec.options.iter().filter(|o| o.is_calendar());
+    calendar
+        .map(|o| {
+            let (token, name) = o.doc();
+            ArgDoc {
+                token: Some(token),
+                optional: true,
+                ..ArgDoc::new(name, ArgType::String)
+            }
+        })
+        .collect()
+}
+
 /// A positional argument: a key (of the one key spec), an integer or a duration.
 fn positional(a: &Arg) -> ArgDoc {
     let kind = match a.kind {
         ArgKind::Key | ArgKind::Keys => ArgType::Key,
         ArgKind::Integer { .. } => ArgType::Integer,
-        ArgKind::Duration | ArgKind::Text { .. } | ArgKind::Policies => ArgType::String,
+        ArgKind::Duration | ArgKind::Text { .. } | ArgKind::Word { .. } | ArgKind::Policies => {
+            ArgType::String
+        }
     };
     ArgDoc {
         multiple: matches!(a.kind, ArgKind::Keys),

@@ -290,7 +290,7 @@ fn bad_calls_are_errors_that_change_nothing() {
         (&["2", "a", "b", "FIXED", "5", "1h"], "ERR one policy per key, in key order: numkeys is 2, policies given 1"),
         (&["2", "a", "b", "FIXED", "5", "1h", "COST", "1"], "ERR one policy per key"),
         (&["1", "a", "FIXED", "5", "1h", "FIXED", "5", "1h"], "ERR one policy per key, in key order: numkeys is 1, policies given 2"),
-        (&["2", "a", "b", "FIXED", "5", "1h", "LEAKY", "5", "1h"], "ERR syntax error: unknown policy 'LEAKY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY or SHARE"),
+        (&["2", "a", "b", "FIXED", "5", "1h", "LEAKY", "5", "1h"], "ERR syntax error: unknown policy 'LEAKY', expected FIXED, SLIDING, BUCKET, GCRA, SLIDINGCOUNTER, ACQUIRE, PENALTY, SHARE or QUOTA"),
         (&["1", "a", "CL.THROTTLE", "5", "1", "1h"], "ERR syntax error: unknown policy 'CL.THROTTLE'"),
         (&["2", "a", "b", "FIXED", "5", "1h", "BUCKET", "5", "1"], "ERR syntax error: policy BUCKET takes capacity tokens period"),
         (&["1", "a", "FIXED", "0", "1h"], "ERR limit must be an integer from 1 to 9007199254740991"),
@@ -332,7 +332,7 @@ fn bad_calls_are_errors_that_change_nothing() {
                 _ if want.starts_with("ERR wrong number") => arity_error("RL.ALL"),
                 // A library without rl_share yet lists the policies but SHARE.
                 _ if library_lacks("rl_share") => {
-                    want.replace("ACQUIRE, PENALTY or SHARE", "ACQUIRE or PENALTY")
+                    want.replace("ACQUIRE, PENALTY, SHARE or QUOTA", "ACQUIRE or PENALTY")
                 }
                 _ => want.to_string(),
             }

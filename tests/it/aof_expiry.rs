@@ -16,9 +16,11 @@ fn an_aof_replayed_after_the_windows_passed_yields_no_live_keys() {
     };
     let s = Server::with(aof(None));
     let mut c = s.conn();
-    let keys: Vec<String> = COMMANDS.iter().map(|l| format!("rl:{}", l.short)).collect();
+    // RL.QUOTA's periods last a day at least: tests/it/quota.rs replays its AOF.
+    let commands: Vec<&Command> = COMMANDS.iter().copied().filter(|l| !l.calendar()).collect();
+    let keys: Vec<String> = commands.iter().map(|l| format!("rl:{}", l.short)).collect();
     // Each command takes 1 (by default), 2 or all 5 of its units in a 300 ms window.
-    for (i, (l, key)) in COMMANDS.iter().zip(&keys).enumerate() {
+    for (i, (l, key)) in commands.iter().zip(&keys).enumerate() {
         let cost = [None, Some(2), Some(5)][i % 3];
         l.call(&mut c, key, &l.per(5, "300ms"), cost);
     }
@@ -50,7 +52,7 @@ fn an_aof_replayed_after_the_windows_passed_yields_no_live_keys() {
         assert_eq!(exists, 0, "{k}");
     }
     // And the limiters start afresh.
-    for (l, key) in COMMANDS.iter().zip(&keys) {
+    for (l, key) in commands.iter().zip(&keys) {
         let r = l.call(&mut c, key, &l.per(5, "300ms"), None);
         assert_eq!((r.allowed, r.remaining), (1, 4), "{}", l.name);
     }

@@ -25,6 +25,7 @@ fn bad_values(p: &Param) -> Vec<String> {
             bad
         }
         Kind::Text => vec![String::new(), format!("{}x", p.max)],
+        Kind::Unit => strings(&["hour", "days", "1d", "", "month\0"]),
     }
 }
 
@@ -586,6 +587,28 @@ fn command_docs_describe_summary_since_and_arguments() {
                 rest
             }
             _ => args,
+        };
+        // RL.QUOTA's calendar follows its amount: four optional tokens.
+        let args = if lim.calendar() {
+            let (rest, calendar) = args.split_at(args.len() - 4);
+            let docs: Vec<(String, String)> = calendar
+                .iter()
+                .map(|a| (text(field(a, "name")), text(field(a, "token"))))
+                .collect();
+            let want = [
+                ("every", "EVERY"),
+                ("anchor", "ON"),
+                ("time", "AT"),
+                ("zone", "TZ"),
+            ];
+            assert_eq!(docs, want.map(|(n, t)| (n.to_string(), t.to_string())));
+            for a in calendar {
+                let flags: Vec<String> = items(field(a, "flags")).iter().map(text).collect();
+                assert_eq!(flags, ["optional"]);
+            }
+            rest
+        } else {
+            args
         };
         let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
         assert_eq!(names, want, "{}", lim.name);

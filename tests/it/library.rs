@@ -129,6 +129,14 @@ fn draw(rng: &mut Rng, row: &table::Command) -> (Vec<String>, u64, u64) {
                 2 => "x".repeat(max + 1),
                 _ => rng.pick(IDS).to_string(),
             },
+            (Kind::Unit, ArgKind::Word { words }) => {
+                // The calendar unit's length as the window (a month as 28 days).
+                let word = rng.pick(words);
+                let days = [("day", 1), ("week", 7), ("month", 28), ("year", 365)];
+                let days = days.iter().find(|(w, _)| w == word).map_or(1, |(_, d)| *d);
+                window.get_or_insert(days * 86_400_000);
+                word.to_string()
+            }
             _ => panic!("{}: no draw for {:?}", row.name_str(), arg.name),
         });
     }
@@ -171,6 +179,11 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
             words[tokens] = rng.magnitude(ns.min(MAX)).to_string();
         }
     }
+    if row.takes_option(Opt::Every) && rng.below(4) != 0 {
+        let unit = position(row, "unit").map_or("day", |i| words[i].as_str());
+        let calendar = calendar_options(rng, unit);
+        words.extend(calendar);
+    }
     if row.delay() && rng.below(2) == 0 {
         words.push(rng.pick(&["DELAY", "delay"]).to_string());
         words.push(match rng.below(4) {
@@ -179,6 +192,41 @@ fn params(rng: &mut Rng, name: &str) -> (Vec<String>, u64, u64) {
         });
     }
     (words, limit, window)
+}
+
+/// RL.QUOTA's calendar options for `unit`, each given or not: values it takes
+/// (any zone of the tz database, anchors that clamp, start times in DST gaps) and
+/// now and then one it refuses (the same error from both).
+fn calendar_options(rng: &mut Rng, unit: &str) -> Vec<String> {
+    let zones: Vec<&str> = rl_core::calendar::zone_names().collect();
+    let every = match rng.below(8) {
+        0 => "0".to_string(),
+        1..=3 => (1 + rng.below(3)).to_string(),
+        _ => "1".to_string(),
+    };
+    let on = match (unit.to_ascii_lowercase().as_str(), rng.below(16)) {
+        (_, 0) => "32".to_string(),
+        ("week", _) => rng.pick(&["mon", "SUN", "wed"]).to_string(),
+        ("year", _) => rng.pick(&["02-29", "12-31", "03-08"]).to_string(),
+        _ => (1 + rng.below(31)).to_string(),
+    };
+    let at = match rng.below(16) {
+        0 => "24:00".to_string(),
+        _ => format!("{:02}:{:02}", rng.below(4), rng.below(60)),
+    };
+    let tz = match rng.below(16) {
+        0 => "Mars/Olympus".to_string(),
+        1 => "UTC".to_string(),
+        2 => format!("-{:02}:{:02}", rng.below(24), rng.below(60)),
+        _ => rng.pick(&zones).to_uppercase(),
+    };
+    let mut out = Vec::new();
+    for (word, value) in [("EVERY", every), ("ON", on), ("AT", at), ("TZ", tz)] {
+        if rng.below(2) == 0 {
+            out.extend([word.to_string(), value]);
+        }
+    }
+    out
 }
 
 /// Whether a command logs one sorted-set member per unit of its cost (RL.SLIDING;
@@ -205,7 +253,7 @@ fn native_state(rng: &mut Rng, name: &str, window_ms: u64) -> Vec<String> {
     };
     let expiry = offset(rng);
     match name {
-        "RL.FIXED" => {
+        "RL.FIXED" | "RL.QUOTA" => {
             let used = match rng.below(3) {
                 0 => big(rng),
                 _ => rng.below(20).to_string(),
@@ -596,7 +644,7 @@ fn singles() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
         .filter(|c| c.function.is_some() && matches!(c.keys, Keys::First))
-        .filter(|c| c.takes_option(Opt::Cost))
+        .filter(|c| c.takes_option(Opt::Cost) && !lacks(c))
         .map(|c| c.name_str())
         .collect()
 }
@@ -604,6 +652,7 @@ fn singles() -> Vec<&'static str> {
 /// RL.ALL's policies, from the command table: (command, word).
 fn policies() -> Vec<(&'static str, &'static str)> {
     table::policies()
+        .filter(|c| !lacks(c))
         .map(|c| (c.name_str(), c.policy_word()))
         .collect()
 }
@@ -612,9 +661,15 @@ fn policies() -> Vec<(&'static str, &'static str)> {
 fn with_functions() -> Vec<&'static str> {
     table::COMMANDS
         .iter()
-        .filter(|c| c.function.is_some())
+        .filter(|c| c.function.is_some() && !lacks(c))
         .map(|c| c.name_str())
         .collect()
+}
+
+/// Whether the library under test does not have the command's function yet (one
+/// of the PENDING ones): left out of the comparisons until it does.
+fn lacks(c: &table::Command) -> bool {
+    c.function.is_some_and(library_source_lacks)
 }
 
 fn env(name: &str, default: u64) -> u64 {

@@ -27,6 +27,7 @@ mod memory;
 mod mixed_replication;
 mod monitoring;
 mod penalty;
+mod quota;
 mod redis_cell;
 mod refund;
 mod replication;

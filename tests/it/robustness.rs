@@ -172,6 +172,7 @@ fn random_call(rng: &mut Rng, pool: &[Vec<u8>]) -> (String, Vec<Vec<u8>>) {
                         // 10001 is one past a weight's maximum: an error.
                         Kind::Weight => &["1", "3", "10000", "10001"],
                         Kind::Text => &texts,
+                        Kind::Unit => &["day", "week", "month", "year", "hour", "DAY"],
                     };
                     rng.pick(from).to_string()
                 })
@@ -401,6 +402,7 @@ fn extreme_parameters_do_not_overflow() {
                 Kind::Burst => ["0", p.max],
                 Kind::Duration => ["1ms", MAX_DURATION],
                 Kind::Text => ["a", p.max],
+                Kind::Unit => ["day", p.max],
             };
             lines = lines
                 .into_iter()

@@ -15,7 +15,7 @@ fn module_list_ver_is_the_cargo_version() {
 }
 
 #[test]
-fn info_rl_says_version_commit_and_target() {
+fn info_rl_says_version_commit_target_and_tzdb() {
     if module_only("INFO rl is the module's") {
         return;
     }
@@ -42,9 +42,24 @@ fn info_rl_says_version_commit_and_target() {
     let fields: Vec<&str> = section
         .lines()
         .filter_map(|l| l.split_once(':').map(|(k, _)| k))
-        .take(3)
+        .take(4)
         .collect();
-    assert_eq!(fields, ["rl_version", "rl_git_commit", "rl_target"]);
+    assert_eq!(
+        fields,
+        [
+            "rl_version",
+            "rl_git_commit",
+            "rl_target",
+            "rl_tzdb_version"
+        ]
+    );
+    // RL.QUOTA's compiled-in tz database, e.g. 2026f.
+    let tzdb = info_str(&mut c, "rl", "rl_tzdb_version");
+    assert_eq!(tzdb, rl_core::calendar::tzdb_version());
+    assert!(
+        tzdb.len() == 5 && tzdb.starts_with("20"),
+        "rl_tzdb_version:{tzdb}"
+    );
 }
 
 #[test]

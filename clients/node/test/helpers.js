@@ -62,14 +62,21 @@ function freePort() {
   });
 }
 
+// Waits for check() to answer true, by a deadline that also bounds a check that never settles.
 async function until(what, deadlineMs, check) {
   const end = Date.now() + deadlineMs;
   let last;
   while (Date.now() < end) {
+    let timer;
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the check did not settle')), Math.max(end - Date.now(), 1));
+    });
     try {
-      if (await check()) return;
+      if (await Promise.race([check(), late])) return;
     } catch (err) {
       last = err;
+    } finally {
+      clearTimeout(timer);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -79,13 +86,14 @@ async function until(what, deadlineMs, check) {
 const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
 const haveRedisServer = () => spawnSync(REDIS_SERVER, ['--version']).status === 0;
 
-// A redis-server of our own (no module, no library), stopped by stop().
-async function startServer() {
-  const port = await freePort();
+// A redis-server of our own (no module, no library unless `args` load one) on `port`
+// (a free one by default), stopped by stop() or killed by kill().
+async function startServer(args = [], port = undefined) {
+  if (port === undefined) port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rl-node-'));
   const proc = spawn(
     REDIS_SERVER,
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args],
     { stdio: 'ignore' },
   );
   let exited = false;
@@ -106,20 +114,67 @@ async function startServer() {
       s.on('error', () => resolve(false));
     });
   });
+  const gone = () => until('redis-server to stop', 10000, () => exited);
   return {
     url,
     port,
+    kill: async () => {
+      proc.kill('SIGKILL');
+      await gone();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
     stop: async () => {
       if (!exited) {
         proc.kill('SIGTERM');
-        await until('redis-server to stop', 10000, () => exited);
+        await gone();
       }
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
+// ---------------------------------------------------------------------------
+// clients/headers.json: its cases, and its calls made through the typed API.
+
+const HEADERS = JSON.parse(fs.readFileSync(path.join(ROOT, 'clients', 'headers.json'), 'utf8'));
+const TABLE = JSON.parse(fs.readFileSync(path.join(ROOT, 'commands.json'), 'utf8'));
+
+// The command of a headers.json call name ("gcra", "slidingCounter", "throttle", "all").
+function commandOf(name) {
+  const { COMMANDS } = require('../lib/commands.generated');
+  const found = Object.values(COMMANDS).find((c) => c.method === name);
+  if (!found) throw new Error(`headers.json names a call '${name}' the client has no method for`);
+  return TABLE.commands.find((c) => c.name === found.name);
+}
+
+// A call's arguments after the key: headers.json gives durations in ms.
+function argsOf(command, values) {
+  const kinds = command.arguments.filter((a) => a.type !== 'key').map((a) => a.type);
+  return values.map((v, i) => (kinds[i] === 'duration' ? `${v}ms` : v));
+}
+
+/** Makes headers.json's `call` on `target` (a limiter or pipeline), on key `key`. */
+function callFor(target, call, key) {
+  const { policies } = require('..');
+  const [name, ...rest] = call;
+  if (name === 'all') {
+    const entries = rest.map(([word, ...values], i) => [`{${key}}:${i}`, policies[word](...argsOf(commandOf(word), values))]);
+    return target.all(entries);
+  }
+  return target[name](key, ...argsOf(commandOf(name), rest));
+}
+
+/** Every structured field of `headers`, parsed by a real parser (structured-headers): throws when one is invalid. */
+function parseFields(headers) {
+  const sf = require('structured-headers');
+  return { policy: sf.parseList(headers['RateLimit-Policy']), limit: sf.parseList(headers.RateLimit) };
+}
+
 module.exports = {
+  HEADERS,
+  TABLE,
+  callFor,
+  parseFields,
   ROOT,
   BACKENDS,
   SKIP_SERVERS,

@@ -12,15 +12,24 @@ import {
   RLError,
   RLArgumentError,
   RLLeaseRejectedError,
+  RLTimeoutError,
+  ms,
+  GcraOptions,
+  CostOptions,
 } from '@rl/client';
 
 export async function usage(): Promise<void> {
   const nodeRedis = createClient({ url: 'redis://127.0.0.1:6379' });
   const io = new Redis('redis://127.0.0.1:6379');
-  const rl = createLimiter(nodeRedis, { onConnectionError: 'allow' });
+  const rl = createLimiter(nodeRedis, { onConnectionError: 'allow', timeout: 50 });
+  const backend: 'module' | 'library' = await rl.detect();
+  void backend;
+  const options: GcraOptions = { delay: ms(1500) };
+  const amounts: CostOptions = { refund: 1 };
+  void [options, amounts];
   const rl2 = createLimiter(io, { backend: 'library', onConnectionError: (err, command) => (command === 'RL.ACQUIRE' ? 'deny' : 'throw') });
 
-  const d: Decision = await rl.gcra('k', 20, 100, '1m', { cost: 2, delay: 1500 });
+  const d: Decision = await rl.gcra('k', 20, 100, '1m', { cost: 2, delay: '1500ms' });
   const allowed: boolean = d.allowed;
   const retry: number | null = d.retryAfter;
   const h: RateLimitHeaders = d.headers();
@@ -46,7 +55,8 @@ export async function usage(): Promise<void> {
     { cost: 0 },
   );
   const each: Decision[] = all.decisions;
-  void each;
+  const fields: RateLimitHeaders = all.headers(['a', 'b', 'c', 'd', 'e']);
+  void [each, fields];
   const released: boolean = await rl.release('k', 'id');
   void released;
   await rl.penalty('k', 3, '1m', '1m', '1h', { cost: 1 });
@@ -82,6 +92,10 @@ export async function usage(): Promise<void> {
       const code: string | undefined = e.code;
       void code;
     }
+    if (e instanceof RLTimeoutError) {
+      const command: string | undefined = e.command;
+      void command;
+    }
     if (e instanceof RLLeaseRejectedError) {
       const wait: number | null = e.decision.retryAfter;
       void wait;
@@ -98,6 +112,8 @@ export async function usage(): Promise<void> {
   await rl.fixed(42, 5, '1s');
   // @ts-expect-error an RL.ALL entry needs a policy
   await rl.all([['k', 5]]);
+  // @ts-expect-error a duration is not a boolean
+  await rl.fixed('k', 5, true);
   // @ts-expect-error not a client
   createLimiter({ get: () => 1 });
 }

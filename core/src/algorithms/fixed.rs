@@ -19,6 +19,23 @@ pub struct Counter {
 /// What a call writes: the counter itself (what it reads, with the expiry it sets).
 pub type Stored = Counter;
 
+/// A counter's window: its limit, and where the window holding `now` ends (an
+/// epoch-aligned window for RL.FIXED, a calendar period for RL.QUOTA).
+pub trait Window: Copy {
+    fn limit(self) -> Count;
+    fn end(self, now: Millis) -> Millis;
+}
+
+impl Window for WindowLimit {
+    fn limit(self) -> Count {
+        self.limit
+    }
+
+    fn end(self, now: Millis) -> Millis {
+        window_end(now, self.window)
+    }
+}
+
 /// End of the epoch-aligned window that contains `now`.
 pub fn window_end(now: Millis, window: Interval) -> Millis {
     let w = window.ms_i64();
@@ -29,11 +46,10 @@ pub fn window_end(now: Millis, window: Interval) -> Millis {
 pub fn decide(
     stored: Option<Counter>,
     now: Millis,
-    quota: WindowLimit,
+    quota: impl Window,
     cost: Cost,
 ) -> Outcome<Counter> {
-    let WindowLimit { limit, window } = quota;
-    let end = window_end(now, window);
+    let (limit, end) = (quota.limit(), quota.end(now));
     // A counter whose expiry has passed is empty, even if the server has not yet
     // evicted it.
     let live = stored.filter(|c| c.expires_at > now);
@@ -84,7 +100,7 @@ pub fn decide(
 pub fn refund(
     stored: Option<Counter>,
     now: Millis,
-    quota: WindowLimit,
+    quota: impl Window,
     n: Cost,
 ) -> Outcome<Change<Counter>> {
     let change = stored
@@ -103,13 +119,13 @@ pub fn refund(
 pub fn debit(
     stored: Option<Counter>,
     now: Millis,
-    quota: WindowLimit,
+    quota: impl Window,
     n: Count,
 ) -> Outcome<Counter> {
     let used = stored.filter(|c| c.expires_at > now).map_or(0, |c| c.used);
     let counter = Counter {
         used: used.saturating_add(n.get()),
-        expires_at: window_end(now, quota.window),
+        expires_at: quota.end(now),
     };
     debited(
         counter,

@@ -12,6 +12,7 @@ pub mod gcra;
 #[cfg(test)]
 mod models;
 pub mod penalty;
+pub mod quota;
 pub mod share;
 pub mod sliding;
 pub mod sliding_counter;

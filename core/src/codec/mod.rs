@@ -8,6 +8,7 @@ use crate::algorithms::bucket::{self, TokenBucket, MICROS};
 use crate::algorithms::fixed::{Counter, FixedWindow};
 use crate::algorithms::gcra::{self, Gcra, Tat};
 use crate::algorithms::penalty::{self, EscalatingBlocks};
+use crate::algorithms::quota::CalendarQuota;
 use crate::algorithms::sliding_counter::{self, Counts, SlidingWindowCounter};
 use crate::algorithms::{Millis, MAX_COUNT};
 use crate::decimal;
@@ -140,6 +141,22 @@ impl StringState for FixedWindow {
 
     fn encode<R>(c: &Counter, write: impl FnOnce(&[u8], Millis) -> R) -> R {
         write(itoa::Buffer::new().format(c.used).as_bytes(), c.expires_at)
+    }
+}
+
+/// RL.QUOTA: RL.FIXED's counter, on a key expiring at the period's end.
+impl StringState for CalendarQuota {
+    const WHAT: &'static str = "an RL.QUOTA counter (a non-negative integer with an expiry)";
+    const READS_EXPIRY: bool = true;
+    type Value = Counter;
+    type Stored = Counter;
+
+    fn decode(value: &[u8], expires_at: Option<Millis>) -> Option<Counter> {
+        FixedWindow::decode(value, expires_at)
+    }
+
+    fn encode<R>(c: &Counter, write: impl FnOnce(&[u8], Millis) -> R) -> R {
+        FixedWindow::encode(c, write)
     }
 }
 

@@ -1,5 +1,5 @@
 //! A state kept in one string with an expiry ([`StringState`]): RL.FIXED, RL.GCRA
-//! (and CL.THROTTLE), RL.SLIDINGCOUNTER, RL.PENALTY. Read whole, written with
+//! (and CL.THROTTLE), RL.SLIDINGCOUNTER, RL.PENALTY, RL.QUOTA. Read whole, written with
 //! `SET key value PXAT at`, deleted with `DEL` when a refund leaves the limiter at
 //! its initial state.
 
@@ -7,6 +7,7 @@ use super::{Kind, Store};
 use crate::algorithms::fixed::FixedWindow;
 use crate::algorithms::gcra::Gcra;
 use crate::algorithms::penalty::EscalatingBlocks;
+use crate::algorithms::quota::CalendarQuota;
 use crate::algorithms::sliding_counter::SlidingWindowCounter;
 use crate::algorithms::{Algorithm, Amount, Change, Millis, Outcome};
 use crate::codec::StringState;
@@ -81,4 +82,5 @@ string_state! {
     Throttle => Gcra,
     SlidingCounter => SlidingWindowCounter,
     Penalty => EscalatingBlocks,
+    Quota => CalendarQuota,
 }

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rl_core::keyspace::Keyspace;
 use rl_core::memory;
-use rl_core::table::{self, ArgKind, Command, Keys};
+use rl_core::table::{self, ArgKind, Command, Keys, Opt};
 
 /// Keys the calls share, so limiters meet each other's states.
 const KEYS: &[&str] = &["{k}a", "{k}b", "{k}c"];
@@ -112,8 +112,40 @@ fn arg(kind: ArgKind) -> BoxedStrategy<String> {
         ArgKind::Text { .. } => prop::sample::select(vec!["a", "b", "c", ""])
             .prop_map(str::to_string)
             .boxed(),
+        ArgKind::Word { words } => {
+            let mut choices: Vec<&str> = words.to_vec();
+            choices.extend(["MONTH", "hour"]);
+            prop::sample::select(choices)
+                .prop_map(str::to_string)
+                .boxed()
+        }
         ArgKind::Key | ArgKind::Keys | ArgKind::Policies => key().boxed(),
     }
+}
+
+/// RL.QUOTA's calendar options (some of them, and now and then a bad value): zones
+/// with DST changes, anchors that clamp, start times in a gap.
+fn calendar() -> impl Strategy<Value = Vec<String>> {
+    let pair = |word: &'static str, values: Vec<&'static str>| {
+        prop::option::weighted(0.4, prop::sample::select(values))
+            .prop_map(move |v| v.map(|v| [word.to_string(), v.to_string()]))
+    };
+    (
+        pair("EVERY", vec!["1", "2", "3", "12", "0"]),
+        pair("ON", vec!["1", "29", "31", "sun", "02-29", "12-31", "32"]),
+        pair("AT", vec!["00:00", "02:30", "01:30", "23:59", "24:00"]),
+        pair(
+            "TZ",
+            vec![
+                "UTC",
+                "America/New_York",
+                "australia/lord_howe",
+                "+05:30",
+                "Mars/Base",
+            ],
+        ),
+    )
+        .prop_map(|(a, b, c, d)| [a, b, c, d].into_iter().flatten().flatten().collect())
 }
 
 /// A command's parameters after its key, each by its kind.
@@ -131,15 +163,19 @@ fn policy() -> impl Strategy<Value = Vec<String>> {
                 params(c),
                 prop::bool::weighted(if c.delay() { 0.3 } else { 0.0 }),
                 duration(),
+                calendar(),
                 shadow(),
             )
-                .prop_map(move |(p, delay, d, shadow)| {
+                .prop_map(move |(p, delay, d, cal, shadow)| {
                     // A SHADOW before the policy (twice now and then: an error).
                     let mut v: Vec<String> = shadow
                         .map(|(_, w)| w.split(' ').map(str::to_string).collect())
                         .unwrap_or_default();
                     v.push(c.policy_word().to_string());
                     v.extend(p);
+                    if c.takes_option(Opt::Every) {
+                        v.extend(cal);
+                    }
                     if delay {
                         v.extend(["DELAY".to_string(), d]);
                     }
@@ -177,12 +213,16 @@ fn command() -> impl Strategy<Value = Vec<String>> {
         .copied()
         .filter(|c| matches!(c.keys, Keys::First))
         .map(|c| {
-            let line = (key(), params(c), options_of(c)).prop_map(move |(k, p, o)| {
-                let mut v = vec![c.name_str().to_string(), k];
-                v.extend(p);
-                v.extend(o);
-                v
-            });
+            let line =
+                (key(), params(c), options_of(c), calendar()).prop_map(move |(k, p, o, cal)| {
+                    let mut v = vec![c.name_str().to_string(), k];
+                    v.extend(p);
+                    if c.takes_option(Opt::Every) {
+                        v.extend(cal);
+                    }
+                    v.extend(o);
+                    v
+                });
             (3, line.boxed())
         })
         .collect();

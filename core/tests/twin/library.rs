@@ -459,6 +459,88 @@ fn rl_acquire_and_release_vector() {
     assert_eq!(ks.kind(b"lease:a", T0 + 5_000), Kind::Empty);
 }
 
+// -- RL.QUOTA -------------------------------------------------------------------
+
+/// An instant written with its offset (`2026-02-10T12:00-05:00`), in ms.
+fn instant(s: &str) -> i64 {
+    s.parse::<jiff::Timestamp>()
+        .unwrap_or_else(|e| panic!("{s}: {e}"))
+        .as_millisecond()
+}
+
+/// The contract's vectors through the library: a month period in New York time
+/// whose end is the key's expiry (SET … PXAT), a day of 23 hours starting in the
+/// spring-forward gap, a week in RL.ALL's QUOTA policy, a zone it does not know.
+#[test]
+fn rl_quota_counts_per_period_of_a_calendar() {
+    let (mut twin, mut ks) = rl();
+    let now = instant("2026-02-10T12:00-05:00");
+    let month = ["1000000", "month", "ON", "31", "TZ", "America/New_York"];
+    assert_eq!(
+        decide(&mut twin, &mut ks, now, "rl_quota", "m", &month),
+        [1, 1_000_000, 999_999, 0, 1_512_000_000]
+    );
+    assert_eq!(ks.string(b"m", now), Some(&b"1"[..]));
+    assert_eq!(
+        ks.expires_at(b"m", now),
+        Some(instant("2026-02-28T00:00-05:00"))
+    );
+
+    // AT 02:30 on the spring-forward day starts at 03:30 EDT; the day ends at
+    // 02:30 EDT the next day.
+    let now = instant("2026-03-08T12:00-04:00");
+    let day = ["5", "DAY", "tz", "america/new_york", "AT", "02:30"];
+    let all = [&day[..], &["COST", "5"]].concat();
+    assert_eq!(
+        decide(&mut twin, &mut ks, now, "rl_quota", "d", &all),
+        [1, 5, 0, 0, 52_200_000]
+    );
+    assert_eq!(
+        decide(&mut twin, &mut ks, now, "rl_quota", "d", &day),
+        [0, 5, 0, 52_200_000, 52_200_000]
+    );
+
+    // A week from Sunday 00:00 New York time, 167 hours long, beside a FIXED limit.
+    let now = instant("2026-03-10T10:00-04:00");
+    let week_end = instant("2026-03-15T00:00-04:00");
+    let args = [
+        "FIXED",
+        "10",
+        "1m",
+        "QUOTA",
+        "3",
+        "week",
+        "ON",
+        "sun",
+        "TZ",
+        "America/New_York",
+        "COST",
+        "2",
+    ];
+    let reply = fcall(&mut twin, &mut ks, now, "rl_all", &["a", "b"], &args).expect("rl_all");
+    let Value::Array(replies) = reply else {
+        panic!("not an array: {reply:?}")
+    };
+    assert_eq!(fields(&replies[2]), [1, 3, 1, 0, week_end - now]);
+    assert_eq!(ks.expires_at(b"b", now), Some(week_end));
+
+    let unknown = fcall(
+        &mut twin,
+        &mut ks,
+        now,
+        "rl_quota",
+        &["z"],
+        &["5", "day", "TZ", "Mars/Olympus"],
+    );
+    assert!(
+        unknown
+            .as_ref()
+            .is_err_and(|e| e.starts_with("ERR unknown time zone 'Mars/Olympus': TZ takes UTC")),
+        "{unknown:?}"
+    );
+    assert_eq!(ks.kind(b"z", now), Kind::Empty);
+}
+
 // -- RL.ALL ---------------------------------------------------------------------------
 
 #[test]

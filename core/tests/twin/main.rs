@@ -4,10 +4,12 @@
 //!
 //! - `vectors`: every vector of vectors/vectors.json, by the core and by the library;
 //! - `differential`: random call sequences through both, replies and keys equal;
-//! - `library`: the twin at work, and its own Redis semantics.
+//! - `library`: the twin at work, and its own Redis semantics;
+//! - `calendar`: RL.QUOTA's calendar in Lua against the module's, every zone.
 //!
 //! One test binary, so the twin and the vectors file are built once.
 
+mod calendar;
 mod differential;
 mod library;
 mod twin;

@@ -33,6 +33,8 @@ pub enum Kind {
     /// Any bytes, 1 ..= the table's `max` of them: RL.SHARE's `tenant`, RL.ACQUIRE's
     /// lease `id`.
     Text,
+    /// One of the table's words: RL.QUOTA's calendar `unit` (`day` … `year`).
+    Unit,
 }
 
 /// One positional parameter after the key, as the command table has it.
@@ -88,6 +90,7 @@ impl Kind {
             Kind::Burst => "-1",
             Kind::Duration => "0ms",
             Kind::Text => "",
+            Kind::Unit => "hour",
         }
     }
 
@@ -114,6 +117,7 @@ impl Kind {
             } => Kind::Weight,
             ArgKind::Duration => Kind::Duration,
             ArgKind::Text { .. } => Kind::Text,
+            ArgKind::Word { .. } => Kind::Unit,
             _ => panic!(
                 "{command}: no test kind for its argument {:?}: add one to tests/it/common/commands.rs",
                 arg.name
@@ -162,6 +166,8 @@ impl Params {
                         (valid, leak(max.default_value().to_string()))
                     }
                     ArgKind::Text { max } => ("job", leak("x".repeat(max))),
+                    // A day: a period much longer than any test.
+                    ArgKind::Word { words } => (words[0], words[words.len() - 1]),
                     _ => ("1h", MAX_DURATION),
                 };
                 Param {
@@ -384,34 +390,35 @@ fn share_state(pairs: &[(&str, &str)]) -> bool {
             })
 }
 
-pub const FIXED: Command = Command::of(
-    &table::FIXED,
-    Known {
-        short: "fixed",
-        native_type: "string",
-        read: &["GET", "k"],
-        wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
-        foreign: &[
-            &["SET", "k", "abc", "EX", "1000"],
-            &["SET", "k", "-3", "EX", "1000"],
-            &["SET", "k", "1.5", "EX", "1000"],
-            &["SET", "k", "", "EX", "1000"],
-            &["SET", "k", "18446744073709551616", "EX", "1000"],
-            &["SET", "k", "3"],
-        ],
-        holds: "RL.FIXED",
-        string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
-        hash_state: None,
-        propagates: &["SET"],
-        also_propagates: &[],
-        events: &["set", "expire"],
-        too_fast: None,
-        conflict: None,
-        blocks: false,
-        joins: false,
-        slots: None,
-    },
-);
+/// RL.FIXED's counter (a decimal integer expiring at its window's end): RL.QUOTA
+/// stores the same.
+const COUNTER: Known = Known {
+    short: "fixed",
+    native_type: "string",
+    read: &["GET", "k"],
+    wrong_types: &[LIST, SET, HASH, ZSET, STREAM],
+    foreign: &[
+        &["SET", "k", "abc", "EX", "1000"],
+        &["SET", "k", "-3", "EX", "1000"],
+        &["SET", "k", "1.5", "EX", "1000"],
+        &["SET", "k", "", "EX", "1000"],
+        &["SET", "k", "18446744073709551616", "EX", "1000"],
+        &["SET", "k", "3"],
+    ],
+    holds: "RL.FIXED",
+    string_state: Some(|v| canonical(v) && v.parse::<u64>().is_ok()),
+    hash_state: None,
+    propagates: &["SET"],
+    also_propagates: &[],
+    events: &["set", "expire"],
+    too_fast: None,
+    conflict: None,
+    blocks: false,
+    joins: false,
+    slots: None,
+};
+
+pub const FIXED: Command = Command::of(&table::FIXED, COUNTER);
 
 pub const SLIDING: Command = Command::of(
     &table::SLIDING,
@@ -593,6 +600,16 @@ pub fn duration_ms(v: &str) -> u64 {
     n.parse::<u64>().expect("a duration's number") * per
 }
 
+/// RL.QUOTA (docs/commands.md#rlquota): RL.FIXED's counter over calendar periods.
+pub const QUOTA: Command = Command::of(
+    &table::QUOTA,
+    Known {
+        short: "quota",
+        holds: "RL.QUOTA",
+        ..COUNTER
+    },
+);
+
 /// RL.PENALTY (docs/commands.md#rlpenalty): its limit counts strikes, and the one
 /// that reaches it blocks ([`Command::blocks`]).
 pub const PENALTY: Command = Command::of(
@@ -734,6 +751,7 @@ const KNOWN: &[&Command] = &[
     &ACQUIRE,
     &PENALTY,
     &SHARE,
+    &QUOTA,
 ];
 
 /// Whether a table row is a one-key command answering a decision, which the tests
@@ -882,6 +900,14 @@ impl Command {
         self.row().debit()
     }
 
+    /// Whether its window is a calendar period (RL.QUOTA, as the table says: it
+    /// takes EVERY): [`Command::per`] cannot make it shorter than a day, so tests
+    /// that wait for a window to pass leave it out (tests/it/quota.rs sets a
+    /// server's clock instead).
+    pub fn calendar(&self) -> bool {
+        self.row().takes_option(Opt::Every)
+    }
+
     /// Whether the command is flagged `fast`, as the table says.
     pub fn fast(&self) -> bool {
         self.row()
@@ -917,7 +943,8 @@ impl Command {
                     n.to_string()
                 }
                 Kind::Duration => window.to_string(),
-                Kind::Weight | Kind::Text => p.valid.to_string(),
+                // A calendar period is not a duration: RL.QUOTA counts per day.
+                Kind::Weight | Kind::Text | Kind::Unit => p.valid.to_string(),
             })
             .collect()
     }
@@ -1074,7 +1101,7 @@ fn every_table_row_has_its_test_row() {
         for (p, v) in c.params.iter().zip(&per) {
             match p.kind {
                 Kind::Burst => assert_eq!((p.valid, v.as_str()), ("4", "4")),
-                Kind::Duration | Kind::Weight | Kind::Text => assert_eq!(p.valid, v),
+                Kind::Duration | Kind::Weight | Kind::Text | Kind::Unit => assert_eq!(p.valid, v),
                 Kind::Count => assert!(p.valid == "5" || p.valid == "1", "{p:?}"),
             }
         }

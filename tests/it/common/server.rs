@@ -99,6 +99,10 @@ pub struct Options {
     pub args: Vec<String>,
     /// Reuse this directory (for restarts); a fresh one otherwise.
     pub dir: Option<PathBuf>,
+    /// Run this server binary instead of [`server_command`]'s.
+    pub binary: Option<PathBuf>,
+    /// Environment variables for the server process (libfaketime's, to set its clock).
+    pub env: Vec<(String, String)>,
 }
 
 pub struct Server {
@@ -150,8 +154,12 @@ impl Server {
         });
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let log = dir.join("redis.log");
-        let mut command = server_command();
+        let mut command = match &opts.binary {
+            Some(binary) => std::process::Command::new(binary),
+            None => server_command(),
+        };
         command
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .arg("--port")
             .arg(port.to_string())
             .arg("--bind")

@@ -30,11 +30,16 @@ ACQUIRE = Spec("RL.ACQUIRE", "rl_acquire", "decision")
 RELEASE = Spec("RL.RELEASE", "rl_release", "released")
 PENALTY = Spec("RL.PENALTY", "rl_penalty", "decision")
 SHARE = Spec("RL.SHARE", "rl_share", "decision")
+QUOTA = Spec("RL.QUOTA", "rl_quota", "decision")
 
 OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
 OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
 OPTION_DEBIT = Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY"))
 OPTION_DELAY = Option("DELAY", "delay", "duration", 0, 315360000000, ("REFUND", "DEBIT"))
+OPTION_EVERY = Option("EVERY", "every", "integer", 1, 3650, ())
+OPTION_ON = Option("ON", "on", "text", 1, None, ())
+OPTION_AT = Option("AT", "at", "text", 1, None, ())
+OPTION_TZ = Option("TZ", "tz", "text", 1, None, ())
 
 FIXED_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 SLIDING_OPTIONS = (OPTION_COST, OPTION_REFUND)
@@ -44,7 +49,9 @@ SLIDING_COUNTER_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 PENALTY_OPTIONS = (OPTION_COST,)
 SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+QUOTA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
 GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
+QUOTA_POLICY_OPTIONS = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
 
 
 def _fixed(limit: int, window: Duration) -> Shape:
@@ -137,6 +144,15 @@ def _share(tenant: Text, weight: int, capacity: int, tokens: int, period: Durati
     period_sent, period_ms = duration(period, "period", 1, 315360000000)
     args: tuple[object, ...] = (tenant, weight, capacity, tokens, period_sent)
     return args, capacity, refill_ms(capacity, tokens, period_ms)
+
+
+def _quota(limit: int, unit: Text) -> Shape:
+    """RL.QUOTA's arguments after the key, checked."""
+    if type(limit) is not int or not 1 <= limit <= 9007199254740991:
+        limit = integer(limit, "limit", 1, 9007199254740991)
+    unit = text(unit, "unit", 1, None)
+    args: tuple[object, ...] = (limit, unit)
+    return args, limit, None
 
 
 class Commands(Generic[D, A, T, R]):
@@ -315,3 +331,26 @@ class Commands(Generic[D, A, T, R]):
         if cost is not None or refund is not None or debit is not None:
             args += options(SHARE_OPTIONS, (cost, refund, debit))
         return self._submit(SHARE, key, args, meta, limit)  # type: ignore[no-any-return]
+
+    def quota(
+        self,
+        key: Key,
+        limit: int,
+        unit: Text,
+        *,
+        cost: Optional[int] = None,
+        refund: Optional[int] = None,
+        debit: Optional[int] = None,
+        every: Optional[int] = None,
+        on: Optional[Text] = None,
+        at: Optional[Text] = None,
+        tz: Optional[Text] = None,
+    ) -> D:
+        """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
+        [ON on] [AT at] [TZ tz]``: Counts units per calendar period (day, week, month or
+        year) starting at a local time in a time zone, and admits at most limit per
+        period."""
+        args, limit, meta = _quota(limit, unit)
+        if cost is not None or refund is not None or debit is not None or every is not None or on is not None or at is not None or tz is not None:
+            args += options(QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))
+        return self._submit(QUOTA, key, args, meta, limit)  # type: ignore[no-any-return]

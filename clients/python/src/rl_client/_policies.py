@@ -13,18 +13,20 @@ from typing import ClassVar, Optional
 from ._arguments import Duration, Text, options
 from ._commands import (
     GCRA_POLICY_OPTIONS,
+    QUOTA_POLICY_OPTIONS,
     _acquire,
     _bucket,
     _fixed,
     _gcra,
     _penalty,
+    _quota,
     _share,
     _sliding,
     _sliding_counter,
 )
 from ._spec import Policy, Shape
 
-__all__ = ["Fixed", "Sliding", "Bucket", "Gcra", "SlidingCounter", "Acquire", "Penalty", "Share"]
+__all__ = ["Fixed", "Sliding", "Bucket", "Gcra", "SlidingCounter", "Acquire", "Penalty", "Share", "Quota"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,4 +158,26 @@ class Share(Policy):
     def _compile(self) -> Shape:
         args, limit, window = _share(self.tenant, self.weight, self.capacity, self.tokens, self.period)
         args = ("SHARE",) + args
+        return args, limit, window
+
+
+@dataclass(frozen=True, slots=True)
+class Quota(Policy):
+    """``QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]``: Counts units per calendar
+    period (day, week, month or year) starting at a local time in a time zone, and admits at
+    most limit per period."""
+
+    word: ClassVar[str] = "QUOTA"
+    limit: int
+    unit: Text
+    every: Optional[int] = None
+    on: Optional[Text] = None
+    at: Optional[Text] = None
+    tz: Optional[Text] = None
+
+    def _compile(self) -> Shape:
+        args, limit, window = _quota(self.limit, self.unit)
+        args = ("QUOTA",) + args
+        if self.every is not None or self.on is not None or self.at is not None or self.tz is not None:
+            args += options(QUOTA_POLICY_OPTIONS, (self.every, self.on, self.at, self.tz))
         return args, limit, window

@@ -1220,6 +1220,226 @@ impl Params for Share {
     }
 }
 
+pub(crate) const QUOTA: Names = Names {
+    command: "RL.QUOTA",
+    function: Some("rl_quota"),
+    word: Some("QUOTA"),
+    shape: Shape::Decision,
+};
+
+/// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// `limit`: an integer from 1 to 9007199254740991.
+    pub limit: u64,
+    /// `unit`: 1 to any number of bytes.
+    pub unit: Vec<u8>,
+    cost: Option<u64>,
+    refund: Option<u64>,
+    debit: Option<u64>,
+    /// `EVERY every`: an integer from 1 to 3650; None leaves it out.
+    pub every: Option<u64>,
+    /// `ON on`: 1 to any number of bytes; None leaves it out.
+    pub on: Option<Vec<u8>>,
+    /// `AT at`: 1 to any number of bytes; None leaves it out.
+    pub at: Option<Vec<u8>>,
+    /// `TZ tz`: 1 to any number of bytes; None leaves it out.
+    pub tz: Option<Vec<u8>>,
+    /// The first option given twice (refused when sent).
+    twice: Option<&'static str>,
+}
+
+impl Quota {
+    /// `limit`, `unit`; checked when the call is made.
+    #[must_use]
+    pub fn new(limit: u64, unit: impl AsRef<[u8]>) -> Self {
+        Quota {
+            limit,
+            unit: unit.as_ref().to_vec(),
+            cost: None,
+            refund: None,
+            debit: None,
+            every: None,
+            on: None,
+            at: None,
+            tz: None,
+            twice: None,
+        }
+    }
+    /// `COST n`: take n units, all or nothing (0 only looks).
+    /// Not with REFUND, DEBIT; at most once.
+    #[must_use]
+    pub fn cost(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.cost.as_ref().map(|_| "COST"));
+        self.cost = Some(n);
+        self
+    }
+    /// `REFUND n`: give back up to n units taken earlier.
+    /// Not with COST, DEBIT, DELAY; at most once.
+    #[must_use]
+    pub fn refund(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.refund.as_ref().map(|_| "REFUND"));
+        self.refund = Some(n);
+        self
+    }
+    /// `DEBIT n`: take n units after the fact, even beyond the limit (into debt).
+    /// Not with COST, REFUND, DELAY; at most once.
+    #[must_use]
+    pub fn debit(mut self, n: u64) -> Self {
+        self.twice = self.twice.or(self.debit.as_ref().map(|_| "DEBIT"));
+        self.debit = Some(n);
+        self
+    }
+    /// `EVERY every`: an integer from 1 to 3650.
+    #[must_use]
+    pub fn every(mut self, every: u64) -> Self {
+        self.twice = self.twice.or(self.every.as_ref().map(|_| "EVERY"));
+        self.every = Some(every);
+        self
+    }
+    /// `ON on`: 1 to any number of bytes.
+    #[must_use]
+    pub fn on(mut self, on: impl AsRef<[u8]>) -> Self {
+        self.twice = self.twice.or(self.on.as_ref().map(|_| "ON"));
+        self.on = Some(on.as_ref().to_vec());
+        self
+    }
+    /// `AT at`: 1 to any number of bytes.
+    #[must_use]
+    pub fn at(mut self, at: impl AsRef<[u8]>) -> Self {
+        self.twice = self.twice.or(self.at.as_ref().map(|_| "AT"));
+        self.at = Some(at.as_ref().to_vec());
+        self
+    }
+    /// `TZ tz`: 1 to any number of bytes.
+    #[must_use]
+    pub fn tz(mut self, tz: impl AsRef<[u8]>) -> Self {
+        self.twice = self.twice.or(self.tz.as_ref().map(|_| "TZ"));
+        self.tz = Some(tz.as_ref().to_vec());
+        self
+    }
+    /// The call's COST, REFUND or DEBIT, if one was given.
+    pub fn charge(&self) -> Option<Charge> {
+        self.cost.map(Charge::Cost)
+            .or(self.refund.map(Charge::Refund))
+            .or(self.debit.map(Charge::Debit))
+    }
+}
+
+impl Params for Quota {
+    fn names(&self) -> &'static Names {
+        &QUOTA
+    }
+    fn check(&self) -> Result<()> {
+        check::integer("limit", self.limit, 1, 9007199254740991)?;
+        check::text("unit", &self.unit, 1, u64::MAX)?;
+        if let Some(name) = self.twice {
+            return Err(check::twice(name));
+        }
+        if self.cost.is_some() && self.refund.is_some() {
+            return Err(check::excluded("COST", "REFUND"));
+        }
+        if self.cost.is_some() && self.debit.is_some() {
+            return Err(check::excluded("COST", "DEBIT"));
+        }
+        if self.refund.is_some() && self.debit.is_some() {
+            return Err(check::excluded("REFUND", "DEBIT"));
+        }
+        if let Some(v) = &self.cost {
+            check::integer("COST", *v, 0, 9007199254740991)?;
+        }
+        if let Some(v) = &self.refund {
+            check::integer("REFUND", *v, 0, 9007199254740991)?;
+        }
+        if let Some(v) = &self.debit {
+            check::integer("DEBIT", *v, 1, 9007199254740991)?;
+        }
+        if let Some(v) = &self.every {
+            check::integer("EVERY", *v, 1, 3650)?;
+        }
+        if let Some(v) = &self.on {
+            check::text("ON", v, 1, u64::MAX)?;
+        }
+        if let Some(v) = &self.at {
+            check::text("AT", v, 1, u64::MAX)?;
+        }
+        if let Some(v) = &self.tz {
+            check::text("TZ", v, 1, u64::MAX)?;
+        }
+        Ok(())
+    }
+    fn write_args(&self, cmd: &mut Cmd) {
+        cmd.arg(self.limit);
+        cmd.arg(self.unit.as_slice());
+    }
+    fn write_options(&self, cmd: &mut Cmd) {
+        if let Some(v) = &self.cost {
+            cmd.arg("COST");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.refund {
+            cmd.arg("REFUND");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.debit {
+            cmd.arg("DEBIT");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.every {
+            cmd.arg("EVERY");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.on {
+            cmd.arg("ON");
+            cmd.arg(v.as_slice());
+        }
+        if let Some(v) = &self.at {
+            cmd.arg("AT");
+            cmd.arg(v.as_slice());
+        }
+        if let Some(v) = &self.tz {
+            cmd.arg("TZ");
+            cmd.arg(v.as_slice());
+        }
+    }
+    fn check_policy(&self) -> Result<()> {
+        if self.cost.is_some() {
+            return Err(check::not_in_policy("COST", "QUOTA"));
+        }
+        if self.refund.is_some() {
+            return Err(check::not_in_policy("REFUND", "QUOTA"));
+        }
+        if self.debit.is_some() {
+            return Err(check::not_in_policy("DEBIT", "QUOTA"));
+        }
+        Ok(())
+    }
+    fn write_policy_options(&self, cmd: &mut Cmd) {
+        if let Some(v) = &self.every {
+            cmd.arg("EVERY");
+            cmd.arg(*v);
+        }
+        if let Some(v) = &self.on {
+            cmd.arg("ON");
+            cmd.arg(v.as_slice());
+        }
+        if let Some(v) = &self.at {
+            cmd.arg("AT");
+            cmd.arg(v.as_slice());
+        }
+        if let Some(v) = &self.tz {
+            cmd.arg("TZ");
+            cmd.arg(v.as_slice());
+        }
+    }
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+    fn window(&self) -> Option<Duration> {
+        None
+    }
+}
+
 /// One key's policy inside RL.ALL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -1239,6 +1459,8 @@ pub enum Policy {
     Penalty(Penalty),
     /// `SHARE tenant weight capacity tokens period`
     Share(Share),
+    /// `QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]`
+    Quota(Quota),
 }
 
 impl Policy {
@@ -1252,6 +1474,7 @@ impl Policy {
             Policy::Acquire(p) => p,
             Policy::Penalty(p) => p,
             Policy::Share(p) => p,
+            Policy::Quota(p) => p,
         }
     }
 }
@@ -1301,5 +1524,11 @@ impl From<Penalty> for Policy {
 impl From<Share> for Policy {
     fn from(p: Share) -> Self {
         Policy::Share(p)
+    }
+}
+
+impl From<Quota> for Policy {
+    fn from(p: Quota) -> Self {
+        Policy::Quota(p)
     }
 }

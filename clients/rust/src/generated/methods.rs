@@ -6,7 +6,7 @@
 
 use crate::command::Call;
 use crate::error::Result;
-use crate::generated::commands::{Acquire, All, Bucket, Fixed, Gcra, Penalty, Release, Share, Sliding, SlidingCounter, Throttle};
+use crate::generated::commands::{Acquire, All, Bucket, Fixed, Gcra, Penalty, Quota, Release, Share, Sliding, SlidingCounter, Throttle};
 use crate::reply::{AllDecision, Decision, ThrottleDecision};
 use crate::{Batch, Deadline, Limiter};
 
@@ -63,6 +63,11 @@ impl<C: redis::ConnectionLike + Deadline> Limiter<C> {
 
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
     pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
+        self.call(Call::One(key.as_ref(), params))?.into_decision()
+    }
+
+    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+    pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params))?.into_decision()
     }
 }
@@ -123,6 +128,11 @@ impl<C: redis::aio::ConnectionLike> crate::AsyncLimiter<C> {
     pub async fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
         self.call(Call::One(key.as_ref(), params)).await?.into_decision()
     }
+
+    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+    pub async fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> Result<Decision> {
+        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
+    }
 }
 
 impl Batch {
@@ -178,6 +188,11 @@ impl Batch {
 
     /// Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
     pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> &mut Self {
+        self.add(Call::One(key.as_ref(), params))
+    }
+
+    /// Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`; its reply is a [`Reply`].
+    pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> &mut Self {
         self.add(Call::One(key.as_ref(), params))
     }
 }

@@ -7,4 +7,4 @@
 pub(crate) mod commands;
 mod methods;
 
-pub use commands::{Charge, Fixed, Sliding, Bucket, Gcra, SlidingCounter, Throttle, All, Acquire, Release, Penalty, Share, Policy};
+pub use commands::{Charge, Fixed, Sliding, Bucket, Gcra, SlidingCounter, Throttle, All, Acquire, Release, Penalty, Share, Quota, Policy};

@@ -104,7 +104,9 @@ fn command(c: &Command) -> Value {
         "function": c.function,
         "policy": c.policy.map(text),
         "arguments": arguments,
-        "options": c.options.iter().copied().map(option).collect::<Vec<_>>(),
+        // SHADOW, a flag with no value, is said apart: `"shadow": true`.
+        "options": c.options.iter().copied().filter(|o| !o.is_flag()).map(option).collect::<Vec<_>>(),
+        "shadow": c.takes_option(Opt::Shadow),
         "reply": match c.reply {
             Reply::Decision => "decision",
             Reply::Throttle => "throttle",
@@ -119,7 +121,7 @@ fn policy(c: &'static Command) -> Value {
         .options
         .iter()
         .copied()
-        .filter(|o| !o.is_amount())
+        .filter(|o| !o.is_amount() && !o.is_flag())
         .map(option)
         .collect();
     json!({

@@ -110,10 +110,12 @@ fn policy_delay(policy: Policy, rest: &[&[u8]]) -> Result<(Policy, usize)> {
     }
 }
 
-/// Whether `word` names an option RL.ALL takes after its policies, or SHADOW.
+/// Whether `word` names an option RL.ALL takes after its policies (an amount or
+/// DELAY), or SHADOW; not a calendar's option, which follows its QUOTA policy.
 fn is_option(word: &[u8]) -> bool {
     Opt::ALL
         .iter()
+        .filter(|o| !o.is_calendar())
         .any(|o| word.eq_ignore_ascii_case(o.word().as_bytes()))
 }
 

@@ -773,6 +773,32 @@ run_limiter() {
   reason="storage rl://, ${done[*]}: $route $allowed x 200 then 429${exempt:+, $exempt exempt}, RL calls answered"
 }
 
+# run_store <label>: the express-rate-limit example (cmd), limit 5 on /, /health exempt,
+# on a flushed server: 5 x 200 then 429 over HTTP, answered by RL; sets reason.
+run_store() {
+  local port pid before
+  redis-cli -p "$redis_port" FLUSHALL >/dev/null
+  before=$(limits_calls)
+  port=$(free_port)
+  log=$tmp/$1.log
+  REDIS_URL="redis://127.0.0.1:$redis_port" PORT=$port RL_LIMIT=5 "${cmd[@]}" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  if ! wait_port "$pid" "$port" 20; then
+    reason="the example did not listen on port $port within 20 s"
+  elif ! reason=$(check_limit "http://127.0.0.1:$port/" 5 "http://127.0.0.1:$port/health" 2>&1); then
+    :
+  elif (($(limits_calls) - before < 7)); then
+    reason="the server answered $(($(limits_calls) - before)) RL calls, want one per request (7)"
+  else
+    reason="store RLStore: / 5 x 200 then 429, /health exempt, one RL call per request"
+    stop "$pid"
+    return 0
+  fi
+  stop "$pid"
+  return 1
+}
+
 # --- the examples -----------------------------------------------------------------
 # setup_<name> installs or builds, then sets cmd (and optionally cmd_env) to start it.
 # It returns 1 when installing or building failed, and 2 when the example cannot run
@@ -871,6 +897,13 @@ setup_node() {
   cmd=(node "$root/examples/node/server.js")
 }
 
+# express-rate-limit with RLStore: the same installation as the Node one (its
+# package.json has express and express-rate-limit).
+setup_express_rate_limit() {
+  setup_node || return
+  cmd[${#cmd[@]} - 1]=$root/examples/node/express-rate-limit.js
+}
+
 setup_rust() {
   command -v cargo >/dev/null 2>&1 || { echo "cargo is missing: install Rust (https://rustup.rs)"; return 1; }
   # --locked: build exactly what Cargo.lock says; the example is its own workspace.
@@ -902,7 +935,7 @@ pids+=("$redis")
 redis_url="redis://127.0.0.1:$redis_port"
 if [ "$backend" = module ]; then said="the RL module"; else said="Functions library"; fi
 # RL_EXAMPLES: the examples to run (default: all), e.g. RL_EXAMPLES=worker.
-for name in ${RL_EXAMPLES:-python policies login worker llm gateway flask_limiter slowapi node rust}; do
+for name in ${RL_EXAMPLES:-python policies login worker llm gateway flask_limiter slowapi node express_rate_limit rust}; do
   log=$tmp/$backend-$name.log
   started=$SECONDS
   cmd=()
@@ -929,6 +962,11 @@ for name in ${RL_EXAMPLES:-python policies login worker llm gateway flask_limite
   if [ "$name" = flask_limiter ] || [ "$name" = slowapi ]; then
     if [ "$name" = flask_limiter ]; then set -- /slow 1 /ping; else set -- /home 5; fi
     run_limiter "$backend-$name" "$@" && ok=0 || ok=1
+    report "$ok" "$name ($backend): $reason ($((SECONDS - started)) s)"
+    continue
+  fi
+  if [ "$name" = express_rate_limit ]; then
+    run_store "$backend-$name" && ok=0 || ok=1
     report "$ok" "$name ($backend): $reason ($((SECONDS - started)) s)"
     continue
   fi

@@ -222,6 +222,58 @@ export interface RateLimiter
 
 export declare function createLimiter(client: RedisLike, options?: LimiterOptions): RateLimiter;
 
+/** Options of RLStore and fastifyStore; backend and timeout are createLimiter's. */
+export interface StoreOptions {
+  /** Put before every key (default 'rl:express:', 'rl:fastify:'): one per rate limiter. */
+  prefix?: string;
+  backend?: 'auto' | Backend;
+  timeout?: number;
+}
+
+/** A key's hits in its window and when they go back to 0 (express-rate-limit's ClientRateLimitInfo). */
+export interface ClientHits {
+  totalHits: number;
+  resetTime: Date | undefined;
+}
+
+/**
+ * An express-rate-limit store over RL.FIXED: `rateLimit({ store: new RLStore(redis) })`.
+ * Every hit is counted, atomically, in a window aligned to the epoch on the server's clock;
+ * resetTime is its exact end. Store errors are express-rate-limit's (passOnStoreError).
+ */
+export declare class RLStore {
+  constructor(client: RedisLike | RateLimiter, options?: StoreOptions);
+  readonly prefix: string;
+  readonly localKeys: false;
+  /** From express-rate-limit's options, by init(). */
+  windowMs: number | undefined;
+  init(options: { windowMs: number }): void;
+  increment(key: string): Promise<ClientHits & { resetTime: Date }>;
+  decrement(key: string): Promise<void>;
+  /** undefined when the key has no hits. */
+  get(key: string): Promise<ClientHits | undefined>;
+  resetKey(key: string): Promise<void>;
+}
+
+/** What a @fastify/rate-limit store answers: the hits, and ms until they go back to 0. */
+export type FastifyStoreCallback = (error: Error | null, result?: { current: number; ttl: number }) => void;
+/** A @fastify/rate-limit store over RL.FIXED, as fastifyStore() builds it. */
+export interface RLFastifyStore {
+  readonly prefix: string;
+  incr(key: string, callback: FastifyStoreCallback, timeWindow: number, max?: number): void;
+  read(key: string, callback: FastifyStoreCallback, timeWindow: number, max?: number): void;
+  /** The store of a route with a limit of its own: the plugin passes the route options (with routeInfo). */
+  child(routeOptions: object): RLFastifyStore;
+}
+/**
+ * A store class for @fastify/rate-limit over `client`: `register(rateLimit, { store:
+ * fastifyStore(redis) })`. continueExceeding and exponentialBackoff are refused.
+ */
+export declare function fastifyStore(
+  client: RedisLike | RateLimiter,
+  options?: StoreOptions,
+): new (options?: { continueExceeding?: boolean; exponentialBackoff?: boolean }) => RLFastifyStore;
+
 export interface RLErrorOptions {
   cause?: unknown;
   code?: string;

@@ -11,13 +11,16 @@
 // command does not exist. Nothing here opens a connection.
 //
 // lib/commands.generated.js (written by `make clients` from commands.json) has each
-// command's method, the RL.ALL policies and the argument checks; the rest is lib/*.js.
+// command's method, the RL.ALL policies and the argument checks; the rest is lib/*.js
+// (lib/express.js and lib/fastify.js: stores for express-rate-limit and @fastify/rate-limit).
 
 const { RateLimiter, Pipeline, Lease, createLimiter, policies } = require('./lib/limiter');
 const { Decision, AllDecision, ThrottleDecision } = require('./lib/decisions');
 const { Policy } = require('./lib/policy');
 const { adapterFor, IORedisAdapter, NodeRedisAdapter, NodeRedisClusterAdapter } = require('./lib/adapters');
 const { durationMs, ms } = require('./lib/args');
+const { RLStore } = require('./lib/express');
+const { fastifyStore } = require('./lib/fastify');
 
 const VERSION = '0.2.0';
 
@@ -38,5 +41,7 @@ module.exports = {
   NodeRedisClusterAdapter,
   durationMs,
   ms,
+  RLStore,
+  fastifyStore,
   ...require('./lib/errors'),
 };

@@ -4,12 +4,14 @@
 # (library only), through node-redis and through ioredis; servers of their own for the
 # deadline and fail modes (stopped, killed, paused) and re-detection; the generated
 # surface (up to date, and a command added to the table); every clients/headers.json
-# case through a structured-field parser; the types (tsc); the package (npm pack, with
-# its LICENSE, installed into an empty project).
+# case through a structured-field parser; the types (tsc); the stores for
+# express-rate-limit and @fastify/rate-limit (apps over HTTP); the package (npm pack,
+# with its LICENSE, installed into an empty project).
 #
 # Installs what it needs: Node.js 18+ and npm (from apt when missing and run as root),
 # then the dev dependencies (npm ci: redis, ioredis, typescript, express,
-# structured-headers) into clients/node/node_modules. Exits 77, after saying why, only
+# structured-headers, express-rate-limit, fastify, @fastify/rate-limit) into
+# clients/node/node_modules. Exits 77, after saying why, only
 # when Node.js cannot be had.
 set -euo pipefail
 cd "$(dirname "$0")"

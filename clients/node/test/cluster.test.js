@@ -11,7 +11,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, haveRedisServer, until, unique } = require('./helpers');
-const { createLimiter, policies, Decision, RLServerError } = require('..');
+const { createLimiter, policies, Decision, RLServerError, RLStore } = require('..');
 
 const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
 const REDIS_CLI = process.env.REDIS_CLI || 'redis-cli';
@@ -135,6 +135,22 @@ for (const { backend, withModule, missing } of variants) {
           const held = await rl.withLease(`${base}:lease`, 1, '1m', 'job', async () => (await rl.acquire(`${base}:lease`, 1, '1m', 'other')).allowed);
           assert.equal(held, false);
           assert.equal((await rl.acquire(`${base}:lease`, 1, '1m', 'other')).allowed, true);
+        } finally {
+          await close();
+        }
+      });
+
+      test(`${name}: express-rate-limit's RLStore on keys in every slot`, async () => {
+        const { client, close } = await open(cluster.ports);
+        try {
+          const store = new RLStore(client, { timeout: 2000 });
+          store.init({ windowMs: 3600000 });
+          const keys = Array.from({ length: 12 }, (_, i) => `${unique(`store:${name}`)}:${i}`);
+          for (const key of keys) await store.increment(key);
+          assert.deepEqual((await Promise.all(keys.map((k) => store.increment(k)))).map((r) => r.totalHits), keys.map(() => 2));
+          await store.decrement(keys[0]);
+          await store.resetKey(keys[1]);
+          assert.deepEqual((await Promise.all(keys.slice(0, 3).map((k) => store.get(k)))).map((r) => r && r.totalHits), [1, undefined, 2]);
         } finally {
           await close();
         }

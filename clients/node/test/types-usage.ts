@@ -16,7 +16,12 @@ import {
   ms,
   GcraOptions,
   CostOptions,
+  RLStore,
+  fastifyStore,
 } from '@rl/client';
+import { rateLimit } from 'express-rate-limit';
+import Fastify from 'fastify';
+import fastifyRateLimit from '@fastify/rate-limit';
 
 export async function usage(): Promise<void> {
   const nodeRedis = createClient({ url: 'redis://127.0.0.1:6379' });
@@ -116,4 +121,20 @@ export async function usage(): Promise<void> {
   await rl.fixed('k', 5, true);
   // @ts-expect-error not a client
   createLimiter({ get: () => 1 });
+}
+
+// The stores, against express-rate-limit's and @fastify/rate-limit's own types.
+export async function stores(): Promise<void> {
+  const io = new Redis('redis://127.0.0.1:6379');
+  const store = new RLStore(io, { prefix: 'rl:login:', timeout: 50 });
+  const limiter = rateLimit({ windowMs: 60_000, limit: 5, standardHeaders: 'draft-8', store });
+  void limiter;
+  const hits = await store.get('ada');
+  const total: number | undefined = hits?.totalHits;
+  const reset: Date = (await store.increment('ada')).resetTime;
+  void [total, reset];
+  const app = Fastify();
+  await app.register(fastifyRateLimit, { max: 100, timeWindow: '1 minute', store: fastifyStore(createClient()) });
+  // @ts-expect-error the prefix is a string
+  new RLStore(io, { prefix: 1 });
 }

@@ -107,6 +107,10 @@ pub enum Error {
     #[error("syntax error: {0} given more than once")]
     DuplicateOption(&'static str),
 
+    /// RL.ALL: a SHADOW that no policy follows.
+    #[error("syntax error: SHADOW must come before a policy")]
+    ShadowWithoutPolicy,
+
     #[error("syntax error: {0} needs a value")]
     MissingValue(&'static str),
 

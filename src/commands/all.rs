@@ -25,7 +25,7 @@ use super::framework::{Handler, Inline};
 use super::registry;
 use crate::config;
 use crate::server::{self, Argv, Context};
-use crate::stats::Counters;
+use crate::stats::{Counters, Verdict};
 use crate::storage::{Key, Server};
 use crate::top;
 use rl_core::algorithms::{Decision, Millis};
@@ -57,32 +57,37 @@ impl Handler for All {
         Ok(((call, decided), now))
     }
 
-    fn allowed((_, decided): &(Call, Vec<Decision>)) -> bool {
-        decided.first().is_some_and(|d| d.allowed)
-    }
-
-    /// The combined decision under RL.ALL, each charged key's under its command
-    /// (a watched PENALTY key takes nothing).
-    fn count_near_limit((call, decided): &(Call, Vec<Decision>)) {
+    /// The call under RL.ALL by its combined decision; each SHADOW policy under its
+    /// own command by its own reply (an enforced policy's command counts nothing
+    /// but `near_limit`: the call is RL.ALL's). RL.TOP: a SHADOW key its own reply
+    /// rejects, in its SHADOW report; when the call is rejected, each enforced key
+    /// whose own reply rejects.
+    fn count(argv: &Argv, (call, decided): &(Call, Vec<Decision>), now: Millis) {
         let Some((combined, per_key)) = decided.split_first() else {
             return;
         };
-        if combined.near_limit() {
+        COUNTERS.record(Verdict::of(combined.allowed));
+        if combined.allowed && combined.near_limit() {
             COUNTERS.near_limit();
         }
-        for (policy, d) in call.policies.iter().zip(per_key) {
-            if !policy.watches() && d.near_limit() {
+        for (i, (policy, d)) in call.policies.iter().zip(per_key).enumerate() {
+            let key = argv.bytes(2 + i);
+            if call.shadow(i) {
+                if let Some(counters) = registry::counters_of(policy.command()) {
+                    counters.record_shadow(d.allowed);
+                }
+                if !d.allowed {
+                    top::shadow_rejected(key, now);
+                }
+            } else if !combined.allowed {
+                if !d.allowed {
+                    top::rejected(key, now);
+                }
+            } else if !policy.watches() && d.near_limit() {
+                // A charged key left near its limit (a watched PENALTY key takes nothing).
                 if let Some(counters) = registry::counters_of(policy.command()) {
                     counters.near_limit();
                 }
-            }
-        }
-    }
-
-    fn feed_top(argv: &Argv, (_, decided): &(Call, Vec<Decision>), now: Millis) {
-        for (i, d) in decided.iter().skip(1).enumerate() {
-            if !d.allowed {
-                top::rejected(argv.bytes(2 + i), now);
             }
         }
     }

@@ -7,6 +7,7 @@ use std::ffi::{CStr, CString};
 
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
+use rl_core::options::Opt;
 use rl_core::table::{Arg, ArgKind, Command, Keys};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
@@ -29,6 +30,8 @@ fn doc(spec: &Command) -> CommandDoc {
             ArgKind::Policies => {
                 let blocks = rl_core::commands::policies()
                     .map(|p| {
+                        // (A policy's SHADOW comes before its word, which a block's
+                        // token cannot show: docs/commands.md#shadow says it.)
                         let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
                         if p.delay() {
                             subargs.push(delay_option());
@@ -75,6 +78,9 @@ fn doc(spec: &Command) -> CommandDoc {
             ..amount
         });
     }
+    if spec.takes_option(Opt::Shadow) {
+        args.push(shadow_option());
+    }
     if spec.delay() {
         args.push(delay_option());
     }
@@ -92,6 +98,16 @@ fn doc(spec: &Command) -> CommandDoc {
             Keys::Counted => KeySearch::Counted,
         },
         args,
+    }
+}
+
+/// `[SHADOW]`: a limiter's flag.
+fn shadow_option() -> ArgDoc {
+    let (token, name) = Opt::Shadow.doc();
+    ArgDoc {
+        token: Some(token),
+        optional: true,
+        ..ArgDoc::new(name, ArgType::PureToken)
     }
 }
 

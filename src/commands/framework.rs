@@ -31,16 +31,10 @@ pub trait Handler {
     /// decided, at the `now` it read.
     fn run(ctx: Context, argv: &Argv) -> Result<(Self::Decided, Millis)>;
 
-    /// Whether the call was allowed (for the INFO counters).
-    fn allowed(decided: &Self::Decided) -> bool;
-
-    /// After an allowed call: INFO's `near_limit`, for the call and (RL.ALL) each
-    /// key's command.
-    fn count_near_limit(decided: &Self::Decided);
-
-    /// After a rejected call, and only then: RL.TOP's feed, the keys it was
-    /// rejected on.
-    fn feed_top(argv: &Argv, decided: &Self::Decided, now: Millis);
+    /// Counts the decided call: in INFO (allowed or rejected, or as a SHADOW trial;
+    /// `near_limit` after an allowed one) and, for the keys it rejected, in RL.TOP
+    /// (its SHADOW report for a SHADOW call or policy).
+    fn count(argv: &Argv, decided: &Self::Decided, now: Millis);
 
     fn reply(ctx: Context, decided: &Self::Decided);
 }
@@ -57,40 +51,48 @@ pub trait Counted {
 impl<C: Runs + Counted> Handler for Single<C> {
     const COMMAND: &'static Command = C::ROW;
     const STATS: &'static Counters = C::STATS;
-    type Decided = Decision;
+    /// The decision, and whether the call was SHADOW.
+    type Decided = (Decision, bool);
 
-    fn run(ctx: Context, argv: &Argv) -> Result<(Decision, Millis)> {
+    fn run(ctx: Context, argv: &Argv) -> Result<((Decision, bool), Millis)> {
         let mut inline = Inline::default();
-        let (params, amount) = C::parse(inline.args_from(argv, 2), config::settings())?;
+        let (params, options) = C::parse(inline.args_from(argv, 2), config::settings())?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
         let key = ctx.open_key(argv, 1);
-        let decision = command::apply::<C, Server>(&mut Server, &key, &params, now, amount)?;
-        Ok((decision, now))
-    }
-
-    fn allowed(d: &Decision) -> bool {
-        d.allowed
+        // SHADOW changes only how the call is counted: the same decision and writes.
+        let decision =
+            command::apply::<C, Server>(&mut Server, &key, &params, now, options.amount)?;
+        Ok(((decision, options.shadow), now))
     }
 
     /// RL.RELEASE's decision is no limit's: it counts no `near_limit`, and a release
-    /// of no lease is no rejection for RL.TOP.
-    fn count_near_limit(d: &Decision) {
-        if C::ROW.reply != Reply::Released && d.near_limit() {
-            C::STATS.near_limit();
+    /// of no lease is no rejection for RL.TOP. A SHADOW call counts apart, and no
+    /// `near_limit` (no caller is held to its limit).
+    fn count(argv: &Argv, &(d, shadow): &(Decision, bool), now: Millis) {
+        let limit = C::ROW.reply != Reply::Released;
+        if shadow {
+            C::STATS.record_shadow(d.allowed);
+            if !d.allowed {
+                top::shadow_rejected(argv.bytes(1), now);
+            }
+        } else if d.allowed {
+            C::STATS.record(Verdict::Allowed);
+            if limit && d.near_limit() {
+                C::STATS.near_limit();
+            }
+        } else {
+            C::STATS.record(Verdict::Rejected);
+            if limit {
+                top::rejected(argv.bytes(1), now);
+            }
         }
     }
 
-    fn feed_top(argv: &Argv, _: &Decision, now: Millis) {
-        if C::ROW.reply != Reply::Released {
-            top::rejected(argv.bytes(1), now);
-        }
-    }
-
-    fn reply(ctx: Context, d: &Decision) {
+    fn reply(ctx: Context, (d, _): &(Decision, bool)) {
         match C::reply(d) {
             Answer::Five(fields) => ctx.reply_integers(fields),
             Answer::One(n) => ctx.reply_integer(n),
@@ -137,13 +139,7 @@ fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
             };
             match H::run(ctx, &argv) {
                 Ok((decided, now)) => {
-                    if H::allowed(&decided) {
-                        H::STATS.record(Verdict::Allowed);
-                        H::count_near_limit(&decided);
-                    } else {
-                        H::STATS.record(Verdict::Rejected);
-                        H::feed_top(&argv, &decided, now);
-                    }
+                    H::count(&argv, &decided, now);
                     H::reply(ctx, &decided);
                 }
                 Err(e) => {

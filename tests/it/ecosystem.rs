@@ -64,10 +64,16 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
         COMMANDS.len() + OUTSIDE_TABLE.len(),
         "{registered:?}"
     );
+    // Two more, shadow_allowed and shadow_rejected, for each command that takes
+    // SHADOW alone or as an RL.ALL policy.
+    let shadows = EVERY_ROW
+        .iter()
+        .filter(|l| l.row().takes_option(rl_core::options::Opt::Shadow) || l.row().policy.is_some())
+        .count();
     assert_eq!(
         before.len(),
-        4 * registered.len(),
-        "four counters for each command: {before:?}"
+        4 * registered.len() + 2 * shadows,
+        "four counters for each command, two more for SHADOW: {before:?}"
     );
     assert!(before.values().all(|&v| v == 0), "{before:?}");
 

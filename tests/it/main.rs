@@ -34,6 +34,7 @@ mod replication;
 mod robustness;
 mod server_time;
 mod settings;
+mod shadow;
 mod share;
 mod sliding;
 mod sliding_counter;

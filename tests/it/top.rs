@@ -329,3 +329,54 @@ fn rl_top_is_readonly_keyless_and_node_local() {
     assert!(top(&mut r, &[]).is_empty());
     assert_eq!(keys(&top(&mut p, &[])), ["hot"]);
 }
+
+#[test]
+fn shadow_rejections_are_reported_apart_from_enforced_ones() {
+    if module_only("RL.TOP is the module's") {
+        return;
+    }
+    let s = Server::start();
+    let mut c = s.conn();
+    // A SHADOW call rejected twice, a SHADOW call allowed: only the first shows,
+    // in the SHADOW report alone.
+    for _ in 0..2 {
+        rl(
+            &mut c,
+            &["RL.FIXED", "s:single", "1", "1h", "COST", "2", "SHADOW"],
+        );
+    }
+    rl(&mut c, &["RL.FIXED", "s:allowed", "5", "1h", "SHADOW"]);
+    // RL.ALL: the SHADOW policy its own reply rejects shows in the SHADOW report,
+    // though the call is allowed; the enforced key that allowed shows nowhere.
+    let r: Vec<Vec<i64>> = cmd("RL.ALL")
+        .arg(&[
+            "2", "{a}:on", "{a}:try", "FIXED", "5", "1h", "SHADOW", "FIXED", "1", "1h",
+        ])
+        .arg(&["COST", "2"])
+        .query(&mut c)
+        .expect("RL.ALL");
+    assert_eq!((r[0][0], r[1][0], r[2][0]), (1, 1, 0), "{r:?}");
+    // A rejected call: its enforced key in the enforced report, its SHADOW key
+    // (rejected on its own) in the SHADOW one.
+    let r: Vec<Vec<i64>> = cmd("RL.ALL")
+        .arg(&[
+            "2", "{b}:on", "{b}:try", "FIXED", "1", "1h", "SHADOW", "FIXED", "1", "1h",
+        ])
+        .arg(&["COST", "2"])
+        .query(&mut c)
+        .expect("RL.ALL");
+    assert_eq!((r[0][0], r[1][0], r[2][0]), (0, 0, 0), "{r:?}");
+    let shadow = top(&mut c, &["SHADOW"]);
+    assert_eq!(
+        keys(&shadow),
+        ["s:single", "{b}:try", "{a}:try"],
+        "{shadow:?}"
+    );
+    assert_eq!(shadow.iter().map(|e| e.1).collect::<Vec<_>>(), [2, 1, 1]);
+    assert_eq!(keys(&top(&mut c, &[])), ["{b}:on"]);
+    // RESET forgets both.
+    let ok: String = cmd("RL.TOP").arg("RESET").query(&mut c).unwrap();
+    assert_eq!(ok, "OK");
+    assert!(top(&mut c, &["SHADOW"]).is_empty());
+    assert!(top(&mut c, &[]).is_empty());
+}

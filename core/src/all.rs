@@ -214,10 +214,10 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     }
     // The options after the last policy, in any order: the call's (COST n, REFUND n
     // or DEBIT n), and when that policy takes DELAY (GCRA), its own, DELAY max among
-    // them.
+    // them; never SHADOW, which comes before a policy.
     let takes = Takes {
         options: match policies.last() {
-            Some(last) if last.takes_delay() => last.command().options,
+            Some(last) if last.takes_delay() => &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay],
             _ => table::ALL.options,
         },
         ..table::ALL.takes()
@@ -664,6 +664,7 @@ mod tests {
             ("1 a FIXED 1 1s SHADOW", "syntax error: SHADOW must come before a policy"),
             ("1 a SHADOW COST 1", "syntax error: SHADOW must come before a policy"),
             ("1 a FIXED 1 1s COST 1 SHADOW", "syntax error: SHADOW does not apply to RL.ALL, which takes COST n, REFUND n or DEBIT n"),
+            ("1 a GCRA 1 1 1s COST 0 SHADOW", "syntax error: SHADOW does not apply to RL.ALL, which takes COST n, REFUND n or DEBIT n, or DELAY max"),
             ("1 a FIXED 1 SHADOW", "syntax error: policy FIXED takes limit window"),
             ("3 a b FIXED 1 1s SHADOW GCRA 1 1 1s", "numkeys is 3, but the keys and policies given match numkeys 2"),
         ] {

@@ -3519,9 +3519,14 @@ local function rl_all(keys, args)
         end
       end
     else
+      -- Each key answers its state as COST 0 reads it. A decision that writes
+      -- nothing (a key that rejects, a watched key, COST 0) already reports it: only
+      -- a key that would have written is looked at again.
       for k, key in ipairs(keys) do
-        local state = policies[k].limiter.decide(key, policies[k].params, now, { refund = false, n = 0 })
-        decisions[k].remaining, decisions[k].reset = state.remaining, state.reset
+        if writes[k] then
+          local state = policies[k].limiter.decide(key, policies[k].params, now, { refund = false, n = 0 })
+          decisions[k].remaining, decisions[k].reset = state.remaining, state.reset
+        end
       end
     end
     local reply = { fields(combine(decisions, policies, all)) }

@@ -73,6 +73,7 @@ type command struct {
 	options       []optionRule
 	policyOptions []optionRule // the options its policy takes inside RL.ALL
 	numkeys       *rule        // RL.ALL's: counted keys
+	measure       measure      // which arguments give its limit and window (row.go)
 	instead       string       // for ModuleOnlyError: what the library offers instead
 	nameV, fnV    any
 	wordV         any

@@ -120,6 +120,7 @@ type Client struct {
 	forced  Backend
 	fail    failMode
 	timeout time.Duration
+	surv    *survival // WithCache, WithFallback; nil when neither is on
 
 	mu       sync.Mutex
 	detected int32 // a Backend, 0 until learnt

@@ -12,300 +12,107 @@ import (
 // commands is the table, in its order: each command's rules, then its call.
 var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdAcquire, cmdPenalty, cmdShare, cmdQuota, cmdThrottle, cmdRelease, cmdAll}
 
-var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
-
-// argsFixed appends RL.FIXED's arguments after the key, checked against the table.
-func (b *builder) argsFixed(limit int64, window time.Duration) {
-	r := cmdFixed.args
-	b.int(&r[0], limit)
-	b.dur(&r[1], window)
-	b.limit = limit
-	b.window = window
-}
-
-// callFixed builds RL.FIXED's call.
-func (k *call) callFixed(key string, limit int64, window time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsFixed(limit, window)
-	k.options(cmdFixed.options, opts)
-	return k
-}
+var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // Fixed is RL.FIXED key limit window: counts units in an epoch-aligned fixed window and
 // admits at most limit per window. Options: Cost, Refund, Debit.
 func (c *Client) Fixed(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdFixed).callFixed(key, limit, window, opts)
+	k := one(cmdFixed).with(key, opts, integerArg(limit), durationArg(window))
 	return c.decide(ctx, k)
 }
 
-var cmdSliding = newCommand(command{name: "RL.SLIDING", fn: "rl_sliding", word: "SLIDING", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}}})
-
-// argsSliding appends RL.SLIDING's arguments after the key, checked against the table.
-func (b *builder) argsSliding(limit int64, window time.Duration) {
-	r := cmdSliding.args
-	b.int(&r[0], limit)
-	b.dur(&r[1], window)
-	b.limit = limit
-	b.window = window
-}
-
-// callSliding builds RL.SLIDING's call.
-func (k *call) callSliding(key string, limit int64, window time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsSliding(limit, window)
-	k.options(cmdSliding.options, opts)
-	return k
-}
+var cmdSliding = newCommand(command{name: "RL.SLIDING", fn: "rl_sliding", word: "SLIDING", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}}, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // Sliding is RL.SLIDING key limit window: logs accepted units in a sorted set and
 // admits at most limit in any window-long interval. Options: Cost, Refund.
 func (c *Client) Sliding(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdSliding).callSliding(key, limit, window, opts)
+	k := one(cmdSliding).with(key, opts, integerArg(limit), durationArg(window))
 	return c.decide(ctx, k)
 }
 
-var cmdBucket = newCommand(command{name: "RL.BUCKET", fn: "rl_bucket", word: "BUCKET", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
-
-// argsBucket appends RL.BUCKET's arguments after the key, checked against the table.
-func (b *builder) argsBucket(capacity int64, tokens int64, period time.Duration) {
-	r := cmdBucket.args
-	b.int(&r[0], capacity)
-	b.int(&r[1], tokens)
-	b.dur(&r[2], period)
-	b.limit = capacity
-	b.window = refillWindow(capacity, tokens, period)
-}
-
-// callBucket builds RL.BUCKET's call.
-func (k *call) callBucket(key string, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsBucket(capacity, tokens, period)
-	k.options(cmdBucket.options, opts)
-	return k
-}
+var cmdBucket = newCommand(command{name: "RL.BUCKET", fn: "rl_bucket", word: "BUCKET", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, measure: measure{kind: windowRefill, limit: 0, a: 0, b: 1, c: 2}})
 
 // Bucket is RL.BUCKET key capacity tokens period: takes cost tokens from a bucket of
 // capacity tokens that refills tokens per period. Options: Cost, Refund, Debit.
 func (c *Client) Bucket(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdBucket).callBucket(key, capacity, tokens, period, opts)
+	k := one(cmdBucket).with(key, opts, integerArg(capacity), integerArg(tokens), durationArg(period))
 	return c.decide(ctx, k)
 }
 
-var cmdGCRA = newCommand(command{name: "RL.GCRA", fn: "rl_gcra", word: "GCRA", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}, policyOptions: []optionRule{{bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}})
-
-// argsGCRA appends RL.GCRA's arguments after the key, checked against the table.
-func (b *builder) argsGCRA(capacity int64, tokens int64, period time.Duration) {
-	r := cmdGCRA.args
-	b.int(&r[0], capacity)
-	b.int(&r[1], tokens)
-	b.dur(&r[2], period)
-	b.limit = capacity
-	b.window = refillWindow(capacity, tokens, period)
-}
-
-// callGCRA builds RL.GCRA's call.
-func (k *call) callGCRA(key string, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsGCRA(capacity, tokens, period)
-	k.options(cmdGCRA.options, opts)
-	return k
-}
+var cmdGCRA = newCommand(command{name: "RL.GCRA", fn: "rl_gcra", word: "GCRA", reply: replyDecision, args: []rule{{name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}, policyOptions: []optionRule{{bit: optDelay, word: "DELAY", value: rule{name: "delay", kind: kindDuration, min: 0, max: 315360000000}, excludes: optRefund | optDebit}}, measure: measure{kind: windowRefill, limit: 0, a: 0, b: 1, c: 2}})
 
 // GCRA is RL.GCRA key capacity tokens period: token bucket of capacity units refilling
 // tokens per period, kept as one integer (GCRA). Options: Cost, Refund, Debit, Delay.
 func (c *Client) GCRA(ctx context.Context, key string, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdGCRA).callGCRA(key, capacity, tokens, period, opts)
+	k := one(cmdGCRA).with(key, opts, integerArg(capacity), integerArg(tokens), durationArg(period))
 	return c.decide(ctx, k)
 }
 
-var cmdSlidingCounter = newCommand(command{name: "RL.SLIDINGCOUNTER", fn: "rl_slidingcounter", word: "SLIDINGCOUNTER", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
-
-// argsSlidingCounter appends RL.SLIDINGCOUNTER's arguments after the key, checked against the table.
-func (b *builder) argsSlidingCounter(limit int64, window time.Duration) {
-	r := cmdSlidingCounter.args
-	b.int(&r[0], limit)
-	b.dur(&r[1], window)
-	b.limit = limit
-	b.window = window
-}
-
-// callSlidingCounter builds RL.SLIDINGCOUNTER's call.
-func (k *call) callSlidingCounter(key string, limit int64, window time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsSlidingCounter(limit, window)
-	k.options(cmdSlidingCounter.options, opts)
-	return k
-}
+var cmdSlidingCounter = newCommand(command{name: "RL.SLIDINGCOUNTER", fn: "rl_slidingcounter", word: "SLIDINGCOUNTER", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // SlidingCounter is RL.SLIDINGCOUNTER key limit window: estimates a sliding window from
 // two fixed-window counts and admits at most limit in it. Options: Cost, Refund, Debit.
 func (c *Client) SlidingCounter(ctx context.Context, key string, limit int64, window time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdSlidingCounter).callSlidingCounter(key, limit, window, opts)
+	k := one(cmdSlidingCounter).with(key, opts, integerArg(limit), durationArg(window))
 	return c.decide(ctx, k)
 }
 
-var cmdAcquire = newCommand(command{name: "RL.ACQUIRE", fn: "rl_acquire", word: "ACQUIRE", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "ttl", kind: kindDuration, min: 1, max: 315360000000}, {name: "id", kind: kindText, min: 1, max: 256}}, options: nil})
-
-// argsAcquire appends RL.ACQUIRE's arguments after the key, checked against the table.
-func (b *builder) argsAcquire(limit int64, ttl time.Duration, id string) {
-	r := cmdAcquire.args
-	b.int(&r[0], limit)
-	b.dur(&r[1], ttl)
-	b.text(&r[2], id)
-	b.limit = limit
-	b.window = ttl
-}
-
-// callAcquire builds RL.ACQUIRE's call.
-func (k *call) callAcquire(key string, limit int64, ttl time.Duration, id string, opts []Option) *call {
-	k.add(key)
-	k.argsAcquire(limit, ttl, id)
-	k.options(cmdAcquire.options, opts)
-	return k
-}
+var cmdAcquire = newCommand(command{name: "RL.ACQUIRE", fn: "rl_acquire", word: "ACQUIRE", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 100000}, {name: "ttl", kind: kindDuration, min: 1, max: 315360000000}, {name: "id", kind: kindText, min: 1, max: 256}}, options: nil, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // Acquire is RL.ACQUIRE key limit ttl id: takes or renews a named lease that ends by
 // itself after ttl, at most limit held at once. When the lease is Allowed, give it back
 // with its Release, typically deferred.
 func (c *Client) Acquire(ctx context.Context, key string, limit int64, ttl time.Duration, id string) (*Lease, error) {
-	build := func() *call { return one(cmdAcquire).callAcquire(key, limit, ttl, id, nil) }
+	build := func() *call { return one(cmdAcquire).with(key, nil, integerArg(limit), durationArg(ttl), textArg(id)) }
 	return c.lease(ctx, build, key, id)
 }
 
-var cmdPenalty = newCommand(command{name: "RL.PENALTY", fn: "rl_penalty", word: "PENALTY", reply: replyDecision, args: []rule{{name: "strikes", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}, {name: "block", kind: kindDuration, min: 1, max: 315360000000}, {name: "max", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}}})
-
-// argsPenalty appends RL.PENALTY's arguments after the key, checked against the table.
-func (b *builder) argsPenalty(strikes int64, window time.Duration, block time.Duration, max time.Duration) {
-	r := cmdPenalty.args
-	b.int(&r[0], strikes)
-	b.dur(&r[1], window)
-	b.dur(&r[2], block)
-	b.dur(&r[3], max)
-	b.limit = strikes
-	b.window = window
-}
-
-// callPenalty builds RL.PENALTY's call.
-func (k *call) callPenalty(key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsPenalty(strikes, window, block, max)
-	k.options(cmdPenalty.options, opts)
-	return k
-}
+var cmdPenalty = newCommand(command{name: "RL.PENALTY", fn: "rl_penalty", word: "PENALTY", reply: replyDecision, args: []rule{{name: "strikes", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}, {name: "block", kind: kindDuration, min: 1, max: 315360000000}, {name: "max", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}}, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // Penalty is RL.PENALTY key strikes window block max: counts an offender's strikes and
 // blocks the key for escalating periods, from block doubling up to max. Cost(0) asks
 // whether the key is blocked. Options: Cost.
 func (c *Client) Penalty(ctx context.Context, key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdPenalty).callPenalty(key, strikes, window, block, max, opts)
+	k := one(cmdPenalty).with(key, opts, integerArg(strikes), durationArg(window), durationArg(block), durationArg(max))
 	return c.decide(ctx, k)
 }
 
-var cmdShare = newCommand(command{name: "RL.SHARE", fn: "rl_share", word: "SHARE", reply: replyDecision, args: []rule{{name: "tenant", kind: kindText, min: 1, max: 256}, {name: "weight", kind: kindInteger, min: 1, max: 10000}, {name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}})
-
-// argsShare appends RL.SHARE's arguments after the key, checked against the table.
-func (b *builder) argsShare(tenant string, weight int64, capacity int64, tokens int64, period time.Duration) {
-	r := cmdShare.args
-	b.text(&r[0], tenant)
-	b.int(&r[1], weight)
-	b.int(&r[2], capacity)
-	b.int(&r[3], tokens)
-	b.dur(&r[4], period)
-	b.limit = capacity
-	b.window = refillWindow(capacity, tokens, period)
-}
-
-// callShare builds RL.SHARE's call.
-func (k *call) callShare(key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts []Option) *call {
-	k.add(key)
-	k.argsShare(tenant, weight, capacity, tokens, period)
-	k.options(cmdShare.options, opts)
-	return k
-}
+var cmdShare = newCommand(command{name: "RL.SHARE", fn: "rl_share", word: "SHARE", reply: replyDecision, args: []rule{{name: "tenant", kind: kindText, min: 1, max: 256}, {name: "weight", kind: kindInteger, min: 1, max: 10000}, {name: "capacity", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "tokens", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}}, measure: measure{kind: windowRefill, limit: 2, a: 2, b: 3, c: 4}})
 
 // Share is RL.SHARE key tenant weight capacity tokens period: shares one budget of
 // capacity units refilling tokens per period across tenants by weight, lending idle
 // shares. Options: Cost, Refund, Debit.
 func (c *Client) Share(ctx context.Context, key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) (Decision, error) {
-	k := one(cmdShare).callShare(key, tenant, weight, capacity, tokens, period, opts)
+	k := one(cmdShare).with(key, opts, textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period))
 	return c.decide(ctx, k)
 }
 
-var cmdQuota = newCommand(command{name: "RL.QUOTA", fn: "rl_quota", word: "QUOTA", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "unit", kind: kindText, min: 1, max: math.MaxInt64}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}, policyOptions: []optionRule{{bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}})
-
-// argsQuota appends RL.QUOTA's arguments after the key, checked against the table.
-func (b *builder) argsQuota(limit int64, unit string) {
-	r := cmdQuota.args
-	b.int(&r[0], limit)
-	b.text(&r[1], unit)
-	b.limit = limit
-}
-
-// callQuota builds RL.QUOTA's call.
-func (k *call) callQuota(key string, limit int64, unit string, opts []Option) *call {
-	k.add(key)
-	k.argsQuota(limit, unit)
-	k.options(cmdQuota.options, opts)
-	return k
-}
+var cmdQuota = newCommand(command{name: "RL.QUOTA", fn: "rl_quota", word: "QUOTA", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "unit", kind: kindText, min: 1, max: math.MaxInt64}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}, policyOptions: []optionRule{{bit: optEvery, word: "EVERY", value: rule{name: "every", kind: kindInteger, min: 1, max: 3650}, excludes: 0}, {bit: optOn, word: "ON", value: rule{name: "on", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optAt, word: "AT", value: rule{name: "at", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}, {bit: optTZ, word: "TZ", value: rule{name: "tz", kind: kindText, min: 1, max: math.MaxInt64}, excludes: 0}}, measure: measure{kind: windowNone, limit: 0}})
 
 // Quota is RL.QUOTA key limit unit: counts units per calendar period (day, week, month
 // or year) starting at a local time in a time zone, and admits at most limit per
 // period. Options: Cost, Refund, Debit, Every, On, At, TZ.
 func (c *Client) Quota(ctx context.Context, key string, limit int64, unit string, opts ...Option) (Decision, error) {
-	k := one(cmdQuota).callQuota(key, limit, unit, opts)
+	k := one(cmdQuota).with(key, opts, integerArg(limit), textArg(unit))
 	return c.decide(ctx, k)
 }
 
-var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
-
-// argsThrottle appends CL.THROTTLE's arguments after the key, checked against the table.
-func (b *builder) argsThrottle(maxBurst int64, count int64, period time.Duration, quantity int64) {
-	r := cmdThrottle.args
-	b.int(&r[0], maxBurst)
-	b.int(&r[1], count)
-	b.dur(&r[2], period)
-	b.int(&r[3], quantity)
-	b.limit = maxBurst + 1
-	b.window = refillWindow(maxBurst+1, count, period)
-}
-
-// callThrottle builds CL.THROTTLE's call.
-func (k *call) callThrottle(key string, maxBurst int64, count int64, period time.Duration, quantity int64, opts []Option) *call {
-	k.add(key)
-	k.argsThrottle(maxBurst, count, period, quantity)
-	k.options(cmdThrottle.options, opts)
-	return k
-}
+var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, measure: measure{kind: windowThrottle, limit: 0, a: 0, b: 1, c: 2}, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
 
 // Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
 // limiter: max_burst + 1 units at once, count more per period (GCRA). Module only
 // (ErrModuleOnly on the library). Its reply becomes a Decision: Allowed = !limited,
 // Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.
 func (c *Client) Throttle(ctx context.Context, key string, maxBurst int64, count int64, period time.Duration, quantity int64) (Decision, error) {
-	k := one(cmdThrottle).callThrottle(key, maxBurst, count, period, quantity, nil)
+	k := one(cmdThrottle).with(key, nil, integerArg(maxBurst), integerArg(count), durationArg(period), integerArg(quantity))
 	return c.decide(ctx, k)
 }
 
-var cmdRelease = newCommand(command{name: "RL.RELEASE", fn: "rl_release", word: "", reply: replyReleased, args: []rule{{name: "id", kind: kindText, min: 1, max: 256}}, options: nil})
-
-// argsRelease appends RL.RELEASE's arguments after the key, checked against the table.
-func (b *builder) argsRelease(id string) {
-	r := cmdRelease.args
-	b.text(&r[0], id)
-}
-
-// callRelease builds RL.RELEASE's call.
-func (k *call) callRelease(key string, id string, opts []Option) *call {
-	k.add(key)
-	k.argsRelease(id)
-	k.options(cmdRelease.options, opts)
-	return k
-}
+var cmdRelease = newCommand(command{name: "RL.RELEASE", fn: "rl_release", word: "", reply: replyReleased, args: []rule{{name: "id", kind: kindText, min: 1, max: 256}}, options: nil, measure: measure{kind: windowNone, limit: -1}})
 
 // Release is RL.RELEASE key id: ends the lease named id early, freeing its slot.
 func (c *Client) Release(ctx context.Context, key string, id string) (bool, error) {
-	k := one(cmdRelease).callRelease(key, id, nil)
+	k := one(cmdRelease).with(key, nil, textArg(id))
 	return c.released(ctx, k)
 }
 

@@ -23,6 +23,8 @@ type specField struct {
 	MinBytes *int64   `json:"min_bytes"`
 	MaxBytes *int64   `json:"max_bytes"`
 	Excludes []string `json:"excludes"`
+	// An integer bounded per unit (EVERY n): the client checks the largest bound.
+	MaxByUnit map[string]int64 `json:"max_by_unit"`
 }
 
 type specCommand struct {
@@ -67,6 +69,16 @@ func ruleOf(f specField) string {
 		lo, hi, kind = f.MinMs, f.MaxMs, kindDuration
 	case "text":
 		lo, hi, kind = f.MinBytes, f.MaxBytes, kindText
+	case "word", "anchor", "time", "zone":
+		// Sent as non-empty text; the server checks the word, anchor, time or zone.
+		one := int64(1)
+		lo, hi, kind = &one, nil, kindText
+	}
+	for _, m := range f.MaxByUnit {
+		if hi == nil || m > *hi {
+			m := m
+			hi = &m
+		}
 	}
 	low, high := int64(math.MinInt64), int64(math.MaxInt64)
 	if kind == kindText {

@@ -38,6 +38,10 @@ type Decision struct {
 	// (WithFailOpen, WithFailClosed), when Redis could not be reached: the
 	// connection error. Nil on every decision the server made.
 	Unavailable error
+	// Cached is set on a rejection the client's cache of blocked keys gave
+	// without asking the server (WithCache); RetryAfter is what is left of
+	// the server's.
+	Cached bool
 }
 
 // Retryable reports whether a rejected call can pass later (RetryAfter is not

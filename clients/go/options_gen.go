@@ -28,48 +28,32 @@ var wordTZ any = "TZ"
 // Cost is the option COST <n>: how many units the call takes, all or nothing (default
 // 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
 // SlidingCounter, Penalty, Share, Quota, All.
-func Cost(n int64) Option {
-	return Option{bit: optCost, word: wordCost, name: "COST", kind: kindInteger, n: n}
-}
+func Cost(n int64) Option { return integerOption(optCost, wordCost, n) }
 
 // Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
 // paid for did not happen). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter,
 // Share, Quota, All.
-func Refund(n int64) Option {
-	return Option{bit: optRefund, word: wordRefund, name: "REFUND", kind: kindInteger, n: n}
-}
+func Refund(n int64) Option { return integerOption(optRefund, wordRefund, n) }
 
 // Debit is the option DEBIT <n>: charge n units after the fact, into debt if need be (a
 // cost known only once the work is done). Taken by Fixed, Bucket, GCRA, SlidingCounter,
 // Share, Quota, All.
-func Debit(n int64) Option {
-	return Option{bit: optDebit, word: wordDebit, name: "DEBIT", kind: kindInteger, n: n}
-}
+func Debit(n int64) Option { return integerOption(optDebit, wordDebit, n) }
 
 // Delay is the option DELAY <d>: schedule instead of reject: an allowed call's
 // RetryAfter is how long to wait before acting. Taken by GCRA, GCRA policy.
-func Delay(d time.Duration) Option {
-	return Option{bit: optDelay, word: wordDelay, name: "DELAY", kind: kindDuration, d: d}
-}
+func Delay(d time.Duration) Option { return durationOption(optDelay, wordDelay, d) }
 
 // Every is the option EVERY <n>: the option EVERY. Taken by Quota, Quota policy.
-func Every(n int64) Option {
-	return Option{bit: optEvery, word: wordEvery, name: "EVERY", kind: kindInteger, n: n}
-}
+func Every(n int64) Option { return integerOption(optEvery, wordEvery, n) }
 
 // On is the option ON <s>: the option ON. Taken by Quota, Quota policy.
-func On(s string) Option {
-	return Option{bit: optOn, word: wordOn, name: "ON", kind: kindText, s: s}
-}
+func On(s string) Option { return textOption(optOn, wordOn, s) }
 
 // At is the option AT <s>: the option AT. Taken by Quota, Quota policy.
-func At(s string) Option {
-	return Option{bit: optAt, word: wordAt, name: "AT", kind: kindText, s: s}
-}
+func At(s string) Option { return textOption(optAt, wordAt, s) }
 
 // TZ is the option TZ <s>: the option TZ. Taken by Quota, Quota policy.
-func TZ(s string) Option {
-	return Option{bit: optTZ, word: wordTZ, name: "TZ", kind: kindText, s: s}
-}
+func TZ(s string) Option { return textOption(optTZ, wordTZ, s) }
 
 var _ = time.Second

@@ -8,77 +8,77 @@ import "time"
 // Fixed queues RL.FIXED (see Client.Fixed).
 func (p *Pipeline) Fixed(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdFixed)
-	k.callFixed(key, limit, window, opts).seal()
+	k.with(key, opts, integerArg(limit), durationArg(window)).seal()
 	return r
 }
 
 // Sliding queues RL.SLIDING (see Client.Sliding).
 func (p *Pipeline) Sliding(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdSliding)
-	k.callSliding(key, limit, window, opts).seal()
+	k.with(key, opts, integerArg(limit), durationArg(window)).seal()
 	return r
 }
 
 // Bucket queues RL.BUCKET (see Client.Bucket).
 func (p *Pipeline) Bucket(key string, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdBucket)
-	k.callBucket(key, capacity, tokens, period, opts).seal()
+	k.with(key, opts, integerArg(capacity), integerArg(tokens), durationArg(period)).seal()
 	return r
 }
 
 // GCRA queues RL.GCRA (see Client.GCRA).
 func (p *Pipeline) GCRA(key string, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdGCRA)
-	k.callGCRA(key, capacity, tokens, period, opts).seal()
+	k.with(key, opts, integerArg(capacity), integerArg(tokens), durationArg(period)).seal()
 	return r
 }
 
 // SlidingCounter queues RL.SLIDINGCOUNTER (see Client.SlidingCounter).
 func (p *Pipeline) SlidingCounter(key string, limit int64, window time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdSlidingCounter)
-	k.callSlidingCounter(key, limit, window, opts).seal()
+	k.with(key, opts, integerArg(limit), durationArg(window)).seal()
 	return r
 }
 
 // Acquire queues RL.ACQUIRE (see Client.Acquire).
 func (p *Pipeline) Acquire(key string, limit int64, ttl time.Duration, id string) *Pending[Decision] {
 	k, r := p.decision(cmdAcquire)
-	k.callAcquire(key, limit, ttl, id, nil).seal()
+	k.with(key, nil, integerArg(limit), durationArg(ttl), textArg(id)).seal()
 	return r
 }
 
 // Penalty queues RL.PENALTY (see Client.Penalty).
 func (p *Pipeline) Penalty(key string, strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdPenalty)
-	k.callPenalty(key, strikes, window, block, max, opts).seal()
+	k.with(key, opts, integerArg(strikes), durationArg(window), durationArg(block), durationArg(max)).seal()
 	return r
 }
 
 // Share queues RL.SHARE (see Client.Share).
 func (p *Pipeline) Share(key string, tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdShare)
-	k.callShare(key, tenant, weight, capacity, tokens, period, opts).seal()
+	k.with(key, opts, textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period)).seal()
 	return r
 }
 
 // Quota queues RL.QUOTA (see Client.Quota).
 func (p *Pipeline) Quota(key string, limit int64, unit string, opts ...Option) *Pending[Decision] {
 	k, r := p.decision(cmdQuota)
-	k.callQuota(key, limit, unit, opts).seal()
+	k.with(key, opts, integerArg(limit), textArg(unit)).seal()
 	return r
 }
 
 // Throttle queues CL.THROTTLE (see Client.Throttle).
 func (p *Pipeline) Throttle(key string, maxBurst int64, count int64, period time.Duration, quantity int64) *Pending[Decision] {
 	k, r := p.decision(cmdThrottle)
-	k.callThrottle(key, maxBurst, count, period, quantity, nil).seal()
+	k.with(key, nil, integerArg(maxBurst), integerArg(count), durationArg(period), integerArg(quantity)).seal()
 	return r
 }
 
 // Release queues RL.RELEASE (see Client.Release).
 func (p *Pipeline) Release(key string, id string) *Pending[bool] {
 	k, r := p.released(cmdRelease)
-	k.callRelease(key, id, nil).seal()
+	k.with(key, nil, textArg(id)).seal()
 	return r
 }
 

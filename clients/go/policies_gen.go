@@ -8,21 +8,21 @@ import "time"
 // Fixed is the RL.ALL policy FIXED limit window (as Client.Fixed).
 func Fixed(limit int64, window time.Duration) Policy {
 	p := newPolicy(cmdFixed, 2)
-	p.b.argsFixed(limit, window)
+	p.b.args(integerArg(limit), durationArg(window))
 	return p.done()
 }
 
 // Sliding is the RL.ALL policy SLIDING limit window (as Client.Sliding).
 func Sliding(limit int64, window time.Duration) Policy {
 	p := newPolicy(cmdSliding, 2)
-	p.b.argsSliding(limit, window)
+	p.b.args(integerArg(limit), durationArg(window))
 	return p.done()
 }
 
 // Bucket is the RL.ALL policy BUCKET capacity tokens period (as Client.Bucket).
 func Bucket(capacity int64, tokens int64, period time.Duration) Policy {
 	p := newPolicy(cmdBucket, 3)
-	p.b.argsBucket(capacity, tokens, period)
+	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
 	return p.done()
 }
 
@@ -30,7 +30,7 @@ func Bucket(capacity int64, tokens int64, period time.Duration) Policy {
 // Delay.
 func GCRA(capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdGCRA, 5)
-	p.b.argsGCRA(capacity, tokens, period)
+	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
 	p.b.options(cmdGCRA.policyOptions, opts)
 	return p.done()
 }
@@ -39,14 +39,14 @@ func GCRA(capacity int64, tokens int64, period time.Duration, opts ...Option) Po
 // Client.SlidingCounter).
 func SlidingCounter(limit int64, window time.Duration) Policy {
 	p := newPolicy(cmdSlidingCounter, 2)
-	p.b.argsSlidingCounter(limit, window)
+	p.b.args(integerArg(limit), durationArg(window))
 	return p.done()
 }
 
 // Acquire is the RL.ALL policy ACQUIRE limit ttl id (as Client.Acquire).
 func Acquire(limit int64, ttl time.Duration, id string) Policy {
 	p := newPolicy(cmdAcquire, 3)
-	p.b.argsAcquire(limit, ttl, id)
+	p.b.args(integerArg(limit), durationArg(ttl), textArg(id))
 	return p.done()
 }
 
@@ -54,7 +54,7 @@ func Acquire(limit int64, ttl time.Duration, id string) Policy {
 // RL.ALL it is only looked at, never taken from.
 func Penalty(strikes int64, window time.Duration, block time.Duration, max time.Duration) Policy {
 	p := newPolicy(cmdPenalty, 4)
-	p.b.argsPenalty(strikes, window, block, max)
+	p.b.args(integerArg(strikes), durationArg(window), durationArg(block), durationArg(max))
 	return p.done()
 }
 
@@ -62,7 +62,7 @@ func Penalty(strikes int64, window time.Duration, block time.Duration, max time.
 // Client.Share).
 func Share(tenant string, weight int64, capacity int64, tokens int64, period time.Duration) Policy {
 	p := newPolicy(cmdShare, 5)
-	p.b.argsShare(tenant, weight, capacity, tokens, period)
+	p.b.args(textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period))
 	return p.done()
 }
 
@@ -70,7 +70,7 @@ func Share(tenant string, weight int64, capacity int64, tokens int64, period tim
 // At, TZ.
 func Quota(limit int64, unit string, opts ...Option) Policy {
 	p := newPolicy(cmdQuota, 4)
-	p.b.argsQuota(limit, unit)
+	p.b.args(integerArg(limit), textArg(unit))
 	p.b.options(cmdQuota.policyOptions, opts)
 	return p.done()
 }

@@ -158,6 +158,9 @@ func (c *Client) finishReleased(k *call, r any, err error) (bool, error) {
 }
 
 func (c *Client) decide(ctx context.Context, k *call) (Decision, error) {
+	if c.surv != nil {
+		return c.decideSurviving(ctx, k)
+	}
 	r, err := c.send(ctx, k)
 	return c.finishDecision(k, r, err)
 }

@@ -38,6 +38,22 @@ export interface LimiterOptions {
    * `error`; or a function choosing per call. RL's own error replies are always thrown.
    */
   onConnectionError?: ConnectionErrorRule | ((error: RLConnectionError, command: string) => ConnectionErrorRule);
+  /**
+   * How many blocked keys to remember (default 0: no cache). After a rejection, the same
+   * fixed/sliding/bucket/gcra/slidingCounter call at the same or a larger cost is rejected
+   * locally (`cached` true) until min(retryAfter, cacheMax) has passed.
+   */
+  cacheSize?: number;
+  /** The longest a rejection is cached, in ms (default 1000). */
+  cacheMax?: number;
+  /**
+   * How many app instances share the limits (default 0: no fallback). While the server does
+   * not answer, those calls are decided by an in-process GCRA at limit / fallbackInstances
+   * per window (carrying `error`), instead of onConnectionError.
+   */
+  fallbackInstances?: number;
+  /** While falling back, the server is tried at most this often, in ms (default 500). */
+  probeEvery?: number;
 }
 
 /** What the headers() methods give: header name to value. */
@@ -62,7 +78,7 @@ export interface FiveIntegers {
    * ceil(capacity * period / tokens) (throttle: capacity maxBurst + 1, tokens count).
    */
   readonly window: number | null;
-  /** Set when the decision was made up after a connection error (onConnectionError allow/deny). */
+  /** Set when the decision was made up after a connection error (onConnectionError allow/deny, or the fallback limiter). */
   readonly error?: RLConnectionError;
   /**
    * RateLimit-Policy and RateLimit named `policyName` (default "default"; printable ASCII,
@@ -80,6 +96,8 @@ export declare class Decision {
   readonly retryAfter: number | null;
   /** ms until the limiter is back to its initial state. */
   readonly resetAfter: number;
+  /** True on a rejection given by the cache of blocked keys (cacheSize) without asking the server. */
+  readonly cached: boolean;
   toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null };
 }
 export interface Decision extends FiveIntegers {}

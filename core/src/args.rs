@@ -3,6 +3,11 @@
 //!
 //! Arguments are raw bytes (keys and values are binary-safe); anything that is not
 //! exactly the accepted form is an error naming the argument.
+//!
+//! Each error is made only when the argument is bad (`ok_or_else`): an `Error` has
+//! drop glue (its variants with text), so `ok_or(Error::…)` would build and drop
+//! one for every good argument of every call.
+#![allow(clippy::unnecessary_lazy_evaluations)]
 
 use crate::algorithms::{Cost, Count, Interval, MAX_DURATION_MS};
 use crate::decimal;
@@ -12,21 +17,21 @@ use crate::error::{Error, Result};
 pub fn count(name: &'static str, bytes: &[u8]) -> Result<Count> {
     decimal::canonical_u64(bytes)
         .and_then(Count::new)
-        .ok_or(Error::BadCount { name, min: 1 })
+        .ok_or_else(|| Error::BadCount { name, min: 1 })
 }
 
 /// An integer argument within `min ..= max` (CL.THROTTLE's max_burst).
 pub fn integer(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Result<u64> {
     decimal::canonical_u64(bytes)
         .filter(|v| (min..=max).contains(v))
-        .ok_or(Error::BadInteger { name, min, max })
+        .ok_or_else(|| Error::BadInteger { name, min, max })
 }
 
 /// A cost given as a positional argument (CL.THROTTLE's quantity): 0 ..= 2^53 - 1.
 pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
     decimal::canonical_u64(bytes)
         .and_then(Cost::new)
-        .ok_or(Error::BadCount { name, min: 0 })
+        .ok_or_else(|| Error::BadCount { name, min: 0 })
 }
 
 /// A window or period: an integer with an optional unit (ms, s, m, h, d; any case);
@@ -34,12 +39,12 @@ pub fn cost(name: &'static str, bytes: &[u8]) -> Result<Cost> {
 pub fn duration(name: &'static str, bytes: &[u8]) -> Result<Interval> {
     duration_ms(bytes)
         .and_then(Interval::from_ms)
-        .ok_or(Error::BadDuration { name, min: "1ms" })
+        .ok_or_else(|| Error::BadDuration { name, min: "1ms" })
 }
 
 /// A `DELAY`: a duration as for [`duration`], but `0` (no wait) is allowed, in ms.
 pub fn delay(name: &'static str, bytes: &[u8]) -> Result<u64> {
-    duration_ms(bytes).ok_or(Error::BadDuration { name, min: "0" })
+    duration_ms(bytes).ok_or_else(|| Error::BadDuration { name, min: "0" })
 }
 
 /// The value after a `DELAY` (RL.GCRA's option, an RL.ALL GCRA policy's): the
@@ -50,32 +55,27 @@ pub fn delay_option(value: Option<&[u8]>) -> Result<u64> {
 
 /// A duration's ms, 0 ..= 10 years; None if it is not one.
 fn duration_ms(bytes: &[u8]) -> Option<u64> {
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    let (number, unit) = bytes.split_at(digits);
-    // Case-insensitive, matched by length then letter (no lowered copy: this runs
-    // for every duration of every call).
-    let ms_per_unit: u64 = match unit {
-        [] => 1000,
-        [u] => match u.to_ascii_lowercase() {
-            b's' => 1000,
-            b'm' => 60_000,
-            b'h' => 3_600_000,
-            b'd' => 86_400_000,
+    // The unit from the last bytes (case-insensitive, no lowered copy: this runs for
+    // every duration of every call); the rest must be the number, all digits.
+    let is = |b: &u8, unit: u8| b.eq_ignore_ascii_case(&unit);
+    let (number, ms_per_unit): (&[u8], u64) = match bytes {
+        [number @ .., m, s] if is(m, b'm') && is(s, b's') => (number, 1),
+        [number @ .., u] if !u.is_ascii_digit() => match u.to_ascii_lowercase() {
+            b's' => (number, 1000),
+            b'm' => (number, 60_000),
+            b'h' => (number, 3_600_000),
+            b'd' => (number, 86_400_000),
             _ => return None,
         },
-        [m, s] if m.eq_ignore_ascii_case(&b'm') && s.eq_ignore_ascii_case(&b's') => 1,
-        _ => return None,
+        number => (number, 1000),
     };
-    // `number` is all digits (above). Canonical (no leading zero), and no longer
-    // than the longest duration's ms: a longer one is too long in any unit. So it
-    // is read without decimal's general, overflow-checked fold, with the same result.
+    // Canonical (no leading zero), and no longer than the longest duration's ms: a
+    // longer one is too long in any unit, and a shorter one cannot overflow.
     const MAX_DIGITS: usize = MAX_DURATION_MS.ilog10() as usize + 1;
-    if number.is_empty() || number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
+    if number.len() > MAX_DIGITS || (number.len() > 1 && number[0] == b'0') {
         return None;
     }
-    number
-        .iter()
-        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'))
+    decimal::fold_u64(number)?
         .checked_mul(ms_per_unit)
         .filter(|&ms| ms <= MAX_DURATION_MS)
 }

@@ -188,10 +188,7 @@ impl Spec for Acquire {
 
     /// Exactly the three parameters (the arity is checked before): one lease.
     fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Options)> {
-        Ok((
-            Self::params(args, settings)?,
-            Options::of(Amount::Take(Cost::ONE)),
-        ))
+        Ok((Self::params(args, settings)?, Options::NONE))
     }
 }
 
@@ -211,10 +208,7 @@ impl Spec for Release {
 
     /// Exactly the id (the arity is checked before).
     fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Options)> {
-        Ok((
-            Self::params(args, settings)?,
-            Options::of(Amount::Take(Cost::ONE)),
-        ))
+        Ok((Self::params(args, settings)?, Options::NONE))
     }
 }
 

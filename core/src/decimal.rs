@@ -15,26 +15,60 @@ pub const MICROS: u128 = 1_000_000;
 
 /// The value of a run of ASCII digits, None for anything else or an overflow.
 fn fold(bytes: &[u8]) -> Option<u128> {
-    if bytes.is_empty() {
-        return None;
-    }
     // The first 19 digits in a u64, unchecked: 10^19 − 1 < 2^64, so they cannot
     // overflow it. Every argument and stored field of a call (at most 2^53 − 1, 16
     // digits) is read there, at a few instructions a digit instead of a checked u128
     // multiply; longer runs go on below, checked, with the same result.
     let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let value = fold_u64(head)?;
+    tail.iter().try_fold(u128::from(value), |acc, &b| {
+        let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// The value of at most 19 ASCII digits (none: None), which cannot overflow a
+/// u64. Eight digits at a time where it can: a TAT in ns (19 digits), a time in
+/// ms (13) or a large limit is read on every call.
+#[inline]
+pub(crate) fn fold_u64(head: &[u8]) -> Option<u64> {
+    if head.is_empty() {
+        return None;
+    }
     let mut value = 0u64;
-    for &b in head {
+    let mut rest = head;
+    while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+        value = value * 100_000_000 + eight_digits(chunk)?;
+        rest = tail;
+    }
+    for &b in rest {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
             return None;
         }
         value = value * 10 + u64::from(digit);
     }
-    tail.iter().try_fold(u128::from(value), |acc, &b| {
-        let digit = b.is_ascii_digit().then(|| u128::from(b - b'0'))?;
-        acc.checked_mul(10)?.checked_add(digit)
-    })
+    Some(value)
+}
+
+/// The value of eight ASCII digits, None if any byte is not one: read as one
+/// little-endian u64 (the first digit in the low byte) and combined in three
+/// multiplications (pairs, then fours, then eight) instead of eight.
+#[inline]
+pub(crate) fn eight_digits(bytes: &[u8]) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let w = u64::from_le_bytes(bytes.try_into().ok()?);
+    // Each byte 0x30 ..= 0x39: its high nibble 3, and adding 6 keeps it 3.
+    if w & HIGH != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
+        return None;
+    }
+    let d = w - ZEROS;
+    // Each 16-bit lane: 10 · first + second.
+    let pairs = (d.wrapping_mul(10) + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+    // Each 32-bit lane: 100 · first pair + second.
+    let fours = (pairs.wrapping_mul(100) + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((fours & 0xFFFF) * 10_000 + (fours >> 32))
 }
 
 /// A canonical decimal: digits without a leading zero (`0` itself is fine).
@@ -47,7 +81,15 @@ pub fn canonical(bytes: &[u8]) -> Option<u128> {
 
 /// [`canonical`], within u64.
 pub fn canonical_u64(bytes: &[u8]) -> Option<u64> {
-    canonical(bytes).and_then(|v| u64::try_from(v).ok())
+    // Up to 19 digits fit a u64 unchecked (see `fold`): every argument and stored
+    // count of a call is read here without going through u128.
+    if bytes.len() > 19 {
+        return canonical(bytes).and_then(|v| u64::try_from(v).ok());
+    }
+    if bytes.len() > 1 && bytes[0] == b'0' {
+        return None;
+    }
+    fold_u64(bytes)
 }
 
 /// Digits, leading zeros allowed, at most 20 of them, within u64.
@@ -139,6 +181,44 @@ mod tests {
             "340282366920938463463374607431768211456",
         ] {
             assert_eq!(canonical(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_a_time_read_as_one_at_a_time() {
+        let slow = |b: &[u8]| -> Option<u64> {
+            b.iter().try_fold(0u64, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
+            })
+        };
+        let mut cases: Vec<Vec<u8>> = vec![
+            b"0".to_vec(),
+            b"12345678".to_vec(),
+            b"99999999".to_vec(),
+            b"1000000000000".to_vec(),
+            b"9999999999999999999".to_vec(),
+            b"1234567890123456789".to_vec(),
+        ];
+        // Every byte value at every place of 8- and 16-digit runs, so each place of
+        // a word meets a non-digit (either side of '0'..='9') with digits around it.
+        for len in [8, 9, 16, 19] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut v = vec![b'7'; len];
+                    v[at] = b;
+                    cases.push(v.clone());
+                    v.iter_mut().take(at).for_each(|c| *c = b'0');
+                    cases.push(v);
+                }
+            }
+        }
+        for case in cases {
+            assert_eq!(
+                fold_u64(&case),
+                slow(&case),
+                "{:?}",
+                case.escape_ascii().to_string()
+            );
         }
     }
 

@@ -137,6 +137,9 @@ impl Options {
             shadow: false,
         }
     }
+
+    /// No option given: take one unit, no DELAY, not SHADOW.
+    pub const NONE: Options = Options::of(Amount::Take(Cost::ONE));
 }
 
 /// Which options a command takes (its row's list), and the name an error gives it.
@@ -259,7 +262,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         (Some(_), Some(Amount::Refund(_))) => Err(Error::Exclusive("DELAY", "REFUND")),
         (Some(_), Some(Amount::Debit(_))) => Err(Error::Exclusive("DELAY", "DEBIT")),
         (delay, amount) => Ok(Options {
-            amount: amount.unwrap_or(Amount::Take(Cost::ONE)),
+            amount: amount.unwrap_or(Options::NONE.amount),
             delay,
             shadow,
         }),

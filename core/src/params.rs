@@ -1,5 +1,7 @@
 //! Each command's parameters from its arguments after the key: the one parser the
-//! module's commands, RL.ALL's policies and the in-memory executor share.
+//! module's commands, RL.ALL's policies and the in-memory executor share. Errors
+//! are made only on failure, as in [`crate::args`].
+#![allow(clippy::unnecessary_lazy_evaluations)]
 
 use crate::algorithms::acquire::{LeaseId, Leases};
 use crate::algorithms::gcra::Emission;
@@ -23,6 +25,10 @@ pub fn with_options<P>(
 ) -> Result<(P, Options)> {
     let (positional, options) = args.split_at(command.params().len().min(args.len()));
     let params = parse(positional)?;
+    // Most calls give no option: the defaults, without the options' parser.
+    if options.is_empty() {
+        return Ok((params, Options::NONE));
+    }
     let options = options::options(options.iter().copied(), command.takes())?;
     Ok((params, options))
 }
@@ -134,7 +140,7 @@ impl<'a> Param<'a> for &'a [u8] {
 #[inline]
 pub fn penalty(row: &Command, args: &[&[u8]]) -> Result<Penalty> {
     let mut p = Positional::new(row, args);
-    Penalty::new(p.read()?, p.read()?, p.read()?, p.read()?).ok_or(Error::BlockAboveMax)
+    Penalty::new(p.read()?, p.read()?, p.read()?, p.read()?).ok_or_else(|| Error::BlockAboveMax)
 }
 
 /// `limit window`: RL.FIXED's and RL.SLIDINGCOUNTER's parameters.
@@ -176,7 +182,7 @@ pub fn rate(row: &Command, args: &[&[u8]]) -> Result<Rate> {
 /// token per nanosecond.
 #[inline]
 pub fn emission(row: &Command, args: &[&[u8]]) -> Result<Emission> {
-    Emission::new(rate(row, args)?).ok_or(Error::RateTooHigh)
+    Emission::new(rate(row, args)?).ok_or_else(|| Error::RateTooHigh)
 }
 
 /// CL.THROTTLE's `max_burst count period [quantity]` (redis-cell's: no options): the
@@ -187,11 +193,11 @@ pub fn throttle(row: &Command, args: &[&[u8]]) -> Result<(Emission, Amount)> {
     // max_burst + 1 is the capacity, which the row keeps within 2^53 - 1.
     let burst: u64 = p.read()?;
     let rate = Rate {
-        capacity: Count::new(burst + 1).ok_or(Error::Internal("CL.THROTTLE"))?,
+        capacity: Count::new(burst + 1).ok_or_else(|| Error::Internal("CL.THROTTLE"))?,
         tokens: p.read()?,
         period: p.read()?,
     };
-    let emission = Emission::new(rate).ok_or(Error::RateTooHigh)?;
+    let emission = Emission::new(rate).ok_or_else(|| Error::RateTooHigh)?;
     let quantity = match (p.rest().first(), row.quantity) {
         (Some(q), Some(name)) => args::cost(name.to_str().unwrap_or("quantity"), q)?,
         _ => Cost::ONE,
@@ -267,7 +273,7 @@ pub fn lease(row: &Command, args: &[&[u8]], max: u64) -> Result<Lease> {
         .read::<Count>()
         .ok()
         .filter(|l| l.get() <= max)
-        .ok_or(Error::LeaseLimit { max })?;
+        .ok_or_else(|| Error::LeaseLimit { max })?;
     Ok(Lease {
         leases: Leases {
             limit,
@@ -279,7 +285,7 @@ pub fn lease(row: &Command, args: &[&[u8]], max: u64) -> Result<Lease> {
 
 /// A lease's name: 1 ..= 256 bytes.
 pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
-    LeaseId::new(bytes).ok_or(Error::BadLeaseId)
+    LeaseId::new(bytes).ok_or_else(|| Error::BadLeaseId)
 }
 
 /// RL.SHARE's `tenant weight capacity tokens period`, remembering at most
@@ -289,10 +295,10 @@ pub fn lease_id(bytes: &[u8]) -> Result<LeaseId> {
 #[inline]
 pub fn share(row: &Command, args: &[&[u8]], max_tenants: u64) -> Result<Share> {
     let mut p = Positional::new(row, args);
-    let tenant = Tenant::new(p.read()?).ok_or(Error::BadTenant)?;
-    let weight = Weight::new(p.read()?).ok_or(Error::Internal("RL.SHARE"))?;
+    let tenant = Tenant::new(p.read()?).ok_or_else(|| Error::BadTenant)?;
+    let weight = Weight::new(p.read()?).ok_or_else(|| Error::Internal("RL.SHARE"))?;
     let rate = next_rate(&mut p)?;
-    Share::new(tenant, weight, rate, max_tenants).ok_or(Error::ShareRateTooHigh)
+    Share::new(tenant, weight, rate, max_tenants).ok_or_else(|| Error::ShareRateTooHigh)
 }
 
 #[cfg(test)]

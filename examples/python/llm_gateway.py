@@ -99,7 +99,7 @@ class Gateway(Proxy):
 def main():
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    rl = RateLimiter(client)
+    rl = RateLimiter(client, timeout=1.0)  # as llm_proxy: a model call takes seconds
     if rl.detect() == "module":
         log.info("rate limiter: the RL module (RL.ALL … SHARE … GCRA … COST, then REFUND or DEBIT)")
     else:

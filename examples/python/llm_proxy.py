@@ -197,7 +197,10 @@ class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
 def main():
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))
-    rl = RateLimiter(client)  # a connection error raises: the proxy fails closed
+    # A connection error or a call past its deadline raises: the proxy fails closed.
+    # A model call takes seconds, so the limiter's deadline can be a second rather
+    # than the client's default 100 ms, which a busy server can miss.
+    rl = RateLimiter(client, timeout=1.0)
     if rl.detect() == "module":
         log.info("rate limiter: the RL module (RL.GCRA … COST, then REFUND or DEBIT)")
     else:

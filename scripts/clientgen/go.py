@@ -38,7 +38,7 @@ GO_KEYWORDS = {
 
 GO_TYPES = {"integer": "int64", "duration": "time.Duration", "text": "string"}
 KINDS = {"integer": "kindInteger", "duration": "kindDuration", "text": "kindText"}
-APPEND = {"integer": "int", "duration": "dur", "text": "text"}
+ARG_VALUE = {"integer": "integerArg", "duration": "durationArg", "text": "textArg"}
 
 # What a reply kind gives in Go: the result type, the Client's finishing call, the
 # Pipeline's pending constructor.
@@ -153,16 +153,8 @@ class Emitter:
         return "cmd" + method_name(c)
 
     @staticmethod
-    def builder(c: Command) -> str:
-        return "args" + method_name(c)
-
-    @staticmethod
     def params(c: Command) -> str:
         return ", ".join(f"{param_name(a)} {GO_TYPES[a.kind]}" for a in c.arguments)
-
-    @staticmethod
-    def names(c: Command) -> str:
-        return ", ".join(param_name(a) for a in c.arguments)
 
     def option_rules(self, c: Command, options: tuple[Option, ...]) -> str:
         rows = []
@@ -201,45 +193,37 @@ class Emitter:
             fields.append(f"policyOptions: {self.option_rules(c, c.policy_options)}")
         if c.counted_keys:
             fields.append(f"numkeys: &rule{numkeys_rule()}")
+        else:
+            fields.append(f"measure: {self.measure(c)}")
         if c.name in INSTEAD and not c.function:
             fields.append(f'instead: "{INSTEAD[c.name]}"')
         return [f"var {self.var(c)} = newCommand(command{{{', '.join(fields)}}})"]
 
-    def limit_and_window(self, c: Command) -> list[str]:
-        """What the fail modes and the RateLimit-Policy field need: the limit and the window."""
-        by_name = {a.name: param_name(a) for a in c.arguments}
+    @staticmethod
+    def measure(c: Command) -> str:
+        """Which arguments give the limit and the window (clients/go/row.go reads it)."""
+        index = {a.name: i for i, a in enumerate(c.arguments)}
         ints = [a for a in c.arguments if a.kind == "integer"]
         w = c.window
-        if w.kind == "throttle":
-            burst, count, period = (by_name[n] for n in w.args)
-            return [f"b.limit = {burst} + 1", f"b.window = refillWindow({burst}+1, {count}, {period})"]
-        if w.kind == "refill":
-            capacity, tokens, period = (by_name[n] for n in w.args)
-            return [f"b.limit = {capacity}", f"b.window = refillWindow({capacity}, {tokens}, {period})"]
-        out = []
+        if w.kind in ("throttle", "refill"):
+            a, b, d = (index[n] for n in w.args)
+            kind = "windowThrottle" if w.kind == "throttle" else "windowRefill"
+            return f"measure{{kind: {kind}, limit: {a}, a: {a}, b: {b}, c: {d}}}"
         limit = next((a for a in ints if a.name == "limit"), ints[0] if ints else None)
-        if limit is not None:
-            out.append(f"b.limit = {param_name(limit)}")
+        at = index[limit.name] if limit is not None else -1
         if w.kind == "argument":
-            arg = next(a for a in c.arguments if a.name == w.args[0])
+            arg = c.arguments[index[w.args[0]]]
             if arg.kind != "duration":
                 raise ValueError(f"{c.name}: the window {arg.name} is not a duration")
-            out.append(f"b.window = {param_name(arg)}")
-        elif w.kind != "none":
+            return f"measure{{kind: windowArgument, limit: {at}, a: {index[arg.name]}}}"
+        if w.kind != "none":
             raise ValueError(f"{c.name}: window rule {w.kind} unknown to the Go emitter")
-        return out
+        return f"measure{{kind: windowNone, limit: {at}}}"
 
-    def builder_func(self, c: Command) -> list[str]:
-        lines = [
-            f"// {self.builder(c)} appends {c.name}'s arguments after the key, checked against the table.",
-            f"func (b *builder) {self.builder(c)}({self.params(c)}) {{",
-            f"\tr := {self.var(c)}.args",
-        ]
-        for i, a in enumerate(c.arguments):
-            lines.append(f"\tb.{APPEND[a.kind]}(&r[{i}], {param_name(a)})")
-        lines += ["\t" + line for line in self.limit_and_window(c)]
-        lines.append("}")
-        return lines
+    @staticmethod
+    def values(c: Command) -> str:
+        """The arguments as row.go's values."""
+        return ", ".join(f"{ARG_VALUE[a.kind]}({param_name(a)})" for a in c.arguments)
 
     def signature(self, c: Command) -> tuple[str, str]:
         """The parameters after ctx (the key, or RL.ALL's checks, the arguments,
@@ -253,20 +237,23 @@ class Emitter:
         return ", ".join(p for p in params if p), ", ".join(names)
 
     def call_func(self, c: Command) -> list[str]:
-        """The call on one key (or RL.ALL's keys), shared by the Client and the Pipeline."""
-        params, _ = self.signature(c)
-        params = params.replace("opts ...Option", "opts []Option")
-        if not c.options:
-            params += ", opts []Option"
-        first = ["\tk.policies(checks)"] if c.counted_keys else ["\tk.add(key)", f"\tk.{self.builder(c)}({self.names(c)})"]
+        """RL.ALL's call (its keys and policies), shared by the Client and the Pipeline;
+        a call on one key is row.go's `with`."""
         return [
             f"// {self.call(c)} builds {c.name}'s call.",
-            f"func (k *call) {self.call(c)}({params}) *call {{",
-            *first,
+            f"func (k *call) {self.call(c)}(checks []KeyPolicy, opts []Option) *call {{",
+            "\tk.policies(checks)",
             f"\tk.options({self.var(c)}.options, opts)",
             "\treturn k",
             "}",
         ]
+
+    def build(self, c: Command) -> str:
+        """The call on k, its arguments passed on."""
+        if c.counted_keys:
+            return f"{self.call(c)}(checks, opts)"
+        values = self.values(c)
+        return f"with(key, {'opts' if c.options else 'nil'}{', ' + values if values else ''})"
 
     @staticmethod
     def call(c: Command) -> str:
@@ -275,20 +262,20 @@ class Emitter:
     def client_method(self, c: Command) -> list[str]:
         name = method_name(c)
         result, finish, _ = REPLIES[c.reply]
-        params, names = self.signature(c)
+        params, _ = self.signature(c)
         lines = self.comment(name, c, "is")
         if c.name in LEASES:
             ids = [param_name(a) for a in c.arguments if a.kind == "text"]
             lease_id = ids[-1] if ids else '""'
             return lines + [
                 f"func (c *Client) {name}(ctx context.Context, {params}) (*Lease, error) {{",
-                f"\tbuild := func() *call {{ return one({self.var(c)}).{self.call(c)}({names}) }}",
+                f"\tbuild := func() *call {{ return one({self.var(c)}).{self.build(c)} }}",
                 f"\treturn c.lease(ctx, build, key, {lease_id})",
                 "}",
             ]
         return lines + [
             f"func (c *Client) {name}(ctx context.Context, {params}) ({result}, error) {{",
-            f"\tk := one({self.var(c)}).{self.call(c)}({names})",
+            f"\tk := one({self.var(c)}).{self.build(c)}",
             f"\treturn {finish}",
             "}",
         ]
@@ -296,12 +283,12 @@ class Emitter:
     def pipeline_method(self, c: Command) -> list[str]:
         name = method_name(c)
         result, _, pending = REPLIES[c.reply]
-        params, names = self.signature(c)
+        params, _ = self.signature(c)
         return [
             f"// {name} queues {c.name} (see Client.{name}).",
             f"func (p *Pipeline) {name}({params}) *Pending[{result}] {{",
             f"\tk, r := {pending}({self.var(c)})",
-            f"\tk.{self.call(c)}({names}).seal()",
+            f"\tk.{self.build(c)}.seal()",
             "\treturn r",
             "}",
         ]
@@ -317,7 +304,7 @@ class Emitter:
         lines = wrap(text) + [
             f"func {name}({self.params(c)}{opts}) Policy {{",
             f"\tp := newPolicy({self.var(c)}, {len(c.arguments) + (2 if c.policy_options else 0)})",
-            f"\tp.b.{self.builder(c)}({self.names(c)})",
+            f"\tp.b.args({self.values(c)})",
         ]
         if c.policy_options:
             lines.append(f"\tp.b.options({self.var(c)}.policyOptions, opts)")
@@ -331,11 +318,10 @@ class Emitter:
         takers = [method_name(c) for c in self.model.commands if any(x.name == o.name for x in c.options)]
         policies = [method_name(c) + " policy" for c in self.model.commands if any(x.name == o.name for x in c.policy_options)]
         text = f"{name} is the option {o.name} <{param}>: {note}. Taken by " + ", ".join(takers + policies) + "."
-        value = {"integer": "n: n", "duration": "d: d", "text": "s: s"}[o.value.kind]
+        # One line a function (row.go's integerOption, durationOption, textOption): the options are alike in all but
+        # their names.
         return wrap(text) + [
-            f"func {name}({param} {go_type}) Option {{",
-            f'\treturn Option{{bit: opt{name}, word: word{name}, name: "{o.name}", kind: {KINDS[o.value.kind]}, {value}}}',
-            "}",
+            f'func {name}({param} {go_type}) Option {{ return {o.value.kind}Option(opt{name}, word{name}, {param}) }}',
         ]
 
     # -- the files -----------------------------------------------------------
@@ -345,9 +331,9 @@ class Emitter:
                 "var commands = []*command{" + ", ".join(self.var(c) for c in self.model.commands) + "}", ""]
         for c in self.model.commands:
             out += self.command_var(c) + [""]
-            if not c.counted_keys:
-                out += self.builder_func(c) + [""]
-            out += self.call_func(c) + [""] + self.client_method(c) + [""]
+            if c.counted_keys:
+                out += self.call_func(c) + [""]
+            out += self.client_method(c) + [""]
         return "\n".join(out).rstrip() + "\n" + UNUSED + "var _ = math.MaxInt64\n"
 
     def pipeline_file(self) -> str:

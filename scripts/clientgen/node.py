@@ -43,23 +43,20 @@ def js_value(v) -> str:
     return json.dumps(v)
 
 
+# lib/args.js compares a text's bytes with its max: a text without one (a word or a value
+# the server checks) gets the largest safe integer, never null.
+NO_MAX = 9007199254740991
+
+
+def max_of(a: Argument) -> Optional[int]:
+    return NO_MAX if a.max is None and a.kind == "text" else a.max
+
+
 def param(a: Argument) -> str:
     name = camel(a.words)
     if name in RESERVED:
         raise ValueError(f"argument {a.name!r} would shadow the generated code's own {name!r}: rename it here")
     return name
-
-
-def check(a: Argument, value: str, command: str) -> str:
-    """The call that checks `value` for argument `a` (an integer, a duration's ms, the text)."""
-    if a.kind not in VALUE_TYPES:
-        raise ValueError(f"{command}: argument {a.name!r} has kind {a.kind!r}: teach scripts/clientgen/node.py and lib/args.js")
-    return f"A.{a.kind}({value}, {js_value(command)}, {js_value(a.name)}, {js_value(a.min)}, {js_value(a.max)})"
-
-
-def sent(a: Argument, value: str, checked: str) -> str:
-    """What the call sends for a checked argument."""
-    return {"integer": f"A.integerText({checked})", "duration": f"A.durationText({value})", "text": checked}[a.kind]
 
 
 def synopsis(c: Command) -> str:
@@ -68,34 +65,6 @@ def synopsis(c: Command) -> str:
     extras = " ".join(f"[{o.name} {o.value.name}]" for o in c.extras)
     keys = "numkeys key... policy..." if c.counted_keys else "key"
     return " ".join(x for x in (c.name, keys, args, f"[{amounts}]" if amounts else "", extras) if x)
-
-
-def window_expr(c: Command, checked: dict[str, str]) -> str:
-    w = c.window
-    if w.kind == "argument":
-        return checked[w.args[0]]
-    if w.kind == "refill":
-        return f"A.refill({', '.join(checked[n] for n in w.args)})"
-    if w.kind == "throttle":
-        burst, count, period = (checked[n] for n in w.args)
-        return f"A.refill(A.plusOne({burst}), {count}, {period})"
-    if w.kind == "none":
-        return "null"
-    raise ValueError(f"{c.name}: window rule {w.kind!r}: teach scripts/clientgen/node.py")
-
-
-def limit_expr(c: Command, checked: dict[str, str]) -> str:
-    """The limit a fail mode's decision reports: the q of RateLimit-Policy."""
-    if c.window.kind == "throttle":
-        return f"A.plusOne({checked[c.window.args[0]]})"
-    if c.window.kind == "refill":
-        return checked[c.window.args[0]]
-    names = [a.name for a in c.arguments]
-    for n in LIMIT_NAMES:
-        if n in names:
-            return checked[n]
-    first = next((a.name for a in c.arguments if a.kind == "integer" and not a.optional), None)
-    return checked[first] if first else "null"
 
 
 def const(c: Command) -> str:
@@ -110,39 +79,46 @@ def options_table(name: str, options: tuple[Option, ...], command: str) -> str:
         excludes = [camel(x.lower().split("_")) for x in o.excludes if any(p.name == x for p in options)]
         rows.append(
             f"  {camel(o.words)}: [{js_value(o.name)}, {js_value(o.value.kind)}, {js_value(o.value.min)}, "
-            f"{js_value(o.value.max)}, {js_value(excludes)}],"
+            f"{js_value(max_of(o.value))}, {js_value(excludes)}],"
         )
     return f"const {name} = {{\n" + "\n".join(rows) + "\n};\n"
 
 
-def body(c: Command, lines: list[str], head_lib: str, head_module: str, target: str, tail: str) -> None:
-    """The checks and the argv of a command (or policy) on one key; `tail` queues or builds it."""
-    checked: dict[str, str] = {}
-    required = [a for a in c.arguments if not a.optional]
-    for i, a in enumerate(c.arguments):
-        p = param(a)
-        if a.optional:
-            continue
-        checked[a.name] = f"v{i}"
-        lines.append(f"  const v{i} = {check(a, p, target)};")
-    values = ", ".join(sent(a, param(a), checked[a.name]) for a in required)
-    if head_lib:
-        lines.append(f"  const argv = to._lib\n    ? [{head_lib}, {values}]\n    : [{head_module}, {values}];")
-    else:
-        lines.append(f"  const argv = [{head_module}, {values}];")
-    for a in c.arguments:
-        if a.optional:
-            p = param(a)
-            lines.append(f"  if ({p} !== undefined && {p} !== null) argv.push({sent(a, p, check(a, p, target))});")
-    lines.append(tail.format(window=window_expr(c, checked), limit=limit_expr(c, checked)))
+def window_rule(c: Command) -> list:
+    """The row's window rule (lib/table.js reads it): its kind, then argument indexes."""
+    w = c.window
+    if w.kind not in ("argument", "refill", "throttle", "none"):
+        raise ValueError(f"{c.name}: window rule {w.kind!r}: teach scripts/clientgen/node.py and lib/table.js")
+    names = [a.name for a in c.arguments]
+    return [w.kind] + [names.index(n) for n in w.args]
+
+
+def limit_index(c: Command) -> Optional[int]:
+    """The argument whose value a fail mode's decision reports: the q of RateLimit-Policy
+    (CL.THROTTLE's max_burst, plus one in lib/table.js)."""
+    names = [a.name for a in c.arguments]
+    if c.window.kind in ("throttle", "refill"):
+        return names.index(c.window.args[0])
+    for n in LIMIT_NAMES:
+        if n in names:
+            return names.index(n)
+    return next((i for i, a in enumerate(c.arguments) if a.kind == "integer" and not a.optional), None)
+
+
+def arg_row(a: Argument, command: str) -> list:
+    if a.kind not in VALUE_TYPES:
+        raise ValueError(f"{command}: argument {a.name!r} has kind {a.kind!r}: teach scripts/clientgen/node.py and lib/args.js")
+    param(a)
+    return [a.name, a.kind, a.min, max_of(a)] + ([True] if a.optional else [])
 
 
 def emit_js(model: Model, max_keys: dict[str, int]) -> str:
     out = [header("//", model.version)]
     out.append(
-        "// Each command's method (RateLimiter's sends it, Pipeline's queues it), the RL.ALL\n"
-        "// policy builders, and the argument checks with the ranges of the server's command table.\n"
-        "'use strict';\n\nconst A = require('./args');\nconst { Policy, countedKeys } = require('./policy');\n"
+        "// Each command's row: its arguments with the ranges of the server's command table, its\n"
+        "// option tables, its window and limit. lib/table.js turns the rows into the methods\n"
+        "// (RateLimiter's send, Pipeline's queue) and the RL.ALL policy builders.\n"
+        "'use strict';\n\nconst { methodsOf } = require('./table');\n"
     )
     out.append(
         "/**\n * Each command: its name, its method, its Functions library function (null: the module\n"
@@ -158,75 +134,32 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
             f"reply: {js_value(c.reply)}, counted: {js_value(c.counted_keys)}, policy: {policy} }},"
         )
     out.append("};\n")
-    out.append("// Options: each parameter's name to [word, kind, min, max, the parameters it excludes].")
+    out.append("// Options: each parameter's name to [word, kind, min, max, the parameters it excludes];")
+    out.append("// commands with the same options share one table.")
+    tables: dict[str, str] = {}  # a table's text -> its name
+
+    def table(name: str, options: tuple[Option, ...], command: str) -> str:
+        text = options_table("{}", options, command)
+        if text not in tables:
+            tables[text] = name
+            out.append(text.replace("{}", name, 1))
+        return tables[text]
+
+    rows = []
     for c in model.commands:
-        if c.options:
-            out.append(options_table(f"{const(c)}_OPTIONS", c.options, c.name))
-        if c.policy and c.policy_options:
-            out.append(options_table(f"{const(c)}_POLICY_OPTIONS", c.policy_options, c.name))
-
-    methods = []
-    for c in model.commands:
-        name = camel(c.words)
+        opts = table(f"{const(c)}_OPTIONS", c.options, c.name) if c.options else "null"
+        popts = table(f"{const(c)}_POLICY_OPTIONS", c.policy_options, c.name) if c.policy and c.policy_options else "null"
+        fields = [f"command: COMMANDS[{js_value(c.name)}]", f"word: {js_value(c.policy)}"]
         if c.counted_keys:
-            params = ["entries"]
+            fields += [f"args: []", f"options: {opts}", f"maxKeys: {max_keys.get(c.name, 9007199254740991)}"]
         else:
-            params = ["key"] + [param(a) for a in c.arguments]
-        if c.options:
-            params.append("options")
-        plist = ", ".join(params)
-        lines = [f"// {synopsis(c)}", f"function {name}(to, {plist}) {{", f"  const command = COMMANDS[{js_value(c.name)}];"]
-        opts = (
-            f"  if (options !== undefined && options !== null) A.pushOptions(argv, options, {const(c)}_OPTIONS, {js_value(c.name)});\n"
-            if c.options
-            else ""
-        )
-        if c.counted_keys:
-            most = max_keys.get(c.name, 9007199254740991)
-            lines.append(f"  const {{ argv, plan }} = countedKeys(to._lib, command, entries, {most});")
-            lines.append(opts + "  return to._queue(argv, command, plan, null);")
-        else:
-            lines.append(f"  const k = A.key(key, {js_value(c.name)});")
-            head_lib = f'"FCALL", {js_value(c.function)}, "1", k' if c.function else ""
-            body(c, lines, head_lib, f"{js_value(c.name)}, k", c.name, opts + "  return to._queue(argv, command, {window}, {limit});")
-        lines.append("}\n")
-        out.append("\n".join(lines))
-        methods.append((name, plist, c))
-
-    arity = max(len(plist.split(", ")) for _, plist, _ in methods)
-    params = ", ".join(f"a{i}" for i in range(arity))
-    out.append(
-        "// RateLimiter's methods send their call (a refused argument rejects its promise);\n"
-        "// Pipeline's queue it and return the pipeline. Each passes on as many arguments as the\n"
-        "// longest command takes.\n"
-        f"const sending = (build) =>\n  function send({params}) {{\n    try {{\n      return build(this, {params});\n"
-        "    } catch (err) {\n      return Promise.reject(err);\n    }\n  };\n"
-        f"const queuing = (build) =>\n  function queue({params}) {{\n    return build(this, {params});\n  }};\n"
-    )
-    out.append("const limiterMethods = {")
-    out += [f"  {name}: sending({name})," for name, _, _ in methods]
-    out.append("};\n")
-    out.append("const pipelineMethods = {")
-    out += [f"  {name}: queuing({name})," for name, _, _ in methods]
-    out.append("};\n")
-
-    out.append("/** RL.ALL's policies, one builder per policy word. */")
-    out.append("const policies = {")
-    for c in model.policies:
-        params = [param(a) for a in c.arguments] + (["options"] if c.policy_options else [])
-        what = f"{c.policy} policy"
-        lines = [f"  /** {c.policy} {' '.join(a.name for a in c.arguments)}: {c.summary} */", f"  {camel(c.words)}({', '.join(params)}) {{"]
-        inner: list[str] = []
-        opts = (
-            f"  if (options !== undefined && options !== null) A.pushOptions(argv, options, {const(c)}_POLICY_OPTIONS, {js_value(what)});\n"
-            if c.policy_options
-            else ""
-        )
-        body(c, inner, "", js_value(c.policy), what, opts + f"  return new Policy({js_value(c.policy)}, {js_value(c.name)}, argv, {{window}}, {{limit}});")
-        lines += ["  " + line.replace("\n", "\n  ") for line in inner]
-        lines.append("  },")
-        out.append("\n".join(lines))
-    out.append("};\n")
+            args = ", ".join(js_value(arg_row(a, c.name)) for a in c.arguments)
+            fields += [f"args: [{args}]", f"options: {opts}", f"policyOptions: {popts}"]
+            fields += [f"window: {js_value(window_rule(c))}", f"limit: {js_value(limit_index(c))}"]
+        rows.append(f"  // {synopsis(c)}\n  {{ {', '.join(fields)} }},")
+    out.append("/** Each command's row (read by lib/table.js). */")
+    out.append("const ROWS = [\n" + "\n".join(rows) + "\n];\n")
+    out.append("const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);\n")
     out.append("module.exports = { COMMANDS, limiterMethods, pipelineMethods, policies };")
     return "\n".join(out) + "\n"
 

@@ -5,9 +5,11 @@ Two generated modules:
 - ``_commands.py``: each command's ``Spec`` (module name, library function, reply),
   its argument shape (a function that checks the positional arguments against the
   table's ranges and gives the words to send, the reply's limit and its window), its
-  options table, and ``Commands``, the mixin that gives limiters and pipelines one
-  method per command;
-- ``_policies.py``: one dataclass per RL.ALL policy, built on the same shapes.
+  options table, and ``Commands``, the mixin that gives
+  limiters and pipelines one method per command, each a one-line call of the
+  hand-written ``Submitter._command``;
+- ``_policies.py``: one dataclass per RL.ALL policy, naming its word, its shape and
+  options table and its fields; ``Policy._compile`` does the rest.
 
 Nothing here names a command: a command, argument kind or option kind added to the
 table reaches the client through ``make clients`` alone. Hand-written code
@@ -97,11 +99,17 @@ def q(text: str) -> str:
 
 
 def signature(name: str, params: list[str], returns: str, indent: str) -> list[str]:
-    """A def line, its parameters one a line when they do not fit in 100 columns."""
+    """A def line, its parameters filling indented lines of 100 columns when they do not
+    fit on it (filled, not one a line: methods alike in arguments stay unlike in lines)."""
     line = f"{indent}def {name}({', '.join(params)}) -> {returns}:"
     if len(line) <= 100:
         return [line]
-    return [f"{indent}def {name}(", *(f"{indent}    {p}," for p in params), f"{indent}) -> {returns}:"]
+    inner = [f"{indent}   "]
+    for p in params:
+        if len(inner[-1]) + len(p) + 2 > 100:
+            inner.append(f"{indent}   ")
+        inner[-1] += f" {p},"
+    return [f"{indent}def {name}(", *inner, f"{indent}) -> {returns}:"]
 
 
 def reply_of(command: Command) -> str:
@@ -256,15 +264,8 @@ def option_params(options: tuple[Option, ...]) -> list[str]:
     return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
 
 
-def options_line(table: str, options: tuple[Option, ...], target: str, indent: str, prefix: str = "") -> list[str]:
-    if not options:
-        return []
-    names = [prefix + ident(o.name) for o in options]
-    given = " or ".join(f"{n} is not None" for n in names)
-    return [
-        f"{indent}if {given}:",
-        f"{indent}    {target} += options({table}, ({', '.join(names)}{',' if len(names) == 1 else ''}))",
-    ]
+def option_params(options: tuple[Option, ...]) -> list[str]:
+    return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
 
 
 # ---- _commands.py --------------------------------------------------------------------
@@ -273,26 +274,28 @@ def options_line(table: str, options: tuple[Option, ...], target: str, indent: s
 def command_method(command: Command) -> list[str]:
     check_names(command)
     returns = reply_of(command)
-    name, spec, table = method(command), constant(command), f"{constant(command)}_OPTIONS"
-    opts = option_params(command.options)
+    name, spec = method(command), constant(command)
+    table = f"{spec}_OPTIONS" if command.options else "()"
     if command.counted_keys:
         params = ["self", "policies: Policies"]
     else:
         params = ["self", "key: Key"] + [
             f"{ident(a.name)}: {kind_of(a)}" + (f" | None = None" if a.optional else "") for a in command.arguments
         ]
-    if opts:
-        params += ["*"] + opts
+    if command.options:
+        params += ["*", *option_params(command.options)]
+    names = [ident(o.name) for o in command.options]
+    given = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
     head = "numkeys key... policy..." if command.counted_keys else "key"
     doc = f"``{usage(command, command.options, command.name + ' ' + head)}``: {command.summary}."
     lines = signature(name, params, returns, "    ") + docstring(doc, "        ")
     if command.counted_keys:
         lines.append("        key, args, meta, limit = gather(policies)")
+        shape = "(args, limit, meta)"
     else:
-        call = ", ".join(ident(a.name) for a in command.arguments)
-        lines.append(f"        args, limit, meta = _{name}({call})")
-    lines += options_line(table, command.options, "args", "        ")
-    lines.append(f"        return self._submit({spec}, key, args, meta, limit)  # type: ignore[no-any-return]")
+        shape = f"_{name}({', '.join(ident(a.name) for a in command.arguments)})"
+    call = f"self._command({spec}, key, {shape}, {table}, {given})"
+    lines.append(f"        return {call}  # type: ignore[no-any-return]")
     return lines
 
 
@@ -304,10 +307,10 @@ def commands_module(model: Model) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import Any, Generic, Optional, TypeVar",
+        "from typing import Generic, Optional, TypeVar",
         "",
-        "from ._arguments import Duration, Key, Option, Text, duration, integer, options, text",
-        "from ._spec import Policies, Shape, Spec, gather, refill_ms",
+        "from ._arguments import Duration, Key, Option, Text, duration, integer, text",
+        "from ._spec import Policies, Shape, Spec, Submitter, gather, refill_ms",
         "",
         'D = TypeVar("D")',
         'A = TypeVar("A")',
@@ -334,15 +337,12 @@ def commands_module(model: Model) -> str:
     out += [
         "",
         "",
-        "class Commands(Generic[D, A, T, R]):",
+        "class Commands(Submitter, Generic[D, A, T, R]):",
         '    """Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an',
         "    RL.ALL decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the",
         '    value, an awaitable of it, or the pipeline, for chaining)."""',
         "",
         "    __slots__ = ()",
-        "",
-        "    def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:",
-        "        raise NotImplementedError",
     ]
     for c in model.commands:
         out += [""] + command_method(c)
@@ -358,22 +358,16 @@ def policy_class(command: Command) -> list[str]:
     fields += [f"    {ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in command.policy_options]
     looked = " Only looked at: it takes nothing, and a blocked key makes the call rejected." if command.looked_at else ""
     doc = f"``{usage(command, command.policy_options, command.policy or '')}``: {command.summary}.{looked}"
-    call = ", ".join(f"self.{ident(a.name)}" for a in command.arguments)
-    lines = [
+    table = f"{constant(command)}_POLICY_OPTIONS" if command.policy_options else "()"
+    return [
         "@dataclass(frozen=True, slots=True)",
         f"class {name}(Policy):",
         *docstring(doc, "    "),
         "",
         f"    word: ClassVar[str] = {q(command.policy or '')}",
+        f"    _form: ClassVar[Form] = (_{method(command)}, {table})",
         *fields,
-        "",
-        "    def _compile(self) -> Shape:",
-        f"        args, limit, window = _{method(command)}({call})",
-        f"        args = ({q(command.policy or '')},) + args",
     ]
-    lines += options_line(f"{constant(command)}_POLICY_OPTIONS", command.policy_options, "args", "        ", "self.")
-    lines.append("        return args, limit, window")
-    return lines
 
 
 def policies_module(model: Model) -> str:
@@ -389,11 +383,11 @@ def policies_module(model: Model) -> str:
         "from dataclasses import dataclass",
         "from typing import ClassVar, Optional",
         "",
-        "from ._arguments import Duration, Text, options",
+        "from ._arguments import Duration, Text",
         "from ._commands import (",
         *(f"    {name}," for name in shapes),
         ")",
-        "from ._spec import Policy, Shape",
+        "from ._spec import Form, Policy",
         "",
         f"__all__ = [{', '.join(q(pascal(c.words)) for c in policies)}]",
     ]

@@ -63,10 +63,6 @@ def taken(kind: str) -> str:
     return {"integer": "u64", "duration": "impl Into<Period>", "text": "impl AsRef<[u8]>"}[kind]
 
 
-def convert(kind: str, name: str) -> str:
-    return {"integer": name, "duration": f"{name}.into()", "text": f"{name}.as_ref().to_vec()"}[kind]
-
-
 def describe(a: Argument) -> str:
     lo, hi = a.min, a.max
     if a.kind == "integer":
@@ -74,26 +70,6 @@ def describe(a: Argument) -> str:
     if a.kind == "duration":
         return f"a duration from {lo if lo is not None else 0} ms to {hi if hi is not None else 'u64::MAX'} ms"
     return f"{lo if lo is not None else 0} to {hi if hi is not None else 'any number of'} bytes"
-
-
-def check(a: Argument, value: str, label: str) -> str:
-    """The check of `value` (a field, or `v` bound by reference to an option's value)."""
-    lo = "0" if a.min is None else str(a.min)
-    hi = "u64::MAX" if a.max is None else str(a.max)
-    fn = {"integer": "integer", "duration": "duration", "text": "text"}[a.kind]
-    if value == "v":
-        arg = "*v" if a.kind == "integer" else "v"
-    else:
-        arg = value if a.kind == "integer" else f"&{value}"
-    return f'check::{fn}("{label}", {arg}, {lo}, {hi})?;'
-
-
-def write(kind: str, value: str) -> str:
-    return {
-        "integer": f"cmd.arg({value});",
-        "duration": f"{value}.write_arg(cmd);",
-        "text": f"cmd.arg({value}.as_slice());",
-    }[kind]
 
 
 def usage(c: Command) -> str:
@@ -133,15 +109,8 @@ def option_fields(out: Lines, options: tuple[Option, ...]) -> None:
         out.add(1, "twice: Option<&'static str>,")
 
 
-def option_builders(out: Lines, options: tuple[Option, ...], optional: tuple[Argument, ...]) -> None:
-    for a in optional:
-        field = ident(a.words)
-        out.add(1, f"/// `{a.name}`: {describe(a)} (the server's default: {a.default}).")
-        out.add(1, "#[must_use]")
-        out.add(1, f"pub fn {field}(mut self, {bare(a.words)}: {taken(a.kind)}) -> Self {{")
-        out.add(2, f"self.{field} = Some({convert(a.kind, bare(a.words))});")
-        out.add(2, "self")
-        out.add(1, "}")
+def option_builders(out: Lines, options: tuple[Option, ...]) -> None:
+    """RL.ALL's option builders and `charge()` (each one line through src/params.rs)."""
     for o in options:
         field, param = ident(o.words), ("n" if o.amount else bare(o.value.words))
         doc = AMOUNT_DOCS.get(o.name) if o.amount else describe(o.value)
@@ -150,18 +119,14 @@ def option_builders(out: Lines, options: tuple[Option, ...], optional: tuple[Arg
             out.add(1, f"/// Not with {', '.join(o.excludes)}; at most once.")
         out.add(1, "#[must_use]")
         out.add(1, f"pub fn {field}(mut self, {param}: {taken(o.value.kind)}) -> Self {{")
-        out.add(2, f'self.twice = self.twice.or(self.{field}.as_ref().map(|_| "{o.name}"));')
-        out.add(2, f"self.{field} = Some({convert(o.value.kind, param)});")
+        out.add(2, f'params::once(&mut self.twice, &mut self.{field}, "{o.name}", Take::take({param}));')
         out.add(2, "self")
         out.add(1, "}")
     amounts = [o for o in options if o.amount]
     if amounts:
         out.add(1, "/// The call's COST, REFUND or DEBIT, if one was given.")
         out.add(1, "pub fn charge(&self) -> Option<Charge> {")
-        first, *rest = amounts
-        out.add(2, f"self.{ident(first.words)}.map(Charge::{pascal(first.words)})")
-        for o in rest:
-            out.add(3, f".or(self.{ident(o.words)}.map(Charge::{pascal(o.words)}))")
+        out.add(2, "None" + "".join(f".or(self.{ident(o.words)}.map(Charge::{pascal(o.words)}))" for o in amounts))
         out.add(1, "}")
 
 
@@ -171,30 +136,19 @@ def option_checks(out: Lines, options: tuple[Option, ...], indent: int) -> None:
     out.add(indent, "if let Some(name) = self.twice {")
     out.add(indent + 1, "return Err(check::twice(name));")
     out.add(indent, "}")
-    names = {o.name: o for o in options}
-    seen: set[frozenset[str]] = set()
-    for o in options:
-        for other in o.excludes:
-            pair = frozenset((o.name, other))
-            if other not in names or pair in seen:
-                continue
-            seen.add(pair)
-            b = names[other]
-            out.add(indent, f"if self.{ident(o.words)}.is_some() && self.{ident(b.words)}.is_some() {{")
-            out.add(indent + 1, f'return Err(check::excluded("{o.name}", "{other}"));')
-            out.add(indent, "}")
-    for o in options:
-        out.add(indent, f"if let Some(v) = &self.{ident(o.words)} {{")
-        out.add(indent + 1, check(o.value, "v", o.name))
+    for x, y in excluded_pairs(options):
+        out.add(indent, f"if self.{ident(x.words)}.is_some() && self.{ident(y.words)}.is_some() {{")
+        out.add(indent + 1, f'return Err(check::excluded("{x.name}", "{y.name}"));')
         out.add(indent, "}")
+    for o in options:
+        lo = "0" if o.value.min is None else str(o.value.min)
+        hi = "u64::MAX" if o.value.max is None else str(o.value.max)
+        out.add(indent, f'params::check_given(&self.{ident(o.words)}, "{o.name}", {lo}, {hi})?;')
 
 
 def write_options(out: Lines, options: tuple[Option, ...], indent: int) -> None:
     for o in options:
-        out.add(indent, f"if let Some(v) = &self.{ident(o.words)} {{")
-        out.add(indent + 1, f'cmd.arg("{o.name}");')
-        out.add(indent + 1, write(o.value.kind, "v" if o.value.kind != "integer" else "*v"))
-        out.add(indent, "}")
+        out.add(indent, f'params::write_given(&self.{ident(o.words)}, "{o.name}", cmd);')
 
 
 def limit_of(c: Command) -> str:
@@ -232,96 +186,80 @@ def names_const_item(out: Lines, c: Command) -> None:
     out.add(0)
 
 
+def item(a: Argument, label: str, doc: str, head: str, taken_kind: str) -> str:
+    """One argument or option of a `command!` invocation: its doc, `head: Kept [Taken]`,
+    the name its checks say and its range."""
+    lo = "0" if a.min is None else str(a.min)
+    hi = "u64::MAX" if a.max is None else str(a.max)
+    return f'#[doc = {json_str(doc)}] {head}: {stored(a.kind)} [{taken(taken_kind)}] = "{label}" ({lo}, {hi})'
+
+
+def json_str(text: str) -> str:
+    """A Rust string literal (a doc line break as `\\n`)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def command_type(out: Lines, c: Command) -> None:
+    """One `command!` invocation (src/params.rs writes the type from it): a few lines
+    of what this command has and no other."""
     name = pascal(c.words)
     required = tuple(a for a in c.arguments if not a.optional)
     optional = tuple(a for a in c.arguments if a.optional)
-    names_const_item(out, c)
-    out.add(0, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
+    function = f'Some("{c.function}")' if c.function else "None"
+    word = f'Some("{c.policy}")' if c.policy else "None"
+    # Two lines of code a command (its names; the rest), so that two commands alike in
+    # shape (RL.FIXED, RL.SLIDINGCOUNTER) stay short of a repeated run.
+    out.add(0, f'command! {{ {name} {names_const(c)} = ("{c.name}", {function}, {word}, {pascal([c.reply])});')
+    out.add(1, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.function is None:
-        out.add(0, "///")
-        out.add(0, "/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).")
-    out.add(0, "#[derive(Clone, Debug, PartialEq, Eq)]")
-    out.add(0, f"pub struct {name} {{")
-    for a in required:
-        out.add(1, f"/// `{a.name}`: {describe(a)}.")
-        out.add(1, f"pub {ident(a.words)}: {stored(a.kind)},")
-    for a in optional:
-        out.add(1, f"/// `{a.name}`: {describe(a)}; None sends none (the server's default: {a.default}).")
-        out.add(1, f"pub {ident(a.words)}: Option<{stored(a.kind)}>,")
-    option_fields(out, c.options)
-    out.add(0, "}")
-    out.add(0)
-    out.add(0, f"impl {name} {{")
-    params = ", ".join(f"{bare(a.words)}: {taken(a.kind)}" for a in required)
-    out.add(1, f"/// {', '.join(f'`{a.name}`' for a in required) or 'No arguments'}; checked when the call is made.")
-    out.add(1, "#[allow(clippy::too_many_arguments)]" if len(required) > 7 else "#[must_use]")
-    out.add(1, f"pub fn new({params}) -> Self {{")
-    out.add(2, f"{name} {{")
-    for a in required:
-        value = convert(a.kind, bare(a.words))
-        out.add(3, f"{ident(a.words)}," if value == ident(a.words) else f"{ident(a.words)}: {value},")
-    for a in optional:
-        out.add(3, f"{ident(a.words)}: None,")
-    for o in c.options:
-        out.add(3, f"{ident(o.words)}: None,")
+        out.add(1, "///")
+        out.add(1, "/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).")
+    new_doc = f"{', '.join(f'`{a.name}`' for a in required) or 'No arguments'}; checked when the call is made."
+    new_attr = "#[allow(clippy::too_many_arguments)]" if len(required) > 7 else "#[must_use]"
+    args = ", ".join(item(a, a.name, f"`{a.name}`: {describe(a)}.", ident(a.words), a.kind) for a in required)
+    opt = ", ".join(
+        item(a, a.name, f"`{a.name}`: {describe(a)}; None sends none (the server's default: {a.default}).", ident(a.words), a.kind)
+        for a in optional
+    )
+    line = [f"new[#[doc = {json_str(new_doc)}] {new_attr}]({args}); optional({opt});"]
     if c.options:
-        out.add(3, "twice: None,")
-    out.add(2, "}")
-    out.add(1, "}")
-    option_builders(out, c.options, optional)
+        opts = []
+        for o in c.options:
+            field, param = ident(o.words), ("n" if o.amount else bare(o.value.words))
+            doc = f"`{o.name} {'n' if o.amount else o.value.name}`: {AMOUNT_DOCS.get(o.name) if o.amount else describe(o.value)}."
+            if o.excludes:
+                doc += f"\n Not with {', '.join(o.excludes)}; at most once."
+            vis = "" if o.amount else "pub "
+            opts.append(item(o.value, o.name, doc, f"{vis}{field}({param})", o.value.kind))
+        line.append(f"options[twice]({', '.join(opts)});")
+    pairs = ", ".join(f'{ident(x.words)} {ident(y.words)} = "{x.name}" "{y.name}"' for x, y in excluded_pairs(c.options))
+    line.append(f"excludes({pairs});")
+    if c.amounts:
+        line.append(f"charge({', '.join(f'{ident(o.words)} {pascal(o.words)}' for o in c.amounts)});")
+    policy_names = {o.name for o in c.policy_options}
+    refused = ", ".join(f'{ident(o.words)} = "{o.name}"' for o in c.options if c.policy and o.name not in policy_names)
+    writes = ", ".join(f'{ident(o.words)} = "{o.name}"' for o in c.options if c.policy and o.name in policy_names)
+    line.append(f'policy("{c.policy or ""}"; refuses {refused}; writes {writes});')
+    limit, window = limit_of(c), window_of(c)
+    line.append(f"limit({'p' if 'self' in limit else '_'} => {limit.replace('self', 'p')});")
+    line.append(f"window({'p' if 'self' in window else '_'} => {window.replace('self', 'p')});")
+    out.add(1, " ".join(line))
     out.add(0, "}")
     out.add(0)
-    out.add(0, f"impl Params for {name} {{")
-    out.add(1, "fn names(&self) -> &'static Names {")
-    out.add(2, f"&{names_const(c)}")
-    out.add(1, "}")
-    out.add(1, "fn check(&self) -> Result<()> {")
-    for a in required:
-        out.add(2, check(a, f"self.{ident(a.words)}", a.name))
-    for a in optional:
-        out.add(2, f"if let Some(v) = &self.{ident(a.words)} {{")
-        out.add(3, check(a, "v", a.name))
-        out.add(2, "}")
-    option_checks(out, c.options, 2)
-    out.add(2, "Ok(())")
-    out.add(1, "}")
-    out.add(1, "fn write_args(&self, cmd: &mut Cmd) {")
-    for a in required:
-        out.add(2, write(a.kind, f"self.{ident(a.words)}"))
-    for a in optional:
-        out.add(2, f"if let Some(v) = &self.{ident(a.words)} {{")
-        out.add(3, write(a.kind, "*v" if a.kind == "integer" else "v"))
-        out.add(2, "}")
-    out.add(1, "}")
-    out.add(1, "fn write_options(&self, cmd: &mut Cmd) {")
-    write_options(out, c.options, 2)
-    if not c.options:
-        out.add(2, "let _ = cmd;")
-    out.add(1, "}")
-    if c.policy:
-        policy_names = {o.name for o in c.policy_options}
-        others = [o for o in c.options if o.name not in policy_names]
-        if others:
-            out.add(1, "fn check_policy(&self) -> Result<()> {")
-            for o in others:
-                out.add(2, f"if self.{ident(o.words)}.is_some() {{")
-                out.add(3, f'return Err(check::not_in_policy("{o.name}", "{c.policy}"));')
-                out.add(2, "}")
-            out.add(2, "Ok(())")
-            out.add(1, "}")
-        if policy_names:
-            out.add(1, "fn write_policy_options(&self, cmd: &mut Cmd) {")
-            write_options(out, tuple(o for o in c.options if o.name in policy_names), 2)
-            out.add(1, "}")
-    out.add(1, "fn limit(&self) -> u64 {")
-    out.add(2, limit_of(c))
-    out.add(1, "}")
-    out.add(1, "fn window(&self) -> Option<Duration> {")
-    out.add(2, window_of(c))
-    out.add(1, "}")
-    out.add(0, "}")
-    out.add(0)
+
+
+def excluded_pairs(options: tuple[Option, ...]) -> list[tuple[Option, Option]]:
+    """Each pair of the options that exclude one another, once, in the table's order."""
+    names = {o.name: o for o in options}
+    seen: set[frozenset[str]] = set()
+    pairs = []
+    for o in options:
+        for other in o.excludes:
+            pair = frozenset((o.name, other))
+            if other in names and pair not in seen:
+                seen.add(pair)
+                pairs.append((o, names[other]))
+    return pairs
 
 
 def counted_type(out: Lines, c: Command) -> None:
@@ -340,7 +278,7 @@ def counted_type(out: Lines, c: Command) -> None:
     out.add(0, "}")
     out.add(0)
     out.add(0, f"impl {name} {{")
-    option_builders(out, c.options, ())
+    option_builders(out, c.options)
     out.add(1, "/// The call's options: each at most once, the exclusive ones alone, in range.")
     out.add(1, "pub(crate) fn check_options(&self) -> Result<()> {")
     option_checks(out, c.options, 2)
@@ -370,33 +308,14 @@ def charge_type(out: Lines, model: Model) -> None:
 
 
 def policy_type(out: Lines, model: Model) -> None:
-    policies = model.policies
-    out.add(0, "/// One key's policy inside RL.ALL.")
-    out.add(0, "#[derive(Clone, Debug, PartialEq, Eq)]")
-    out.add(0, "pub enum Policy {")
-    for c in policies:
+    """The RL.ALL policy enum, `params()` and each `From` (src/params.rs's `policies!`)."""
+    variants = []
+    for c in model.policies:
         args = " ".join(a.name for a in c.arguments)
         opts = "".join(f" [{o.name} {o.value.name}]" for o in c.policy_options)
-        out.add(1, f"/// `{c.policy} {args}{opts}`" + (" (only looked at: needs COST 0 on the call)" if c.looked_at else ""))
-        out.add(1, f"{pascal(c.words)}({pascal(c.words)}),")
-    out.add(0, "}")
-    out.add(0)
-    out.add(0, "impl Policy {")
-    out.add(1, "pub(crate) fn params(&self) -> &dyn Params {")
-    out.add(2, "match self {")
-    for c in policies:
-        out.add(3, f"Policy::{pascal(c.words)}(p) => p,")
-    out.add(2, "}")
-    out.add(1, "}")
-    out.add(0, "}")
-    out.add(0)
-    for c in policies:
-        out.add(0, f"impl From<{pascal(c.words)}> for Policy {{")
-        out.add(1, f"fn from(p: {pascal(c.words)}) -> Self {{")
-        out.add(2, f"Policy::{pascal(c.words)}(p)")
-        out.add(1, "}")
-        out.add(0, "}")
-        out.add(0)
+        doc = f"`{c.policy} {args}{opts}`" + (" (only looked at: needs COST 0 on the call)" if c.looked_at else "")
+        variants.append(f"#[doc = {json_str(doc)}] {pascal(c.words)}")
+    out.add(0, f"policies!({', '.join(variants)});")
 
 
 def commands_rs(model: Model) -> str:
@@ -414,6 +333,7 @@ def commands_rs(model: Model) -> str:
     out.add(0, "use crate::check;")
     out.add(0, "use crate::command::{Params, Shape, Names};")
     out.add(0, "use crate::error::Result;")
+    out.add(0, "use crate::params::{self, command, policies, Take, Value};")
     out.add(0, "use crate::period::{window, Period};")
     out.add(0)
     charge_type(out, model)
@@ -431,14 +351,12 @@ def commands_rs(model: Model) -> str:
 # ---- methods.rs --------------------------------------------------------------------
 
 
-def method(out: Lines, c: Command, mode: str) -> None:
-    """One command's method on Limiter (`sync`), AsyncLimiter (`async`) or Batch."""
+def method(out: Lines, c: Command) -> None:
+    """One command's line of `methods!` (src/params.rs writes its method on Limiter,
+    AsyncLimiter and Batch)."""
     name, ty = snake(c.words), pascal(c.words)
     reply, into = REPLIES[c.reply]
-    doc = f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}."
-    if mode == "batch":
-        doc = f"/// Adds `{usage(c)}`; its reply is a [`Reply`]."
-    out.add(1, doc)
+    out.add(1, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.counted_keys:
         params, build = f"{name}: &{ty}", f"Call::Many({name})"
     elif direct(c):
@@ -446,16 +364,8 @@ def method(out: Lines, c: Command, mode: str) -> None:
         build = f"Call::One(key.as_ref(), &{ty}::new({', '.join(bare(a.words) for a in c.arguments)}))"
     else:
         params, build = f"key: impl AsRef<[u8]>, params: &{ty}", "Call::One(key.as_ref(), params)"
-    if mode == "batch":
-        out.add(1, f"pub fn {name}(&mut self, {params}) -> &mut Self {{")
-        out.add(2, f"self.add({build})")
-    elif mode == "sync":
-        out.add(1, f"pub fn {name}(&mut self, {params}) -> Result<{reply}> {{")
-        out.add(2, f"self.call({build})?.{into}()")
-    else:
-        out.add(1, f"pub async fn {name}(&mut self, {params}) -> Result<{reply}> {{")
-        out.add(2, f"self.call({build}).await?.{into}()")
-    out.add(1, "}")
+    batch_doc = json_str(f"Adds `{usage(c)}`; its reply is a [`Reply`].")
+    out.add(1, f"{name}({params}) => {build}, {reply}, {into}, [#[doc = {batch_doc}]];")
 
 
 def methods_rs(model: Model) -> str:
@@ -470,24 +380,16 @@ def methods_rs(model: Model) -> str:
     out.add(0, "use crate::command::Call;")
     out.add(0, "use crate::error::Result;")
     out.add(0, f"use crate::generated::commands::{{{', '.join(types)}}};")
+    out.add(0, "use crate::params::methods;")
     if durations:
         out.add(0, "use crate::period::Period;")
     out.add(0, f"use crate::reply::{{{', '.join(replies)}}};")
     out.add(0, "use crate::{Batch, Deadline, Limiter};")
-    blocks = [
-        ("sync", ["impl<C: redis::ConnectionLike + Deadline> Limiter<C> {"]),
-        ("async", ['#[cfg(feature = "tokio")]', "impl<C: redis::aio::ConnectionLike> crate::AsyncLimiter<C> {"]),
-        ("batch", ["impl Batch {"]),
-    ]
-    for mode, head in blocks:
-        out.add(0)
-        for line in head:
-            out.add(0, line)
-        for i, c in enumerate(model.commands):
-            if i:
-                out.add(0)
-            method(out, c, mode)
-        out.add(0, "}")
+    out.add(0)
+    out.add(0, "methods! {")
+    for c in model.commands:
+        method(out, c)
+    out.add(0, "}")
     return "\n".join(out).rstrip("\n") + "\n"
 
 

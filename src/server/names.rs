@@ -53,13 +53,23 @@ fn create(text: &str) -> Shared {
 
 /// The strings, created on first use (the module's load calls this once, so no
 /// command pays for it).
+///
+/// Inlined into every write that names one; the creation stays out of line.
+#[inline]
 pub fn names() -> &'static Names {
     let current = NAMES.load(Ordering::Acquire);
     if !current.is_null() {
-        // SAFETY: a leaked Box stored below, freed only by `release` at unload, after
-        // which no command of this load runs.
+        // SAFETY: a leaked Box stored by `create_names`, freed only by `release` at
+        // unload, after which no command of this load runs.
         return unsafe { &*current };
     }
+    create_names()
+}
+
+/// The first use of a load: creates the strings and keeps them in NAMES.
+#[cold]
+#[inline(never)]
+fn create_names() -> &'static Names {
     let fresh = Box::into_raw(Box::new(Names {
         tokens: create("tokens"),
         ts: create("ts"),

@@ -124,6 +124,10 @@ class Decision extends FiveIntegers {
   }
 }
 
+// True only on a rejection the limiter's cache of blocked keys gave without asking the
+// server (option cacheSize); its retryAfter is what is left of the server's.
+Decision.prototype.cached = false;
+
 /**
  * RL.ALL: the combined decision, and `decisions[i]` for `keys[i]` (with `policies[i]`).
  * Its headers() give one member per policy.

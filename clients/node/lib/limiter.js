@@ -9,6 +9,7 @@ const { adapterFor } = require('./adapters');
 const { integer } = require('./args');
 const { settle, failed } = require('./decisions');
 const generated = require('./commands.generated');
+const { Survival } = require('./survive');
 
 const DEFAULT_TIMEOUT_MS = 100;
 const FAIL_MODES = new Set(['throw', 'raise', 'allow', 'deny']);
@@ -77,7 +78,11 @@ class RateLimiter {
    * @param options backend: 'auto' (default) | 'module' | 'library';
    *   timeout: each call's deadline in ms (default 100);
    *   onConnectionError: 'throw' (default) | 'allow' (fail open) | 'deny' (fail closed),
-   *   or a function (error, command) => one of those.
+   *   or a function (error, command) => one of those;
+   *   cacheSize: how many blocked keys to remember (default 0: no cache);
+   *   cacheMax: the longest a rejection is cached, in ms (default 1000);
+   *   fallbackInstances: how many app instances share the limits (default 0: no fallback);
+   *   probeEvery: while falling back, the server is tried at most this often, in ms (default 500).
    */
   constructor(client, options = {}) {
     if (options === null || typeof options !== 'object') throw refuse('createLimiter', 'options must be an object');
@@ -96,6 +101,13 @@ class RateLimiter {
     this._forced = backend === 'auto' ? null : backend;
     this._backend = this._forced;
     this._detecting = null;
+    const opt = (name, fallback, min) =>
+      options[name] === undefined ? fallback : integer(options[name], 'createLimiter', name, min, 2147483647);
+    const cacheSize = opt('cacheSize', 0, 0);
+    const instances = opt('fallbackInstances', 0, 0);
+    /** The blocked-key cache and the fallback limiter (docs/clients.md); null when neither is on. */
+    this._survival =
+      cacheSize > 0 || instances > 0 ? new Survival(cacheSize, opt('cacheMax', 1000, 1), instances, opt('probeEvery', 500, 0)) : null;
   }
 
   // ---- backend
@@ -202,19 +214,33 @@ class RateLimiter {
 
   // Called by each command's method: sends the call, within the deadline.
   _queue(argv, command, plan, limit) {
+    const survival = this._survival;
+    if (survival !== null) {
+      const t = survival.ticket(argv, command);
+      if (t !== null) {
+        const local = survival.before(t, limit, plan);
+        return local !== null ? Promise.resolve(local) : this._run(argv, command, plan, limit, t);
+      }
+    }
     return this._run(argv, command, plan, limit);
   }
 
-  async _run(argv, command, plan, limit) {
+  // `t`: the call's ticket when the blocked-key cache or the fallback limiter is on.
+  async _run(argv, command, plan, limit, t = null) {
     let reply;
     try {
       reply = await this._withinDeadline(this._send(argv, command), command.name);
     } catch (err) {
       const e = toRLError(err, command.name);
-      if (e instanceof RLConnectionError) return this._failMode(e, command, plan, limit);
-      throw e;
+      if (!(e instanceof RLConnectionError)) {
+        if (t !== null) this._survival.up();
+        throw e;
+      }
+      const d = t === null ? null : this._survival.failed(t, limit, plan, e);
+      return d !== null ? d : this._failMode(e, command, plan, limit);
     }
-    return settle(command, reply, plan);
+    const d = settle(command, reply, plan);
+    return t === null ? d : this._survival.answered(t, d);
   }
 
   // The reply; a call the server answers does not exist is sent once more after

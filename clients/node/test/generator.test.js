@@ -1,6 +1,6 @@
 'use strict';
 // scripts/clientgen/node.py: the files in the tree are what it writes from commands.json,
-// and a command added to the table (a made-up RL.QUOTA with text, integer and duration
+// and a command added to the table (a made-up RL.MADEUP with text, integer and duration
 // options, no window, and an RL.ALL policy) appears in the client by generation alone:
 // its method, its pipeline method, its policy, its checks and its types.
 const { describe, test, before, after } = require('node:test');
@@ -31,11 +31,11 @@ for rel, text in node.emit(model.load(source), json.loads(source.read_text())).i
 `;
 
 const COST = TABLE.commands.find((c) => c.name === 'RL.FIXED').options.find((o) => o.name === 'COST');
-const QUOTA = {
-  name: 'RL.QUOTA',
-  summary: 'Counts units per calendar period (made up for this test)',
-  function: 'rl_quota',
-  policy: 'QUOTA',
+const MADEUP = {
+  name: 'RL.MADEUP',
+  summary: 'A command made up for this test',
+  function: 'rl_madeup',
+  policy: 'MADEUP',
   keys: 'first',
   arguments: [
     { name: 'key', type: 'key' },
@@ -67,8 +67,8 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       fs.cpSync(path.join(CLIENT, 'lib'), path.join(dir, 'lib'), { recursive: true });
       fs.symlinkSync(path.join(CLIENT, 'node_modules'), path.join(dir, 'node_modules'));
       const spec = JSON.parse(JSON.stringify(TABLE));
-      spec.commands.push(QUOTA);
-      spec.policies.push({ word: 'QUOTA', command: 'RL.QUOTA', arguments: [QUOTA.arguments[1]], options: [QUOTA.options[4]], looked_at: false });
+      spec.commands.push(MADEUP);
+      spec.policies.push({ word: 'MADEUP', command: 'RL.MADEUP', arguments: [MADEUP.arguments[1]], options: [MADEUP.options[4]], looked_at: false });
       fs.writeFileSync(path.join(dir, 'commands.json'), JSON.stringify(spec));
       const r = python(EMIT, path.join(dir, 'commands.json'), dir);
       assert.equal(r.status, 0, r.stderr);
@@ -90,13 +90,13 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       for (const backend of ['module', 'library']) {
         const adapter = recorder();
         const limiter = rl.createLimiter(adapter, { backend });
-        const d = await limiter.quota('k', 7, { cost: 2, every: 'month', on: 1, at: '09:00', tz: 'Europe/Berlin', grace: '90s' });
-        const head = backend === 'module' ? ['RL.QUOTA'] : ['FCALL', 'rl_quota', '1'];
+        const d = await limiter.madeup('k', 7, { cost: 2, every: 'month', on: 1, at: '09:00', tz: 'Europe/Berlin', grace: '90s' });
+        const head = backend === 'module' ? ['RL.MADEUP'] : ['FCALL', 'rl_madeup', '1'];
         const tail = ['k', '7', 'COST', '2', 'EVERY', 'month', 'ON', '1', 'AT', '09:00', 'TZ', 'Europe/Berlin', 'GRACE', '90s'];
         assert.deepEqual(adapter.sent.pop(), [...head, ...tail]);
         // Its window rule is "none": no w.
         assert.equal(d.headers()['RateLimit-Policy'], '"default";q=7');
-        await limiter.pipeline().quota('k', 7).exec();
+        await limiter.pipeline().madeup('k', 7).exec();
         assert.deepEqual(adapter.sent.pop(), [...head, 'k', '7']);
       }
     });
@@ -111,37 +111,37 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
         [{ at: '9:00' }, /at must be a string or Buffer of 5 to 5 bytes/],
         [{ grace: '2d' }, /grace must be a duration from 0 ms to 86400000 ms/],
         [{ every: 'fortnight' }, /every/],
-        [{ delay: 1 }, /unknown option 'delay': RL.QUOTA takes cost, every, on, at, tz, grace/],
+        [{ delay: 1 }, /unknown option 'delay': RL.MADEUP takes cost, every, on, at, tz, grace/],
       ]) {
-        await assert.rejects(limiter.quota('k', 7, options), (e) => e instanceof rl.RLArgumentError && message.test(e.message));
+        await assert.rejects(limiter.madeup('k', 7, options), (e) => e instanceof rl.RLArgumentError && message.test(e.message));
       }
-      await assert.rejects(limiter.quota('k', 1000001), rl.RLArgumentError);
+      await assert.rejects(limiter.madeup('k', 1000001), rl.RLArgumentError);
       assert.deepEqual(adapter.sent, []);
     });
 
     test('its RL.ALL policy, with its own option; a fail mode reports its limit', async () => {
       const adapter = recorder();
       const limiter = rl.createLimiter(adapter, { backend: 'module' });
-      const d = await limiter.all([['{u}:q', rl.policies.quota(7, { tz: 'UTC' })]]);
-      assert.deepEqual(adapter.sent.pop(), ['RL.ALL', '1', '{u}:q', 'QUOTA', '7', 'TZ', 'UTC']);
-      assert.equal(d.headers()['RateLimit-Policy'], '"quota";q=7');
+      const d = await limiter.all([['{u}:q', rl.policies.madeup(7, { tz: 'UTC' })]]);
+      assert.deepEqual(adapter.sent.pop(), ['RL.ALL', '1', '{u}:q', 'MADEUP', '7', 'TZ', 'UTC']);
+      assert.equal(d.headers()['RateLimit-Policy'], '"madeup";q=7');
       const dead = rl.createLimiter({ call: () => Promise.reject(new Error('down')), batch: () => Promise.reject(new Error('down')) }, { onConnectionError: 'allow' });
-      assert.equal((await dead.quota('k', 7)).remaining, 7);
+      assert.equal((await dead.madeup('k', 7)).remaining, 7);
     });
 
     test('its types (tsc)', { skip: !fs.existsSync(tsc) && 'typescript is not installed' }, () => {
       fs.writeFileSync(
         path.join(dir, 'usage.ts'),
         [
-          "import { createLimiter, policies, QuotaOptions } from './index';",
+          "import { createLimiter, policies, MadeupOptions } from './index';",
           'export async function f(client: { sendCommand(...args: any[]): Promise<any> }): Promise<void> {',
           '  const rl = createLimiter(client);',
-          "  const o: QuotaOptions = { tz: 'Europe/Berlin', on: 1, grace: '1s', every: 'month', at: '09:00' };",
-          "  await rl.quota('k', 7, o);",
-          "  await rl.pipeline().quota('k', 7).exec();",
-          "  policies.quota(7, { tz: 'UTC' });",
+          "  const o: MadeupOptions = { tz: 'Europe/Berlin', on: 1, grace: '1s', every: 'month', at: '09:00' };",
+          "  await rl.madeup('k', 7, o);",
+          "  await rl.pipeline().madeup('k', 7).exec();",
+          "  policies.madeup(7, { tz: 'UTC' });",
           '  // @ts-expect-error TZ is a text',
-          "  await rl.quota('k', 7, { tz: 5 });",
+          "  await rl.madeup('k', 7, { tz: 5 });",
           '}',
         ].join('\n'),
       );

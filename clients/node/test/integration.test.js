@@ -348,6 +348,20 @@ for (const { backend, url } of BACKENDS) {
         assert.equal(all.allowed, true);
       });
 
+      test('quota: a calendar day in a time zone; a bad zone is the server\'s ERR; a QUOTA policy in RL.ALL', async () => {
+        const key = k('quota');
+        const d = await rl.quota(key, 5, 'day', { tz: 'America/New_York' });
+        assert.deepEqual([d.allowed, d.limit, d.remaining], [true, 5, 4]);
+        await assert.rejects(rl.quota(k('quota-zone'), 5, 'day', { tz: 'Mars/Olympus' }), (e) => e instanceof RLArgumentError && e.code === 'ERR');
+        const tag = `{${k('allq')}}`;
+        const a = await rl.all([
+          [`${tag}:fixed`, policies.fixed(3, TEN_YEARS)],
+          [`${tag}:quota`, policies.quota(5, 'day', { tz: 'America/New_York' })],
+        ]);
+        assert.equal(a.allowed, true);
+        assert.deepEqual(a.decisions.map((x) => [x.limit, x.remaining]), [[3, 2], [5, 4]]);
+      });
+
       test('errors: a bad argument is refused before sending and changes nothing; the server ERR; WRONGTYPE', async () => {
         const key = k('err');
         await rl.fixed(key, 5, TEN_YEARS);

@@ -23,6 +23,7 @@ from rl_client import (
     Gcra,
     NotLoadedError,
     Penalty,
+    Quota,
     RateLimiter,
     Share,
     Sliding,
@@ -217,6 +218,18 @@ def test_all(rl: Any, raw: redis.Redis, key: Key) -> None:
     r = rl.all(policies, debit=2)
     check(r[a], True, 2, 0)
     assert raw.get(a) == "3" and raw.get(b) == "3"
+
+
+def test_quota(rl: Any, key: Key) -> None:
+    d = rl.quota(key(), 5, "day", tz="America/New_York")
+    check(d, True, 5, 4)
+    assert 0 < d.reset_after <= 25 * HOUR  # a local day, 23 to 25 hours long
+    with pytest.raises(ArgumentError, match="unknown time zone 'Mars/Olympus'") as info:
+        rl.quota(key("zone"), 5, "day", tz="Mars/Olympus")
+    assert info.value.code == "ERR"
+    r = rl.all({key("f"): Fixed(3, "1d"), key("q"): Quota(5, "day", tz="America/New_York")})
+    check(r.combined, True, 3, 2)
+    check(r[key("q")], True, 5, 4)
 
 
 def test_all_policies(rl: Any, raw: redis.Redis, key: Key) -> None:

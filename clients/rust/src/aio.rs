@@ -12,6 +12,7 @@ use crate::error::{is_missing, Error, Result, NOT_LOADED};
 use crate::generated::commands::Acquire;
 use crate::limiter::{BackendCell, DEFAULT_TIMEOUT};
 use crate::reply::Decision;
+use crate::survive;
 
 /// RL's commands on an async redis-rs connection.
 ///
@@ -43,6 +44,7 @@ pub struct AsyncLimiter<C> {
     backend: BackendCell,
     fail: FailMode,
     timeout: Duration,
+    survival: survive::Shared,
 }
 
 impl<C: ConnectionLike> AsyncLimiter<C> {
@@ -53,6 +55,7 @@ impl<C: ConnectionLike> AsyncLimiter<C> {
             backend: BackendCell::new(None),
             fail: FailMode::Error,
             timeout: DEFAULT_TIMEOUT,
+            survival: None,
         }
     }
 

@@ -41,9 +41,11 @@ mod command;
 mod error;
 #[rustfmt::skip]
 mod generated;
+mod params;
 mod period;
 mod policy;
 mod reply;
+mod survive;
 mod sync;
 
 #[cfg(feature = "tokio")]

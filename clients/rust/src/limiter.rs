@@ -94,6 +94,31 @@ macro_rules! limiter_api {
             self.timeout = timeout;
         }
 
+        /// Remembers up to `size` blocked keys (0: no cache, the default). After a
+        /// rejection, the same RL.FIXED, RL.SLIDING, RL.BUCKET, RL.GCRA or
+        /// RL.SLIDINGCOUNTER call (same key and arguments) at the same or a larger cost
+        /// is rejected locally, [`Decision::cached`] set and `retry_after` what is left
+        /// of the server's, until `min(retry_after, max)` has passed (`max` zero: 1 s).
+        /// COST 0, REFUND and DEBIT go to the server and end the entry. Shared with the
+        /// limiter's clones.
+        #[must_use]
+        pub fn cache(mut self, size: usize, max: Duration) -> Self {
+            survive::configure(&mut self.survival, |s| s.set_cache(size, max));
+            self
+        }
+
+        /// While the server cannot be reached (a connection error or the deadline),
+        /// decides those same calls locally: a GCRA at the call's limit / `instances`
+        /// (how many app instances share the limits; 0: no fallback, the default) per
+        /// window, per key and arguments, marked [`Decision::fallback`] with the error.
+        /// It replaces the [`FailMode`] for those calls. The server is tried again at
+        /// most every `probe_every`.
+        #[must_use]
+        pub fn fallback(mut self, instances: u64, probe_every: Duration) -> Self {
+            survive::configure(&mut self.survival, |s| s.set_fallback(instances, probe_every));
+            self
+        }
+
         /// The wrapped connection, for other commands.
         pub fn connection(&mut self) -> &mut C {
             &mut self.con
@@ -184,12 +209,35 @@ macro_rules! limiter_api {
         /// connection error or missed deadline goes through the fail mode.
         pub(crate) $($async)* fn call(&mut self, call: Call<'_>) -> Result<Reply> {
             call.check()?;
-            let deadline = Instant::now() + self.timeout;
-            match self.attempt(call, deadline)$($await)* {
-                Err(e) if e.is_connection() => {
-                    command::fallback(self.fail, &call.expect(), &e).ok_or(e)
+            let survival = self.survival.clone();
+            let ticket = survival.as_ref().and_then(|_| survive::Ticket::of(&call));
+            let state = survive::lock;
+            if let (Some(s), Some(t)) = (&survival, &ticket) {
+                if let Some(d) = state(s).before(t, Instant::now()) {
+                    return Ok(Reply::Decision(d));
                 }
-                other => other,
+            }
+            let deadline = Instant::now() + self.timeout;
+            let out = self.attempt(call, deadline)$($await)*;
+            let (Some(s), Some(t)) = (&survival, &ticket) else {
+                return match out {
+                    Err(e) if e.is_connection() => command::fallback(self.fail, &call.expect(), &e).ok_or(e),
+                    other => other,
+                };
+            };
+            match out {
+                Ok(Reply::Decision(d)) => {
+                    state(s).answered(t, &d, Instant::now());
+                    Ok(Reply::Decision(d))
+                }
+                Err(e) if e.is_connection() => match state(s).failed(t, &e, Instant::now()) {
+                    Some(d) => Ok(Reply::Decision(d)),
+                    None => command::fallback(self.fail, &call.expect(), &e).ok_or(e),
+                },
+                other => {
+                    state(s).up();
+                    other
+                }
             }
         }
 

@@ -107,6 +107,10 @@ pub struct Decision {
     /// The decision was made by the limiter's [`FailMode`](crate::FailMode), not by
     /// the server.
     pub fallback: bool,
+    /// A rejection the limiter's cache of blocked keys gave without asking the server
+    /// ([`Limiter::cache`](crate::Limiter::cache)); `retry_after` is what is left of the
+    /// server's.
+    pub cached: bool,
     /// For a fallback decision: the error that caused it, to log.
     pub error: Option<Box<str>>,
 }
@@ -132,6 +136,7 @@ impl Decision {
             reset_after: Duration::from_millis(u64::try_from(reset).ok()?),
             window: None,
             fallback: false,
+            cached: false,
             error: None,
         })
     }
@@ -210,6 +215,7 @@ impl Decision {
             reset_after: wait,
             window,
             fallback: true,
+            cached: false,
             error: Some(error),
         }
     }
@@ -376,6 +382,7 @@ impl ThrottleDecision {
             reset_after: self.reset_after,
             window: self.window,
             fallback: false,
+            cached: false,
             error: None,
         }
     }

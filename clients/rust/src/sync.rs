@@ -11,6 +11,7 @@ use crate::error::{is_missing, Error, Result, NOT_LOADED};
 use crate::generated::commands::Acquire;
 use crate::limiter::{BackendCell, Deadline, DEFAULT_TIMEOUT};
 use crate::reply::Decision;
+use crate::survive;
 
 /// RL's commands on a blocking redis-rs connection.
 ///
@@ -39,6 +40,7 @@ pub struct Limiter<C> {
     backend: BackendCell,
     fail: FailMode,
     timeout: Duration,
+    survival: survive::Shared,
 }
 
 impl<C: ConnectionLike + Deadline> Limiter<C> {
@@ -49,6 +51,7 @@ impl<C: ConnectionLike + Deadline> Limiter<C> {
             backend: BackendCell::new(None),
             fail: FailMode::Error,
             timeout: DEFAULT_TIMEOUT,
+            survival: None,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::algorithms::penalty::{self, EscalatingBlocks};
 use crate::algorithms::quota::CalendarQuota;
 use crate::algorithms::sliding_counter::{self, Counts, SlidingWindowCounter};
 use crate::algorithms::{Millis, MAX_COUNT};
-use crate::decimal;
+use crate::decimal::{self, eight_digits};
 
 pub mod share;
 
@@ -91,26 +91,6 @@ pub fn fields<const N: usize>(bytes: &[u8]) -> Option<[u128; N]> {
     }
     *out.get_mut(k)? = field_value(&bytes[start..], value)?;
     (k + 1 == N).then_some(out)
-}
-
-/// The value of eight ASCII digits, None if any byte is not one: read as one
-/// little-endian u64 (the first digit in the low byte) and combined in three
-/// multiplications (pairs, then fours, then eight) instead of eight.
-#[inline]
-fn eight_digits(bytes: &[u8]) -> Option<u64> {
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
-    let w = u64::from_le_bytes(bytes.try_into().ok()?);
-    // Each byte 0x30 ..= 0x39: its high nibble 3, and adding 6 keeps it 3.
-    if w & HIGH != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
-        return None;
-    }
-    let d = w - ZEROS;
-    // Each 16-bit lane: 10 · first + second.
-    let pairs = (d.wrapping_mul(10) + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
-    // Each 32-bit lane: 100 · first pair + second.
-    let fours = (pairs.wrapping_mul(100) + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
-    Some((fours & 0xFFFF) * 10_000 + (fours >> 32))
 }
 
 /// One field of [`fields`]: its digits and, when there are at most 19, their value.

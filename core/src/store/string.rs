@@ -16,8 +16,10 @@ use crate::commands;
 use crate::error::{Error, Result};
 
 /// The state in `key`: None for no key, WRONGTYPE for another type, the "does not
-/// hold" error for a string this limiter did not write.
+/// hold" error for a string this limiter did not write (made only then: see
+/// [`crate::args`]).
 #[inline]
+#[allow(clippy::unnecessary_lazy_evaluations)]
 fn load<A: StringState, S: Store>(store: &S, key: &S::Key) -> Result<Option<A::Value>> {
     match store.kind(key) {
         Kind::Empty => Ok(None),
@@ -30,7 +32,7 @@ fn load<A: StringState, S: Store>(store: &S, key: &S::Key) -> Result<Option<A::V
             store
                 .read_string(key, |value| A::decode(value, expires_at))
                 .map(Some)
-                .ok_or(Error::NotALimiter(A::WHAT))
+                .ok_or_else(|| Error::NotALimiter(A::WHAT))
         }
         _ => Err(Error::WrongType),
     }

@@ -419,6 +419,23 @@ func TestAll(t *testing.T) {
 	})
 }
 
+func TestQuota(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		d, err := e.c.Quota(ctx, e.key("quota"), 5, "day", rl.TZ("America/New_York"))
+		e.want("a day in New York", d, err, true, 5, 4, zero, within(time.Millisecond, 25*hour))
+		_, err = e.c.Quota(ctx, e.key("quota-zone"), 5, "day", rl.TZ("Mars/Olympus"))
+		wantArgumentError(t, "a bad zone", err, "unknown time zone 'Mars/Olympus'")
+		a, err := e.c.All(ctx, []rl.KeyPolicy{
+			rl.Key(e.key("{q}:fixed"), rl.Fixed(3, day)),
+			rl.Key(e.key("{q}:quota"), rl.Quota(5, "day", rl.TZ("America/New_York"))),
+		})
+		if err != nil || !a.Allowed || len(a.Keys) != 2 {
+			t.Fatalf("RL.ALL with QUOTA: %+v %v", a, err)
+		}
+		e.want("RL.ALL quota key", a.Keys[1], nil, true, 5, 4, zero, within(time.Millisecond, 25*hour))
+	})
+}
+
 func TestAcquireRelease(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		k := e.key("lease")

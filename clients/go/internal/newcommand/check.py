@@ -1,9 +1,9 @@
 """A command added to the table reaches the Go client by `make clients` alone.
 
-Adds a made-up RL.QUOTA (options EVERY, a duration; ON, AT and TZ, texts; COST;
-no window the client can compute) and an RL.ALL policy QUOTA to a copy of
+Adds a made-up RL.MADEUP (options GRACE, a duration; NOTE, TAG and REGION, texts;
+COST; no window the client can compute) and an RL.ALL policy MADEUP to a copy of
 commands.json, emits the Go surface from it into a copy of clients/go, checks the
-output is gofmt-clean, and runs quota_test.go (beside this file) there with
+output is gofmt-clean, and runs madeup_test.go (beside this file) there with
 `go vet` and `go test`. Run by clients/go/test.sh.
 """
 
@@ -21,22 +21,23 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from clientgen import go, model  # noqa: E402
 
-QUOTA = {
-    "name": "RL.QUOTA",
-    "summary": "Admits at most limit units per calendar period",
+MADEUP = {
+    "name": "RL.MADEUP",
+    "summary": "A command made up for this check",
     "keys": "first",
-    "function": "rl_quota",
-    "policy": "QUOTA",
+    "function": "rl_madeup",
+    "policy": "MADEUP",
     "arguments": [
         {"name": "key", "type": "key"},
         {"name": "limit", "type": "integer", "min": 1, "max": 1000},
     ],
+    # Option words no real command has, so their constructors are this command's own.
     "options": [
         {"name": "COST", "type": "integer", "min": 0, "max": 1000, "default": 1},
-        {"name": "EVERY", "type": "duration", "min_ms": 1000, "max_ms": 86400000},
-        {"name": "ON", "type": "text", "min_bytes": 1, "max_bytes": 16},
-        {"name": "AT", "type": "text", "min_bytes": 5, "max_bytes": 5},
-        {"name": "TZ", "type": "text", "min_bytes": 1, "max_bytes": 64, "excludes": ["AT"]},
+        {"name": "GRACE", "type": "duration", "min_ms": 1000, "max_ms": 86400000},
+        {"name": "NOTE", "type": "text", "min_bytes": 1, "max_bytes": 16},
+        {"name": "TAG", "type": "text", "min_bytes": 5, "max_bytes": 5},
+        {"name": "REGION", "type": "text", "min_bytes": 1, "max_bytes": 64, "excludes": ["TAG"]},
     ],
     "reply": "decision",
 }
@@ -44,9 +45,9 @@ QUOTA = {
 
 def main() -> int:
     data = json.loads(model.COMMANDS_JSON.read_text())
-    data["commands"].append(QUOTA)
-    data["policies"].append({"word": "QUOTA", "command": "RL.QUOTA", "arguments": QUOTA["arguments"][1:],
-                             "options": [o for o in QUOTA["options"] if o["name"] == "TZ"], "looked_at": False})
+    data["commands"].append(MADEUP)
+    data["policies"].append({"word": "MADEUP", "command": "RL.MADEUP", "arguments": MADEUP["arguments"][1:],
+                             "options": [o for o in MADEUP["options"] if o["name"] == "REGION"], "looked_at": False})
     with tempfile.TemporaryDirectory(prefix="rl-go-newcommand.") as tmp:
         table = Path(tmp) / "commands.json"
         table.write_text(json.dumps(data))
@@ -57,7 +58,7 @@ def main() -> int:
                 shutil.copy(f, out / f.name)
         for rel, text in go.emit(model.load(table)).items():
             (out / Path(rel).name).write_text(text)
-        shutil.copy(HERE / "quota_test.go.txt", out / "quota_test.go")
+        shutil.copy(HERE / "madeup_test.go.txt", out / "madeup_test.go")
         unformatted = subprocess.run(["gofmt", "-l", "."], cwd=out, capture_output=True, text=True, check=True).stdout
         if unformatted:
             print(f"newcommand: the emitted code is not gofmt-clean: {unformatted}", file=sys.stderr)
@@ -65,7 +66,7 @@ def main() -> int:
         for cmd in (["go", "vet", "."], ["go", "test", "-count=1", "."]):
             if subprocess.run(cmd, cwd=out).returncode != 0:
                 return 1
-    print("newcommand: RL.QUOTA emitted and tested")
+    print("newcommand: RL.MADEUP emitted and tested")
     return 0
 
 

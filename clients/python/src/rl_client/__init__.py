@@ -18,7 +18,7 @@ from ._errors import (
     UnsupportedCommandError,
     WrongTypeError,
 )
-from ._policies import Acquire, Bucket, Fixed, Gcra, Penalty, Share, Sliding, SlidingCounter
+from ._policies import Acquire, Bucket, Fixed, Gcra, Penalty, Quota, Share, Sliding, SlidingCounter
 from ._spec import Policy
 from ._sync import Lease, Pipeline, RateLimiter
 from ._types import AllDecision, Decision, Duration, Key, Throttle
@@ -48,6 +48,7 @@ __all__ = [
     "Acquire",
     "Penalty",
     "Share",
+    "Quota",
     "RLError",
     "ArgumentError",
     "WrongTypeError",

@@ -65,11 +65,16 @@ class AsyncRateLimiter(
             raise_typed(err)
 
     async def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
+        t = None
+        if self._survival is not None:
+            t, d = self._survive(spec, key, args, limit, meta)
+            if d is not None:
+                return d
         try:
             reply = await self._drive(self._call(spec, key, args))
         except Exception as err:
-            return self._failed(spec, meta, limit, err)
-        return spec.parse(reply, meta)
+            return self._failed(spec, meta, limit, err, t)
+        return spec.parse(reply, meta) if t is None else self._answered(t, spec.parse(reply, meta))
 
     async def aclose(self) -> None:
         """Close the limiter's own connections (not the client's)."""

@@ -7,10 +7,10 @@ argument checked against the command table's ranges before anything is sent."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Optional, TypeVar
+from typing import Generic, Optional, TypeVar
 
-from ._arguments import Duration, Key, Option, Text, duration, integer, options, text
-from ._spec import Policies, Shape, Spec, gather, refill_ms
+from ._arguments import Duration, Key, Option, Text, duration, integer, text
+from ._spec import Policies, Shape, Spec, Submitter, gather, refill_ms
 
 D = TypeVar("D")
 A = TypeVar("A")
@@ -155,202 +155,105 @@ def _release(id: Text) -> Shape:
     return args, 0, None
 
 
-class Commands(Generic[D, A, T, R]):
+class Commands(Submitter, Generic[D, A, T, R]):
     """Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an
     RL.ALL decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the
     value, an awaitable of it, or the pipeline, for chaining)."""
 
     __slots__ = ()
 
-    def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
-        raise NotImplementedError
-
     def fixed(
-        self,
-        key: Key,
-        limit: int,
-        window: Duration,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit]``: Counts
         units in an epoch-aligned fixed window and admits at most limit per window."""
-        args, limit, meta = _fixed(limit, window)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(FIXED_OPTIONS, (cost, refund, debit))
-        return self._submit(FIXED, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def sliding(
-        self,
-        key: Key,
-        limit: int,
-        window: Duration,
-        *,
-        cost: Optional[int] = None,
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None,
     ) -> D:
         """``RL.SLIDING key limit window [COST cost] [REFUND refund]``: Logs accepted units
         in a sorted set and admits at most limit in any window-long interval."""
-        args, limit, meta = _sliding(limit, window)
-        if cost is not None or refund is not None:
-            args += options(SLIDING_OPTIONS, (cost, refund))
-        return self._submit(SLIDING, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund))  # type: ignore[no-any-return]
 
     def bucket(
-        self,
-        key: Key,
-        capacity: int,
-        tokens: int,
-        period: Duration,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
+        self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT
         debit]``: Takes cost tokens from a bucket of capacity tokens that refills tokens per
         period."""
-        args, limit, meta = _bucket(capacity, tokens, period)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(BUCKET_OPTIONS, (cost, refund, debit))
-        return self._submit(BUCKET, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def gcra(
-        self,
-        key: Key,
-        capacity: int,
-        tokens: int,
-        period: Duration,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
-        delay: Optional[Duration] = None,
+        self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, delay: Optional[Duration] = None,
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
         [DELAY delay]``: Token bucket of capacity units refilling tokens per period, kept as
         one integer (GCRA)."""
-        args, limit, meta = _gcra(capacity, tokens, period)
-        if cost is not None or refund is not None or debit is not None or delay is not None:
-            args += options(GCRA_OPTIONS, (cost, refund, debit, delay))
-        return self._submit(GCRA, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay))  # type: ignore[no-any-return]
 
     def sliding_counter(
-        self,
-        key: Key,
-        limit: int,
-        window: Duration,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
+        self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]``:
         Estimates a sliding window from two fixed-window counts and admits at most limit in
         it."""
-        args, limit, meta = _sliding_counter(limit, window)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(SLIDING_COUNTER_OPTIONS, (cost, refund, debit))
-        return self._submit(SLIDING_COUNTER, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
         itself after ttl, at most limit held at once."""
-        args, limit, meta = _acquire(limit, ttl, id)
-        return self._submit(ACQUIRE, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(ACQUIRE, key, _acquire(limit, ttl, id), (), ())  # type: ignore[no-any-return]
 
     def penalty(
-        self,
-        key: Key,
-        strikes: int,
-        window: Duration,
-        block: Duration,
-        max: Duration,
-        *,
+        self, key: Key, strikes: int, window: Duration, block: Duration, max: Duration, *,
         cost: Optional[int] = None,
     ) -> D:
         """``RL.PENALTY key strikes window block max [COST cost]``: Counts an offender's
         strikes and blocks the key for escalating periods, from block doubling up to max."""
-        args, limit, meta = _penalty(strikes, window, block, max)
-        if cost is not None:
-            args += options(PENALTY_OPTIONS, (cost,))
-        return self._submit(PENALTY, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,))  # type: ignore[no-any-return]
 
     def share(
-        self,
-        key: Key,
-        tenant: Text,
-        weight: int,
-        capacity: int,
-        tokens: int,
-        period: Duration,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
+        self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration, *,
+        cost: Optional[int] = None, refund: Optional[int] = None, debit: Optional[int] = None,
     ) -> D:
         """``RL.SHARE key tenant weight capacity tokens period [COST cost] [REFUND refund]
         [DEBIT debit]``: Shares one budget of capacity units refilling tokens per period
         across tenants by weight, lending idle shares."""
-        args, limit, meta = _share(tenant, weight, capacity, tokens, period)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(SHARE_OPTIONS, (cost, refund, debit))
-        return self._submit(SHARE, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
 
     def quota(
-        self,
-        key: Key,
-        limit: int,
-        unit: Text,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
-        debit: Optional[int] = None,
-        every: Optional[int] = None,
-        on: Optional[Text] = None,
-        at: Optional[Text] = None,
-        tz: Optional[Text] = None,
+        self, key: Key, limit: int, unit: Text, *, cost: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, every: Optional[int] = None,
+        on: Optional[Text] = None, at: Optional[Text] = None, tz: Optional[Text] = None,
     ) -> D:
         """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
         [ON on] [AT at] [TZ tz]``: Counts units per calendar period (day, week, month or
         year) starting at a local time in a time zone, and admits at most limit per
         period."""
-        args, limit, meta = _quota(limit, unit)
-        if cost is not None or refund is not None or debit is not None or every is not None or on is not None or at is not None or tz is not None:
-            args += options(QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))
-        return self._submit(QUOTA, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))  # type: ignore[no-any-return]
 
     def throttle(
-        self,
-        key: Key,
-        max_burst: int,
-        count: int,
-        period: Duration,
-        quantity: int | None = None,
+        self, key: Key, max_burst: int, count: int, period: Duration, quantity: int | None = None,
     ) -> T:
         """``CL.THROTTLE key max_burst count period [quantity]``: redis-cell's rate limiter:
         max_burst + 1 units at once, count more per period (GCRA)."""
-        args, limit, meta = _throttle(max_burst, count, period, quantity)
-        return self._submit(THROTTLE, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(THROTTLE, key, _throttle(max_burst, count, period, quantity), (), ())  # type: ignore[no-any-return]
 
     def release(self, key: Key, id: Text) -> R:
         """``RL.RELEASE key id``: Ends the lease named id early, freeing its slot."""
-        args, limit, meta = _release(id)
-        return self._submit(RELEASE, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(RELEASE, key, _release(id), (), ())  # type: ignore[no-any-return]
 
     def all(
-        self,
-        policies: Policies,
-        *,
-        cost: Optional[int] = None,
-        refund: Optional[int] = None,
+        self, policies: Policies, *, cost: Optional[int] = None, refund: Optional[int] = None,
         debit: Optional[int] = None,
     ) -> A:
         """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
         Checks several limits at one instant and consumes from all of them or none."""
         key, args, meta, limit = gather(policies)
-        if cost is not None or refund is not None or debit is not None:
-            args += options(ALL_OPTIONS, (cost, refund, debit))
-        return self._submit(ALL, key, args, meta, limit)  # type: ignore[no-any-return]
+        return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]

@@ -20,6 +20,7 @@ from ._errors import (
     translate,
 )
 from ._spec import REPLIES, Spec
+from ._survive import Survival, Ticket, ticket as survival_ticket
 from ._types import Decision
 
 Backend = Literal["module", "library"]
@@ -84,7 +85,7 @@ class LimiterBase(Commands[D, A, T, R]):
     """What the sync and asyncio limiters share: their options, the steps of a call and
     what a failed call becomes; each of them is only its I/O."""
 
-    __slots__ = ("client", "_conn", "_backend", "_on_error", "_probe", "timeout")
+    __slots__ = ("client", "_conn", "_backend", "_on_error", "_probe", "timeout", "_survival")
 
     def __init__(
         self,
@@ -93,6 +94,10 @@ class LimiterBase(Commands[D, A, T, R]):
         backend: Optional[Backend] = None,
         on_connection_error: OnConnectionError = "raise",
         timeout: Optional[float] = DEFAULT_TIMEOUT,
+        cache_size: int = 0,
+        cache_max: float = 1.0,
+        fallback_instances: int = 0,
+        probe_every: float = 0.5,
     ) -> None:
         #: The client given.
         self.client = client
@@ -103,6 +108,10 @@ class LimiterBase(Commands[D, A, T, R]):
         self._backend: Optional[Backend] = check_backend(backend)
         self._on_error = check_on_error(on_connection_error)
         self._probe: dict[str, Any] = {"target_nodes": "random"} if is_cluster(client) else {}
+        #: The blocked-key cache and the fallback limiter; None when neither is on.
+        self._survival: Optional[Survival] = None
+        if cache_size or fallback_instances:
+            self._survival = Survival(cache_size, cache_max, fallback_instances, probe_every)
 
     @property
     def backend(self) -> Optional[Backend]:
@@ -139,9 +148,27 @@ class LimiterBase(Commands[D, A, T, R]):
                 raise
         return (yield spec.command(now, key, args), _NO_OPTIONS)
 
-    def _failed(self, spec: Spec, meta: Any, limit: Any, err: BaseException) -> Any:
-        """A call that raised ``err``: the fail mode's decision for a connection error or a
-        time-out (unless it is ``"raise"``), else the typed error raised."""
+    def _survive(self, spec: Spec, key: Any, args: tuple[object, ...], limit: Any, meta: Any) -> Any:
+        """With a cache of blocked keys or a fallback limiter: (the call's ticket or None,
+        the decision made without the server or None)."""
+        survival = self._survival
+        t = None if survival is None else survival_ticket(spec.name, key, args)
+        if t is None:
+            return None, None
+        return t, survival.before(t, limit, meta)  # type: ignore[union-attr]
+
+    def _answered(self, t: Optional[Ticket], d: Any) -> Any:
+        return d if t is None else self._survival.answered(t, d)  # type: ignore[union-attr]
+
+    def _failed(self, spec: Spec, meta: Any, limit: Any, err: BaseException, t: Optional[Ticket] = None) -> Any:
+        """A call that raised ``err``: for a connection error or a time-out, the fallback
+        limiter's decision (when configured), else the fail mode's (unless it is
+        ``"raise"``); else the typed error raised."""
+        if t is not None:
+            if not isinstance(err, CONNECTION_ERRORS):
+                self._survival.up()  # type: ignore[union-attr]
+            elif (d := self._survival.failed(t, limit, meta, err)) is not None:  # type: ignore[union-attr]
+                return d
         if self._on_error != "raise" and isinstance(err, CONNECTION_ERRORS):
             return spec.made_up(self._on_error == "allow", meta, limit, err)
         raise_typed(err)

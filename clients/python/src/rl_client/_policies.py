@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from ._arguments import Duration, Text, options
+from ._arguments import Duration, Text
 from ._commands import (
     GCRA_POLICY_OPTIONS,
     QUOTA_POLICY_OPTIONS,
@@ -24,7 +24,7 @@ from ._commands import (
     _sliding,
     _sliding_counter,
 )
-from ._spec import Policy, Shape
+from ._spec import Form, Policy
 
 __all__ = ["Fixed", "Sliding", "Bucket", "Gcra", "SlidingCounter", "Acquire", "Penalty", "Share", "Quota"]
 
@@ -35,13 +35,9 @@ class Fixed(Policy):
     most limit per window."""
 
     word: ClassVar[str] = "FIXED"
+    _form: ClassVar[Form] = (_fixed, ())
     limit: int
     window: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _fixed(self.limit, self.window)
-        args = ("FIXED",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +46,9 @@ class Sliding(Policy):
     limit in any window-long interval."""
 
     word: ClassVar[str] = "SLIDING"
+    _form: ClassVar[Form] = (_sliding, ())
     limit: int
     window: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _sliding(self.limit, self.window)
-        args = ("SLIDING",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +57,10 @@ class Bucket(Policy):
     that refills tokens per period."""
 
     word: ClassVar[str] = "BUCKET"
+    _form: ClassVar[Form] = (_bucket, ())
     capacity: int
     tokens: int
     period: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _bucket(self.capacity, self.tokens, self.period)
-        args = ("BUCKET",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +69,11 @@ class Gcra(Policy):
     refilling tokens per period, kept as one integer (GCRA)."""
 
     word: ClassVar[str] = "GCRA"
+    _form: ClassVar[Form] = (_gcra, GCRA_POLICY_OPTIONS)
     capacity: int
     tokens: int
     period: Duration
     delay: Optional[Duration] = None
-
-    def _compile(self) -> Shape:
-        args, limit, window = _gcra(self.capacity, self.tokens, self.period)
-        args = ("GCRA",) + args
-        if self.delay is not None:
-            args += options(GCRA_POLICY_OPTIONS, (self.delay,))
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +82,9 @@ class SlidingCounter(Policy):
     counts and admits at most limit in it."""
 
     word: ClassVar[str] = "SLIDINGCOUNTER"
+    _form: ClassVar[Form] = (_sliding_counter, ())
     limit: int
     window: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _sliding_counter(self.limit, self.window)
-        args = ("SLIDINGCOUNTER",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +93,10 @@ class Acquire(Policy):
     ttl, at most limit held at once."""
 
     word: ClassVar[str] = "ACQUIRE"
+    _form: ClassVar[Form] = (_acquire, ())
     limit: int
     ttl: Duration
     id: Text
-
-    def _compile(self) -> Shape:
-        args, limit, window = _acquire(self.limit, self.ttl, self.id)
-        args = ("ACQUIRE",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +106,11 @@ class Penalty(Policy):
     and a blocked key makes the call rejected."""
 
     word: ClassVar[str] = "PENALTY"
+    _form: ClassVar[Form] = (_penalty, ())
     strikes: int
     window: Duration
     block: Duration
     max: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _penalty(self.strikes, self.window, self.block, self.max)
-        args = ("PENALTY",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,16 +119,12 @@ class Share(Policy):
     refilling tokens per period across tenants by weight, lending idle shares."""
 
     word: ClassVar[str] = "SHARE"
+    _form: ClassVar[Form] = (_share, ())
     tenant: Text
     weight: int
     capacity: int
     tokens: int
     period: Duration
-
-    def _compile(self) -> Shape:
-        args, limit, window = _share(self.tenant, self.weight, self.capacity, self.tokens, self.period)
-        args = ("SHARE",) + args
-        return args, limit, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,16 +134,10 @@ class Quota(Policy):
     most limit per period."""
 
     word: ClassVar[str] = "QUOTA"
+    _form: ClassVar[Form] = (_quota, QUOTA_POLICY_OPTIONS)
     limit: int
     unit: Text
     every: Optional[int] = None
     on: Optional[Text] = None
     at: Optional[Text] = None
     tz: Optional[Text] = None
-
-    def _compile(self) -> Shape:
-        args, limit, window = _quota(self.limit, self.unit)
-        args = ("QUOTA",) + args
-        if self.every is not None or self.on is not None or self.at is not None or self.tz is not None:
-            args += options(QUOTA_POLICY_OPTIONS, (self.every, self.on, self.at, self.tz))
-        return args, limit, window

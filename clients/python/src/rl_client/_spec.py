@@ -6,12 +6,37 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Optional, Union
 
-from ._arguments import Key
+from ._arguments import Key, Option, options
 from ._errors import ArgumentError, UnsupportedCommandError
 from ._types import AllDecision, Decision, Throttle
 
 #: A command's checked arguments after the key, the reply's limit and its window (ms).
 Shape = tuple[tuple[object, ...], int, Optional[int]]
+
+#: A policy's shape function (``_gcra``...) and the options it takes in RL.ALL.
+Form = tuple[Callable[..., Shape], tuple[Option, ...]]
+
+
+class Submitter:
+    """What every generated command method does once its positional arguments are
+    checked (``shape``): add the options given (``values``: one per row of ``table``,
+    None when left out), then hand the call to ``_submit``."""
+
+    __slots__ = ()
+
+    def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
+        raise NotImplementedError
+
+    def _command(
+        self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...],
+        values: tuple[object, ...],
+    ) -> Any:
+        args, limit, meta = shape
+        # One C call in the common case, when no option is given.
+        if values.count(None) != len(values):
+            args += options(table, values)
+        return self._submit(spec, key, args, meta, limit)
+
 
 #: The longest refill time reported (ms, about 292 years); the same in every RL client.
 MAX_REFILL_MS = 9_223_372_036_854
@@ -151,12 +176,25 @@ class Policy:
     #: The policy's word in RL.ALL.
     word: ClassVar[str]
 
+    #: Its command's shape function and its options' table, from the command table.
+    _form: ClassVar[Form]
+
     def __post_init__(self) -> None:
         self._compile()
 
     def _compile(self) -> Shape:
-        """(its words in RL.ALL, its limit, its window in ms or None)."""
-        raise NotImplementedError
+        """(its words in RL.ALL, its limit, its window in ms or None): the fields are the
+        shape function's arguments, then the options."""
+        shape, table = self._form
+        names: tuple[str, ...] = self.__slots__
+        values = tuple(getattr(self, name) for name in names)
+        split = len(values) - len(table)
+        args, limit, window = shape(*values[:split])
+        args = (self.word, *args)
+        given = values[split:]
+        if given.count(None) != len(given):
+            args += options(table, given)
+        return args, limit, window
 
     def args(self) -> list[object]:
         """The policy's words, as RL.ALL takes them."""

@@ -33,6 +33,16 @@ class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
     connection error or a time-out): ``"raise"`` (the default) re-raises the client's
     error; ``"allow"`` (fail open) and ``"deny"`` (fail closed) return a decision whose
     ``error`` is set. RL's own errors always raise.
+
+    Both off by default, for RL.FIXED, RL.SLIDING, RL.BUCKET, RL.GCRA and
+    RL.SLIDINGCOUNTER calls (docs/clients.md, "When Redis is slow or gone"):
+    ``cache_size``: how many blocked keys to remember. After a rejection, the same call
+    at the same or a larger cost is rejected here (``decision.cached``) until
+    ``min(retry_after, cache_max)`` seconds (default 1.0) have passed.
+    ``fallback_instances``: how many app instances share the limits. While Redis does not
+    answer, calls are decided here by a GCRA at limit / fallback_instances per window
+    (the decision's ``error`` is set): it replaces ``on_connection_error`` for them; the
+    server is tried again at most every ``probe_every`` seconds (default 0.5).
     """
 
     __slots__ = ()
@@ -64,11 +74,16 @@ class RateLimiter(LimiterBase[Decision, AllDecision, Throttle, bool]):
             raise_typed(err)
 
     def _submit(self, spec: Spec, key: Any, args: tuple[object, ...], meta: Any, limit: Any) -> Any:
+        t = None
+        if self._survival is not None:
+            t, d = self._survive(spec, key, args, limit, meta)
+            if d is not None:
+                return d
         try:
             reply = self._drive(self._call(spec, key, args))
         except Exception as err:
-            return self._failed(spec, meta, limit, err)
-        return spec.parse(reply, meta)
+            return self._failed(spec, meta, limit, err, t)
+        return spec.parse(reply, meta) if t is None else self._answered(t, spec.parse(reply, meta))
 
     def close(self) -> None:
         """Close the limiter's own connections (not the client's)."""

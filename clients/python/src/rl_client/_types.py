@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 from ._arguments import Duration, Key
 from ._errors import ArgumentError
@@ -35,6 +35,9 @@ class Decision:
     #: Set only on a decision made up by the limiter's ``on_connection_error`` choice
     #: ("allow" or "deny") because Redis did not answer in time: the error it got.
     error: Optional[BaseException] = field(default=None, compare=False)
+    #: True on a rejection the limiter's cache of blocked keys gave without asking the
+    #: server (``cache_size``); its ``retry_after`` is what is left of the server's.
+    cached: ClassVar[bool] = False
 
     def _member(self, name: str) -> Member:
         return Member(name, self.limit, self.remaining, ceil_s(self.reset_after), self.window)
@@ -55,6 +58,13 @@ class Decision:
             self.remaining,
             ceil_s(self.reset_after),
         )
+
+
+class CachedDecision(Decision):
+    """A rejection from the cache of blocked keys: ``cached`` is True."""
+
+    __slots__ = ()
+    cached: ClassVar[bool] = True
 
 
 @dataclass(slots=True)

@@ -7,192 +7,33 @@
 use crate::command::Call;
 use crate::error::Result;
 use crate::generated::commands::{Acquire, All, Bucket, Fixed, Gcra, Penalty, Quota, Release, Share, Sliding, SlidingCounter, Throttle};
+use crate::params::methods;
 use crate::reply::{AllDecision, Decision, ThrottleDecision};
 use crate::{Batch, Deadline, Limiter};
 
-impl<C: redis::ConnectionLike + Deadline> Limiter<C> {
+methods! {
     /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`: counts units in an epoch-aligned fixed window and admits at most limit per window.
-    pub fn fixed(&mut self, key: impl AsRef<[u8]>, params: &Fixed) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    fixed(key: impl AsRef<[u8]>, params: &Fixed) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.SLIDING key limit window [COST n | REFUND n]`: logs accepted units in a sorted set and admits at most limit in any window-long interval.
-    pub fn sliding(&mut self, key: impl AsRef<[u8]>, params: &Sliding) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    sliding(key: impl AsRef<[u8]>, params: &Sliding) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDING key limit window [COST n | REFUND n]`; its reply is a [`Reply`]."]];
     /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`: takes cost tokens from a bucket of capacity tokens that refills tokens per period.
-    pub fn bucket(&mut self, key: impl AsRef<[u8]>, params: &Bucket) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    bucket(key: impl AsRef<[u8]>, params: &Bucket) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`: token bucket of capacity units refilling tokens per period, kept as one integer (GCRA).
-    pub fn gcra(&mut self, key: impl AsRef<[u8]>, params: &Gcra) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    gcra(key: impl AsRef<[u8]>, params: &Gcra) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`; its reply is a [`Reply`]."]];
     /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: estimates a sliding window from two fixed-window counts and admits at most limit in it.
-    pub fn sliding_counter(&mut self, key: impl AsRef<[u8]>, params: &SlidingCounter) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    sliding_counter(key: impl AsRef<[u8]>, params: &SlidingCounter) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
-    pub fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    acquire(key: impl AsRef<[u8]>, params: &Acquire) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.ACQUIRE key limit ttl id`; its reply is a [`Reply`]."]];
     /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
-    pub fn penalty(&mut self, key: impl AsRef<[u8]>, params: &Penalty) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    penalty(key: impl AsRef<[u8]>, params: &Penalty) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.PENALTY key strikes window block max [COST n]`; its reply is a [`Reply`]."]];
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
-    pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    share(key: impl AsRef<[u8]>, params: &Share) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
     /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
-    pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params))?.into_decision()
-    }
-
+    quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`; its reply is a [`Reply`]."]];
     /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
-        self.call(Call::One(key.as_ref(), params))?.into_throttle()
-    }
-
+    throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
     /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
-        self.call(Call::One(key.as_ref(), &Release::new(id)))?.into_released()
-    }
-
+    release(key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) => Call::One(key.as_ref(), &Release::new(id)), bool, into_released, [#[doc = "Adds `RL.RELEASE key id`; its reply is a [`Reply`]."]];
     /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    pub fn all(&mut self, all: &All) -> Result<AllDecision> {
-        self.call(Call::Many(all))?.into_all()
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl<C: redis::aio::ConnectionLike> crate::AsyncLimiter<C> {
-    /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`: counts units in an epoch-aligned fixed window and admits at most limit per window.
-    pub async fn fixed(&mut self, key: impl AsRef<[u8]>, params: &Fixed) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.SLIDING key limit window [COST n | REFUND n]`: logs accepted units in a sorted set and admits at most limit in any window-long interval.
-    pub async fn sliding(&mut self, key: impl AsRef<[u8]>, params: &Sliding) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`: takes cost tokens from a bucket of capacity tokens that refills tokens per period.
-    pub async fn bucket(&mut self, key: impl AsRef<[u8]>, params: &Bucket) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`: token bucket of capacity units refilling tokens per period, kept as one integer (GCRA).
-    pub async fn gcra(&mut self, key: impl AsRef<[u8]>, params: &Gcra) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: estimates a sliding window from two fixed-window counts and admits at most limit in it.
-    pub async fn sliding_counter(&mut self, key: impl AsRef<[u8]>, params: &SlidingCounter) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
-    pub async fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
-    pub async fn penalty(&mut self, key: impl AsRef<[u8]>, params: &Penalty) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
-    pub async fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
-    pub async fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> Result<Decision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_decision()
-    }
-
-    /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
-    pub async fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> Result<ThrottleDecision> {
-        self.call(Call::One(key.as_ref(), params)).await?.into_throttle()
-    }
-
-    /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
-    pub async fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> Result<bool> {
-        self.call(Call::One(key.as_ref(), &Release::new(id))).await?.into_released()
-    }
-
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    pub async fn all(&mut self, all: &All) -> Result<AllDecision> {
-        self.call(Call::Many(all)).await?.into_all()
-    }
-}
-
-impl Batch {
-    /// Adds `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn fixed(&mut self, key: impl AsRef<[u8]>, params: &Fixed) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.SLIDING key limit window [COST n | REFUND n]`; its reply is a [`Reply`].
-    pub fn sliding(&mut self, key: impl AsRef<[u8]>, params: &Sliding) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn bucket(&mut self, key: impl AsRef<[u8]>, params: &Bucket) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`; its reply is a [`Reply`].
-    pub fn gcra(&mut self, key: impl AsRef<[u8]>, params: &Gcra) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn sliding_counter(&mut self, key: impl AsRef<[u8]>, params: &SlidingCounter) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.ACQUIRE key limit ttl id`; its reply is a [`Reply`].
-    pub fn acquire(&mut self, key: impl AsRef<[u8]>, params: &Acquire) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.PENALTY key strikes window block max [COST n]`; its reply is a [`Reply`].
-    pub fn penalty(&mut self, key: impl AsRef<[u8]>, params: &Penalty) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn share(&mut self, key: impl AsRef<[u8]>, params: &Share) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`; its reply is a [`Reply`].
-    pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`].
-    pub fn throttle(&mut self, key: impl AsRef<[u8]>, params: &Throttle) -> &mut Self {
-        self.add(Call::One(key.as_ref(), params))
-    }
-
-    /// Adds `RL.RELEASE key id`; its reply is a [`Reply`].
-    pub fn release(&mut self, key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) -> &mut Self {
-        self.add(Call::One(key.as_ref(), &Release::new(id)))
-    }
-
-    /// Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`].
-    pub fn all(&mut self, all: &All) -> &mut Self {
-        self.add(Call::Many(all))
-    }
+    all(all: &All) => Call::Many(all), AllDecision, into_all, [#[doc = "Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
 }

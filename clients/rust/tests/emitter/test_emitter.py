@@ -1,11 +1,11 @@
 """The Rust emitter on a command table with a command it has never seen.
 
-A copy of commands.json gains RL.QUOTA (a limit and the options EVERY, a duration;
+A copy of commands.json gains RL.MADEUP (a limit and the options EVERY, a duration;
 ON, AT and TZ, texts; no window: no `w`) as a command and an RL.ALL policy. The
 emitter's output must give it a method on Limiter, AsyncLimiter and Batch, a type
 with its checks, and a Policy, with no hand edit: the generated files are written
 into a copy of the crate, which must build and pass the test beside this file
-(quota.rs). Run by clients/rust/test.sh; python3 test_emitter.py alone works too.
+(madeup.rs). Run by clients/rust/test.sh; python3 test_emitter.py alone works too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from clientgen import model as model_module  # noqa: E402
 from clientgen import rust  # noqa: E402
 
 TEXT = {"type": "text", "min_bytes": 1, "max_bytes": 64}
-QUOTA_OPTIONS = [
+MADEUP_OPTIONS = [
     {"name": "EVERY", "type": "duration", "min_ms": 1, "max_ms": 315360000000, "value": "period"},
     {"name": "ON", "value": "day", **TEXT},
     {"name": "AT", "value": "time", **TEXT},
@@ -37,24 +37,25 @@ QUOTA_OPTIONS = [
 ]
 
 
-def with_quota(table: dict) -> dict:
+def with_madeup(table: dict) -> dict:
     table = copy.deepcopy(table)
+    # A name the table does not have: the real commands (RL.QUOTA among them) stay.
     limit = {"name": "limit", "type": "integer", "min": 1, "max": 9007199254740991}
     amounts = [o for o in table["commands"][0]["options"] if o["name"] in ("COST", "REFUND")]
     table["commands"].append(
         {
-            "name": "RL.QUOTA",
-            "summary": "Admits at most limit units per calendar period",
-            "function": "rl_quota",
-            "policy": "QUOTA",
+            "name": "RL.MADEUP",
+            "summary": "A command made up for this test",
+            "function": "rl_madeup",
+            "policy": "MADEUP",
             "keys": "first",
             "arguments": [{"name": "key", "type": "key"}, limit],
-            "options": amounts + QUOTA_OPTIONS,
+            "options": amounts + MADEUP_OPTIONS,
             "reply": "decision",
         }
     )
     table["policies"].append(
-        {"word": "QUOTA", "command": "RL.QUOTA", "arguments": [limit], "options": QUOTA_OPTIONS, "looked_at": False}
+        {"word": "MADEUP", "command": "RL.MADEUP", "arguments": [limit], "options": MADEUP_OPTIONS, "looked_at": False}
     )
     return table
 
@@ -63,7 +64,7 @@ class NewCommand(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="rl-emitter-"))
-        table = with_quota(json.loads(model_module.COMMANDS_JSON.read_text()))
+        table = with_madeup(json.loads(model_module.COMMANDS_JSON.read_text()))
         path = cls.tmp / "commands.json"
         path.write_text(json.dumps(table))
         cls.model = model_module.load(path)
@@ -78,20 +79,16 @@ class NewCommand(unittest.TestCase):
 
     def test_the_surface_has_it(self):
         commands, methods = self.text("commands.rs"), self.text("methods.rs")
-        self.assertIn("pub struct Quota {", commands)
-        self.assertIn("pub fn tz(mut self, zone: impl AsRef<[u8]>) -> Self {", commands)
-        self.assertIn("pub fn every(mut self, period: impl Into<Period>) -> Self {", commands)
-        self.assertIn('check::text("TZ", v, 1, 64)?;', commands)
-        self.assertIn("Quota(Quota),", commands)
-        self.assertIn("pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> Result<Decision> {", methods)
-        self.assertIn("pub async fn quota(", methods)
-        self.assertIn("pub fn quota(&mut self, key: impl AsRef<[u8]>, params: &Quota) -> &mut Self {", methods)
-        self.assertIn("Quota", self.text("mod.rs"))
+        self.assertIn('Madeup MADEUP = ("RL.MADEUP", Some("rl_madeup"), Some("MADEUP"), Decision);', commands)
+        self.assertIn('pub tz(zone): Vec<u8> [impl AsRef<[u8]>] = "TZ" (1, 64)', commands)
+        self.assertIn('pub every(period): Period [impl Into<Period>] = "EVERY" (1, 315360000000)', commands)
+        self.assertIn('] Madeup);', commands)
+        self.assertIn("madeup(key: impl AsRef<[u8]>, params: &Madeup) => Call::One(key.as_ref(), params), Decision, into_decision,", methods)
+        self.assertIn("Madeup", self.text("mod.rs"))
 
     def test_no_window_no_w(self):
-        quota = self.text("commands.rs").split("impl Params for Quota {")[1]
-        window = quota.split("fn window(&self) -> Option<Duration> {")[1].split("}")[0]
-        self.assertEqual(window.strip(), "None")
+        madeup = self.text("commands.rs").split('Madeup MADEUP = ("RL.MADEUP"')[1].split("command! {")[0]
+        self.assertIn("window(_ => None);", madeup)
 
     def test_the_table_as_it_is_gives_the_files_in_the_crate(self):
         for rel, text in rust.emit(model_module.load()).items():
@@ -103,7 +100,7 @@ class NewCommand(unittest.TestCase):
         crate = self.tmp / "crate"
         shutil.copytree(CRATE / "src", crate / "src")
         (crate / "tests").mkdir()
-        shutil.copy(HERE / "quota.rs", crate / "tests" / "quota.rs")
+        shutil.copy(HERE / "madeup.rs", crate / "tests" / "madeup.rs")
         shutil.copy(ROOT / "Cargo.lock", crate / "Cargo.lock")
         manifest = (CRATE / "Cargo.toml").read_text()
         (crate / "Cargo.toml").write_text(manifest + "\n[workspace]\n")
@@ -111,7 +108,7 @@ class NewCommand(unittest.TestCase):
             (crate / Path(rel).relative_to("clients/rust")).write_text(text)
         env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / "emitter-check")}
         run = subprocess.run(
-            ["cargo", "test", "--offline", "-q", "--test", "quota"], cwd=crate, env=env, capture_output=True, text=True
+            ["cargo", "test", "--offline", "-q", "--test", "madeup"], cwd=crate, env=env, capture_output=True, text=True
         )
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 

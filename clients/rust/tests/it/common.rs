@@ -108,11 +108,16 @@ pub struct BareServer {
 impl BareServer {
     /// None (said on stderr) when there is no redis-server to start.
     pub fn start() -> Option<BareServer> {
-        let program = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
+        BareServer::start_at(port)
+    }
+
+    /// The same on `port` (a killed server's, to bring it back).
+    pub fn start_at(port: u16) -> Option<BareServer> {
+        let program = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let dir =
             std::env::temp_dir().join(format!("rl-client-bare-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -176,6 +181,27 @@ impl BareServer {
     /// A blocking connection to this server.
     pub fn con(&self) -> redis::Connection {
         self.client().get_connection().unwrap()
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap()
+    }
+
+    /// Loads RL's Functions library (functions/rl.lua).
+    pub fn load_library(&self) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../functions/rl.lua");
+        let code = std::fs::read_to_string(path).unwrap();
+        redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg("REPLACE")
+            .arg(code)
+            .query::<String>(&mut self.con())
+            .unwrap();
     }
 }
 

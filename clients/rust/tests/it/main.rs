@@ -8,4 +8,5 @@ mod common;
 mod coverage;
 mod errors;
 mod headers;
+mod survive;
 mod sync_calls;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use rl_client::{
-    Acquire, All, Backend, Bucket, Decision, Error, Fixed, Gcra, Penalty, Share, Sliding,
+    Acquire, All, Backend, Bucket, Decision, Error, Fixed, Gcra, Penalty, Quota, Share, Sliding,
     SlidingCounter, Throttle,
 };
 
@@ -266,6 +266,42 @@ fn throttle() {
         between(limited.retry_after, H - SLACK, H);
         let look = rl.throttle(&k, &p.clone().quantity(0)).unwrap();
         assert_eq!(look.remaining, 0);
+    }
+}
+
+#[test]
+fn quota_a_day_in_a_zone() {
+    let _g = shared();
+    for t in targets("quota_a_day_in_a_zone") {
+        let mut rl = t.limiter();
+        let d = rl
+            .quota(key("quota"), &Quota::new(5, "day").tz("America/New_York"))
+            .unwrap();
+        assert!(d.allowed);
+        assert_eq!((d.limit, d.remaining), (5, 4));
+        // A local day lasts 23 to 25 hours.
+        between(Some(d.reset_after), Duration::from_millis(1), 25 * H);
+        let err = rl
+            .quota(key("quota-zone"), &Quota::new(5, "day").tz("Mars/Olympus"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArgument(m) if m.contains("unknown time zone 'Mars/Olympus'")),
+            "{err:?}"
+        );
+        let all = All::new().key(key("{q}:fixed"), Fixed::new(3, "1d")).key(
+            key("{q}:quota"),
+            Quota::new(5, "day").tz("America/New_York"),
+        );
+        let both = rl.all(&all).unwrap();
+        assert!(both.allowed());
+        assert_eq!(
+            (
+                both.keys[0].remaining,
+                both.keys[1].limit,
+                both.keys[1].remaining
+            ),
+            (2, 5, 4)
+        );
     }
 }
 

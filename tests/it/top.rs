@@ -366,12 +366,11 @@ fn shadow_rejections_are_reported_apart_from_enforced_ones() {
         .query(&mut c)
         .expect("RL.ALL");
     assert_eq!((r[0][0], r[1][0], r[2][0]), (0, 0, 0), "{r:?}");
+    // The two SHADOW policies tie (one rejection each, often in the same ms).
     let shadow = top(&mut c, &["SHADOW"]);
-    assert_eq!(
-        keys(&shadow),
-        ["s:single", "{b}:try", "{a}:try"],
-        "{shadow:?}"
-    );
+    let mut ranked = keys(&shadow);
+    ranked[1..].sort();
+    assert_eq!(ranked, ["s:single", "{a}:try", "{b}:try"], "{shadow:?}");
     assert_eq!(shadow.iter().map(|e| e.1).collect::<Vec<_>>(), [2, 1, 1]);
     assert_eq!(keys(&top(&mut c, &[])), ["{b}:on"]);
     // RESET forgets both.

@@ -6,17 +6,18 @@ replicated effects as the module's commands (docs/library.md):
 
   redis-cli -x FUNCTION LOAD REPLACE < functions/rl.lua
 -- <generated:usage>
-  FCALL rl_fixed          1 key limit window                         [COST n | REFUND n | DEBIT n]
-  FCALL rl_sliding        1 key limit window                         [COST n | REFUND n]
-  FCALL rl_bucket         1 key capacity tokens period               [COST n | REFUND n | DEBIT n]
-  FCALL rl_gcra           1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [DELAY max]
-  FCALL rl_slidingcounter 1 key limit window                         [COST n | REFUND n | DEBIT n]
+  FCALL rl_fixed          1 key limit window                         [COST n | REFUND n | DEBIT n] [SHADOW]
+  FCALL rl_sliding        1 key limit window                         [COST n | REFUND n] [SHADOW]
+  FCALL rl_bucket         1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [SHADOW]
+  FCALL rl_gcra           1 key capacity tokens period               [COST n | REFUND n | DEBIT n] [DELAY max] [SHADOW]
+  FCALL rl_slidingcounter 1 key limit window                         [COST n | REFUND n | DEBIT n] [SHADOW]
   FCALL rl_acquire        1 key limit ttl id
-  FCALL rl_penalty        1 key strikes window block max             [COST n]
-  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
-  FCALL rl_quota          1 key limit unit                           [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n]
+  FCALL rl_penalty        1 key strikes window block max             [COST n] [SHADOW]
+  FCALL rl_share          1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]
+  FCALL rl_quota          1 key limit unit                           [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n] [SHADOW]
   FCALL rl_release        1 key id
   FCALL rl_all numkeys key [key ...] policy [policy ...] [COST n | REFUND n | DEBIT n]
+    (SHADOW before a policy makes it advisory: it never vetoes the call)
     (a GCRA policy may carry DELAY max: GCRA capacity tokens period [DELAY max])
     (in rl_all, PENALTY strikes window block max is only looked at, as COST 0; rl_penalty writes it)
   FCALL rl_version        0                                          the library's version
@@ -1078,7 +1079,7 @@ local MAX_ID = 256 -- bytes in a lease id
 local MAX_TENANT = 256 -- bytes in an RL.SHARE tenant
 local MAX_WEIGHT = 10000 -- an RL.SHARE tenant's largest weight
 local SHARE_MAX_TENANTS = 10000 -- rl.share-max-tenants' default (a library has no settings)
-local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true, EVERY = true, ON = true, AT = true, TZ = true }
+local OPTION_WORDS = { COST = true, REFUND = true, DEBIT = true, DELAY = true, EVERY = true, ON = true, AT = true, TZ = true, SHADOW = true }
 -- </generated:limits>
 -- <generated:errors>
 local ERRORS = {
@@ -1098,6 +1099,7 @@ local ERRORS = {
   lease_refund = "ERR syntax error: REFUND does not apply to ACQUIRE: end a lease with RL.RELEASE",
   block_above_max = "ERR block must be at most max",
   delay_without_gcra = "ERR syntax error: DELAY must follow a GCRA policy",
+  shadow_without_policy = "ERR syntax error: SHADOW must come before a policy",
   numkeys = "ERR numkeys must be an integer from 1 to 16",
   not_share = "ERR key does not hold an RL.SHARE budget (a hash of the fields g, t:<tenant>, s:<n> and i:<n> that RL.SHARE writes)",
   tenant = "ERR tenant must be 1 to 256 bytes",
@@ -1568,8 +1570,9 @@ local function printable(s)
   return tconcat(out)
 end
 
--- [COST n | REFUND n] (and DEBIT n, DELAY max when `takes` says so) from args[i..]:
--- {option, refund = bool, debit = bool, n = number}, and delay (ms) when given.
+-- [COST n | REFUND n] (and DEBIT n, DELAY max, SHADOW when `takes` says so) from
+-- args[i..]: {option, refund = bool, debit = bool, n = number}, delay (ms) when
+-- given, and shadow = true when SHADOW was given (a flag: no value).
 -- takes = {name = the command an error names, delay = bool, debit = bool}. in_all:
 -- rl_all's options after its last policy, where a DELAY not taken is misplaced, not
 -- unknown.
@@ -1587,6 +1590,8 @@ local function takes_option(takes, word)
     return takes.refund ~= false
   elseif word == "DEBIT" then
     return takes.debit == true
+  elseif word == "SHADOW" then
+    return takes.shadow == true
   end
   return word == "DELAY" and takes.delay == true
 end
@@ -1614,7 +1619,7 @@ end
 -- The options after a command's parameters: one parser for every command. An option
 -- RL has that this command does not take is named as not applying to it.
 local function options(args, i, takes, in_all)
-  local amount, delay
+  local amount, delay, shadow
   while i <= #args do
     local word = args[i]:upper()
     local option
@@ -1626,7 +1631,13 @@ local function options(args, i, takes, in_all)
       end
       fail("ERR syntax error: " .. word .. " does not apply to " .. takes.name .. ", which takes " .. expected(takes))
     end
-    if CALENDAR_WORDS[word] then
+    if word == "SHADOW" then
+      if shadow then
+        fail("ERR syntax error: SHADOW given more than once")
+      end
+      shadow = true
+      i = i - 1 -- a flag: no value follows
+    elseif CALENDAR_WORDS[word] then
       if args[i + 1] == nil then
         fail("ERR syntax error: " .. word .. " needs a value")
       end
@@ -1672,6 +1683,7 @@ local function options(args, i, takes, in_all)
     fail("ERR syntax error: DELAY and DEBIT exclude each other")
   end
   amount.delay = delay
+  amount.shadow = shadow == true
   return amount
 end
 
@@ -1859,6 +1871,8 @@ local function with_calendar(q, args, i, among_others)
       values[word], last = args[j + 1], j + 2
     elseif not among_others then
       break
+    elseif word == "SHADOW" then
+      j = j - 1 -- another option: a flag stands alone, the rest take a value
     end
     j = j + 2
   end
@@ -3262,15 +3276,15 @@ end
 -- (watches).
 -- <generated:policies>
 local POLICIES = {
-  { word = "FIXED", limiter = FIXED, n = 2, takes = "ERR syntax error: policy FIXED takes limit window", debit = true },
-  { word = "SLIDING", limiter = SLIDING, n = 2, takes = "ERR syntax error: policy SLIDING takes limit window" },
-  { word = "BUCKET", limiter = BUCKET, n = 3, takes = "ERR syntax error: policy BUCKET takes capacity tokens period", debit = true },
-  { word = "GCRA", limiter = GCRA, n = 3, takes = "ERR syntax error: policy GCRA takes capacity tokens period", debit = true, delay = true },
-  { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, takes = "ERR syntax error: policy SLIDINGCOUNTER takes limit window", debit = true },
+  { word = "FIXED", limiter = FIXED, n = 2, takes = "ERR syntax error: policy FIXED takes limit window", debit = true, shadow = true },
+  { word = "SLIDING", limiter = SLIDING, n = 2, takes = "ERR syntax error: policy SLIDING takes limit window", shadow = true },
+  { word = "BUCKET", limiter = BUCKET, n = 3, takes = "ERR syntax error: policy BUCKET takes capacity tokens period", debit = true, shadow = true },
+  { word = "GCRA", limiter = GCRA, n = 3, takes = "ERR syntax error: policy GCRA takes capacity tokens period", debit = true, delay = true, shadow = true },
+  { word = "SLIDINGCOUNTER", limiter = SLIDINGCOUNTER, n = 2, takes = "ERR syntax error: policy SLIDINGCOUNTER takes limit window", debit = true, shadow = true },
   { word = "ACQUIRE", limiter = ACQUIRE, n = 3, takes = "ERR syntax error: policy ACQUIRE takes limit ttl id", refund = false },
-  { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, watches = true },
-  { word = "SHARE", limiter = SHARE, n = 5, takes = "ERR syntax error: policy SHARE takes tenant weight capacity tokens period", debit = true },
-  { word = "QUOTA", limiter = QUOTA, n = 2, takes = "ERR syntax error: policy QUOTA takes limit unit", debit = true },
+  { word = "PENALTY", limiter = PENALTY, n = 4, takes = "ERR syntax error: policy PENALTY takes strikes window block max", refund = false, shadow = true, watches = true },
+  { word = "SHARE", limiter = SHARE, n = 5, takes = "ERR syntax error: policy SHARE takes tenant weight capacity tokens period", debit = true, shadow = true },
+  { word = "QUOTA", limiter = QUOTA, n = 2, takes = "ERR syntax error: policy QUOTA takes limit unit", debit = true, shadow = true },
 }
 -- </generated:policies>
 
@@ -3291,19 +3305,28 @@ local function policy_of(word)
   return nil
 end
 
--- allowed: whether the call writes. limit, remaining (the smallest) and reset (the
--- longest) come from the limits, not from watched policies (PENALTY), unless all are.
--- Allowed: the longest wait of a scheduled key (GCRA with DELAY), else 0.
--- Rejected: -1 if a key never allows, else the longest wait of a rejecting key.
+-- allowed: whether the call writes. Only the enforced policies (every policy when
+-- all are SHADOW) describe the call: limit, remaining (the smallest) and reset (the
+-- longest) come from their limits, not from watched policies (PENALTY), unless all
+-- are. Allowed: the longest wait of a scheduled enforced key (GCRA with DELAY), else
+-- 0. Rejected: -1 if an enforced key never allows, else the longest wait of a
+-- rejecting enforced key.
 local function combine(per_key, policies, allowed)
+  local all_shadow = true
+  for _, p in ipairs(policies) do
+    all_shadow = all_shadow and p.shadow
+  end
   local limits = false
   for _, p in ipairs(policies) do
-    limits = limits or not p.watches
+    if all_shadow or not p.shadow then
+      limits = limits or not p.watches
+    end
   end
   local reset = 0
   local tightest
   for k, d in ipairs(per_key) do
-    if not (limits and policies[k].watches) then
+    local p = policies[k]
+    if (all_shadow or not p.shadow) and not (limits and p.watches) then
       if tightest == nil or d.remaining < tightest.remaining then
         tightest = d
       end
@@ -3313,8 +3336,8 @@ local function combine(per_key, policies, allowed)
     end
   end
   local never, longest = false, 0
-  for _, d in ipairs(per_key) do
-    if d.allowed == allowed then
+  for k, d in ipairs(per_key) do
+    if d.allowed == allowed and not policies[k].shadow then
       if d.retry == -1 then
         never = true
       elseif d.retry > longest then
@@ -3331,7 +3354,10 @@ end
 local function policies_in(list, from)
   local count, i = 0, from
   while list[i] ~= nil do
-    local p = policy_of(list[i])
+    if list[i]:upper() == "SHADOW" then
+      i = i + 1
+    end
+    local p = list[i] and policy_of(list[i])
     if not p then
       break
     end
@@ -3385,6 +3411,17 @@ local function rl_all(keys, args)
     end
     local policies, i, delayed, last_delayed = {}, 1, false, false
     while args[i] ~= nil do
+      -- SHADOW before a policy makes it advisory: it never vetoes the call.
+      local shadow = args[i]:upper() == "SHADOW"
+      if shadow then
+        local after = args[i + 1]
+        if after ~= nil and after:upper() == "SHADOW" then
+          fail("ERR syntax error: SHADOW given more than once")
+        elseif after == nil or not policy_of(after) then
+          fail(ERRORS.shadow_without_policy)
+        end
+        i = i + 1
+      end
       local p = policy_of(args[i])
       if not p then
         break
@@ -3418,7 +3455,8 @@ local function rl_all(keys, args)
         end
         i, delayed, last_delayed = i + 2, true, true
       end
-      policies[#policies + 1] = { policy = p, limiter = p.limiter, params = params, watches = p.watches }
+      policies[#policies + 1] =
+        { policy = p, limiter = p.limiter, params = params, watches = p.watches, shadow = shadow }
     end
     if #policies ~= #keys then
       local fits = fitting_numkeys(keys, args)
@@ -3471,11 +3509,12 @@ local function rl_all(keys, args)
       local p = policies[k]
       local d, write = p.limiter.decide(key, p.params, now, p.watches and look or amount)
       decisions[k], writes[k] = d, write
-      all = all and (d.allowed or (p.watches == true and not charging))
+      all = all and (p.shadow or d.allowed or (p.watches == true and not charging))
     end
     if all then
+      -- A SHADOW key is written only if it allows on its own.
       for k = 1, #keys do
-        if writes[k] then
+        if writes[k] and (decisions[k].allowed or not policies[k].shadow) then
           writes[k]()
         end
       end
@@ -3533,27 +3572,32 @@ return {
   rl_fixed = single("rl_fixed", FIXED, 2, {
     name = "RL.FIXED",
     debit = true,
-    usage = "FCALL rl_fixed 1 key limit window [COST n | REFUND n | DEBIT n]",
+    shadow = true,
+    usage = "FCALL rl_fixed 1 key limit window [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
   rl_sliding = single("rl_sliding", SLIDING, 2, {
     name = "RL.SLIDING",
-    usage = "FCALL rl_sliding 1 key limit window [COST n | REFUND n]",
+    shadow = true,
+    usage = "FCALL rl_sliding 1 key limit window [COST n | REFUND n] [SHADOW]",
   }),
   rl_bucket = single("rl_bucket", BUCKET, 3, {
     name = "RL.BUCKET",
     debit = true,
-    usage = "FCALL rl_bucket 1 key capacity tokens period [COST n | REFUND n | DEBIT n]",
+    shadow = true,
+    usage = "FCALL rl_bucket 1 key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
   rl_gcra = single("rl_gcra", GCRA, 3, {
     name = "RL.GCRA",
     debit = true,
     delay = true,
-    usage = "FCALL rl_gcra 1 key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max]",
+    shadow = true,
+    usage = "FCALL rl_gcra 1 key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY max] [SHADOW]",
   }),
   rl_slidingcounter = single("rl_slidingcounter", SLIDINGCOUNTER, 2, {
     name = "RL.SLIDINGCOUNTER",
     debit = true,
-    usage = "FCALL rl_slidingcounter 1 key limit window [COST n | REFUND n | DEBIT n]",
+    shadow = true,
+    usage = "FCALL rl_slidingcounter 1 key limit window [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
   rl_acquire = exact("rl_acquire", acquire, 3, {
     name = "RL.ACQUIRE",
@@ -3562,18 +3606,21 @@ return {
   rl_penalty = single("rl_penalty", PENALTY, 4, {
     name = "RL.PENALTY",
     refund = false,
-    usage = "FCALL rl_penalty 1 key strikes window block max [COST n]",
+    shadow = true,
+    usage = "FCALL rl_penalty 1 key strikes window block max [COST n] [SHADOW]",
   }),
   rl_share = single("rl_share", SHARE, 5, {
     name = "RL.SHARE",
     debit = true,
-    usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]",
+    shadow = true,
+    usage = "FCALL rl_share 1 key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
   rl_quota = single("rl_quota", QUOTA, 2, {
     name = "RL.QUOTA",
     debit = true,
+    shadow = true,
     calendar = true,
-    usage = "FCALL rl_quota 1 key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n]",
+    usage = "FCALL rl_quota 1 key limit unit [EVERY n] [ON anchor] [AT hh:mm] [TZ zone] [COST n | REFUND n | DEBIT n] [SHADOW]",
   }),
   rl_release = exact("rl_release", release, 1, {
     name = "RL.RELEASE",

@@ -236,6 +236,12 @@ def workloads(have_floor, have_cell, library_functions):
     w.append(rl(QUOTA_NAME, quota, floor_fixed + [("× RL.FIXED", "RL.FIXED")]))
     w.append(Workload(QUOTA_NAME.replace(")", "; key absent)"), quota, "RL.QUOTA",
                       ratios=floor_fixed + [("× RL.FIXED", "RL.FIXED")], keys=100_000_000))
+    # Rejected calls: a COST above the limit, so nothing is written, on a random key
+    # of 100,000, so RL.TOP's sketch (128 keys a window) replaces its smallest entry on
+    # nearly every call, its worst case. Against the allowed write: what the
+    # rejection path (its counter and RL.TOP's feed) costs.
+    w.append(Workload("RL.FIXED rejected", ["RL.FIXED", "KEY", "1", "1m", "COST", "2"],
+                      "RL.FIXED", ratios=[("× RL.FIXED", "RL.FIXED")]))
     # DELAY: a rate (1,000,000 an hour, one every 3.6 ms) far below the call rate, so
     # nearly every call is scheduled rather than allowed at once; up to an hour of
     # turns queue before one is rejected. Against plain RL.GCRA: what scheduling costs.

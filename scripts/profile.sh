@@ -29,6 +29,7 @@ workloads=(
   "SET PX|rl|SET KEY 1 PX 60000|setCommand"
   "FLOOR.FIXED|rl|FLOOR.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "RL.FIXED|rl|RL.FIXED KEY 1000000000000 1m|RedisModuleCommandDispatcher"
+  "RL.FIXED rejected|rl|RL.FIXED KEY 1 1m COST 2|RedisModuleCommandDispatcher"
   "RL.SLIDINGCOUNTER|rl|RL.SLIDINGCOUNTER KEY 1000000000000 1m|RedisModuleCommandDispatcher"
   "RL.QUOTA (America/New_York; month)|rl|RL.QUOTA KEY 1000000000000 month TZ America/New_York|RedisModuleCommandDispatcher"
   "RL.QUOTA (America/New_York; month; key absent)|rl|RL.QUOTA KEY 1000000000000 month TZ America/New_York|RedisModuleCommandDispatcher|100000000"

@@ -30,6 +30,13 @@ pub const SHARE_MAX_TENANTS_CEILING: i64 = 1_000_000;
 pub static SHARE_MAX_TENANTS: AtomicI64 =
     AtomicI64::new(rl_core::algorithms::share::DEFAULT_MAX_TENANTS as i64);
 
+/// Highest value `top-size` accepts (two sketches of this many keys).
+pub const TOP_SIZE_CEILING: i64 = 100_000;
+
+/// `rl.top-size`: the keys each of RL.TOP's two windows holds. It fixes RL.TOP's
+/// memory, whatever the number of keys rejected.
+pub static TOP_SIZE: AtomicI64 = AtomicI64::new(rl_core::top::DEFAULT_SIZE as i64);
+
 /// The settings a call is parsed under.
 #[inline]
 pub fn settings() -> rl_core::command::Settings {
@@ -47,6 +54,10 @@ pub fn share_max_tenants() -> u64 {
     u64::try_from(SHARE_MAX_TENANTS.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
+pub fn top_size() -> usize {
+    usize::try_from(TOP_SIZE.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
 /// One integer setting.
 pub struct Setting {
     /// The name after `rl.`, as module arguments and configs spell it.
@@ -58,7 +69,7 @@ pub struct Setting {
 }
 
 /// Every setting the module has.
-pub static SETTINGS: [Setting; 2] = [
+pub static SETTINGS: [Setting; 3] = [
     Setting {
         name: c"sliding-max-limit",
         default: rl_core::table::SLIDING_MAX_LIMIT as i64,
@@ -72,6 +83,13 @@ pub static SETTINGS: [Setting; 2] = [
         min: 1,
         max: SHARE_MAX_TENANTS_CEILING,
         value: &SHARE_MAX_TENANTS,
+    },
+    Setting {
+        name: c"top-size",
+        default: rl_core::top::DEFAULT_SIZE as i64,
+        min: 1,
+        max: TOP_SIZE_CEILING,
+        value: &TOP_SIZE,
     },
 ];
 
@@ -301,5 +319,16 @@ mod tests {
         assert!(apply(&["foo", "1"])
             .unwrap_err()
             .contains("share-max-tenants"));
+
+        // rl.top-size: 1 ..= 100,000, default 128.
+        assert_eq!(apply(&["top-size", "100000"]), Ok(100_000));
+        assert_eq!(top_size(), 100_000);
+        let range = "rl.top-size must be an integer from 1 to 100000";
+        for bad in ["0", "-1", "100001", "x"] {
+            assert_eq!(apply(&["top-size", bad]), Err(range.into()), "{bad:?}");
+        }
+        assert_eq!(top_size(), 100_000, "unchanged");
+        assert_eq!(apply(&[]), Ok(100_000));
+        assert_eq!(top_size(), 128);
     }
 }

@@ -5,7 +5,7 @@
 //! - `storage`: state in native keys (string, sorted set, hash) and effects replication;
 //! - `commands`: the thin glue Redis calls, guarded so no panic reaches the server;
 //! - `server`: every call into the server's module API, behind safe functions;
-//! - `stats`: the INFO counters; `config`: module settings;
+//! - `stats`: the INFO counters; `top`: RL.TOP's sketches; `config`: module settings;
 //! - this file: the module's load, which the server's entry points run.
 
 // Every unsafe block says why it is sound.
@@ -16,6 +16,7 @@ mod config;
 mod server;
 mod stats;
 mod storage;
+mod top;
 
 use server::Context;
 

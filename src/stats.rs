@@ -17,11 +17,27 @@ pub enum Verdict {
     Error,
 }
 
-/// The calls of one command, by how they ended.
+impl Verdict {
+    /// A decided call's verdict.
+    pub fn of(allowed: bool) -> Verdict {
+        if allowed {
+            Verdict::Allowed
+        } else {
+            Verdict::Rejected
+        }
+    }
+}
+
+/// The calls of one command, by how they ended, and the allowed ones that left
+/// at most a tenth of the limit; SHADOW calls (and SHADOW RL.ALL policies) apart,
+/// by what they would have answered.
 pub struct Counters {
     allowed: AtomicU64,
     rejected: AtomicU64,
     errors: AtomicU64,
+    near_limit: AtomicU64,
+    shadow_allowed: AtomicU64,
+    shadow_rejected: AtomicU64,
 }
 
 impl Counters {
@@ -30,7 +46,21 @@ impl Counters {
             allowed: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            near_limit: AtomicU64::new(0),
+            shadow_allowed: AtomicU64::new(0),
+            shadow_rejected: AtomicU64::new(0),
         }
+    }
+
+    /// Counts a SHADOW call (or a SHADOW RL.ALL policy) that would have been
+    /// allowed or rejected: a trial, not in `allowed` / `rejected`.
+    pub fn record_shadow(&self, allowed: bool) {
+        let counter = if allowed {
+            &self.shadow_allowed
+        } else {
+            &self.shadow_rejected
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn record(&self, outcome: Verdict) {
@@ -42,20 +72,42 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// An allowed call (or RL.ALL policy) that left at most a tenth of its limit.
+    pub fn near_limit(&self) {
+        self.near_limit.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Back to zero, at each load: the counters count "since the module loaded" even
     /// where an unload leaves the module's memory mapped (musl).
     pub fn reset(&self) {
-        for counter in [&self.allowed, &self.rejected, &self.errors] {
+        let counters = [
+            &self.allowed,
+            &self.rejected,
+            &self.errors,
+            &self.near_limit,
+            &self.shadow_allowed,
+            &self.shadow_rejected,
+        ];
+        for counter in counters {
             counter.store(0, Ordering::Relaxed);
         }
     }
 
-    fn fields(&self) -> [(&'static str, u64); 3] {
+    /// Its INFO fields; the shadow ones only for a command that takes SHADOW.
+    fn fields(&self, shadow: bool) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        let shadows = [
+            ("shadow_allowed", &self.shadow_allowed),
+            ("shadow_rejected", &self.shadow_rejected),
+        ];
         [
-            ("allowed", self.allowed.load(Ordering::Relaxed)),
-            ("rejected", self.rejected.load(Ordering::Relaxed)),
-            ("errors", self.errors.load(Ordering::Relaxed)),
+            ("allowed", &self.allowed),
+            ("rejected", &self.rejected),
+            ("errors", &self.errors),
+            ("near_limit", &self.near_limit),
         ]
+        .into_iter()
+        .chain(shadows.into_iter().filter(move |_| shadow))
+        .map(|(name, counter)| (name, counter.load(Ordering::Relaxed)))
     }
 }
 
@@ -75,9 +127,11 @@ pub const BUILD: [(&str, &str); 3] = [
 ];
 
 /// Writes the `# rl` section of INFO: the [`BUILD`] fields, then
-/// `rl_<command>_<allowed|rejected|errors>` fields, one row per `(command name,
-/// counters)`. The registry hands over the rows, so this layer knows no command.
-pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Counters)>) {
+/// `rl_<command>_<allowed|rejected|errors|near_limit>` fields (and
+/// `_<shadow_allowed|shadow_rejected>` where the row says it takes SHADOW), one
+/// row per `(command name, counters, takes SHADOW)`. The registry hands over the
+/// rows, so this layer knows no command.
+pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Counters, bool)>) {
     if !ctx.begin_section() {
         return;
     }
@@ -87,9 +141,9 @@ pub fn section<'a>(ctx: InfoContext, rows: impl Iterator<Item = (&'a str, &'a Co
     // RL.QUOTA's time zone rules: the version of the tz database compiled in, so
     // an operator can check every node agrees.
     ctx.field_str("tzdb_version", rl_core::calendar::tzdb_version());
-    for (command, counters) in rows {
+    for (command, counters, shadow) in rows {
         let prefix = prefix(command);
-        for (name, value) in counters.fields() {
+        for (name, value) in counters.fields(shadow) {
             ctx.field(&format!("{prefix}_{name}"), value);
         }
     }
@@ -108,6 +162,23 @@ mod tests {
         c.record(Verdict::Rejected);
         c.record(Verdict::Rejected);
         c.record(Verdict::Error);
-        assert_eq!(c.fields(), [("allowed", 0), ("rejected", 2), ("errors", 1)]);
+        c.near_limit();
+        c.record_shadow(false);
+        let fields = |shadow| c.fields(shadow).collect::<Vec<_>>();
+        assert_eq!(
+            fields(false),
+            [
+                ("allowed", 0),
+                ("rejected", 2),
+                ("errors", 1),
+                ("near_limit", 1)
+            ]
+        );
+        assert_eq!(
+            fields(true)[4..],
+            [("shadow_allowed", 0), ("shadow_rejected", 1)]
+        );
+        c.reset();
+        assert!(fields(true).iter().all(|(_, v)| *v == 0));
     }
 }

@@ -106,7 +106,9 @@ fn command(c: &Command) -> Value {
         "function": c.function,
         "policy": c.policy.map(text),
         "arguments": arguments,
-        "options": c.options.iter().copied().map(option).collect::<Vec<_>>(),
+        // SHADOW, a flag with no value, is said apart: `"shadow": true`.
+        "options": c.options.iter().copied().filter(|o| !o.is_flag()).map(option).collect::<Vec<_>>(),
+        "shadow": c.takes_option(Opt::Shadow),
         "reply": match c.reply {
             Reply::Decision => "decision",
             Reply::Throttle => "throttle",
@@ -121,7 +123,7 @@ fn policy(c: &'static Command) -> Value {
         .options
         .iter()
         .copied()
-        .filter(|o| !o.is_amount())
+        .filter(|o| !o.is_amount() && !o.is_flag())
         .map(option)
         .collect();
     json!({
@@ -129,6 +131,8 @@ fn policy(c: &'static Command) -> Value {
         "command": c.name_str(),
         "arguments": c.params().iter().map(argument).collect::<Vec<_>>(),
         "options": options,
+        // `SHADOW` may come before the policy's word: it never vetoes the call.
+        "shadow": true,
         "looked_at": c.looked_at,
     })
 }
@@ -183,6 +187,7 @@ fn option(o: Opt) -> Value {
         }
         Opt::At => json!({"name": "AT", "type": "time", "format": "hh:mm", "default": "00:00"}),
         Opt::Tz => json!({"name": "TZ", "type": "zone", "default": "UTC"}),
+        Opt::Shadow => json!({"name": "SHADOW", "type": "flag", "excludes": excludes}),
     }
 }
 

@@ -200,7 +200,8 @@ fn option_usage(o: Opt) -> String {
     format!("{} {value}", o.word())
 }
 
-/// `[COST n | REFUND n | DEBIT n] [DELAY max]`, as the row takes them ("" for none).
+/// `[COST n | REFUND n | DEBIT n] [DELAY max] [SHADOW]`, as the row takes them
+/// ("" for none).
 fn options_usage(c: &Command) -> String {
     let options = c.options;
     let amounts: Vec<String> = options
@@ -217,6 +218,9 @@ fn options_usage(c: &Command) -> String {
     }
     if options.contains(&Opt::Delay) {
         parts.push(format!("[{}]", option_usage(Opt::Delay)));
+    }
+    if options.contains(&Opt::Shadow) {
+        parts.push(format!("[{}]", Opt::Shadow.word()));
     }
     parts.join(" ")
 }
@@ -323,7 +327,11 @@ fn usage() -> String {
                 singles.push((function.to_string(), call_args(c), options_usage(c)));
             }
             Keys::Counted => {
-                let mut lines = vec![usage_line(function, c)];
+                let mut lines = vec![
+                    usage_line(function, c),
+                    "  (SHADOW before a policy makes it advisory: it never vetoes the call)"
+                        .to_string(),
+                ];
                 for p in commands::policies() {
                     let word = p.policy_word();
                     if p.delay() {
@@ -467,6 +475,7 @@ fn errors() -> String {
         ("lease_refund", line(&Error::LeaseRefund)),
         ("block_above_max", line(&Error::BlockAboveMax)),
         ("delay_without_gcra", line(&Error::DelayWithoutGcra)),
+        ("shadow_without_policy", line(&Error::ShadowWithoutPolicy)),
         ("numkeys", line(&numkeys)),
         ("not_share", holds(codec::share::WHAT)),
         ("tenant", line(&Error::BadTenant)),
@@ -612,6 +621,9 @@ fn takes_fields(takes: Takes) -> Vec<String> {
     }
     if takes.has(Opt::Delay) {
         fields.push("delay = true".to_string());
+    }
+    if takes.has(Opt::Shadow) {
+        fields.push("shadow = true".to_string());
     }
     if takes.has(Opt::Every) {
         fields.push("calendar = true".to_string());

@@ -16,10 +16,31 @@ pub use crate::table::MAX_KEYS;
 
 pub use crate::commands::Policy;
 
+/// One policy read from an RL.ALL line.
+struct Next {
+    policy: Policy,
+    /// The arguments it took: a SHADOW, its word, its parameters, its DELAY.
+    used: usize,
+    /// It carries its own DELAY.
+    delayed: bool,
+    /// SHADOW came before it.
+    shadow: bool,
+}
+
 impl Policy {
-    /// The policy at the start of `args`, how many arguments it takes and whether
-    /// it carries a DELAY; None when `args` does not start with a policy name.
-    fn next(args: &[&[u8]], settings: Settings) -> Option<Result<(Policy, usize, bool)>> {
+    /// The policy at the start of `args` (after a SHADOW, if one comes first);
+    /// None when `args` starts with neither a policy name nor SHADOW.
+    fn next(args: &[&[u8]], settings: Settings) -> Option<Result<Next>> {
+        let shadow = args.first().is_some_and(|w| is_shadow(w));
+        if shadow {
+            match args.get(1) {
+                Some(w) if is_shadow(w) => return Some(Err(Error::DuplicateOption("SHADOW"))),
+                Some(w) if is_policy(w) => {}
+                _ => return Some(Err(Error::ShadowWithoutPolicy)),
+            }
+        }
+        let skipped = usize::from(shadow);
+        let args = &args[skipped..];
         let word = args.first()?;
         let (command, parse) = crate::commands::POLICIES
             .iter()
@@ -43,7 +64,12 @@ impl Policy {
                 let (policy, delay) = policy_delay(policy, &args[1 + n + own..])?;
                 Ok((policy, own + delay, delay > 0))
             });
-        Some(parsed.map(|(policy, used, delayed)| (policy, 1 + n + used, delayed)))
+        Some(parsed.map(|(policy, used, delayed)| Next {
+            policy,
+            used: skipped + 1 + n + used,
+            delayed,
+            shadow,
+        }))
     }
 
     /// Whether the policy is only looked at, never charged (PENALTY: "is this
@@ -101,6 +127,11 @@ fn is_option(word: &[u8]) -> bool {
     line_option(word).is_some()
 }
 
+/// Whether `word` is SHADOW, the word that makes the policy after it advisory.
+fn is_shadow(word: &[u8]) -> bool {
+    Opt::named(word) == Some(Opt::Shadow)
+}
+
 /// Whether `word` names a policy.
 fn is_policy(word: &[u8]) -> bool {
     commands::policies().any(|c| word.eq_ignore_ascii_case(c.policy_token().to_bytes()))
@@ -120,10 +151,12 @@ fn policy_args(command: &Command) -> Error {
 }
 
 /// A parsed call: a policy per key (the keys follow numkeys in argv, in the same
-/// order), and what to take or give back.
+/// order), which of them are SHADOW, and what to take or give back.
 #[derive(Debug)]
 pub struct Call {
     pub policies: Vec<Policy>,
+    /// Bit i: key i's policy came after SHADOW (at most [`MAX_KEYS`] keys).
+    pub shadows: u32,
     pub amount: Amount,
 }
 
@@ -131,6 +164,17 @@ impl Call {
     /// numkeys: parsing checked there is exactly one policy per key.
     pub fn keys(&self) -> usize {
         self.policies.len()
+    }
+
+    /// Whether key `i`'s policy is SHADOW: advisory, it never vetoes the call.
+    pub fn shadow(&self, i: usize) -> bool {
+        i < 32 && self.shadows & (1 << i) != 0
+    }
+
+    /// Whether key `i`'s policy decides the call (it is not SHADOW), or, when every
+    /// policy is SHADOW, describes it.
+    fn enforced(&self, i: usize) -> bool {
+        !self.shadow(i) || self.shadows.count_ones() as usize == self.keys()
     }
 }
 
@@ -151,25 +195,29 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
         }
     }
     let mut policies = Vec::with_capacity(keys);
+    let mut shadows = 0u32;
     let mut delayed = false;
     // Whether the last policy carries its own DELAY.
     let mut last_delayed = false;
     while let Some(parsed) = Policy::next(tail, settings) {
-        let (policy, used, delay) = parsed?;
-        policies.push(policy);
-        delayed |= delay;
-        last_delayed = delay;
-        tail = &tail[used..];
+        let next = parsed?;
+        if next.shadow && policies.len() < 32 {
+            shadows |= 1 << policies.len();
+        }
+        policies.push(next.policy);
+        delayed |= next.delayed;
+        last_delayed = next.delayed;
+        tail = &tail[next.used..];
     }
     if policies.len() != keys {
         return Err(count_error(rest, keys, policies.len(), tail.first()));
     }
     // The options after the last policy, in any order: the call's (COST n, REFUND n
     // or DEBIT n), and when that policy takes DELAY (GCRA), its own, DELAY max among
-    // them.
+    // them; never SHADOW, which comes before a policy.
     let takes = Takes {
         options: match policies.last() {
-            Some(last) if last.takes_delay() => last.command().options,
+            Some(last) if last.takes_delay() => &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay],
             _ => table::ALL.options,
         },
         ..table::ALL.takes()
@@ -212,6 +260,7 @@ pub fn parse(args: &[&[u8]], settings: Settings) -> Result<Call> {
     }
     Ok(Call {
         policies,
+        shadows,
         amount: options.amount,
     })
 }
@@ -255,7 +304,12 @@ fn fitting_numkeys(rest: &[&[u8]], numkeys: usize) -> Option<usize> {
 fn policies_in(tail: &[&[u8]]) -> Option<usize> {
     let mut count = 0;
     let mut i = 0;
-    while let Some(word) = tail.get(i) {
+    while let Some(mut word) = tail.get(i) {
+        if is_shadow(word) {
+            i += 1;
+            let Some(after) = tail.get(i) else { break };
+            word = after;
+        }
         let Some(policy) =
             commands::policies().find(|p| word.eq_ignore_ascii_case(p.policy_token().to_bytes()))
         else {
@@ -278,51 +332,73 @@ fn policies_in(tail: &[&[u8]]) -> Option<usize> {
 }
 
 impl Call {
-    /// Whether the keys' decisions let the call write: every key allows. A watched
-    /// key (PENALTY) counts only for COST: REFUND and DEBIT settle what was already
-    /// taken, whether or not the offender is blocked now.
+    /// Whether the keys' decisions let the call write: every enforced key allows
+    /// (a SHADOW key never vetoes; a call of SHADOW keys only always writes). A
+    /// watched key (PENALTY) counts only for COST: REFUND and DEBIT settle what was
+    /// already taken, whether or not the offender is blocked now.
     pub fn allows(&self, per_key: &[Decision]) -> bool {
         let charging = matches!(self.amount, Amount::Take(_));
         self.policies
             .iter()
             .zip(per_key)
-            .all(|(p, d)| d.allowed || (p.watches() && !charging))
+            .enumerate()
+            .all(|(i, (p, d))| self.shadow(i) || d.allowed || (p.watches() && !charging))
     }
 
-    /// The combined decision over every key's reply: allowed as [`Call::allows`]
-    /// says; limit, remaining (the smallest: the first such key's, with its limit)
-    /// and reset_after (the longest) from the limits alone, not from the watched
-    /// keys (strikes are no rate limit, and RateLimit headers are built from these),
-    /// unless every policy is watched; retry_after when allowed the longest wait of
-    /// a scheduled key (a GCRA policy with DELAY: act when every key's turn has
-    /// come), else 0; when rejected -1 if some key never allows, else the longest
-    /// wait among the keys that reject (a block's end included).
+    /// Whether key `i`, in a call that writes, is written: a SHADOW key only if it
+    /// would allow on its own (as its own command would), every other key always.
+    pub fn writes(&self, i: usize, own: &Decision) -> bool {
+        !self.shadow(i) || own.allowed
+    }
+
+    /// The combined decision over every key's reply, from the enforced keys only
+    /// (every key when all are SHADOW): allowed as [`Call::allows`] says; limit,
+    /// remaining (the smallest: the first such key's, with its limit) and
+    /// reset_after (the longest) from the limits alone, not from the watched keys
+    /// (strikes are no rate limit, and RateLimit headers are built from these),
+    /// unless every such policy is watched; retry_after when allowed the longest
+    /// wait of a scheduled enforced key (a GCRA policy with DELAY: act when every
+    /// key's turn has come), else 0; when rejected -1 if some key never allows,
+    /// else the longest wait among the keys that reject (a block's end included).
     pub fn combine(&self, per_key: &[Decision]) -> Decision {
         let allowed = self.allows(per_key);
-        let limits = self.policies.iter().any(|p| !p.watches());
-        let counted = || {
+        // A SHADOW key schedules no one: only the enforced keys' waits count.
+        let enforced = || {
             self.policies
                 .iter()
                 .zip(per_key)
+                .enumerate()
+                .filter(|(i, _)| !self.shadow(*i))
+                .map(|(_, pd)| pd)
+        };
+        let described = || {
+            self.policies
+                .iter()
+                .zip(per_key)
+                .enumerate()
+                .filter(|(i, _)| self.enforced(*i))
+                .map(|(_, pd)| pd)
+        };
+        let limits = described().any(|(p, _)| !p.watches());
+        let counted = || {
+            described()
                 .filter(move |(p, _)| !limits || !p.watches())
                 .map(|(_, d)| d)
         };
         let tightest = counted().min_by_key(|d| d.remaining);
         let retry_after = if allowed {
-            let longest = per_key
-                .iter()
-                .filter_map(|d| match d.retry_after {
+            let longest = enforced()
+                .filter_map(|(_, d)| match d.retry_after {
                     RetryAfter::Delayed(ms) => Some(ms),
                     RetryAfter::Now | RetryAfter::Ms(_) | RetryAfter::Never => None,
                 })
                 .max();
             longest.map_or(RetryAfter::Now, RetryAfter::Delayed)
-        } else if per_key.iter().any(|d| d.retry_after == RetryAfter::Never) {
+        } else if enforced().any(|(_, d)| d.retry_after == RetryAfter::Never) {
             RetryAfter::Never
         } else {
-            let longest = per_key
-                .iter()
-                .filter_map(|d| match d.retry_after {
+            let longest = enforced()
+                .filter_map(|(_, d)| match d.retry_after {
                     RetryAfter::Ms(ms) => Some(ms),
                     RetryAfter::Now | RetryAfter::Delayed(_) | RetryAfter::Never => None,
                 })
@@ -513,6 +589,7 @@ mod tests {
         let quota = params::window_limit(&table::FIXED, &[b"1", b"1s"]).unwrap();
         let call = Call {
             policies: vec![Policy::Fixed(quota); per_key.len()],
+            shadows: 0,
             amount: Amount::Take(Cost::ONE),
         };
         call.combine(per_key)
@@ -554,6 +631,49 @@ mod tests {
         // Penalties only: they describe the call.
         let call = parse_line("1 pen PENALTY 5 15m 1m 1h").unwrap();
         assert_eq!(call.combine(&[blocked]), blocked);
+    }
+
+    #[test]
+    fn a_shadow_policy_never_vetoes_nor_describes_the_call() {
+        let call = parse_line("3 a b c FIXED 10 1m shadow GCRA 5 1 1s SHADOW FIXED 3 1h").unwrap();
+        assert_eq!(call.shadows, 0b110);
+        assert!(!call.shadow(0) && call.shadow(1) && call.shadow(2));
+        let rate = decision(true, 10, 9, RetryAfter::Now, 100);
+        let tried = decision(false, 5, 0, RetryAfter::Ms(200), 5000);
+        let scheduled = decision(true, 3, 1, RetryAfter::Delayed(700), 9000);
+        // Allowed by the enforced key alone, described by it; the rejecting SHADOW
+        // key is not written, the allowing one is.
+        assert!(call.allows(&[rate, tried, scheduled]));
+        assert_eq!(call.combine(&[rate, tried, scheduled]), rate);
+        assert!(!call.writes(1, &tried) && call.writes(2, &scheduled));
+        // Rejected by the enforced key: its wait, not a SHADOW key's.
+        let full = decision(false, 10, 0, RetryAfter::Ms(50), 100);
+        let never = decision(false, 5, 0, RetryAfter::Never, 5000);
+        assert_eq!(
+            call.combine(&[full, never, scheduled]),
+            decision(false, 10, 0, RetryAfter::Ms(50), 100)
+        );
+        // SHADOW only: allowed, no wait, described by every key as usual.
+        let call = parse_line("2 a b SHADOW FIXED 10 1m SHADOW GCRA 5 1 1s").unwrap();
+        assert_eq!(
+            call.combine(&[rate, tried]),
+            decision(true, 5, 0, RetryAfter::Now, 5000)
+        );
+        for (line, want) in [
+            ("1 a SHADOW SHADOW FIXED 1 1s", "syntax error: SHADOW given more than once"),
+            ("1 a FIXED 1 1s SHADOW", "syntax error: SHADOW must come before a policy"),
+            ("1 a SHADOW COST 1", "syntax error: SHADOW must come before a policy"),
+            ("1 a FIXED 1 1s COST 1 SHADOW", "syntax error: SHADOW does not apply to RL.ALL, which takes COST n, REFUND n or DEBIT n"),
+            ("1 a GCRA 1 1 1s COST 0 SHADOW", "syntax error: SHADOW does not apply to RL.ALL, which takes COST n, REFUND n or DEBIT n, or DELAY max"),
+            ("1 a FIXED 1 SHADOW", "syntax error: policy FIXED takes limit window"),
+            ("3 a b FIXED 1 1s SHADOW GCRA 1 1 1s", "numkeys is 3, but the keys and policies given match numkeys 2"),
+        ] {
+            assert_eq!(
+                parse_line(line).err().map(|e| e.to_string()).as_deref(),
+                Some(want),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use crate::algorithms::{share, Amount, Decision, Millis, Outcome};
 use crate::error::Result;
+use crate::options::Options;
 use crate::params;
 use crate::store::Store;
 use crate::table::{Command, Reply, SLIDING_MAX_LIMIT};
@@ -55,15 +56,16 @@ pub trait Spec {
     }
 
     /// Parses everything after the key: the parameters, then the options the row
-    /// takes. CL.THROTTLE replaces it (a positional quantity, no options), and so
-    /// do the commands that take no options.
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Self::Params, Amount)> {
+    /// takes (a DELAY applied to the parameters). CL.THROTTLE replaces it (a
+    /// positional quantity, no options), and so do the commands that take no
+    /// options.
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Self::Params, Options)> {
         let (p, options) = params::with_options(Self::ROW, args, |a| Self::params(a, settings))?;
         let p = match options.delay {
             Some(max_ms) => Self::delayed(p, max_ms),
             None => p,
         };
-        Ok((p, options.amount))
+        Ok((p, options))
     }
 
     /// Its reply's integers: RL's five unless the command answers otherwise

@@ -18,6 +18,7 @@ use crate::algorithms::{Algorithm, Amount, Cost, Decision, Millis, Outcome, Rate
 use crate::calendar::Calendar;
 use crate::command::{Runs, Settings, Spec};
 use crate::error::{Error, Result};
+use crate::options::Options;
 use crate::params::{self, Lease};
 use crate::store::Store;
 use crate::table::{self, Command};
@@ -109,7 +110,7 @@ impl Spec for Quota {
 
     /// The parameters, COST, REFUND or DEBIT, and the calendar's options (in any
     /// order among them).
-    fn parse(args: &[&[u8]], _: Settings) -> Result<(quota::Quota, Amount)> {
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(quota::Quota, Options)> {
         // The errors in the order of every command's: parameters (the limit, the
         // unit), then the amount's options, then the calendar's.
         let ((limit, unit), options) =
@@ -117,7 +118,7 @@ impl Spec for Quota {
         let rest = args.get(Self::ROW.params().len()..).unwrap_or_default();
         let ([every, on, at, tz], _) = params::calendar_words(rest, true)?;
         let calendar = Calendar::parse(unit.name().as_bytes(), every, on, at, tz)?;
-        Ok((quota::Quota { limit, calendar }, options.amount))
+        Ok((quota::Quota { limit, calendar }, options))
     }
 
     /// An RL.ALL policy's calendar options, right after it.
@@ -147,8 +148,9 @@ impl Spec for Throttle {
     }
 
     /// The three parameters, then an optional quantity (no options).
-    fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Amount)> {
-        params::throttle(Self::ROW, args)
+    fn parse(args: &[&[u8]], _: Settings) -> Result<(Emission, Options)> {
+        let (emission, amount) = params::throttle(Self::ROW, args)?;
+        Ok((emission, Options::of(amount)))
     }
 
     fn fields(d: &Decision) -> [i64; 5] {
@@ -185,8 +187,8 @@ impl Spec for Acquire {
     }
 
     /// Exactly the three parameters (the arity is checked before): one lease.
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Amount)> {
-        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(Lease, Options)> {
+        Ok((Self::params(args, settings)?, Options::NONE))
     }
 }
 
@@ -205,8 +207,8 @@ impl Spec for Release {
     }
 
     /// Exactly the id (the arity is checked before).
-    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Amount)> {
-        Ok((Self::params(args, settings)?, Amount::Take(Cost::ONE)))
+    fn parse(args: &[&[u8]], settings: Settings) -> Result<(LeaseId, Options)> {
+        Ok((Self::params(args, settings)?, Options::NONE))
     }
 }
 

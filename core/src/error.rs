@@ -64,6 +64,9 @@ pub enum Error {
     #[error("syntax error: unknown option '{option}', expected {expected}")]
     UnknownOption { option: String, expected: String },
 
+    #[error("syntax error: RL.TOP takes [COUNT k] [SHADOW], or RESET alone")]
+    TopSyntax,
+
     #[error("tenant must be 1 to 256 bytes")]
     BadTenant,
 
@@ -103,6 +106,10 @@ pub enum Error {
 
     #[error("syntax error: {0} given more than once")]
     DuplicateOption(&'static str),
+
+    /// RL.ALL: a SHADOW that no policy follows.
+    #[error("syntax error: SHADOW must come before a policy")]
+    ShadowWithoutPolicy,
 
     #[error("syntax error: {0} needs a value")]
     MissingValue(&'static str),

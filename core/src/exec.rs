@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::store::Store;
 
 /// RL.ALL: every key decided at one instant as its own command would decide it
-/// (a PENALTY policy only looked at); if the call allows, each key written exactly
-/// as its own command writes it, else none. Deciding never writes, so nothing needs
+/// (a PENALTY policy only looked at); if the call allows (its enforced keys do),
+/// each key written exactly as its own command writes it (a SHADOW key only if it
+/// allows on its own), else none. Deciding never writes, so nothing needs
 /// undoing. Returns the combined decision, then each key's.
 ///
 /// Should a write fail midway (not on a healthy server), the keys written before
@@ -26,7 +27,10 @@ pub fn all<S: Store>(
     let mut decisions: Vec<Decision> = Vec::with_capacity(call.keys() + 1);
     decisions.extend(outcomes.iter().map(|o| o.decision));
     if call.allows(&decisions) {
-        for (key, outcome) in keys.iter().zip(outcomes) {
+        for (i, (key, outcome)) in keys.iter().zip(outcomes).enumerate() {
+            if !call.writes(i, &outcome.decision) {
+                continue;
+            }
             if let Some(write) = outcome.write {
                 write.store(store, key)?;
             }

@@ -21,7 +21,8 @@
 //!   RL.ALL, written once over any store;
 //! - `store`: where state lives ([`store::Store`]: the reads RL needs and the
 //!   native commands it writes with) and every command's storage, written once
-//!   over any store.
+//!   over any store;
+//! - `top`: RL.TOP's sketch of the keys rejected most in the last minute or so.
 //!
 //! This crate cannot see the server: the module crate (`rl`) depends on it, never
 //! the other way round, so the layering is the compiler's to enforce. It builds and
@@ -54,3 +55,4 @@ pub mod options;
 pub mod params;
 pub mod store;
 pub mod table;
+pub mod top;

@@ -60,10 +60,11 @@ impl Visit for Line<'_, '_> {
     type Output = Result<Value>;
 
     fn single<C: Runs>(mut self) -> Result<Value> {
-        let (params, amount) = C::parse(&self.argv[2..], Settings::DEFAULT)?;
+        // SHADOW changes nothing a store sees: only the module's counters.
+        let (params, options) = C::parse(&self.argv[2..], Settings::DEFAULT)?;
         let key = self.argv[1].to_vec();
         let now = self.memory.now;
-        let d = apply::<C, _>(&mut self.memory, &key, &params, now, amount)?;
+        let d = apply::<C, _>(&mut self.memory, &key, &params, now, options.amount)?;
         Ok(match C::reply(&d) {
             Answer::Five(fields) => integers(fields),
             Answer::One(n) => Value::Int(n),

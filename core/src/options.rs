@@ -27,11 +27,14 @@ pub enum Opt {
     On,
     At,
     Tz,
+    /// `SHADOW`: a flag, no value. Alone, the call is counted as a trial; before
+    /// an RL.ALL policy, the policy never vetoes the call.
+    Shadow,
 }
 
 impl Opt {
     /// Every option, in the order errors and docs name them.
-    pub const ALL: [Opt; 8] = [
+    pub const ALL: [Opt; 9] = [
         Opt::Cost,
         Opt::Refund,
         Opt::Debit,
@@ -40,6 +43,7 @@ impl Opt {
         Opt::On,
         Opt::At,
         Opt::Tz,
+        Opt::Shadow,
     ];
 
     /// The calendar's options, in the order docs name them.
@@ -72,6 +76,7 @@ impl Opt {
             Opt::On => "ON",
             Opt::At => "AT",
             Opt::Tz => "TZ",
+            Opt::Shadow => "SHADOW",
         }
     }
 
@@ -86,6 +91,7 @@ impl Opt {
             Opt::On => (c"ON", c"anchor"),
             Opt::At => (c"AT", c"time"),
             Opt::Tz => (c"TZ", c"zone"),
+            Opt::Shadow => (c"SHADOW", c"shadow"),
         }
     }
 
@@ -97,28 +103,43 @@ impl Opt {
             Opt::Debit => &[Opt::Cost, Opt::Refund, Opt::Delay],
             Opt::Delay => &[Opt::Refund, Opt::Debit],
             Opt::Every | Opt::On | Opt::At | Opt::Tz => &[],
+            Opt::Shadow => &[],
         }
+    }
+
+    /// Whether it is a flag, given without a value (SHADOW).
+    pub const fn is_flag(self) -> bool {
+        matches!(self, Opt::Shadow)
     }
 }
 
 /// The options after the positional arguments: `COST n` (take n units, 1 by
 /// default), `REFUND n` (give back up to n) or `DEBIT n` (charge n after the fact,
 /// into debt if need be), and for RL.GCRA `DELAY max` (wait up to max for a turn
-/// instead of being rejected); case-insensitive, each at most once, at most one of
-/// COST, REFUND and DEBIT, DELAY with neither REFUND nor DEBIT.
+/// instead of being rejected), and `SHADOW` (a flag: the call is a trial, counted
+/// apart); case-insensitive, each at most once, at most one of COST, REFUND and
+/// DEBIT, DELAY with neither REFUND nor DEBIT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub amount: Amount,
     /// `DELAY max` in ms, when given (only if the command takes it).
     pub delay: Option<u64>,
+    /// `SHADOW` was given: the same reply and writes, counted as a trial.
+    pub shadow: bool,
 }
 
 impl Options {
-    /// No option given: take one unit, no DELAY.
-    pub const NONE: Options = Options {
-        amount: Amount::Take(Cost::ONE),
-        delay: None,
-    };
+    /// A call of `amount` with no other option (a command that takes none).
+    pub const fn of(amount: Amount) -> Options {
+        Options {
+            amount,
+            delay: None,
+            shadow: false,
+        }
+    }
+
+    /// No option given: take one unit, no DELAY, not SHADOW.
+    pub const NONE: Options = Options::of(Amount::Take(Cost::ONE));
 }
 
 /// Which options a command takes (its row's list), and the name an error gives it.
@@ -137,6 +158,7 @@ impl Takes {
 
     /// What an error says is accepted: "COST n, REFUND n or DEBIT n, or DELAY max".
     pub fn expected(self) -> String {
+        // SHADOW, a flag any limiter takes, is left out of the list.
         let amounts: Vec<String> = self
             .options
             .iter()
@@ -181,6 +203,7 @@ impl Takes {
 pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Result<Options> {
     let mut amount: Option<(Opt, Amount)> = None;
     let mut delay = None;
+    let mut shadow = false;
     let mut it = rest.into_iter();
     while let Some(name) = it.next() {
         let Some(option) = Opt::named(name) else {
@@ -191,6 +214,13 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         };
         if !takes.has(option) {
             return Err(takes.refuses(option));
+        }
+        if option.is_flag() {
+            if shadow {
+                return Err(Error::DuplicateOption(option.word()));
+            }
+            shadow = true;
+            continue;
         }
         let value = it.next();
         if option.is_calendar() {
@@ -234,6 +264,7 @@ pub fn options<'a>(rest: impl IntoIterator<Item = &'a [u8]>, takes: Takes) -> Re
         (delay, amount) => Ok(Options {
             amount: amount.unwrap_or(Options::NONE.amount),
             delay,
+            shadow,
         }),
     }
 }
@@ -247,6 +278,49 @@ mod tests {
     const SLIDING: Takes = crate::table::SLIDING.takes();
     const FIXED: Takes = crate::table::FIXED.takes();
     const GCRA: Takes = crate::table::GCRA.takes();
+
+    #[test]
+    fn shadow_is_a_flag_given_once_anywhere_among_the_options() {
+        let parsed = |args: &[&str], takes| {
+            let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            options(bytes, takes).map(|o| (o.amount, o.delay, o.shadow))
+        };
+        let take = |n| Amount::Take(Cost::new(n).unwrap());
+        assert_eq!(parsed(&[], FIXED), Ok((take(1), None, false)));
+        assert_eq!(parsed(&["SHADOW"], SLIDING), Ok((take(1), None, true)));
+        assert_eq!(
+            parsed(&["shadow", "COST", "3"], FIXED),
+            Ok((take(3), None, true))
+        );
+        assert_eq!(
+            parsed(&["COST", "0", "DELAY", "1s", "Shadow"], GCRA),
+            Ok((take(0), Some(1000), true))
+        );
+        assert_eq!(
+            parsed(&["SHADOW", "COST", "1", "SHADOW"], FIXED),
+            Err(Error::DuplicateOption("SHADOW"))
+        );
+        // Not read as COST's value, nor listed among what is expected.
+        assert_eq!(
+            parsed(&["COST", "SHADOW"], FIXED),
+            Err(Error::BadCount {
+                name: "COST",
+                min: 0
+            })
+        );
+        assert_eq!(
+            parsed(&["SHADOW", "1"], FIXED),
+            Err(Error::UnknownOption {
+                option: "1".into(),
+                expected: "COST n, REFUND n or DEBIT n".into()
+            })
+        );
+        let acquire = crate::table::ACQUIRE.takes();
+        assert_eq!(
+            parsed(&["SHADOW"], acquire),
+            Err(acquire.refuses(Opt::Shadow))
+        );
+    }
 
     #[test]
     fn cost_or_refund_is_optional_case_insensitive_and_given_once() {

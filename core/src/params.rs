@@ -233,18 +233,24 @@ pub fn calendar_words<'a>(
 ) -> Result<([Option<&'a [u8]>; 4], usize)> {
     let mut values: [Option<&[u8]>; 4] = [None; 4];
     let mut used = 0;
-    for pair in rest.chunks(2) {
-        let found = Opt::named(pair[0]).and_then(|o| Opt::CALENDAR.iter().position(|c| *c == o));
+    let mut at = 0;
+    while let Some(word) = rest.get(at) {
+        let found = Opt::named(word).and_then(|o| Opt::CALENDAR.iter().position(|c| *c == o));
         match found {
             Some(i) => {
                 let word = Opt::CALENDAR[i].word();
-                let value = pair.get(1).ok_or(Error::MissingValue(word))?;
+                let value = rest.get(at + 1).ok_or(Error::MissingValue(word))?;
                 if values[i].replace(value).is_some() {
                     return Err(Error::DuplicateOption(word));
                 }
                 used += 2;
+                at += 2;
             }
-            None if among_others => {}
+            // Another option: a flag (SHADOW) stands alone, the rest take a value.
+            None if among_others => {
+                let flag = Opt::named(word) == Some(Opt::Shadow);
+                at += if flag { 1 } else { 2 };
+            }
             None => break,
         }
     }

@@ -154,10 +154,10 @@ pub struct Command {
     pub looked_at: bool,
 }
 
-/// COST and REFUND: what every RL.* limiter takes.
-const COST_REFUND: &[Opt] = &[Opt::Cost, Opt::Refund];
-/// COST, REFUND and DEBIT.
-const COST_REFUND_DEBIT: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Debit];
+/// COST and REFUND, and SHADOW: what every RL.* limiter takes.
+const COST_REFUND: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Shadow];
+/// COST, REFUND and DEBIT, and SHADOW.
+const COST_REFUND_DEBIT: &[Opt] = &[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Shadow];
 
 impl Command {
     /// An RL.* command: `[COST n]` after its positional arguments, registered always.
@@ -375,7 +375,7 @@ pub const GCRA: Command = Command::rl(
     c"O(1)",
     RATE_ARGS,
 )
-.taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay])
+.taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay, Opt::Shadow])
 .policy(c"GCRA")
 .function("rl_gcra");
 
@@ -444,8 +444,9 @@ pub const ALL: Command = Command {
     // RL.ALL 1 key FIXED limit window
     min_argc: 6,
     // DEBIT applies to every key: a policy that takes none is an error naming it.
-    // (A GCRA policy's DELAY follows it, or comes after the last policy.)
-    options: COST_REFUND_DEBIT,
+    // (A GCRA policy's DELAY follows it, or comes after the last policy; SHADOW
+    // comes before a policy, never after the last one.)
+    options: &[Opt::Cost, Opt::Refund, Opt::Debit],
     quantity: None,
     optional: false,
     policy: None,
@@ -495,7 +496,7 @@ pub const RELEASE: Command = Command {
 
 /// Escalating blocks for repeat offenders: COST only (strikes are never given back).
 pub const PENALTY: Command = Command {
-    options: &[Opt::Cost],
+    options: &[Opt::Cost, Opt::Shadow],
     ..Command::rl(
         c"RL.PENALTY",
         c"write deny-oom fast",
@@ -567,6 +568,7 @@ pub const QUOTA: Command = Command {
         Opt::On,
         Opt::At,
         Opt::Tz,
+        Opt::Shadow,
     ])
     .policy(c"QUOTA")
     .function("rl_quota")

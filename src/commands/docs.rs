@@ -3,12 +3,15 @@
 //! sets it: `server::command_info`; the crate's `#[command]` macro also needs
 //! 7.2-only calls, so it is not used), and the command's ACL categories.
 
+use std::ffi::{CStr, CString};
+
 use crate::server::command_info::{ArgDoc, ArgType, CommandDoc, DocError, KeySearch};
 use crate::server::Context;
+use rl_core::options::Opt;
 use rl_core::table::{Arg, ArgKind, Command, Keys};
 
 /// The version of this module, shown in COMMAND DOCS `since`.
-const SINCE: &std::ffi::CStr = c"0.1.0";
+pub const SINCE: &CStr = c"0.1.0";
 
 pub fn describe(ctx: Context, spec: &Command) -> Result<(), String> {
     ctx.set_command_info(spec.name, &doc(spec))
@@ -27,6 +30,8 @@ fn doc(spec: &Command) -> CommandDoc {
             ArgKind::Policies => {
                 let blocks = rl_core::commands::policies()
                     .map(|p| {
+                        // (A policy's SHADOW comes before its word, which a block's
+                        // token cannot show: docs/commands.md#shadow says it.)
                         let mut subargs: Vec<_> = p.params().iter().map(positional).collect();
                         if p.delay() {
                             subargs.push(delay_option());
@@ -73,6 +78,9 @@ fn doc(spec: &Command) -> CommandDoc {
             ..amount
         });
     }
+    if spec.takes_option(Opt::Shadow) {
+        args.push(shadow_option());
+    }
     if spec.delay() {
         args.push(delay_option());
     }
@@ -90,6 +98,16 @@ fn doc(spec: &Command) -> CommandDoc {
             Keys::Counted => KeySearch::Counted,
         },
         args,
+    }
+}
+
+/// `[SHADOW]`: a limiter's flag.
+fn shadow_option() -> ArgDoc {
+    let (token, name) = Opt::Shadow.doc();
+    ArgDoc {
+        token: Some(token),
+        optional: true,
+        ..ArgDoc::new(name, ArgType::PureToken)
     }
 }
 
@@ -143,16 +161,25 @@ pub fn categorize(ctx: Context, spec: &Command, ratelimit: bool) {
         .to_bytes()
         .split(|&b| b == b' ')
         .any(|f| f == b"fast");
-    let categories: &std::ffi::CStr = match (fast, ratelimit) {
-        (true, true) => c"write fast ratelimit",
-        (false, true) => c"write ratelimit",
-        (true, false) => c"write fast",
-        (false, false) => c"write",
+    let base = if fast { "write fast" } else { "write" };
+    categorize_as(ctx, spec.name, base, ratelimit);
+}
+
+/// Puts the command `name` in the ACL categories `base` (`write fast`, RL.TOP's
+/// `read`), and `@ratelimit` where the load created it.
+pub fn categorize_as(ctx: Context, name: &CStr, base: &str, ratelimit: bool) {
+    let categories = if ratelimit {
+        format!("{base} ratelimit")
+    } else {
+        base.to_string()
     };
-    if ctx.set_acl_categories(spec.name, categories) == Some(false) {
+    let refused = CString::new(categories)
+        .map_or(Some(false), |c| ctx.set_acl_categories(name, &c))
+        == Some(false);
+    if refused {
         ctx.log_warning(&format!(
             "rl: could not set ACL categories of {}",
-            spec.name_str()
+            name.to_string_lossy()
         ));
     }
 }

@@ -11,11 +11,12 @@ use crate::config;
 use crate::server::{self, Argv, Context};
 use crate::stats::{Counters, Verdict};
 use crate::storage::Server;
-use rl_core::algorithms::Decision;
+use crate::top;
+use rl_core::algorithms::{Decision, Millis};
 use rl_core::args;
 use rl_core::command::{self, Answer, Runs};
 use rl_core::error::{Error, Result};
-use rl_core::table::{Command, Keys};
+use rl_core::table::{Command, Keys, Reply};
 
 /// What [`dispatch`] runs: a command that parses its arguments, decides and
 /// writes, and replies. Every [`Single`] is one (on one key); RL.ALL is one on
@@ -26,11 +27,14 @@ pub trait Handler {
     /// What the call decided, for [`Handler::reply`].
     type Decided;
 
-    /// Everything after the argument count check, up to the reply.
-    fn run(ctx: Context, argv: &Argv) -> Result<Self::Decided>;
+    /// Everything after the argument count check, up to the reply: what the call
+    /// decided, at the `now` it read.
+    fn run(ctx: Context, argv: &Argv) -> Result<(Self::Decided, Millis)>;
 
-    /// Whether the call was allowed (for the INFO counters).
-    fn allowed(decided: &Self::Decided) -> bool;
+    /// Counts the decided call: in INFO (allowed or rejected, or as a SHADOW trial;
+    /// `near_limit` after an allowed one) and, for the keys it rejected, in RL.TOP
+    /// (its SHADOW report for a SHADOW call or policy).
+    fn count(argv: &Argv, decided: &Self::Decided, now: Millis);
 
     fn reply(ctx: Context, decided: &Self::Decided);
 }
@@ -47,25 +51,48 @@ pub trait Counted {
 impl<C: Runs + Counted> Handler for Single<C> {
     const COMMAND: &'static Command = C::ROW;
     const STATS: &'static Counters = C::STATS;
-    type Decided = Decision;
+    /// The decision, and whether the call was SHADOW.
+    type Decided = (Decision, bool);
 
-    fn run(ctx: Context, argv: &Argv) -> Result<Decision> {
+    fn run(ctx: Context, argv: &Argv) -> Result<((Decision, bool), Millis)> {
         let mut inline = Inline::default();
-        let (params, amount) = C::parse(inline.args_from(argv, 2), config::settings())?;
+        let (params, options) = C::parse(inline.args_from(argv, 2), config::settings())?;
         #[cfg(feature = "testing")]
         if argv.bytes(1) == b"__rl_panic__" {
             panic!("injected by the testing feature");
         }
         let now = server::now_ms();
         let key = ctx.open_key(argv, 1);
-        command::apply::<C, Server>(&mut Server, &key, &params, now, amount)
+        // SHADOW changes only how the call is counted: the same decision and writes.
+        let decision =
+            command::apply::<C, Server>(&mut Server, &key, &params, now, options.amount)?;
+        Ok(((decision, options.shadow), now))
     }
 
-    fn allowed(d: &Decision) -> bool {
-        d.allowed
+    /// RL.RELEASE's decision is no limit's: it counts no `near_limit`, and a release
+    /// of no lease is no rejection for RL.TOP. A SHADOW call counts apart, and no
+    /// `near_limit` (no caller is held to its limit).
+    fn count(argv: &Argv, &(d, shadow): &(Decision, bool), now: Millis) {
+        let limit = C::ROW.reply != Reply::Released;
+        if shadow {
+            C::STATS.record_shadow(d.allowed);
+            if !d.allowed {
+                top::shadow_rejected(argv.bytes(1), now);
+            }
+        } else if d.allowed {
+            C::STATS.record(Verdict::Allowed);
+            if limit && d.near_limit() {
+                C::STATS.near_limit();
+            }
+        } else {
+            C::STATS.record(Verdict::Rejected);
+            if limit {
+                top::rejected(argv.bytes(1), now);
+            }
+        }
     }
 
-    fn reply(ctx: Context, d: &Decision) {
+    fn reply(ctx: Context, (d, _): &(Decision, bool)) {
         match C::reply(d) {
             Answer::Five(fields) => ctx.reply_integers(fields),
             Answer::One(n) => ctx.reply_integer(n),
@@ -84,48 +111,54 @@ impl<H: Handler> server::Entry for H {
 /// reply instead of aborting the server, and everything that could panic
 /// (counting, replying) runs inside the guard.
 fn dispatch<H: Handler>(ctx: Context, argv: Option<Argv>) {
-    let guarded = catch_unwind(AssertUnwindSafe(|| {
-        if matches!(H::COMMAND.keys, Keys::Counted) && ctx.is_keys_position_request() {
-            if let Some(argv) = &argv {
-                report_counted_keys(ctx, argv);
-            }
-            return;
-        }
-        let argv = match argv {
-            Some(argv) if H::COMMAND.accepts_argc(argv.count()) => argv,
-            other => {
-                let refused = other.and_then(|a| {
-                    let first_extra = H::COMMAND.min_argc;
-                    H::COMMAND
-                        .refused_option((first_extra < a.count()).then(|| a.bytes(first_extra)))
-                });
-                match refused {
-                    Some(e) => ctx.reply_error(&e),
-                    None => ctx.reply_wrong_arity(),
+    guarded(
+        ctx,
+        || H::COMMAND.name_str(),
+        || {
+            if matches!(H::COMMAND.keys, Keys::Counted) && ctx.is_keys_position_request() {
+                if let Some(argv) = &argv {
+                    report_counted_keys(ctx, argv);
                 }
-                H::STATS.record(Verdict::Error);
                 return;
             }
-        };
-        match H::run(ctx, &argv) {
-            Ok(decided) => {
-                H::STATS.record(if H::allowed(&decided) {
-                    Verdict::Allowed
-                } else {
-                    Verdict::Rejected
-                });
-                H::reply(ctx, &decided);
+            let argv = match argv {
+                Some(argv) if H::COMMAND.accepts_argc(argv.count()) => argv,
+                other => {
+                    let refused = other.and_then(|a| {
+                        let first_extra = H::COMMAND.min_argc;
+                        H::COMMAND
+                            .refused_option((first_extra < a.count()).then(|| a.bytes(first_extra)))
+                    });
+                    match refused {
+                        Some(e) => ctx.reply_error(&e),
+                        None => ctx.reply_wrong_arity(),
+                    }
+                    H::STATS.record(Verdict::Error);
+                    return;
+                }
+            };
+            match H::run(ctx, &argv) {
+                Ok((decided, now)) => {
+                    H::count(&argv, &decided, now);
+                    H::reply(ctx, &decided);
+                }
+                Err(e) => {
+                    H::STATS.record(Verdict::Error);
+                    ctx.reply_error(&e);
+                }
             }
-            Err(e) => {
-                H::STATS.record(Verdict::Error);
-                ctx.reply_error(&e);
-            }
-        }
-    }));
-    if guarded.is_err() {
-        // A bug: the key was opened but nothing reached the reply. Whatever the
-        // panic left half-done, the client gets an error, never a dead server.
-        ctx.reply_error(&Error::Internal(H::COMMAND.name_str()));
+        },
+    );
+}
+
+/// Runs `body`, one call of the command `name` names, so that no panic gets past
+/// it. The name is only worked out for the error (a CStr's check costs every call
+/// otherwise).
+pub(super) fn guarded(ctx: Context, name: impl FnOnce() -> &'static str, body: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(body)).is_err() {
+        // A bug: nothing reached the reply (a key may have been opened). Whatever
+        // the panic left half-done, the client gets an error, never a dead server.
+        ctx.reply_error(&Error::Internal(name()));
     }
 }
 

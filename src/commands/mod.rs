@@ -8,11 +8,13 @@
 //!   with a flow of its own;
 //! - `docs`: COMMAND INFO / COMMAND DOCS and ACL categories from a command's row;
 //! - `registry`: the handler of every command, from the core's list
-//!   (`rl_core::each_command!`), registration and the INFO rows.
+//!   (`rl_core::each_command!`), registration and the INFO rows;
+//! - `top`: RL.TOP, the one command on node-wide state (no key, no table row).
 
 mod all;
 mod docs;
 mod framework;
 mod registry;
+mod top;
 
 pub use registry::{register_all, Info};

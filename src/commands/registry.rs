@@ -9,6 +9,7 @@ use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
 use rl_core::commands;
+use rl_core::options::Opt;
 use rl_core::table::{Command as Row, Keys};
 
 /// One row of [`COMMANDS`]: a command as the module registers it.
@@ -61,12 +62,22 @@ macro_rules! registry {
 
 rl_core::each_command!(registry);
 
-/// Registers every command in [`COMMANDS`].
+/// The counters of the command `row` is the row of (an RL.ALL policy's).
+pub fn counters_of(row: &Row) -> Option<&'static Counters> {
+    COMMANDS
+        .iter()
+        .find(|c| c.command.name == row.name)
+        .map(|c| c.stats)
+}
+
+/// Registers every command in [`COMMANDS`], then RL.TOP (its sketches emptied).
 pub fn register_all(ctx: Context, ratelimit: bool) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|c| {
         c.stats.reset();
         (c.register)(ctx, ratelimit)
-    })
+    })?;
+    crate::top::reset();
+    super::top::register(ctx, ratelimit)
 }
 
 /// Registers one command with Redis, its key position, its documentation and, on
@@ -95,13 +106,21 @@ pub fn register<H: Handler>(ctx: Context, ratelimit: bool) -> Result<(), String>
     Ok(())
 }
 
+/// Whether a command is counted as shadow: it takes SHADOW alone or as an
+/// RL.ALL policy.
+fn takes_shadow(row: &Row) -> bool {
+    row.takes_option(Opt::Shadow) || row.policy.is_some()
+}
+
 /// The `# rl` section of INFO, one row of counters per command.
 pub struct Info;
 
 impl Section for Info {
     fn write(ctx: InfoContext) {
         // In the list's order, as registered.
-        let rows = COMMANDS.iter().map(|c| (c.command.name_str(), c.stats));
+        let rows = COMMANDS
+            .iter()
+            .map(|c| (c.command.name_str(), c.stats, takes_shadow(c.command)));
         stats::section(ctx, rows);
     }
 }

@@ -102,6 +102,8 @@ required_api!(
     RedisModule_Replicate,
     RedisModule_ReplyWithArray,
     RedisModule_ReplyWithLongLong,
+    RedisModule_ReplyWithStringBuffer,
+    RedisModule_ReplyWithSimpleString,
     RedisModule_ReplyWithError,
     RedisModule_WrongArity,
     RedisModule_IsKeysPositionRequest,

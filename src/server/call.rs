@@ -103,6 +103,22 @@ impl Context {
         unsafe { rm!(RedisModule_ReplyWithLongLong)(self.raw(), value as c_longlong) };
     }
 
+    /// Replies with a bulk string of `bytes`.
+    pub fn reply_bulk(self, bytes: &[u8]) {
+        // SAFETY: `self` is the running command's context; the server copies the
+        // `bytes.len()` bytes at `bytes` before returning.
+        unsafe {
+            rm!(RedisModule_ReplyWithStringBuffer)(self.raw(), bytes.as_ptr().cast(), bytes.len())
+        };
+    }
+
+    /// Replies `+OK`.
+    pub fn reply_ok(self) {
+        // SAFETY: `self` is the running command's context; the string is
+        // NUL-terminated and static.
+        unsafe { rm!(RedisModule_ReplyWithSimpleString)(self.raw(), c"OK".as_ptr()) };
+    }
+
     /// Replies with an array of integers.
     pub fn reply_integers<const N: usize>(self, fields: [i64; N]) {
         self.reply_array(N);

@@ -20,6 +20,8 @@ pub enum KeySearch {
     First,
     /// `numkeys key [key …]` from argument 1 (as ZUNION's).
     Counted,
+    /// No key (RL.TOP).
+    None,
 }
 
 /// What an argument is.
@@ -28,6 +30,8 @@ pub enum ArgType {
     Key,
     Integer,
     String,
+    /// Its token alone (`SHADOW`).
+    PureToken,
     /// A group of arguments, given together.
     Block(Vec<ArgDoc>),
     /// One of several arguments.
@@ -145,12 +149,15 @@ impl Context {
     }
 }
 
-/// The key spec of `keys`, then the all-zero entry that ends the array. The keys
-/// are read and updated in place (as INCR's).
+/// The key spec of `keys`, then the all-zero entry that ends the array (alone, for
+/// a command without keys). The keys are read and updated in place (as INCR's).
 fn key_specs(keys: KeySearch) -> [RedisModuleCommandKeySpec; 2] {
     // SAFETY: a plain C struct of integers, pointers and unions of those, for which
-    // all-zero is the "unset" value; the zeroed second entry ends the array.
+    // all-zero is the "unset" value; a zeroed entry ends the array.
     let mut specs: [RedisModuleCommandKeySpec; 2] = unsafe { zeroed() };
+    if matches!(keys, KeySearch::None) {
+        return specs;
+    }
     let spec = &mut specs[0];
     spec.flags = u64::from(
         raw::REDISMODULE_CMD_KEY_RW
@@ -172,6 +179,7 @@ fn key_specs(keys: KeySearch) -> [RedisModuleCommandKeySpec; 2] {
             spec.fk.keynum.firstkey = 1;
             spec.fk.keynum.keystep = 1;
         }
+        KeySearch::None => {}
     }
     specs
 }
@@ -206,6 +214,7 @@ impl Arrays {
             }
             ArgType::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
             ArgType::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            ArgType::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
             ArgType::Block(subargs) => {
                 out.subargs = self.list(subargs);
                 raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK

@@ -571,7 +571,12 @@ fn command_docs_describe_summary_since_and_arguments() {
             }
             .into(),
         );
-        // RL.GCRA's [DELAY max] follows its amount: a token and a duration.
+        // [SHADOW] follows the amount, a pure token, where the row takes it.
+        let takes_shadow = lim.row().takes_option(rl_core::options::Opt::Shadow);
+        if takes_shadow {
+            want.push("shadow".into());
+        }
+        // RL.GCRA's [DELAY max] follows them: a token and a duration.
         let args = match args.split_last() {
             Some((delay, rest)) if lim.name == "RL.GCRA" => {
                 assert_eq!(text(field(delay, "name")), "delay");
@@ -608,7 +613,14 @@ fn command_docs_describe_summary_since_and_arguments() {
         let names: Vec<String> = args.iter().map(|a| text(field(a, "name"))).collect();
         assert_eq!(names, want, "{}", lim.name);
         assert_eq!(text(field(&args[0], "type")), "key");
-        let amount = args.last().unwrap();
+        let amount = match args.split_last() {
+            Some((shadow, rest)) if takes_shadow => {
+                assert_eq!(text(field(shadow, "token")), "SHADOW");
+                assert_eq!(text(field(shadow, "type")), "pure-token");
+                rest.last().unwrap()
+            }
+            _ => args.last().unwrap(),
+        };
         match lim.style {
             // [COST n | REFUND n], and DEBIT n where the command takes it: a choice
             // of integer options.

@@ -27,12 +27,16 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
     }
     let s = Server::start();
     let mut c = s.conn();
-    // Three counters for every command the module registered (COMMAND LIST), and so
-    // for every row of the table.
+    // Four counters for every command the module registered (COMMAND LIST) but
+    // those on node-wide state (RL.TOP), and so for every row of the table.
     let registered: Vec<String> = cmd("COMMAND")
         .arg(&["LIST", "FILTERBY", "MODULE", "rl"])
         .query(&mut c)
         .unwrap();
+    let registered: Vec<String> = registered
+        .into_iter()
+        .filter(|r| !is_node_command(r))
+        .collect();
     for l in COMMANDS {
         assert!(
             registered.iter().any(|r| l.is(r)),
@@ -60,10 +64,16 @@ fn info_counts_allowed_rejected_and_errored_calls_per_command() {
         COMMANDS.len() + OUTSIDE_TABLE.len(),
         "{registered:?}"
     );
+    // Two more, shadow_allowed and shadow_rejected, for each command that takes
+    // SHADOW alone or as an RL.ALL policy.
+    let shadows = EVERY_ROW
+        .iter()
+        .filter(|l| l.row().takes_option(rl_core::options::Opt::Shadow) || l.row().policy.is_some())
+        .count();
     assert_eq!(
         before.len(),
-        3 * registered.len(),
-        "three counters for each command: {before:?}"
+        4 * registered.len() + 2 * shadows,
+        "four counters for each command, two more for SHADOW: {before:?}"
     );
     assert!(before.values().all(|&v| v == 0), "{before:?}");
 

@@ -92,6 +92,16 @@ fn the_exporter_with_rls_script_serves_the_counters_of_the_calls_made() {
         .collect();
     assert_eq!(allowed, [1, 1, 0]);
     assert!(try_rl(&mut c, &["RL.FIXED", "api", "0", "1m"]).is_err());
+    // Rejected twice: a key of any bytes, escaped into a valid label; and one cut
+    // to its first 64 bytes.
+    let odd = "rl:{u1}:\u{fc} x\n";
+    let long = "k".repeat(100);
+    for key in [odd, odd, long.as_str()] {
+        assert_eq!(
+            rl(&mut c, &["RL.FIXED", key, "1", "1m", "COST", "2"]).allowed,
+            0
+        );
+    }
 
     let e = Exporter::start(&binary, s.port);
     let body = wait_for(
@@ -107,6 +117,18 @@ fn the_exporter_with_rls_script_serves_the_counters_of_the_calls_made() {
     assert_eq!(value("rl_gcra_rejected"), Some(1.0));
     assert_eq!(value("rl_fixed_errors"), Some(1.0));
     assert_eq!(value("rl_fixed_allowed"), Some(0.0));
+    // The second call left 0 of 2: near the limit; the first (1 of 2) was not.
+    assert_eq!(value("rl_gcra_near_limit"), Some(1.0));
+    assert_eq!(value("rl_fixed_near_limit"), Some(0.0));
+    // RL.TOP's first keys, most rejected first.
+    assert_eq!(
+        value("rl_top_rejected:rl:{u1}:%C3%BC%20x%0A"),
+        Some(2.0),
+        "{body}"
+    );
+    assert_eq!(value("rl_top_rejected:api"), Some(1.0));
+    let cut = format!("rl_top_rejected:{}...", "k".repeat(64));
+    assert_eq!(value(&cut), Some(1.0));
     // Build fields are not samples.
     assert_eq!(value("rl_git_commit"), None);
     // The exporter's own view of the server, for the docs' alerts.

@@ -340,7 +340,8 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
         )),
         "{log}"
     );
-    // Both settings at once, one as an argument and one as a config line.
+    // Two settings at once, one as an argument and one as a config line (the
+    // third, rl.top-size, at its default).
     let s = Server::loading_module(&["share-max-tenants", "7", "--rl.sliding-max-limit", "42"]);
     let got: Vec<String> = cmd("CONFIG")
         .arg("GET")
@@ -357,6 +358,7 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
         [
             ("rl.share-max-tenants".to_string(), "7".to_string()),
             ("rl.sliding-max-limit".to_string(), "42".to_string()),
+            ("rl.top-size".to_string(), "128".to_string()),
         ]
     );
 }

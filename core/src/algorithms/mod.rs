@@ -249,6 +249,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// An allowed call that left at most a tenth of the limit: a caller about to
+    /// hit it (INFO's `near_limit`).
+    pub fn near_limit(&self) -> bool {
+        self.allowed && u128::from(self.remaining) * 10 <= u128::from(self.limit)
+    }
+
     /// The reply's five integers: allowed, limit, remaining, retry_after_ms,
     /// reset_after_ms.
     pub fn fields(&self) -> [i64; 5] {

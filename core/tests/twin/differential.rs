@@ -77,13 +77,33 @@ fn options(delay: bool) -> impl Strategy<Value = Vec<String>> {
         base,
         prop::bool::weighted(if delay { 0.4 } else { 0.05 }),
         duration(),
+        shadow(),
     )
-        .prop_map(|(mut o, with_delay, d)| {
+        .prop_map(|(mut o, with_delay, d, shadow)| {
             if with_delay {
                 o.extend(["DELAY".to_string(), d]);
             }
+            // SHADOW first, last or twice (an error), in any case.
+            if let Some((first, words)) = shadow {
+                let words = words.split(' ').map(str::to_string);
+                let at = if first { 0 } else { o.len() };
+                o.splice(at..at, words);
+            }
             o
         })
+}
+
+/// Now and then a SHADOW, where it goes (first or last), and its spelling
+/// (`SHADOW SHADOW` now and then: given twice).
+fn shadow() -> impl Strategy<Value = Option<(bool, String)>> {
+    prop::option::weighted(
+        0.3,
+        (
+            any::<bool>(),
+            prop::sample::select(vec!["SHADOW", "shadow", "Shadow", "SHADOW SHADOW"]),
+        ),
+    )
+    .prop_map(|s| s.map(|(first, w)| (first, w.to_string())))
 }
 
 /// A value for one positional argument, by its kind in the command table.
@@ -146,9 +166,14 @@ fn policy() -> impl Strategy<Value = Vec<String>> {
                 prop::bool::weighted(if c.delay() { 0.3 } else { 0.0 }),
                 duration(),
                 calendar(),
+                shadow(),
             )
-                .prop_map(move |(p, delay, d, cal)| {
-                    let mut v = vec![c.policy_word().to_string()];
+                .prop_map(move |(p, delay, d, cal, shadow)| {
+                    // A SHADOW before the policy (twice now and then: an error).
+                    let mut v: Vec<String> = shadow
+                        .map(|(_, w)| w.split(' ').map(str::to_string).collect())
+                        .unwrap_or_default();
+                    v.push(c.policy_word().to_string());
                     v.extend(p);
                     if c.takes_option(Opt::Every) {
                         v.extend(cal);

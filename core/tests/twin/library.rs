@@ -198,7 +198,7 @@ fn rl_fixed_errors() {
     assert_eq!(ks.string(b"err:b", T0), Some(&b"hello"[..]));
     assert_eq!(
         fcall(&mut twin, &mut ks, T0, "rl_fixed", &["a", "b"], &["10", "1m"]),
-        Err("ERR rl_fixed takes exactly one key: FCALL rl_fixed 1 key limit window [COST n | REFUND n | DEBIT n]".into())
+        Err("ERR rl_fixed takes exactly one key: FCALL rl_fixed 1 key limit window [COST n | REFUND n | DEBIT n] [SHADOW]".into())
     );
 }
 

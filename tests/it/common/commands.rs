@@ -848,6 +848,15 @@ pub const EVERY_ROW: List<&Command> = List(|l| &l.every_row);
 /// integer; tests/acquire.rs, which uses the [`ACQUIRE`] row).
 pub const OUTSIDE_TABLE: List<&str> = List(|l| &l.outside);
 
+/// The module's commands on node-wide state, registered beside the table (no
+/// key, no row): RL.TOP (tests/top.rs).
+pub const NODE_COMMANDS: &[&str] = &["RL.TOP"];
+
+/// Whether `name` (any case) is one of [`NODE_COMMANDS`].
+pub fn is_node_command(name: &str) -> bool {
+    NODE_COMMANDS.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
 /// The commands of the backend under test ([`super::backend`]): every one-key
 /// command with a cost for the module; for the library all but CL.THROTTLE. Used
 /// as a slice.

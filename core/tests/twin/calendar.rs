@@ -374,3 +374,28 @@ fn periods_agree_with_the_module() {
         started.elapsed()
     );
 }
+
+/// The library carries the module's tz database, and docs/library.md names its
+/// version and counts its names: a new database without `make lua` (or without
+/// the page) fails here.
+#[test]
+fn the_library_carries_the_modules_tz_database() {
+    let version = rl_core::calendar::tzdb_version();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/rl.lua");
+    let library = std::fs::read_to_string(path).expect("functions/rl.lua");
+    assert!(
+        library.contains(&format!("local TZDB = \"{version}\"")),
+        "functions/rl.lua carries another tz database than {version}: run `make lua`"
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/library.md");
+    let page = std::fs::read_to_string(path).expect("docs/library.md");
+    assert!(
+        page.contains(&format!("(version `{version}`")),
+        "docs/library.md does not name the tz database's version, {version}"
+    );
+    let names = zone_names().len();
+    assert!(
+        page.contains(&format!("({names} names")),
+        "docs/library.md does not count the database's {names} names"
+    );
+}

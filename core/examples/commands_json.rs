@@ -106,9 +106,7 @@ fn command(c: &Command) -> Value {
         "function": c.function,
         "policy": c.policy.map(text),
         "arguments": arguments,
-        // SHADOW, a flag with no value, is said apart: `"shadow": true`.
-        "options": c.options.iter().copied().filter(|o| !o.is_flag()).map(option).collect::<Vec<_>>(),
-        "shadow": c.takes_option(Opt::Shadow),
+        "options": c.options.iter().copied().map(option).collect::<Vec<_>>(),
         "reply": match c.reply {
             Reply::Decision => "decision",
             Reply::Throttle => "throttle",
@@ -131,8 +129,9 @@ fn policy(c: &'static Command) -> Value {
         "command": c.name_str(),
         "arguments": c.params().iter().map(argument).collect::<Vec<_>>(),
         "options": options,
-        // `SHADOW` may come before the policy's word: it never vetoes the call.
-        "shadow": true,
+        // What may come before the policy's word: SHADOW, before any policy (ACQUIRE's
+        // too, though RL.ACQUIRE alone takes no SHADOW: a lease is no rate).
+        "before": [option(Opt::Shadow)],
         "looked_at": c.looked_at,
     })
 }
@@ -165,6 +164,12 @@ fn argument(a: &Arg) -> Value {
 }
 
 fn option(o: Opt) -> Value {
+    let mut v = option_value(o);
+    v["summary"] = json!(o.summary());
+    v
+}
+
+fn option_value(o: Opt) -> Value {
     let excludes: Vec<&str> = o.excludes().iter().map(|x| x.word()).collect();
     match o {
         Opt::Cost => {

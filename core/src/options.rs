@@ -95,6 +95,22 @@ impl Opt {
         }
     }
 
+    /// What it does, in a line: COMMAND DOCS-like help for commands.json and the
+    /// typed clients' documentation (their generators read it there).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Opt::Cost => "how many units the call takes, all or nothing (default 1; 0 looks without taking)",
+            Opt::Refund => "give back up to n units taken earlier (the work they paid for did not happen)",
+            Opt::Debit => "charge n units after the fact, into debt if need be (a cost known only once the work is done)",
+            Opt::Delay => "schedule instead of reject: an allowed call's retry_after is how long to wait before acting",
+            Opt::Every => "a period of n units (month EVERY 3: the calendar quarter; default 1)",
+            Opt::On => "the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year",
+            Opt::At => "the local time of day a period starts, hh:mm (default 00:00)",
+            Opt::Tz => "the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name",
+            Opt::Shadow => "try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call",
+        }
+    }
+
     /// The options it cannot be given with.
     pub const fn excludes(self) -> &'static [Opt] {
         match self {

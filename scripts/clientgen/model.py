@@ -43,9 +43,15 @@ class Option:
     """A keyword option (`COST n`, `DELAY max`, ...)."""
 
     name: str  # as the server spells it: "COST"
-    value: Argument
+    value: Optional[Argument]  # None for a flag (SHADOW), given without a value
     default: Optional[int] = None
     excludes: tuple[str, ...] = ()
+    summary: str = ""  # what it does, in a line (commands.json's), for doc comments
+
+    @property
+    def flag(self) -> bool:
+        """SHADOW: a word without a value, on (sent) or off (left out)."""
+        return self.value is None
 
     @property
     def words(self) -> list[str]:
@@ -81,10 +87,12 @@ class Command:
     summary: str
     function: Optional[str]  # the Functions library's function, or None (module only)
     policy: Optional[str]  # the RL.ALL policy word, or None
-    policy_options: tuple[Option, ...]  # the options it takes inside RL.ALL (besides SHADOW-like words)
+    policy_options: tuple[Option, ...]  # the options it takes inside RL.ALL, after its arguments
+    policy_flags: tuple[Option, ...]  # the flags RL.ALL takes before its word (SHADOW)
     looked_at: bool  # as an RL.ALL policy it is only looked at (COST 0)
     arguments: tuple[Argument, ...]  # after the key
-    options: tuple[Option, ...]
+    options: tuple[Option, ...]  # valued options (COST n, DELAY d, TZ zone, ...)
+    flags: tuple[Option, ...]  # value-less options (SHADOW), sent as their word when on
     reply: str  # "decision", "throttle", "released", "all"
     counted_keys: bool  # RL.ALL: numkeys key... instead of one key
     window: Window
@@ -172,8 +180,8 @@ def _argument(a: dict) -> Argument:
 
 
 def _option(o: dict) -> Option:
-    value = _argument({**o, "name": o.get("value", o["name"].lower())})
-    return Option(o["name"], value, o.get("default"), tuple(o.get("excludes", ())))
+    value = None if o["type"] == "flag" else _argument({**o, "name": o.get("value", o["name"].lower())})
+    return Option(o["name"], value, o.get("default"), tuple(o.get("excludes", ())), o.get("summary", ""))
 
 
 def _window(name: str, args: tuple[Argument, ...]) -> Window:
@@ -201,6 +209,7 @@ def load(path: Path = COMMANDS_JSON) -> Model:
         args = tuple(_argument(a) for a in c["arguments"] if a["type"] not in ("key", "policy") and a["name"] != "numkeys")
         word = c.get("policy")
         p = policies.get(word, {}) if word else {}
+        options = tuple(_option(o) for o in c.get("options", []))
         model.commands.append(
             Command(
                 name=c["name"],
@@ -208,9 +217,11 @@ def load(path: Path = COMMANDS_JSON) -> Model:
                 function=c.get("function"),
                 policy=word,
                 policy_options=tuple(_option(o) for o in p.get("options", [])),
+                policy_flags=tuple(_option(o) for o in p.get("before", [])),
                 looked_at=bool(p.get("looked_at", False)),
                 arguments=args,
-                options=tuple(_option(o) for o in c.get("options", [])),
+                options=tuple(o for o in options if not o.flag),
+                flags=tuple(o for o in options if o.flag),
                 reply=c["reply"],
                 counted_keys=c.get("keys") == "counted",
                 window=_window(c["name"], args),

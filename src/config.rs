@@ -37,6 +37,11 @@ pub const TOP_SIZE_CEILING: i64 = 100_000;
 /// memory, whatever the number of keys rejected.
 pub static TOP_SIZE: AtomicI64 = AtomicI64::new(rl_core::top::DEFAULT_SIZE as i64);
 
+/// `rl.config-resetstat`: 1 makes `CONFIG RESETSTAT` zero `INFO rl`'s counters too,
+/// at the price of a command filter the server runs before every command. Read
+/// once, at load.
+pub static CONFIG_RESETSTAT: AtomicI64 = AtomicI64::new(0);
+
 /// The settings a call is parsed under.
 #[inline]
 pub fn settings() -> rl_core::command::Settings {
@@ -58,6 +63,10 @@ pub fn top_size() -> usize {
     usize::try_from(TOP_SIZE.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
+pub fn config_resetstat() -> bool {
+    CONFIG_RESETSTAT.load(Ordering::Relaxed) == 1
+}
+
 /// One integer setting.
 pub struct Setting {
     /// The name after `rl.`, as module arguments and configs spell it.
@@ -66,16 +75,19 @@ pub struct Setting {
     pub min: i64,
     pub max: i64,
     pub value: &'static AtomicI64,
+    /// Set only as the module loads: `CONFIG SET` refuses it.
+    pub at_load_only: bool,
 }
 
 /// Every setting the module has.
-pub static SETTINGS: [Setting; 3] = [
+pub static SETTINGS: [Setting; 4] = [
     Setting {
         name: c"sliding-max-limit",
         default: rl_core::table::SLIDING_MAX_LIMIT as i64,
         min: 1,
         max: SLIDING_MAX_LIMIT_CEILING,
         value: &SLIDING_MAX_LIMIT,
+        at_load_only: false,
     },
     Setting {
         name: c"share-max-tenants",
@@ -83,6 +95,7 @@ pub static SETTINGS: [Setting; 3] = [
         min: 1,
         max: SHARE_MAX_TENANTS_CEILING,
         value: &SHARE_MAX_TENANTS,
+        at_load_only: false,
     },
     Setting {
         name: c"top-size",
@@ -90,6 +103,15 @@ pub static SETTINGS: [Setting; 3] = [
         min: 1,
         max: TOP_SIZE_CEILING,
         value: &TOP_SIZE,
+        at_load_only: false,
+    },
+    Setting {
+        name: c"config-resetstat",
+        default: 0,
+        min: 0,
+        max: 1,
+        value: &CONFIG_RESETSTAT,
+        at_load_only: true,
     },
 ];
 
@@ -232,6 +254,10 @@ impl Numeric for Setting {
         self.value.load(Ordering::Relaxed)
     }
 
+    fn at_load_only(&self) -> bool {
+        self.at_load_only
+    }
+
     fn set(&self, value: i64) -> Result<(), String> {
         match self.check(value) {
             Ok(v) => {
@@ -330,5 +356,20 @@ mod tests {
         assert_eq!(top_size(), 100_000, "unchanged");
         assert_eq!(apply(&[]), Ok(100_000));
         assert_eq!(top_size(), 128);
+
+        // rl.config-resetstat: 0 (default) or 1.
+        assert_eq!(apply(&["config-resetstat", "1"]), Ok(100_000));
+        assert!(config_resetstat());
+        let range = "rl.config-resetstat must be an integer from 0 to 1";
+        for bad in ["2", "-1", "yes"] {
+            assert_eq!(
+                apply(&["config-resetstat", bad]),
+                Err(range.into()),
+                "{bad:?}"
+            );
+        }
+        assert!(config_resetstat(), "unchanged");
+        assert_eq!(apply(&[]), Ok(100_000));
+        assert!(!config_resetstat());
     }
 }

@@ -72,6 +72,14 @@ fn load(ctx: Context, args: &[&[u8]]) -> Result<(), String> {
     server::names::names();
     // The `# rl` section of INFO.
     ctx.register_info::<commands::Info>();
+    // ... whose counters CONFIG RESETSTAT zeroes when asked (a filter on every
+    // command: off by default).
+    if config::config_resetstat() && !ctx.on_config_resetstat::<commands::Info>() {
+        ctx.log_warning(
+            "rl: rl.config-resetstat needs Redis 7.2 or newer (or Valkey): \
+             CONFIG RESETSTAT leaves INFO rl's counters as they are",
+        );
+    }
     let ratelimit = ctx.acl_category(c"ratelimit");
     commands::register_all(ctx, ratelimit)
 }

@@ -77,8 +77,9 @@ impl Counters {
         self.near_limit.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Back to zero, at each load: the counters count "since the module loaded" even
-    /// where an unload leaves the module's memory mapped (musl).
+    /// Back to zero: at each load (the counters count "since the module loaded" even
+    /// where an unload leaves the module's memory mapped, as on musl), and at
+    /// `CONFIG RESETSTAT`.
     pub fn reset(&self) {
         let counters = [
             &self.allowed,

@@ -5,6 +5,7 @@
 use super::all::All;
 use super::docs;
 use super::framework::{Counted, Handler, Single};
+use crate::server::filter::ResetStat;
 use crate::server::info::Section;
 use crate::server::{Context, InfoContext};
 use crate::stats::{self, Counters};
@@ -122,5 +123,13 @@ impl Section for Info {
             .iter()
             .map(|c| (c.command.name_str(), c.stats, takes_shadow(c.command)));
         stats::section(ctx, rows);
+    }
+}
+
+/// `CONFIG RESETSTAT` zeroes the section's counters, as it does the server's own
+/// (RL.TOP, like SLOWLOG, keeps its keys: `RL.TOP RESET` clears it).
+impl ResetStat for Info {
+    fn reset() {
+        COMMANDS.iter().for_each(|c| c.stats.reset());
     }
 }

@@ -108,6 +108,11 @@ required_api!(
     RedisModule_WrongArity,
     RedisModule_IsKeysPositionRequest,
     RedisModule_KeyAtPos,
+    RedisModule_RegisterCommandFilter,
+    RedisModule_CommandFilterArgsCount,
+    RedisModule_CommandFilterArgGet,
+    RedisModule_GetDetachedThreadSafeContext,
+    RedisModule_FreeModuleUser,
 );
 
 #[cfg(test)]

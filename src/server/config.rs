@@ -18,6 +18,10 @@ pub trait Numeric: Sync + 'static {
     fn get(&self) -> i64;
     /// Applies `value`, or refuses it with a message the server shows.
     fn set(&self, value: i64) -> Result<(), String>;
+    /// Whether it can be set only as the module loads (`CONFIG SET` refuses it).
+    fn at_load_only(&self) -> bool {
+        false
+    }
 }
 
 /// Whether the server has module configs (Redis 7.0 or newer).
@@ -89,7 +93,11 @@ impl Context {
                 self.raw(),
                 config.name().as_ptr(),
                 value,
-                raw::REDISMODULE_CONFIG_DEFAULT,
+                if config.at_load_only() {
+                    raw::REDISMODULE_CONFIG_IMMUTABLE
+                } else {
+                    raw::REDISMODULE_CONFIG_DEFAULT
+                },
                 min,
                 max,
                 Some(get_numeric::<C>),

@@ -24,6 +24,7 @@ mod clock;
 pub mod command_info;
 pub mod config;
 mod context;
+pub mod filter;
 mod hash;
 pub mod info;
 pub mod key;

@@ -362,3 +362,85 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
         ]
     );
 }
+
+/// `rl.config-resetstat 1`: CONFIG RESETSTAT zeroes INFO rl's counters, unless the
+/// caller's ACL rules refuse it; off (the default), it leaves them. Needs Redis 7.2+
+/// or Valkey (the filter must know who sends the command): on 7.0 the module says
+/// so in the log and leaves them.
+#[test]
+fn config_resetstat_zeroes_the_counters_when_asked_to() {
+    if module_only("INFO rl is the module's") {
+        return;
+    }
+    let allowed = |c: &mut Connection| info_field(c, "rl", "rl_fixed_allowed");
+    let two_calls = |c: &mut Connection| {
+        for _ in 0..2 {
+            rl(c, &["RL.FIXED", "k", "10", "1h"]);
+        }
+    };
+    let resetstat = |c: &mut Connection| cmd("CONFIG").arg("RESETSTAT").query::<()>(c);
+
+    // Off by default: CONFIG RESETSTAT leaves them.
+    let s = Server::start();
+    let mut c = s.conn();
+    two_calls(&mut c);
+    resetstat(&mut c).expect("CONFIG RESETSTAT");
+    assert_eq!(allowed(&mut c), 2);
+    drop(s);
+
+    let s = Server::loading_module(&["config-resetstat", "1"]);
+    let mut c = s.conn();
+    let version = info_str(&mut c, "server", "redis_version");
+    if s.log().contains("rl.config-resetstat needs Redis 7.2") {
+        assert!(version.starts_with("7.0."), "refused on {version}");
+        eprintln!("skipped: CONFIG RESETSTAT cannot zero RL's counters on Redis {version}");
+        return;
+    }
+    two_calls(&mut c);
+    // Set at load only.
+    let set: redis::RedisResult<()> = cmd("CONFIG")
+        .arg(&["SET", "rl.config-resetstat", "0"])
+        .query(&mut c);
+    assert!(set.is_err(), "CONFIG SET of a load-time setting");
+    let got: Vec<String> = cmd("CONFIG")
+        .arg(&["GET", "rl.config-resetstat"])
+        .query(&mut c)
+        .expect("CONFIG GET");
+    assert_eq!(got, ["rl.config-resetstat", "1"]);
+
+    // A user who may not run it resets nothing.
+    let _: () = cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">pw", "+@all", "-config|resetstat"])
+        .query(&mut c)
+        .expect("ACL SETUSER");
+    let mut app = s.conn();
+    let _: () = cmd("AUTH")
+        .arg(&["app", "pw"])
+        .query(&mut app)
+        .expect("AUTH");
+    let refused = resetstat(&mut app).expect_err("NOPERM");
+    assert_eq!(refused.code(), Some("NOPERM"), "{refused}");
+    assert_eq!(allowed(&mut c), 2);
+
+    // Any case, as the server takes it; the calls after it count from zero.
+    cmd("config")
+        .arg("resetStat")
+        .query::<()>(&mut c)
+        .expect("CONFIG RESETSTAT");
+    assert_eq!(allowed(&mut c), 0);
+    // The server's own counters too (the test's calls before it were more).
+    assert!(info_field(&mut c, "stats", "total_commands_processed") < 10);
+    rl(&mut c, &["RL.FIXED", "k", "10", "1h"]);
+    assert_eq!(allowed(&mut c), 1);
+    // Other two-word commands are left alone.
+    let _: String = cmd("CONFIG")
+        .arg("RESETSTATS")
+        .query(&mut c)
+        .unwrap_or_default();
+    let _: redis::Value = cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory")
+        .query(&mut c)
+        .expect("CONFIG GET");
+    assert_eq!(allowed(&mut c), 1);
+}

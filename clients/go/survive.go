@@ -15,7 +15,8 @@ import (
 // until its RetryAfter, and a fallback limiter, an in-process GCRA at the
 // call's limit / instances that decides while the server cannot be reached.
 
-// WithCache remembers up to size blocked keys (size <= 0: no cache). After a
+// WithCache remembers up to size blocked keys (size <= 0: no cache). Calls with
+// Shadow neither use nor fill it, and never use the fallback limiter. After a
 // rejection, the same Fixed, Sliding, Bucket, GCRA or SlidingCounter call
 // (same key and arguments) at the same or a larger cost is rejected locally,
 // with Cached set and what is left of the server's RetryAfter, until
@@ -89,7 +90,7 @@ type ticket struct {
 }
 
 func (s *survival) ticket(k *call) (ticket, bool) {
-	if !covered[k.cmd.name] || k.err != nil {
+	if !covered[k.cmd.name] || k.err != nil || k.shadow { // a shadow call always reaches the server
 		return ticket{}, false
 	}
 	args := (*k.dst)[k.start+3 : k.end]

@@ -15,13 +15,13 @@ import (
 // until its RetryAfter, and a fallback limiter, an in-process GCRA at the
 // call's limit / instances that decides while the server cannot be reached.
 
-// WithCache remembers up to size blocked keys (size <= 0: no cache). Calls with
-// Shadow neither use nor fill it, and never use the fallback limiter. After a
+// WithCache remembers up to size blocked keys (size <= 0: no cache). After a
 // rejection, the same Fixed, Sliding, Bucket, GCRA or SlidingCounter call
 // (same key and arguments) at the same or a larger cost is rejected locally,
 // with Cached set and what is left of the server's RetryAfter, until
 // min(RetryAfter, max) has passed (max <= 0: one second). Cost 0, Refund and
-// Debit go to the server and end the entry.
+// Debit go to the server and end the entry. Calls with Shadow neither use nor
+// fill it (nor the fallback limiter): they always go to the server.
 func WithCache(size int, max time.Duration) ClientOption {
 	return func(c *Client) {
 		if max <= 0 {

@@ -4,7 +4,8 @@ For each command: its rules (the arguments' kinds and ranges, the options it tak
 and what each excludes), the argument builder shared by the call and its RL.ALL
 policy, the call builder shared by the Client and Pipeline methods, those methods
 and, for an RL.ALL policy, the Policy constructor; for each option word, its
-constructor. The hand-written files (client.go, send.go, pipeline.go, args.go,
+constructor (a flag, such as SHADOW, takes no value: given, its word is sent; in
+RL.ALL a policy's flags go before its word). The hand-written files (client.go, send.go, pipeline.go, args.go,
 policy.go, decision.go, headers.go, errors.go, duration.go) hold what is Go's own:
 the Doer, deadlines, fail modes, detection, the Decision and the reply kinds, the
 headers, the errors and the one duration parser; of the commands they know only

@@ -15,6 +15,7 @@ const (
 	kindInteger argKind = iota
 	kindDuration
 	kindText
+	kindFlag // an option without a value: its word is sent when given
 )
 
 // rule is an argument's (or an option value's) kind and range from the table:
@@ -29,17 +30,24 @@ type rule struct {
 // excludes checks.
 type optionBit uint32
 
-// optionRule is an option a command takes: its value's rule and the options
-// it cannot be given with.
+// optionRule is an option a command takes: its value's rule (none for a
+// flag) and the options it cannot be given with.
 type optionRule struct {
 	bit      optionBit
 	word     string // "COST"
 	value    rule
+	flag     bool // a word without a value (SHADOW)
+	before   bool // a policy's flag, written before the policy's word in RL.ALL
 	excludes optionBit
 }
 
-// Option is an option of a call or of a policy: Cost, Refund, Debit, Delay...
-// (options_gen.go has one constructor per option word of the table).
+// shadowWord is the flag that makes a call (or an RL.ALL policy) advisory: its
+// decision is flagged Shadow, gives no HTTP fields and never uses the
+// blocked-key cache or the fallback limiter.
+const shadowWord = "SHADOW"
+
+// Option is an option of a call or of a policy: Cost, Refund, Debit, Delay,
+// Shadow... (options_gen.go has one constructor per option word of the table).
 type Option struct {
 	bit  optionBit
 	word any // name, boxed once
@@ -50,7 +58,7 @@ type Option struct {
 	s    string
 }
 
-// Name is the option's word as RL reads it: "COST", "REFUND", "DEBIT", "DELAY".
+// Name is the option's word as RL reads it: "COST", "REFUND", "DEBIT", "DELAY", "SHADOW".
 func (o Option) Name() string { return o.name }
 
 type replyKind int
@@ -98,12 +106,14 @@ func optionWords(rules []optionRule) string {
 }
 
 // builder appends a call's (or a policy's) checked arguments to *dst, keeping
-// the first refusal, and what the fail modes and headers need: the limit
-// and the window.
+// the first refusal, and what the fail modes and headers need: the limit,
+// the window and whether the call is a shadow one.
 type builder struct {
 	cmd    *command
 	policy bool // building cmd's policy inside RL.ALL
 	dst    *[]any
+	pre    *[]any // a policy's flags, before its word; nil outside a policy
+	shadow bool   // SHADOW given
 	box    *boxer // a pipeline's, to box repeated values once
 	err    error
 	limit  int64
@@ -185,8 +195,15 @@ func (b *builder) options(rules []optionRule, opts []Option) {
 			continue
 		}
 		banned |= r.excludes
-		*b.dst = append(*b.dst, o.word)
+		switch {
+		case r.before && b.pre != nil:
+			*b.pre = append(*b.pre, o.word)
+		default:
+			*b.dst = append(*b.dst, o.word)
+		}
+		b.shadow = b.shadow || r.word == shadowWord
 		switch o.kind {
+		case kindFlag: // its word is all there is
 		case kindInteger:
 			b.int(&r.value, o.n)
 		case kindDuration:
@@ -258,13 +275,30 @@ func (k *call) policies(checks []KeyPolicy) {
 			k.refuse("key %d (%s) has no policy", i+1, c.Key)
 		}
 	}
-	if len(checks) > 0 {
-		k.window, k.limit = checks[0].Policy.window, checks[0].Policy.limit
+	// The call's own limit and window (for the fail modes) are its first
+	// enforced policy's (a shadow one never decides the call), or the first
+	// policy's when all are shadow.
+	if i := firstEnforced(k.keys); i >= 0 {
+		k.window, k.limit = k.keys[i].window, k.keys[i].limit
+	} else if len(k.keys) > 0 {
+		k.window, k.limit = k.keys[0].window, k.keys[0].limit
 	}
 	for _, c := range checks {
+		k.add(c.Policy.before...)
 		k.add(c.Policy.wordV)
 		k.add(c.Policy.args...)
 	}
+}
+
+// firstEnforced is the index of the first policy without Shadow, -1 if all
+// have it.
+func firstEnforced(policies []Policy) int {
+	for i, p := range policies {
+		if !p.shadow {
+			return i
+		}
+	}
+	return -1
 }
 
 // seal ends the call's arguments.

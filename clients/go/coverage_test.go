@@ -42,6 +42,7 @@ type spec struct {
 	Policies []struct {
 		Word    string      `json:"word"`
 		Options []specField `json:"options"`
+		Before  []specField `json:"before"` // flags written before the word
 	} `json:"policies"`
 }
 
@@ -93,8 +94,27 @@ func ruleOf(f specField) string {
 	return fmt.Sprint(rule{name: f.Name, kind: kind, min: low, max: high})
 }
 
-func optionsOf(t *testing.T, what string, got []optionRule, want []specField) {
+// flagsLast is fields with its flags (options without a value) after the
+// others, as the generated rows list them, and how many flags there are.
+func flagsLast(fields []specField) (out []specField, flags int) {
+	for _, f := range fields {
+		if f.Type != "flag" {
+			out = append(out, f)
+		}
+	}
+	for _, f := range fields {
+		if f.Type == "flag" {
+			out = append(out, f)
+			flags++
+		}
+	}
+	return out, flags
+}
+
+func optionsOf(t *testing.T, what string, got []optionRule, want []specField, before []specField) {
 	t.Helper()
+	want, flags := flagsLast(want)
+	want = append(want, before...)
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d options, commands.json has %d", what, len(got), len(want))
 	}
@@ -106,9 +126,20 @@ func optionsOf(t *testing.T, what string, got []optionRule, want []specField) {
 	}
 	for i, o := range want {
 		g := got[i]
-		o.Name = g.value.name // the value's name is the emitter's
-		if g.word != want[i].Name || fmt.Sprint(g.value) != ruleOf(o) {
-			t.Errorf("%s option %d: %+v, commands.json %+v", what, i, g, want[i])
+		isFlag, isBefore := o.Type == "flag", i >= len(want)-len(before)
+		if isFlag && i < len(want)-len(before)-flags {
+			t.Errorf("%s option %d: a flag among the valued options", what, i)
+		}
+		switch {
+		case g.word != o.Name || g.flag != isFlag || g.before != isBefore:
+			t.Errorf("%s option %d: %+v, commands.json %+v (before the word: %v)", what, i, g, o, isBefore)
+		case isFlag && g.value != (rule{}):
+			t.Errorf("%s option %d: the flag %s has a value %+v", what, i, g.word, g.value)
+		case !isFlag:
+			o.Name = g.value.name // the value's name is the emitter's
+			if fmt.Sprint(g.value) != ruleOf(o) {
+				t.Errorf("%s option %d: %+v, commands.json %+v", what, i, g, want[i])
+			}
 		}
 		var excludes optionBit
 		for _, e := range o.Excludes {
@@ -129,8 +160,9 @@ func TestTheGeneratedTableIsCommandsJSON(t *testing.T) {
 		t.Fatalf("%d commands generated, commands.json has %d", len(commands), len(s.Commands))
 	}
 	policies := map[string][]specField{}
+	before := map[string][]specField{}
 	for _, p := range s.Policies {
-		policies[p.Word] = p.Options
+		policies[p.Word], before[p.Word] = p.Options, p.Before
 	}
 	for i, want := range s.Commands {
 		c := commands[i]
@@ -159,9 +191,9 @@ func TestTheGeneratedTableIsCommandsJSON(t *testing.T) {
 				t.Errorf("%s argument %d: %+v, commands.json %s", c.name, j, c.args[j], ruleOf(a))
 			}
 		}
-		optionsOf(t, c.name, c.options, want.Options)
+		optionsOf(t, c.name, c.options, want.Options, nil)
 		if c.word != "" {
-			optionsOf(t, c.name+" policy", c.policyOptions, policies[c.word])
+			optionsOf(t, c.name+" policy", c.policyOptions, policies[c.word], before[c.word])
 		}
 	}
 }

@@ -42,6 +42,13 @@ type Decision struct {
 	// without asking the server (WithCache); RetryAfter is what is left of
 	// the server's.
 	Cached bool
+	// Shadow is set when the call (or, in an AllDecision's Keys, the policy)
+	// had the Shadow option: the limit is being tried, not enforced. The other
+	// fields are what it decided, so a Shadow decision that is not Allowed
+	// means "would have rejected": log it, do not act on it. It gives no HTTP
+	// fields. An AllDecision's combined decision is never Shadow: it is the
+	// enforced policies'.
+	Shadow bool
 }
 
 // Retryable reports whether a rejected call can pass later (RetryAfter is not
@@ -60,6 +67,9 @@ func (d Decision) String() string {
 	}
 	s := fmt.Sprintf("%s limit=%d remaining=%d retry_after=%s reset_after=%s",
 		verdict, d.Limit, d.Remaining, retry, d.ResetAfter)
+	if d.Shadow {
+		s += " (shadow)"
+	}
 	if d.Unavailable != nil {
 		s += " (redis unavailable: " + d.Unavailable.Error() + ")"
 	}
@@ -67,8 +77,9 @@ func (d Decision) String() string {
 }
 
 // AllDecision is RL.ALL's reply: the combined decision (embedded: Allowed is
-// true when every key allowed; Limit and Remaining are those of the key with
-// the least remaining) and each key's own, in key order.
+// true when every enforced key allowed; Limit and Remaining are those of the
+// enforced key with the least remaining) and each key's own, in key order,
+// Shadow set on those whose policy had the Shadow option.
 type AllDecision struct {
 	Decision
 	Keys []Decision
@@ -160,16 +171,19 @@ func parseAll(cmd string, reply any, keys []Policy) (AllDecision, error) {
 		if err != nil {
 			return AllDecision{}, err
 		}
+		d.Shadow = p.shadow
 		out.Keys[i] = d
 	}
 	d, err := parseDecision(cmd, a[0], 0)
 	if err != nil {
 		return AllDecision{}, err
 	}
-	// The combined limit and remaining are the first key's with the least
-	// remaining: its window is the combined one.
+	// The combined limit and remaining are the first enforced key's with the
+	// least remaining (any key's when all are shadow): its window is the
+	// combined one.
+	enforced := firstEnforced(keys) >= 0
 	for _, k := range out.Keys {
-		if k.Remaining == d.Remaining && k.Limit == d.Limit {
+		if k.Remaining == d.Remaining && k.Limit == d.Limit && (!k.Shadow || !enforced) {
 			d.Window = k.Window
 			break
 		}

@@ -106,13 +106,18 @@ func (d Decision) limitItem(name string) string {
 //	X-RateLimit-Reset: <ceil(reset_after s)>
 //
 // The RateLimit fields follow the IETF draft draft-ietf-httpapi-ratelimit-headers;
-// the name is "default" unless the decision is Named.
+// the name is "default" unless the decision is Named. A Shadow decision gives
+// none: its limit is not in force, so nobody is told of it or told to wait.
 func (d Decision) HeaderPairs() [][2]string {
 	return d.pairs(d.policyItem(DefaultPolicyName), d.limitItem(DefaultPolicyName))
 }
 
-// pairs gives the fields with the RateLimit lists given and the rest from d.
+// pairs gives the fields with the RateLimit lists given and the rest from d;
+// none for a Shadow decision.
 func (d Decision) pairs(policy, limit string) [][2]string {
+	if d.Shadow {
+		return nil
+	}
 	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
 	out := make([][2]string, 0, 6)
 	out = append(out, [2]string{HeaderRateLimitPolicy, policy}, [2]string{HeaderRateLimit, limit})
@@ -135,19 +140,27 @@ func (d Decision) SetHeaders(h http.Header) { setPairs(h, d.HeaderPairs()) }
 func (d Decision) Headers() http.Header { return headersOf(d.HeaderPairs()) }
 
 // HeaderPairs gives RL.ALL's fields: RateLimit-Policy and RateLimit with one
-// member per key, named by its policy (Policy.Named, else its word in lower
-// case, "-N" after it, its position from 1, when the call has that word more
-// than once), each with its own key's numbers; Retry-After and the
-// X-RateLimit fields from the combined decision.
+// member per enforced key (Shadow ones are left out), named by its policy
+// (Policy.Named, else its word in lower case, "-N" after it, its position
+// among all the call's policies from 1, when the call has that word more than
+// once), each with its own key's numbers; Retry-After and the X-RateLimit
+// fields from the combined decision. A call with only Shadow policies gives
+// none.
 func (a AllDecision) HeaderPairs() [][2]string {
-	policy := make([]string, len(a.Keys))
-	limit := make([]string, len(a.Keys))
+	policy := make([]string, 0, len(a.Keys))
+	limit := make([]string, 0, len(a.Keys))
 	for i, k := range a.Keys {
+		if k.Shadow {
+			continue
+		}
 		name := DefaultPolicyName
 		if i < len(a.names) {
 			name = a.names[i]
 		}
-		policy[i], limit[i] = k.policyItem(name), k.limitItem(name)
+		policy, limit = append(policy, k.policyItem(name)), append(limit, k.limitItem(name))
+	}
+	if len(policy) == 0 {
+		return nil
 	}
 	return a.Decision.pairs(strings.Join(policy, ", "), strings.Join(limit, ", "))
 }

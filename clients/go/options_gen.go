@@ -9,16 +9,18 @@ import "time"
 const optCost optionBit = 1 << 0
 const optRefund optionBit = 1 << 1
 const optDebit optionBit = 1 << 2
-const optDelay optionBit = 1 << 3
-const optEvery optionBit = 1 << 4
-const optOn optionBit = 1 << 5
-const optAt optionBit = 1 << 6
-const optTZ optionBit = 1 << 7
+const optShadow optionBit = 1 << 3
+const optDelay optionBit = 1 << 4
+const optEvery optionBit = 1 << 5
+const optOn optionBit = 1 << 6
+const optAt optionBit = 1 << 7
+const optTZ optionBit = 1 << 8
 
 // The option words, boxed once.
 var wordCost any = "COST"
 var wordRefund any = "REFUND"
 var wordDebit any = "DEBIT"
+var wordShadow any = "SHADOW"
 var wordDelay any = "DELAY"
 var wordEvery any = "EVERY"
 var wordOn any = "ON"
@@ -26,8 +28,8 @@ var wordAt any = "AT"
 var wordTZ any = "TZ"
 
 // Cost is the option COST <n>: how many units the call takes, all or nothing (default
-// 1); Cost(0) looks without taking. Taken by Fixed, Sliding, Bucket, GCRA,
-// SlidingCounter, Penalty, Share, Quota, All.
+// 1; 0 looks without taking). Taken by Fixed, Sliding, Bucket, GCRA, SlidingCounter,
+// Penalty, Share, Quota, All.
 func Cost(n int64) Option { return integerOption(optCost, wordCost, n) }
 
 // Refund is the option REFUND <n>: give back up to n units taken earlier (the work they
@@ -40,20 +42,31 @@ func Refund(n int64) Option { return integerOption(optRefund, wordRefund, n) }
 // Share, Quota, All.
 func Debit(n int64) Option { return integerOption(optDebit, wordDebit, n) }
 
+// Shadow is the flag SHADOW: try the limit without enforcing it: the same reply and
+// writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call. Taken
+// by Fixed, Sliding, Bucket, GCRA, SlidingCounter, Penalty, Share, Quota, Fixed policy,
+// Sliding policy, Bucket policy, GCRA policy, SlidingCounter policy, Acquire policy,
+// Penalty policy, Share policy, Quota policy.
+func Shadow() Option { return flagOption(optShadow, wordShadow) }
+
 // Delay is the option DELAY <d>: schedule instead of reject: an allowed call's
-// RetryAfter is how long to wait before acting. Taken by GCRA, GCRA policy.
+// retry_after is how long to wait before acting. Taken by GCRA, GCRA policy.
 func Delay(d time.Duration) Option { return durationOption(optDelay, wordDelay, d) }
 
-// Every is the option EVERY <n>: the option EVERY. Taken by Quota, Quota policy.
+// Every is the option EVERY <n>: a period of n units (month EVERY 3: the calendar
+// quarter; default 1). Taken by Quota, Quota policy.
 func Every(n int64) Option { return integerOption(optEvery, wordEvery, n) }
 
-// On is the option ON <s>: the option ON. Taken by Quota, Quota policy.
+// On is the option ON <s>: the day a period starts: mon ... sun for week, 1 ... 31 for
+// month (clamped to its last day), MM-DD for year. Taken by Quota, Quota policy.
 func On(s string) Option { return textOption(optOn, wordOn, s) }
 
-// At is the option AT <s>: the option AT. Taken by Quota, Quota policy.
+// At is the option AT <s>: the local time of day a period starts, hh:mm (default
+// 00:00). Taken by Quota, Quota policy.
 func At(s string) Option { return textOption(optAt, wordAt, s) }
 
-// TZ is the option TZ <s>: the option TZ. Taken by Quota, Quota policy.
+// TZ is the option TZ <s>: the time zone the calendar is kept in: UTC (default), +hh:mm
+// or a tz database name. Taken by Quota, Quota policy.
 func TZ(s string) Option { return textOption(optTZ, wordTZ, s) }
 
 var _ = time.Second

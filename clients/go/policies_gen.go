@@ -5,29 +5,34 @@ package rl
 
 import "time"
 
-// Fixed is the RL.ALL policy FIXED limit window (as Client.Fixed).
-func Fixed(limit int64, window time.Duration) Policy {
+// Fixed is the RL.ALL policy FIXED limit window (as Client.Fixed). Options: Shadow.
+func Fixed(limit int64, window time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdFixed, 2)
 	p.b.args(integerArg(limit), durationArg(window))
+	p.b.options(cmdFixed.policyOptions, opts)
 	return p.done()
 }
 
-// Sliding is the RL.ALL policy SLIDING limit window (as Client.Sliding).
-func Sliding(limit int64, window time.Duration) Policy {
+// Sliding is the RL.ALL policy SLIDING limit window (as Client.Sliding). Options:
+// Shadow.
+func Sliding(limit int64, window time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdSliding, 2)
 	p.b.args(integerArg(limit), durationArg(window))
+	p.b.options(cmdSliding.policyOptions, opts)
 	return p.done()
 }
 
 // Bucket is the RL.ALL policy BUCKET capacity tokens period (as Client.Bucket).
-func Bucket(capacity int64, tokens int64, period time.Duration) Policy {
+// Options: Shadow.
+func Bucket(capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdBucket, 3)
 	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
+	p.b.options(cmdBucket.policyOptions, opts)
 	return p.done()
 }
 
 // GCRA is the RL.ALL policy GCRA capacity tokens period (as Client.GCRA). Options:
-// Delay.
+// Shadow, Delay.
 func GCRA(capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdGCRA, 5)
 	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
@@ -36,38 +41,43 @@ func GCRA(capacity int64, tokens int64, period time.Duration, opts ...Option) Po
 }
 
 // SlidingCounter is the RL.ALL policy SLIDINGCOUNTER limit window (as
-// Client.SlidingCounter).
-func SlidingCounter(limit int64, window time.Duration) Policy {
+// Client.SlidingCounter). Options: Shadow.
+func SlidingCounter(limit int64, window time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdSlidingCounter, 2)
 	p.b.args(integerArg(limit), durationArg(window))
+	p.b.options(cmdSlidingCounter.policyOptions, opts)
 	return p.done()
 }
 
-// Acquire is the RL.ALL policy ACQUIRE limit ttl id (as Client.Acquire).
-func Acquire(limit int64, ttl time.Duration, id string) Policy {
+// Acquire is the RL.ALL policy ACQUIRE limit ttl id (as Client.Acquire). Options:
+// Shadow.
+func Acquire(limit int64, ttl time.Duration, id string, opts ...Option) Policy {
 	p := newPolicy(cmdAcquire, 3)
 	p.b.args(integerArg(limit), durationArg(ttl), textArg(id))
+	p.b.options(cmdAcquire.policyOptions, opts)
 	return p.done()
 }
 
-// Penalty is the RL.ALL policy PENALTY strikes window block max (as Client.Penalty). In
-// RL.ALL it is only looked at, never taken from.
-func Penalty(strikes int64, window time.Duration, block time.Duration, max time.Duration) Policy {
+// Penalty is the RL.ALL policy PENALTY strikes window block max (as Client.Penalty).
+// Options: Shadow. In RL.ALL it is only looked at, never taken from.
+func Penalty(strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdPenalty, 4)
 	p.b.args(integerArg(strikes), durationArg(window), durationArg(block), durationArg(max))
+	p.b.options(cmdPenalty.policyOptions, opts)
 	return p.done()
 }
 
 // Share is the RL.ALL policy SHARE tenant weight capacity tokens period (as
-// Client.Share).
-func Share(tenant string, weight int64, capacity int64, tokens int64, period time.Duration) Policy {
+// Client.Share). Options: Shadow.
+func Share(tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
 	p := newPolicy(cmdShare, 5)
 	p.b.args(textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period))
+	p.b.options(cmdShare.policyOptions, opts)
 	return p.done()
 }
 
-// Quota is the RL.ALL policy QUOTA limit unit (as Client.Quota). Options: Every, On,
-// At, TZ.
+// Quota is the RL.ALL policy QUOTA limit unit (as Client.Quota). Options: Shadow,
+// Every, On, At, TZ.
 func Quota(limit int64, unit string, opts ...Option) Policy {
 	p := newPolicy(cmdQuota, 4)
 	p.b.args(integerArg(limit), textArg(unit))

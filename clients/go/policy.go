@@ -11,11 +11,13 @@ import (
 // returned by the call, before anything is sent.
 type Policy struct {
 	word   string
-	wordV  any // word, boxed once
+	wordV  any   // word, boxed once
+	before []any // its flags written before the word (SHADOW)
 	args   []any
 	window time.Duration
 	limit  int64
 	name   string // the RateLimit fields' name, "" for the default
+	shadow bool   // advisory: it never vetoes the call (Shadow)
 	err    error
 }
 
@@ -36,19 +38,21 @@ func (p Policy) Named(name string) Policy {
 
 // policyBuilder builds a Policy's arguments with the command's rules.
 type policyBuilder struct {
-	b    builder
-	p    Policy
-	args []any
+	b      builder
+	p      Policy
+	args   []any
+	before []any
 }
 
 func newPolicy(cmd *command, n int) *policyBuilder {
 	pb := &policyBuilder{p: Policy{word: cmd.word, wordV: cmd.wordV}, args: make([]any, 0, n)}
-	pb.b = builder{cmd: cmd, policy: true, dst: &pb.args}
+	pb.b = builder{cmd: cmd, policy: true, dst: &pb.args, pre: &pb.before}
 	return pb
 }
 
 func (pb *policyBuilder) done() Policy {
 	pb.p.args, pb.p.err, pb.p.limit, pb.p.window = pb.args, pb.b.err, pb.b.limit, pb.b.window
+	pb.p.before, pb.p.shadow = pb.before, pb.b.shadow
 	return pb.p
 }
 

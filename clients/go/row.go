@@ -65,7 +65,8 @@ func (b *builder) args(vs ...value) {
 	}
 }
 
-// with builds a call on one key: the key, the arguments, the options.
+// with builds a call on one key: the key, the arguments, the options (a flag
+// among them, after the arguments).
 func (k *call) with(key string, opts []Option, vs ...value) *call {
 	k.add(key)
 	k.args(vs...)
@@ -90,4 +91,8 @@ func durationOption(bit optionBit, word any, d time.Duration) Option {
 
 func textOption(bit optionBit, word any, s string) Option {
 	return optionOf(bit, word, kindText, textArg(s))
+}
+
+func flagOption(bit optionBit, word any) Option {
+	return optionOf(bit, word, kindFlag, value{})
 }

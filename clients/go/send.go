@@ -103,13 +103,16 @@ func (c *Client) failure(k *call, err error) (d Decision, ok bool, out error) {
 	if !transport || c.fail == failError {
 		return Decision{}, false, err
 	}
-	return c.fallback(k.limit, k.window, err), true, nil
+	d = c.fallback(c.fail == failOpen, k.limit, k.window, err)
+	d.Shadow = k.shadow
+	return d, true, nil
 }
 
-// fallback is the fail mode's decision for a limit and window, carrying err.
-func (c *Client) fallback(limit int64, window time.Duration, err error) Decision {
+// fallback is the fail mode's decision (allow or deny) for a limit and
+// window, carrying err.
+func (c *Client) fallback(allow bool, limit int64, window time.Duration, err error) Decision {
 	d := Decision{Limit: limit, Window: window, Unavailable: err}
-	if c.fail == failOpen {
+	if allow {
 		d.Allowed, d.Remaining = true, limit
 	} else {
 		d.RetryAfter, d.ResetAfter = FailClosedRetryAfter, FailClosedRetryAfter
@@ -123,10 +126,13 @@ func (c *Client) finishDecision(k *call, r any, err error) (Decision, error) {
 		d, _, err := c.failure(k, err)
 		return d, err
 	}
+	parse := parseDecision
 	if k.cmd.reply == replyThrottle {
-		return parseThrottle(k.cmd.name, r, k.window)
+		parse = parseThrottle
 	}
-	return parseDecision(k.cmd.name, r, k.window)
+	d, err := parse(k.cmd.name, r, k.window)
+	d.Shadow = k.shadow && err == nil
+	return d, err
 }
 
 // finishAll turns RL.ALL's reply (or an error) into an AllDecision, each key
@@ -138,9 +144,14 @@ func (c *Client) finishAll(k *call, r any, err error) (AllDecision, error) {
 		if !ok {
 			return AllDecision{}, err
 		}
+		if firstEnforced(k.keys) < 0 {
+			// Only shadow policies: nothing is enforced, the server would allow.
+			d = c.fallback(true, k.limit, k.window, d.Unavailable)
+		}
 		out = AllDecision{Decision: d, Keys: make([]Decision, len(k.keys))}
 		for i, p := range k.keys {
-			out.Keys[i] = c.fallback(p.limit, p.window, d.Unavailable)
+			out.Keys[i] = c.fallback(c.fail == failOpen, p.limit, p.window, d.Unavailable)
+			out.Keys[i].Shadow = p.shadow
 		}
 	} else if out, err = parseAll(k.cmd.name, r, k.keys); err != nil {
 		return AllDecision{}, err

@@ -20,7 +20,8 @@ import (
 // (same key and arguments) at the same or a larger cost is rejected locally,
 // with Cached set and what is left of the server's RetryAfter, until
 // min(RetryAfter, max) has passed (max <= 0: one second). Cost 0, Refund and
-// Debit go to the server and end the entry.
+// Debit go to the server and end the entry. Calls with Shadow neither use nor
+// fill it (nor the fallback limiter): they always go to the server.
 func WithCache(size int, max time.Duration) ClientOption {
 	return func(c *Client) {
 		if max <= 0 {
@@ -89,7 +90,7 @@ type ticket struct {
 }
 
 func (s *survival) ticket(k *call) (ticket, bool) {
-	if !covered[k.cmd.name] || k.err != nil {
+	if !covered[k.cmd.name] || k.err != nil || k.shadow { // a shadow call always reaches the server
 		return ticket{}, false
 	}
 	args := (*k.dst)[k.start+3 : k.end]

@@ -4,7 +4,8 @@ For each command: its rules (the arguments' kinds and ranges, the options it tak
 and what each excludes), the argument builder shared by the call and its RL.ALL
 policy, the call builder shared by the Client and Pipeline methods, those methods
 and, for an RL.ALL policy, the Policy constructor; for each option word, its
-constructor. The hand-written files (client.go, send.go, pipeline.go, args.go,
+constructor (a flag, such as SHADOW, takes no value: given, its word is sent; in
+RL.ALL a policy's flags go before its word). The hand-written files (client.go, send.go, pipeline.go, args.go,
 policy.go, decision.go, headers.go, errors.go, duration.go) hold what is Go's own:
 the Doer, deadlines, fail modes, detection, the Decision and the reply kinds, the
 headers, the errors and the one duration parser; of the commands they know only
@@ -66,12 +67,10 @@ NOTES = {
 # What a module-only command's error suggests on a server with only the library.
 INSTEAD = {"CL.THROTTLE": "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"}
 
-OPTION_NOTES = {
-    "COST": "how many units the call takes, all or nothing (default 1); Cost(0) looks without taking",
-    "REFUND": "give back up to n units taken earlier (the work they paid for did not happen)",
-    "DEBIT": "charge n units after the fact, into debt if need be (a cost known only once the work is done)",
-    "DELAY": "schedule instead of reject: an allowed call's RetryAfter is how long to wait before acting",
-}
+
+def kind_of(o: Option) -> str:
+    """An option's kind of value: "integer", "duration", "text", or "flag" (no value)."""
+    return "flag" if o.flag else o.value.kind
 
 
 def words_name(words: list[str]) -> str:
@@ -122,10 +121,10 @@ class Emitter:
         """Every option word, once; one word must have one value kind everywhere."""
         out: dict[str, Option] = {}
         for c in self.model.commands:
-            for o in (*c.options, *c.policy_options):
+            for o in (*c.options, *c.flags, *c.policy_options, *c.policy_flags):
                 seen = out.setdefault(o.name, o)
-                if seen.value.kind != o.value.kind:
-                    raise ValueError(f"option {o.name} is a {seen.value.kind} in one command, a {o.value.kind} in {c.name}")
+                if kind_of(seen) != kind_of(o):
+                    raise ValueError(f"option {o.name} is a {kind_of(seen)} in one command, a {kind_of(o)} in {c.name}")
         if len(out) > 32:
             raise ValueError("more than 32 option words: widen optionBit")
         return out
@@ -156,11 +155,15 @@ class Emitter:
     def params(c: Command) -> str:
         return ", ".join(f"{param_name(a)} {GO_TYPES[a.kind]}" for a in c.arguments)
 
-    def option_rules(self, c: Command, options: tuple[Option, ...]) -> str:
+    def option_rules(self, options: tuple[Option, ...], before: tuple[Option, ...] = ()) -> str:
+        """The options' rows: a valued option's rule, a flag's `flag: true`, and
+        `before: true` for a flag RL.ALL takes before the policy's word."""
         rows = []
-        for o in options:
+        for o in (*options, *before):
             excludes = " | ".join(f"opt{option_name(self.options[e])}" for e in o.excludes if e in self.options) or "0"
-            rows.append(f'{{bit: opt{option_name(o)}, word: "{o.name}", value: rule{rule_literal(o.value)}, excludes: {excludes}}}')
+            value = "flag: true" if o.flag else f"value: rule{rule_literal(o.value)}"
+            where = ", before: true" if o in before else ""
+            rows.append(f'{{bit: opt{option_name(o)}, word: "{o.name}", {value}{where}, excludes: {excludes}}}')
         return "[]optionRule{" + ", ".join(rows) + "}" if rows else "nil"
 
     def usage(self, c: Command) -> str:
@@ -169,7 +172,7 @@ class Emitter:
         return " ".join(words)
 
     def comment(self, name: str, c: Command, what: str) -> list[str]:
-        opts = ", ".join(option_name(o) for o in c.options)
+        opts = ", ".join(option_name(o) for o in (*c.options, *c.flags))
         text = f"{name} {what} {self.usage(c)}: {c.summary[0].lower() + c.summary[1:]}."
         if c.name in NOTES:
             text += " " + NOTES[c.name]
@@ -187,10 +190,10 @@ class Emitter:
             raise ValueError(f"{c.name}: reply kind {c.reply} has no Go type")
         fields = [
             f'name: "{c.name}"', f"fn: {fn}", f"word: {word}", f"reply: {reply[c.reply]}",
-            f"args: {args}", f"options: {self.option_rules(c, c.options)}",
+            f"args: {args}", f"options: {self.option_rules((*c.options, *c.flags))}",
         ]
-        if c.policy_options:
-            fields.append(f"policyOptions: {self.option_rules(c, c.policy_options)}")
+        if c.policy_options or c.policy_flags:
+            fields.append(f"policyOptions: {self.option_rules(c.policy_options, c.policy_flags)}")
         if c.counted_keys:
             fields.append(f"numkeys: &rule{numkeys_rule()}")
         else:
@@ -232,8 +235,9 @@ class Emitter:
             f"{param_name(a)} {GO_TYPES[a.kind]}" for a in c.arguments
         ]
         names = ["checks"] if c.counted_keys else ["key"] + [param_name(a) for a in c.arguments]
-        params.append("opts ...Option" if c.options else "")
-        names.append("opts" if c.options else "nil")
+        takes = bool(c.options or c.flags)
+        params.append("opts ...Option" if takes else "")
+        names.append("opts" if takes else "nil")
         return ", ".join(p for p in params if p), ", ".join(names)
 
     def call_func(self, c: Command) -> list[str]:
@@ -253,7 +257,7 @@ class Emitter:
         if c.counted_keys:
             return f"{self.call(c)}(checks, opts)"
         values = self.values(c)
-        return f"with(key, {'opts' if c.options else 'nil'}{', ' + values if values else ''})"
+        return f"with(key, {'opts' if c.options or c.flags else 'nil'}{', ' + values if values else ''})"
 
     @staticmethod
     def call(c: Command) -> str:
@@ -295,10 +299,11 @@ class Emitter:
 
     def policy_func(self, c: Command) -> list[str]:
         name = method_name(c)
-        opts = ", opts ...Option" if c.policy_options else ""
+        taken = (*c.policy_flags, *c.policy_options)
+        opts = ", opts ...Option" if taken else ""
         text = f"{name} is the RL.ALL policy {c.policy} {' '.join(a.name for a in c.arguments)} (as Client.{name})."
-        if c.policy_options:
-            text += " Options: " + ", ".join(option_name(o) for o in c.policy_options) + "."
+        if taken:
+            text += " Options: " + ", ".join(option_name(o) for o in taken) + "."
         if c.looked_at:
             text += " In RL.ALL it is only looked at, never taken from."
         lines = wrap(text) + [
@@ -306,21 +311,29 @@ class Emitter:
             f"\tp := newPolicy({self.var(c)}, {len(c.arguments) + (2 if c.policy_options else 0)})",
             f"\tp.b.args({self.values(c)})",
         ]
-        if c.policy_options:
+        if taken:
             lines.append(f"\tp.b.options({self.var(c)}.policyOptions, opts)")
         return lines + ["\treturn p.done()", "}"]
 
     def option_func(self, o: Option) -> list[str]:
         name = option_name(o)
+        note = o.summary or f"the option {o.name}"
+        takers = [method_name(c) for c in self.model.commands if any(x.name == o.name for x in (*c.options, *c.flags))]
+        policies = [
+            method_name(c) + " policy"
+            for c in self.model.commands
+            if any(x.name == o.name for x in (*c.policy_options, *c.policy_flags))
+        ]
+        taken = " Taken by " + ", ".join(takers + policies) + "."
+        # One line a function (row.go's integerOption, durationOption, textOption, flagOption): the options are
+        # alike in all but their names.
+        if o.flag:
+            return wrap(f"{name} is the flag {o.name}: {note}.{taken}") + [
+                f"func {name}() Option {{ return flagOption(opt{name}, word{name}) }}",
+            ]
         go_type = GO_TYPES[o.value.kind]
         param = {"integer": "n", "duration": "d", "text": "s"}[o.value.kind]
-        note = OPTION_NOTES.get(o.name, f"the option {o.name}")
-        takers = [method_name(c) for c in self.model.commands if any(x.name == o.name for x in c.options)]
-        policies = [method_name(c) + " policy" for c in self.model.commands if any(x.name == o.name for x in c.policy_options)]
-        text = f"{name} is the option {o.name} <{param}>: {note}. Taken by " + ", ".join(takers + policies) + "."
-        # One line a function (row.go's integerOption, durationOption, textOption): the options are alike in all but
-        # their names.
-        return wrap(text) + [
+        return wrap(f"{name} is the option {o.name} <{param}>: {note}.{taken}") + [
             f'func {name}({param} {go_type}) Option {{ return {o.value.kind}Option(opt{name}, word{name}, {param}) }}',
         ]
 

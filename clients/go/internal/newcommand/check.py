@@ -1,7 +1,8 @@
 """A command added to the table reaches the Go client by `make clients` alone.
 
 Adds a made-up RL.MADEUP (options GRACE, a duration; NOTE, TAG and REGION, texts;
-COST; no window the client can compute) and an RL.ALL policy MADEUP to a copy of
+COST; LOUD, a flag without a value; no window the client can compute) and an RL.ALL
+policy MADEUP (REGION after its arguments, LOUD before its word) to a copy of
 commands.json, emits the Go surface from it into a copy of clients/go, checks the
 output is gofmt-clean, and runs madeup_test.go (beside this file) there with
 `go vet` and `go test`. Run by clients/go/test.sh.
@@ -38,6 +39,7 @@ MADEUP = {
         {"name": "NOTE", "type": "text", "min_bytes": 1, "max_bytes": 16},
         {"name": "TAG", "type": "text", "min_bytes": 5, "max_bytes": 5},
         {"name": "REGION", "type": "text", "min_bytes": 1, "max_bytes": 64, "excludes": ["TAG"]},
+        {"name": "LOUD", "type": "flag", "summary": "a flag made up for this check"},
     ],
     "reply": "decision",
 }
@@ -47,7 +49,8 @@ def main() -> int:
     data = json.loads(model.COMMANDS_JSON.read_text())
     data["commands"].append(MADEUP)
     data["policies"].append({"word": "MADEUP", "command": "RL.MADEUP", "arguments": MADEUP["arguments"][1:],
-                             "options": [o for o in MADEUP["options"] if o["name"] == "REGION"], "looked_at": False})
+                             "options": [o for o in MADEUP["options"] if o["name"] == "REGION"],
+                             "before": [o for o in MADEUP["options"] if o["type"] == "flag"], "looked_at": False})
     with tempfile.TemporaryDirectory(prefix="rl-go-newcommand.") as tmp:
         table = Path(tmp) / "commands.json"
         table.write_text(json.dumps(data))

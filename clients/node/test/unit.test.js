@@ -7,7 +7,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, HEADERS, TABLE, callFor, parseFields } = require('./helpers');
+const { ROOT, HEADERS, TABLE, callFor, parseFields, checkCase } = require('./helpers');
 const rl = require('..');
 const { COMMANDS } = require('../lib/commands.generated');
 const {
@@ -79,6 +79,9 @@ function sample(arg, where) {
       return ['text-1', 'text-1'];
     case 'word':
       return [arg.values[0], arg.values[0]];
+    // A flag: true sends its word alone.
+    case 'flag':
+      return [true, null];
     // Texts the server checks by rules of its own: a value it accepts.
     case 'anchor':
       return ['mon', 'mon'];
@@ -90,6 +93,9 @@ function sample(arg, where) {
       throw new Error(`${where}: argument type '${arg.type}' is new: teach the client and this test`);
   }
 }
+
+// What an option sends: its word and value, or a flag's word alone.
+const sent = (opt, s) => (s === null ? [opt.name] : [opt.name, s]);
 
 const decisionReply = (c) => (c.reply === 'released' ? 1 : [1, 5, 4, 0, 1000]);
 
@@ -133,7 +139,10 @@ describe('coverage of commands.json', () => {
         for (const opt of cmd.options) {
           const [v, s] = sample(opt, `${cmd.name} option ${opt.name}`);
           await limiter[method](...values, { [opt.name.toLowerCase()]: v });
-          assert.deepEqual(adapter.sent.pop(), [...head, ...expected, opt.name, s], `${cmd.name} ${opt.name}`);
+          assert.deepEqual(adapter.sent.pop(), [...head, ...expected, ...sent(opt, s)], `${cmd.name} ${opt.name}`);
+          if (opt.type !== 'flag') continue;
+          await limiter[method](...values, { [opt.name.toLowerCase()]: false });
+          assert.deepEqual(adapter.sent.pop(), [...head, ...expected], `${cmd.name} ${opt.name} off`);
         }
       }
     });
@@ -158,13 +167,21 @@ describe('coverage of commands.json', () => {
         for (const opt of policy.options) {
           const [v, s] = sample(opt, `${policy.word} option ${opt.name}`);
           await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: v })]]);
-          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected, opt.name, s], `${policy.word} ${opt.name}`);
+          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected, ...sent(opt, s)], `${policy.word} ${opt.name}`);
+        }
+        // Flags written before the policy's word (SHADOW).
+        for (const opt of policy.before || []) {
+          const [v, s] = sample(opt, `${policy.word} flag ${opt.name}`);
+          await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: v })]]);
+          assert.deepEqual(adapter.sent.pop(), [...head, ...sent(opt, s), policy.word, ...expected], `${opt.name} ${policy.word}`);
+          await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: false })]]);
+          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected], `${opt.name} ${policy.word} off`);
         }
       }
       for (const opt of allSpec.options) {
         const [v, s] = sample(opt, `RL.ALL option ${opt.name}`);
         await limiter.all([['k', policies.fixed(5, '1500ms')]], { [opt.name.toLowerCase()]: v });
-        assert.deepEqual(adapter.sent.pop(), [...head, 'FIXED', '5', '1500ms', opt.name, s]);
+        assert.deepEqual(adapter.sent.pop(), [...head, 'FIXED', '5', '1500ms', ...sent(opt, s)]);
       }
     }
   });
@@ -288,18 +305,16 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
       parseFields(h);
     });
   }
-  for (const { call, mode, fields } of HEADERS.failures) {
-    test(`failures: ${mode} ${JSON.stringify(call)}`, async () => {
+  for (const c of HEADERS.failures) {
+    test(`failures: ${c.mode} ${JSON.stringify(c.call)}`, async () => {
       for (const adapter of [deadAdapter(0), deadAdapter(null)]) {
-        const limiter = createLimiter(adapter, { backend: 'module', onConnectionError: mode, timeout: 20 });
-        const d = await callFor(limiter, call, 'k');
+        const limiter = createLimiter(adapter, { backend: 'module', onConnectionError: c.mode, timeout: 20 });
+        const d = await callFor(limiter, c.call, 'k');
         assert.ok(d.error instanceof E.RLConnectionError);
-        const h = d.headers();
-        for (const [name, value] of Object.entries(fields)) assert.equal(h[name], value, name);
-        assert.equal(h['Retry-After'], fields['Retry-After']);
-        parseFields(h);
-        const [slot] = await callFor(limiter.pipeline(), call, 'k').exec();
-        assert.deepEqual(slot.headers(), h);
+        checkCase(d, c);
+        const [slot] = await callFor(limiter.pipeline(), c.call, 'k').exec();
+        checkCase(slot, c);
+        assert.deepEqual(slot.headers(), d.headers());
       }
     });
   }

@@ -13,6 +13,8 @@ const A = require('./args');
 const { Policy, countedKeys } = require('./policy');
 
 const given = (value) => value !== undefined && value !== null;
+// The option table of a command that takes none: options given to it are refused.
+const NONE = Object.freeze({});
 
 // Each argument's check and what it sends, looked up once per command, not per call.
 const SENDS = {
@@ -90,7 +92,7 @@ function caller(row) {
   if (command.counted) {
     return (to, entries, opts) => {
       const { argv, plan } = countedKeys(to._lib, command, entries, row.maxKeys);
-      if (options && given(opts)) A.pushOptions(argv, opts, options, command.name);
+      if (given(opts)) A.pushOptions(argv, opts, options || NONE, command.name);
       return to._queue(argv, command, plan, null, false);
     };
   }
@@ -114,8 +116,8 @@ function caller(row) {
     putArgs(argv, head, args, 1, command.name, checked, a0, a1, a2, a3, a4, a5, a6, a7);
     const opts = nth(args.length + 1, a0, a1, a2, a3, a4, a5, a6, a7);
     let shadow = false;
-    if (options && given(opts)) {
-      A.pushOptions(argv, opts, options, command.name);
+    if (given(opts)) {
+      A.pushOptions(argv, opts, options || NONE, command.name);
       shadow = opts.shadow === true;
     }
     return to._queue(argv, command, window(checked), limit(checked), shadow);
@@ -135,10 +137,10 @@ function builder(row) {
     putArgs(argv, 1, args, 0, target, checked, a0, a1, a2, a3, a4, a5, a6, a7);
     const opts = nth(args.length, a0, a1, a2, a3, a4, a5, a6, a7);
     let shadow = false;
-    if (row.policyOptions && given(opts)) {
+    if (given(opts)) {
       // Flags such as SHADOW go before the policy's word.
       const before = [];
-      A.pushOptions(argv, opts, row.policyOptions, target, before);
+      A.pushOptions(argv, opts, row.policyOptions || NONE, target, before);
       if (before.length > 0) argv = before.concat(argv);
       shadow = opts.shadow === true;
     }

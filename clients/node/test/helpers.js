@@ -134,6 +134,43 @@ async function startServer(args = [], port = undefined) {
 }
 
 // ---------------------------------------------------------------------------
+// Adapters without a server.
+
+// An adapter that records what it is sent and answers from `respond`.
+function mockAdapter(respond = () => [1, 5, 4, 0, 1000]) {
+  const sent = [];
+  const adapter = {
+    kind: 'mock',
+    sent,
+    async call(args) {
+      sent.push(args.map((a) => (Buffer.isBuffer(a) ? a.toString() : a)));
+      return respond(args);
+    },
+    async batch(commands) {
+      const replies = [];
+      let errors = null;
+      for (const args of commands) {
+        try {
+          replies.push(await adapter.call(args));
+        } catch (error) {
+          (errors === null ? (errors = []) : errors)[replies.length] = error;
+          replies.push(undefined);
+        }
+      }
+      return { replies, errors };
+    },
+  };
+  return adapter;
+}
+
+// An adapter whose server never answers (a connection error after `after` ms, or never).
+function deadAdapter(after = 0) {
+  const fail = () =>
+    after === null ? new Promise(() => {}) : new Promise((_, reject) => setTimeout(() => reject(new Error('connect ECONNREFUSED')), after));
+  return { kind: 'dead', call: fail, batch: fail };
+}
+
+// ---------------------------------------------------------------------------
 // clients/headers.json: its cases, and its calls made through the typed API.
 
 const HEADERS = JSON.parse(fs.readFileSync(path.join(ROOT, 'clients', 'headers.json'), 'utf8'));
@@ -216,6 +253,8 @@ module.exports = {
   callFor,
   parseFields,
   checkCase,
+  mockAdapter,
+  deadAdapter,
   ROOT,
   BACKENDS,
   SKIP_SERVERS,

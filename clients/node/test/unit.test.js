@@ -7,7 +7,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, HEADERS, TABLE, callFor, parseFields, checkCase } = require('./helpers');
+const { ROOT, HEADERS, TABLE, callFor, parseFields, checkCase, mockAdapter, deadAdapter } = require('./helpers');
 const rl = require('..');
 const { COMMANDS } = require('../lib/commands.generated');
 const {
@@ -23,40 +23,6 @@ const {
 } = rl;
 // The error classes, as the package exports them.
 const E = rl;
-
-// An adapter that records what it is sent and answers from `respond`.
-function mockAdapter(respond = () => [1, 5, 4, 0, 1000]) {
-  const sent = [];
-  const adapter = {
-    kind: 'mock',
-    sent,
-    async call(args) {
-      sent.push(args.map((a) => (Buffer.isBuffer(a) ? a.toString() : a)));
-      return respond(args);
-    },
-    async batch(commands) {
-      const replies = [];
-      let errors = null;
-      for (const args of commands) {
-        try {
-          replies.push(await adapter.call(args));
-        } catch (error) {
-          (errors === null ? (errors = []) : errors)[replies.length] = error;
-          replies.push(undefined);
-        }
-      }
-      return { replies, errors };
-    },
-  };
-  return adapter;
-}
-
-// An adapter whose server never answers (a connection error after `after` ms, or never).
-function deadAdapter(after = 0) {
-  const fail = () =>
-    after === null ? new Promise(() => {}) : new Promise((_, reject) => setTimeout(() => reject(new Error('connect ECONNREFUSED')), after));
-  return { kind: 'dead', call: fail, batch: fail };
-}
 
 const { ErrorReply } = require('redis');
 const { ReplyError } = require('ioredis');
@@ -261,6 +227,10 @@ describe('the argument rules: refused before anything is sent, with an E.RLArgum
     ['DELAY with REFUND', (l) => l.gcra('k', 5, 1, '1s', { delay: '1s', refund: 1 }), /exclude each other/],
     ['an option the command does not take', (l) => l.sliding('k', 5, '1s', { debit: 1 }), /unknown option 'debit'/],
     ['options that are not an object', (l) => l.fixed('k', 5, '1s', 3), /options must be an object/],
+    ['a shadow flag that is not a boolean', (l) => l.gcra('k', 5, 1, '1s', { shadow: 1 }), /shadow must be true or false, not 1/],
+    ['a shadow flag given as a string', (l) => l.quota('k', 5, 'day', { shadow: 'true' }), /shadow must be true or false/],
+    ['SHADOW on a command without it', (l) => l.acquire('k', 5, '1m', 'id', { shadow: true }), /unknown option 'shadow': RL.ACQUIRE takes no options/],
+    ['SHADOW on RL.ALL itself (it goes on a policy)', (l) => l.all([['k', policies.fixed(1, 1)]], { shadow: true }), /unknown option 'shadow'/],
     ['an empty lease id', (l) => l.acquire('k', 5, '1m', ''), /id must be a string or Buffer of 1 to 256 bytes/],
     ['a lease id over 256 bytes', (l) => l.acquire('k', 5, '1m', 'é'.repeat(129)), /258 bytes/],
     ['a key that is not a string', (l) => l.fixed(42, 5, '1s'), /a key must be a string/],
@@ -286,6 +256,7 @@ describe('the argument rules: refused before anything is sent, with an E.RLArgum
   }
   test('policy builders, createLimiter and withLease refuse alike', () => {
     assert.throws(() => policies.gcra(1, 1, '1s', { cost: 1 }), E.RLArgumentError);
+    assert.throws(() => policies.fixed(1, '1s', { shadow: 'yes' }), /FIXED policy: shadow must be true or false/);
     assert.throws(() => policies.fixed(1.5, '1s'), E.RLArgumentError);
     assert.throws(() => createLimiter({}), E.RLArgumentError);
     assert.throws(() => createLimiter(mockAdapter(), { backend: 'cluster' }), E.RLArgumentError);

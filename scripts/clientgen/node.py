@@ -9,8 +9,9 @@ Writes two files:
 The rest of clients/node (connection adapters, decisions, headers, errors, fail modes,
 detection, the one duration parser in lib/args.js) is hand-written and takes no command
 by name. A command added to the table appears in the client by `make clients` alone, as
-long as its arguments and option values are integers, durations or text (or its options
-are flags, such as SHADOW) and its reply is one the client reads (decision, throttle, released, all).
+long as its arguments and option values are integers, durations or text (an option
+without a value, such as SHADOW, is a flag: a boolean) and its reply is one the client
+reads (decision, throttle, released, all).
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ def ts_options(name: str, options: tuple[Option, ...], what: str) -> str:
         excl = [x for x in o.excludes if any(p.name == x for p in options)]
         note = f" (not with {', '.join(x.lower() for x in excl)})" if excl else ""
         form = o.name if o.flag else f"{o.name} {o.value.name}"
-        summary = f": {o.summary}" if o.summary else ""
+        summary = f": {o.summary}".replace("*/", "*\\/") if o.summary else ""  # never ends the comment
         kind = FLAG_TYPE if o.flag else VALUE_TYPES[o.value.kind]
         fields.append(f"  /** {form}{summary}{note} */\n  {camel(o.words)}?: {kind};")
     return f"/** {what}'s options. */\nexport interface {name} {{\n" + "\n".join(fields) + ("\n" if fields else "") + "}\n"

@@ -5,113 +5,175 @@ import type { Key, Integer, Duration, Text, Policy, AllEntry } from './index';
 
 /** RL.FIXED's options. */
 export interface FixedOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The FIXED policy's options. */
+export interface FixedPolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.SLIDING's options. */
 export interface SlidingOptions {
-  /** COST cost (not with refund) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund) */
   cost?: Integer;
-  /** REFUND refund (not with cost) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost) */
   refund?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The SLIDING policy's options. */
+export interface SlidingPolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.BUCKET's options. */
 export interface BucketOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The BUCKET policy's options. */
+export interface BucketPolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.GCRA's options. */
 export interface GcraOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit, delay) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit, delay) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund, delay) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund, delay) */
   debit?: Integer;
-  /** DELAY delay (not with refund, debit) */
+  /** DELAY delay: schedule instead of reject: an allowed call's retry_after is how long to wait before acting (not with refund, debit) */
   delay?: Duration;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** The GCRA policy's options. */
 export interface GcraPolicyOptions {
-  /** DELAY delay */
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+  /** DELAY delay: schedule instead of reject: an allowed call's retry_after is how long to wait before acting */
   delay?: Duration;
 }
 
 /** RL.SLIDINGCOUNTER's options. */
 export interface SlidingCounterOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The SLIDINGCOUNTER policy's options. */
+export interface SlidingCounterPolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The ACQUIRE policy's options. */
+export interface AcquirePolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.PENALTY's options. */
 export interface PenaltyOptions {
-  /** COST cost */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) */
   cost?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The PENALTY policy's options. */
+export interface PenaltyPolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.SHARE's options. */
 export interface ShareOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+}
+
+/** The SHARE policy's options. */
+export interface SharePolicyOptions {
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** RL.QUOTA's options. */
 export interface QuotaOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
-  /** EVERY every */
+  /** EVERY every: a period of n units (month EVERY 3: the calendar quarter; default 1) */
   every?: Integer;
-  /** ON on */
+  /** ON on: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
   on?: Text;
-  /** AT at */
+  /** AT at: the local time of day a period starts, hh:mm (default 00:00) */
   at?: Text;
-  /** TZ tz */
+  /** TZ tz: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
   tz?: Text;
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
 }
 
 /** The QUOTA policy's options. */
 export interface QuotaPolicyOptions {
-  /** EVERY every */
+  /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
+  shadow?: boolean;
+  /** EVERY every: a period of n units (month EVERY 3: the calendar quarter; default 1) */
   every?: Integer;
-  /** ON on */
+  /** ON on: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
   on?: Text;
-  /** AT at */
+  /** AT at: the local time of day a period starts, hh:mm (default 00:00) */
   at?: Text;
-  /** TZ tz */
+  /** TZ tz: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
   tz?: Text;
 }
 
 /** RL.ALL's options. */
 export interface AllOptions {
-  /** COST cost (not with refund, debit) */
+  /** COST cost: how many units the call takes, all or nothing (default 1; 0 looks without taking) (not with refund, debit) */
   cost?: Integer;
-  /** REFUND refund (not with cost, debit) */
+  /** REFUND refund: give back up to n units taken earlier (the work they paid for did not happen) (not with cost, debit) */
   refund?: Integer;
-  /** DEBIT debit (not with cost, refund) */
+  /** DEBIT debit: charge n units after the fact, into debt if need be (a cost known only once the work is done) (not with cost, refund) */
   debit?: Integer;
 }
 
@@ -120,23 +182,23 @@ export interface AllOptions {
  * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.
  */
 export interface Commands<D, A, T, B> {
-  /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n]: Counts units in an epoch-aligned fixed window and admits at most limit per window. */
+  /** RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]: Counts units in an epoch-aligned fixed window and admits at most limit per window. */
   fixed(key: Key, limit: Integer, window: Duration, options?: FixedOptions): D;
-  /** RL.SLIDING key limit window [COST n | REFUND n]: Logs accepted units in a sorted set and admits at most limit in any window-long interval. */
+  /** RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]: Logs accepted units in a sorted set and admits at most limit in any window-long interval. */
   sliding(key: Key, limit: Integer, window: Duration, options?: SlidingOptions): D;
-  /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]: Takes cost tokens from a bucket of capacity tokens that refills tokens per period. */
+  /** RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]: Takes cost tokens from a bucket of capacity tokens that refills tokens per period. */
   bucket(key: Key, capacity: Integer, tokens: Integer, period: Duration, options?: BucketOptions): D;
-  /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]: Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA). */
+  /** RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay] [SHADOW]: Token bucket of capacity units refilling tokens per period, kept as one integer (GCRA). */
   gcra(key: Key, capacity: Integer, tokens: Integer, period: Duration, options?: GcraOptions): D;
-  /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]: Estimates a sliding window from two fixed-window counts and admits at most limit in it. */
+  /** RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]: Estimates a sliding window from two fixed-window counts and admits at most limit in it. */
   slidingCounter(key: Key, limit: Integer, window: Duration, options?: SlidingCounterOptions): D;
   /** RL.ACQUIRE key limit ttl id: Takes or renews a named lease that ends by itself after ttl, at most limit held at once. */
   acquire(key: Key, limit: Integer, ttl: Duration, id: Text): D;
-  /** RL.PENALTY key strikes window block max [COST n]: Counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max. */
+  /** RL.PENALTY key strikes window block max [COST n] [SHADOW]: Counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max. */
   penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, options?: PenaltyOptions): D;
-  /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares. */
+  /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares. */
   share(key: Key, tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration, options?: ShareOptions): D;
-  /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
+  /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
   quota(key: Key, limit: Integer, unit: Text, options?: QuotaOptions): D;
   /** CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA). The module only (RLUnsupportedError on the library). */
   throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;
@@ -148,22 +210,22 @@ export interface Commands<D, A, T, B> {
 
 /** RL.ALL's policies, one builder per policy word. */
 export interface Policies {
-  /** FIXED limit window */
-  fixed(limit: Integer, window: Duration): Policy;
-  /** SLIDING limit window */
-  sliding(limit: Integer, window: Duration): Policy;
-  /** BUCKET capacity tokens period */
-  bucket(capacity: Integer, tokens: Integer, period: Duration): Policy;
-  /** GCRA capacity tokens period */
+  /** [SHADOW] FIXED limit window */
+  fixed(limit: Integer, window: Duration, options?: FixedPolicyOptions): Policy;
+  /** [SHADOW] SLIDING limit window */
+  sliding(limit: Integer, window: Duration, options?: SlidingPolicyOptions): Policy;
+  /** [SHADOW] BUCKET capacity tokens period */
+  bucket(capacity: Integer, tokens: Integer, period: Duration, options?: BucketPolicyOptions): Policy;
+  /** [SHADOW] GCRA capacity tokens period */
   gcra(capacity: Integer, tokens: Integer, period: Duration, options?: GcraPolicyOptions): Policy;
-  /** SLIDINGCOUNTER limit window */
-  slidingCounter(limit: Integer, window: Duration): Policy;
-  /** ACQUIRE limit ttl id */
-  acquire(limit: Integer, ttl: Duration, id: Text): Policy;
-  /** PENALTY strikes window block max */
-  penalty(strikes: Integer, window: Duration, block: Duration, max: Duration): Policy;
-  /** SHARE tenant weight capacity tokens period */
-  share(tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration): Policy;
-  /** QUOTA limit unit */
+  /** [SHADOW] SLIDINGCOUNTER limit window */
+  slidingCounter(limit: Integer, window: Duration, options?: SlidingCounterPolicyOptions): Policy;
+  /** [SHADOW] ACQUIRE limit ttl id */
+  acquire(limit: Integer, ttl: Duration, id: Text, options?: AcquirePolicyOptions): Policy;
+  /** [SHADOW] PENALTY strikes window block max */
+  penalty(strikes: Integer, window: Duration, block: Duration, max: Duration, options?: PenaltyPolicyOptions): Policy;
+  /** [SHADOW] SHARE tenant weight capacity tokens period */
+  share(tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration, options?: SharePolicyOptions): Policy;
+  /** [SHADOW] QUOTA limit unit */
   quota(limit: Integer, unit: Text, options?: QuotaPolicyOptions): Policy;
 }

@@ -56,7 +56,10 @@ export interface LimiterOptions {
   probeEvery?: number;
 }
 
-/** What the headers() methods give: header name to value. */
+/**
+ * What the headers() methods give: header name to value. A shadow decision (and an RL.ALL
+ * decision whose policies are all shadow ones) gives none: `{}`.
+ */
 export interface RateLimitHeaders {
   'RateLimit-Policy': string;
   RateLimit: string;
@@ -98,7 +101,13 @@ export declare class Decision {
   readonly resetAfter: number;
   /** True on a rejection given by the cache of blocked keys (cacheSize) without asking the server. */
   readonly cached: boolean;
-  toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null };
+  /**
+   * True when the call (in RL.ALL: the policy) was a shadow one (`{ shadow: true }`): the
+   * limit was tried, not enforced, so not `allowed` means "would have rejected". Its
+   * headers() are empty. An RL.ALL combined decision is the enforced policies' (false).
+   */
+  readonly shadow: boolean;
+  toJSON(): { allowed: boolean; limit: number; remaining: number; retryAfter: number | null; resetAfter: number; window: number | null; shadow: boolean };
 }
 export interface Decision extends FiveIntegers {}
 
@@ -109,7 +118,10 @@ export declare class AllDecision extends Decision {
   readonly decisions: Decision[];
   /** Each policy's name: names[i], else its word in lower case ("gcra"), with -N (its position) when the word repeats. */
   policyNames(names?: readonly string[]): string[];
-  /** One RateLimit-Policy and RateLimit member per policy, each with its own key's numbers. */
+  /**
+   * One RateLimit-Policy and RateLimit member per enforced policy, each with its own key's
+   * numbers and named by its place among all the call's policies; `{}` when all are shadow.
+   */
   headers(names?: readonly string[]): RateLimitHeaders;
 }
 
@@ -129,8 +141,10 @@ export interface ThrottleDecision extends FiveIntegers {}
 export declare class Policy {
   readonly word: string;
   readonly command: string;
-  /** What the call sends for it, its word first. */
+  /** What the call sends for it, its flags (SHADOW) and word first. */
   readonly args: Array<string | Buffer>;
+  /** Tried, not enforced (`{ shadow: true }`): it never vetoes the call. */
+  readonly shadow: boolean;
   /** RateLimit-Policy's w in ms, when known: the window or ttl; a bucket's time to refill from empty. */
   readonly window: number | null;
   /** RateLimit-Policy's q, which a fail mode's decision reports. */

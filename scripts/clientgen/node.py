@@ -9,8 +9,9 @@ Writes two files:
 The rest of clients/node (connection adapters, decisions, headers, errors, fail modes,
 detection, the one duration parser in lib/args.js) is hand-written and takes no command
 by name. A command added to the table appears in the client by `make clients` alone, as
-long as its arguments and option values are integers, durations or text and its reply is
-one the client reads (decision, throttle, released, all).
+long as its arguments and option values are integers, durations or text (an option
+without a value, such as SHADOW, is a flag: a boolean) and its reply is one the client
+reads (decision, throttle, released, all).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ DTS = "clients/node/commands.generated.d.ts"
 # What a method of each reply kind answers, as a type parameter of Commands<D, A, T, B>.
 REPLY_TYPES = {"decision": "D", "all": "A", "throttle": "T", "released": "B"}
 VALUE_TYPES = {"integer": "Integer", "duration": "Duration", "text": "Text"}
+# A flag (SHADOW) is on or off: `true` sends its word, `false` sends nothing.
+FLAG_TYPE = "boolean"
 # Names a generated function uses for itself: an argument may not take one.
 RESERVED = {"to", "key", "options", "argv", "entries", "A"}
 # The argument a fail mode reports as the limit (RateLimit-Policy's q), by name.
@@ -63,24 +66,32 @@ def synopsis(c: Command) -> str:
     args = " ".join(f"[{a.name}]" if a.optional else a.name for a in c.arguments)
     amounts = " | ".join(f"{o.name} n" for o in c.amounts)
     extras = " ".join(f"[{o.name} {o.value.name}]" for o in c.extras)
+    flags = " ".join(f"[{o.name}]" for o in c.flags)
     keys = "numkeys key... policy..." if c.counted_keys else "key"
-    return " ".join(x for x in (c.name, keys, args, f"[{amounts}]" if amounts else "", extras) if x)
+    return " ".join(x for x in (c.name, keys, args, f"[{amounts}]" if amounts else "", extras, flags) if x)
+
+
+def option_kind(o: Option, command: str) -> str:
+    if o.flag:
+        return "flag"
+    if o.value.kind not in VALUE_TYPES:
+        raise ValueError(f"{command}: option {o.name} takes a {o.value.kind!r}: teach scripts/clientgen/node.py")
+    return o.value.kind
 
 
 def const(c: Command) -> str:
     return "_".join(w.upper() for w in c.words)
 
 
-def options_table(name: str, options: tuple[Option, ...], command: str) -> str:
+def options_table(name: str, options: tuple[Option, ...], command: str, before: tuple[Option, ...] = ()) -> str:
+    """The table lib/args.js reads; `before`: flags written before an RL.ALL policy's word."""
     rows = []
-    for o in options:
-        if o.value.kind not in VALUE_TYPES:
-            raise ValueError(f"{command}: option {o.name} takes a {o.value.kind!r}: teach scripts/clientgen/node.py")
+    for o, first in [(o, True) for o in before] + [(o, False) for o in options]:
+        kind = option_kind(o, command)
         excludes = [camel(x.lower().split("_")) for x in o.excludes if any(p.name == x for p in options)]
-        rows.append(
-            f"  {camel(o.words)}: [{js_value(o.name)}, {js_value(o.value.kind)}, {js_value(o.value.min)}, "
-            f"{js_value(max_of(o.value))}, {js_value(excludes)}],"
-        )
+        lo, hi = (None, None) if o.flag else (o.value.min, max_of(o.value))
+        place = ", true" if first else ""
+        rows.append(f"  {camel(o.words)}: [{js_value(o.name)}, {js_value(kind)}, {js_value(lo)}, {js_value(hi)}, {js_value(excludes)}{place}],")
     return f"const {name} = {{\n" + "\n".join(rows) + "\n};\n"
 
 
@@ -134,12 +145,13 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
             f"reply: {js_value(c.reply)}, counted: {js_value(c.counted_keys)}, policy: {policy} }},"
         )
     out.append("};\n")
-    out.append("// Options: each parameter's name to [word, kind, min, max, the parameters it excludes];")
-    out.append("// commands with the same options share one table.")
+    out.append("// Options: each parameter's name to [word, kind, min, max, the parameters it excludes,")
+    out.append("// true when it is written before an RL.ALL policy's word]; a flag's kind is \"flag\"")
+    out.append("// (true sends its word). Commands with the same options share one table.")
     tables: dict[str, str] = {}  # a table's text -> its name
 
-    def table(name: str, options: tuple[Option, ...], command: str) -> str:
-        text = options_table("{}", options, command)
+    def table(name: str, options: tuple[Option, ...], command: str, before: tuple[Option, ...] = ()) -> str:
+        text = options_table("{}", options, command, before)
         if text not in tables:
             tables[text] = name
             out.append(text.replace("{}", name, 1))
@@ -147,8 +159,10 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
 
     rows = []
     for c in model.commands:
-        opts = table(f"{const(c)}_OPTIONS", c.options, c.name) if c.options else "null"
-        popts = table(f"{const(c)}_POLICY_OPTIONS", c.policy_options, c.name) if c.policy and c.policy_options else "null"
+        opts = table(f"{const(c)}_OPTIONS", c.options + c.flags, c.name) if c.options or c.flags else "null"
+        popts = "null"
+        if c.policy and (c.policy_options or c.policy_flags):
+            popts = table(f"{const(c)}_POLICY_OPTIONS", c.policy_options, c.name, c.policy_flags)
         fields = [f"command: COMMANDS[{js_value(c.name)}]", f"word: {js_value(c.policy)}"]
         if c.counted_keys:
             fields += [f"args: []", f"options: {opts}", f"maxKeys: {max_keys.get(c.name, 9007199254740991)}"]
@@ -169,7 +183,10 @@ def ts_options(name: str, options: tuple[Option, ...], what: str) -> str:
     for o in options:
         excl = [x for x in o.excludes if any(p.name == x for p in options)]
         note = f" (not with {', '.join(x.lower() for x in excl)})" if excl else ""
-        fields.append(f"  /** {o.name} {o.value.name}{note} */\n  {camel(o.words)}?: {VALUE_TYPES[o.value.kind]};")
+        form = o.name if o.flag else f"{o.name} {o.value.name}"
+        summary = f": {o.summary}".replace("*/", "*\\/") if o.summary else ""  # never ends the comment
+        kind = FLAG_TYPE if o.flag else VALUE_TYPES[o.value.kind]
+        fields.append(f"  /** {form}{summary}{note} */\n  {camel(o.words)}?: {kind};")
     return f"/** {what}'s options. */\nexport interface {name} {{\n" + "\n".join(fields) + ("\n" if fields else "") + "}\n"
 
 
@@ -181,10 +198,10 @@ def emit_dts(model: Model) -> str:
     out = [header("//", model.version)]
     out.append("import type { Key, Integer, Duration, Text, Policy, AllEntry } from './index';\n")
     for c in model.commands:
-        if c.options:
-            out.append(ts_options(f"{pascal(c.words)}Options", c.options, c.name))
-        if c.policy and c.policy_options:
-            out.append(ts_options(f"{pascal(c.words)}PolicyOptions", c.policy_options, f"The {c.policy} policy"))
+        if c.options or c.flags:
+            out.append(ts_options(f"{pascal(c.words)}Options", c.options + c.flags, c.name))
+        if c.policy and (c.policy_options or c.policy_flags):
+            out.append(ts_options(f"{pascal(c.words)}PolicyOptions", c.policy_flags + c.policy_options, f"The {c.policy} policy"))
     out.append(
         "/**\n * Every command, as RateLimiter and Pipeline have them. What a call returns: `D` for a\n"
         " * decision, `A` for RL.ALL's, `T` for CL.THROTTLE's, `B` for RL.RELEASE's boolean.\n */"
@@ -192,7 +209,7 @@ def emit_dts(model: Model) -> str:
     out.append("export interface Commands<D, A, T, B> {")
     for c in model.commands:
         params = ["entries: readonly AllEntry[]"] if c.counted_keys else ["key: Key"] + ts_params(c)
-        if c.options:
+        if c.options or c.flags:
             params.append(f"options?: {pascal(c.words)}Options")
         only = "" if c.function else " The module only (RLUnsupportedError on the library)."
         out.append(f"  /** {synopsis(c)}: {c.summary}.{only} */")
@@ -201,8 +218,9 @@ def emit_dts(model: Model) -> str:
     out.append("/** RL.ALL's policies, one builder per policy word. */")
     out.append("export interface Policies {")
     for c in model.policies:
-        params = ts_params(c) + ([f"options?: {pascal(c.words)}PolicyOptions"] if c.policy_options else [])
-        out.append(f"  /** {c.policy} {' '.join(a.name for a in c.arguments)} */")
+        params = ts_params(c) + ([f"options?: {pascal(c.words)}PolicyOptions"] if c.policy_options or c.policy_flags else [])
+        flags = "".join(f"[{o.name}] " for o in c.policy_flags)
+        out.append(f"  /** {flags}{c.policy} {' '.join(a.name for a in c.arguments)} */")
         out.append(f"  {camel(c.words)}({', '.join(params)}): Policy;")
     out.append("}")
     return "\n".join(out) + "\n"

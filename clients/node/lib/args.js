@@ -109,7 +109,8 @@ function key(value, command) {
 
 // ---------------------------------------------------------------------------
 // Options: `{ cost: 2 }`, each at most once (an object has each name once), none
-// that another excludes (COST, REFUND and DEBIT).
+// that another excludes (COST, REFUND and DEBIT). A flag (`{ shadow: true }`) is a
+// boolean: true sends its word, false sends nothing.
 
 const CHECKS = {
   integer: (v, c, n, min, max) => integerText(integer(v, c, n, min, max)),
@@ -117,11 +118,17 @@ const CHECKS = {
   text,
 };
 
+function flag(value, command, name) {
+  if (value === true || value === false) return value;
+  throw refuse(command, `${name} must be true or false, not ${describe(value)}`);
+}
+
 /**
  * Appends `options` to argv. `table`: each option's parameter name to [word, kind, min,
- * max, the names it excludes] (from the command table).
+ * max, the names it excludes, true when written before an RL.ALL policy's word] (from
+ * the command table); those written before go to `before`.
  */
-function pushOptions(argv, options, table, command) {
+function pushOptions(argv, options, table, command, before = argv) {
   if (typeof options !== 'object' || Array.isArray(options)) {
     throw refuse(command, `options must be an object such as { ${Object.keys(table)[0] || 'cost'}: 1 }, not ${describe(options)}`);
   }
@@ -133,11 +140,15 @@ function pushOptions(argv, options, table, command) {
       const takes = Object.keys(table);
       throw refuse(command, `unknown option '${name}': ${command} takes ${takes.length ? takes.join(', ') : 'no options'}`);
     }
-    const [word, kind, min, max, excludes] = spec;
+    const [word, kind, min, max, excludes, first] = spec;
     for (const other of excludes) {
       if (options[other] !== undefined) throw refuse(command, `options ${name} and ${other} exclude each other`);
     }
-    argv.push(word, CHECKS[kind](value, command, name, min, max));
+    if (kind === 'flag') {
+      if (flag(value, command, name)) (first ? before : argv).push(word);
+    } else {
+      argv.push(word, CHECKS[kind](value, command, name, min, max));
+    }
   }
   return argv;
 }

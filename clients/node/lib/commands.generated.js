@@ -27,17 +27,24 @@ const COMMANDS = {
   "RL.ALL": { name: "RL.ALL", method: "all", fn: "rl_all", reply: "all", counted: true, policy: null },
 };
 
-// Options: each parameter's name to [word, kind, min, max, the parameters it excludes];
-// commands with the same options share one table.
+// Options: each parameter's name to [word, kind, min, max, the parameters it excludes,
+// true when it is written before an RL.ALL policy's word]; a flag's kind is "flag"
+// (true sends its word). Commands with the same options share one table.
 const FIXED_OPTIONS = {
   cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
   refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
   debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
+  shadow: ["SHADOW", "flag", null, null, []],
+};
+
+const FIXED_POLICY_OPTIONS = {
+  shadow: ["SHADOW", "flag", null, null, [], true],
 };
 
 const SLIDING_OPTIONS = {
   cost: ["COST", "integer", 0, 9007199254740991, ["refund"]],
   refund: ["REFUND", "integer", 0, 9007199254740991, ["cost"]],
+  shadow: ["SHADOW", "flag", null, null, []],
 };
 
 const GCRA_OPTIONS = {
@@ -45,14 +52,17 @@ const GCRA_OPTIONS = {
   refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit", "delay"]],
   debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund", "delay"]],
   delay: ["DELAY", "duration", 0, 315360000000, ["refund", "debit"]],
+  shadow: ["SHADOW", "flag", null, null, []],
 };
 
 const GCRA_POLICY_OPTIONS = {
+  shadow: ["SHADOW", "flag", null, null, [], true],
   delay: ["DELAY", "duration", 0, 315360000000, []],
 };
 
 const PENALTY_OPTIONS = {
   cost: ["COST", "integer", 0, 9007199254740991, []],
+  shadow: ["SHADOW", "flag", null, null, []],
 };
 
 const QUOTA_OPTIONS = {
@@ -63,41 +73,49 @@ const QUOTA_OPTIONS = {
   on: ["ON", "text", 1, 9007199254740991, []],
   at: ["AT", "text", 1, 9007199254740991, []],
   tz: ["TZ", "text", 1, 9007199254740991, []],
+  shadow: ["SHADOW", "flag", null, null, []],
 };
 
 const QUOTA_POLICY_OPTIONS = {
+  shadow: ["SHADOW", "flag", null, null, [], true],
   every: ["EVERY", "integer", 1, 3650, []],
   on: ["ON", "text", 1, 9007199254740991, []],
   at: ["AT", "text", 1, 9007199254740991, []],
   tz: ["TZ", "text", 1, 9007199254740991, []],
 };
 
+const ALL_OPTIONS = {
+  cost: ["COST", "integer", 0, 9007199254740991, ["refund", "debit"]],
+  refund: ["REFUND", "integer", 0, 9007199254740991, ["cost", "debit"]],
+  debit: ["DEBIT", "integer", 1, 9007199254740991, ["cost", "refund"]],
+};
+
 /** Each command's row (read by lib/table.js). */
 const ROWS = [
-  // RL.FIXED key limit window [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.FIXED"], word: "FIXED", args: [["limit", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // RL.SLIDING key limit window [COST n | REFUND n]
-  { command: COMMANDS["RL.SLIDING"], word: "SLIDING", args: [["limit", "integer", 1, 100000], ["window", "duration", 1, 315360000000]], options: SLIDING_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.BUCKET"], word: "BUCKET", args: [["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["refill", 0, 1, 2], limit: 0 },
-  // RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]
+  // RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]
+  { command: COMMANDS["RL.FIXED"], word: "FIXED", args: [["limit", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
+  // RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]
+  { command: COMMANDS["RL.SLIDING"], word: "SLIDING", args: [["limit", "integer", 1, 100000], ["window", "duration", 1, 315360000000]], options: SLIDING_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
+  // RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]
+  { command: COMMANDS["RL.BUCKET"], word: "BUCKET", args: [["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["refill", 0, 1, 2], limit: 0 },
+  // RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay] [SHADOW]
   { command: COMMANDS["RL.GCRA"], word: "GCRA", args: [["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: GCRA_OPTIONS, policyOptions: GCRA_POLICY_OPTIONS, window: ["refill", 0, 1, 2], limit: 0 },
-  // RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.SLIDINGCOUNTER"], word: "SLIDINGCOUNTER", args: [["limit", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
+  // RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]
+  { command: COMMANDS["RL.SLIDINGCOUNTER"], word: "SLIDINGCOUNTER", args: [["limit", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
   // RL.ACQUIRE key limit ttl id
-  { command: COMMANDS["RL.ACQUIRE"], word: "ACQUIRE", args: [["limit", "integer", 1, 100000], ["ttl", "duration", 1, 315360000000], ["id", "text", 1, 256]], options: null, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // RL.PENALTY key strikes window block max [COST n]
-  { command: COMMANDS["RL.PENALTY"], word: "PENALTY", args: [["strikes", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000], ["block", "duration", 1, 315360000000], ["max", "duration", 1, 315360000000]], options: PENALTY_OPTIONS, policyOptions: null, window: ["argument", 1], limit: 0 },
-  // RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.SHARE"], word: "SHARE", args: [["tenant", "text", 1, 256], ["weight", "integer", 1, 10000], ["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: null, window: ["refill", 2, 3, 4], limit: 2 },
-  // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]
+  { command: COMMANDS["RL.ACQUIRE"], word: "ACQUIRE", args: [["limit", "integer", 1, 100000], ["ttl", "duration", 1, 315360000000], ["id", "text", 1, 256]], options: null, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
+  // RL.PENALTY key strikes window block max [COST n] [SHADOW]
+  { command: COMMANDS["RL.PENALTY"], word: "PENALTY", args: [["strikes", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000], ["block", "duration", 1, 315360000000], ["max", "duration", 1, 315360000000]], options: PENALTY_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
+  // RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]
+  { command: COMMANDS["RL.SHARE"], word: "SHARE", args: [["tenant", "text", 1, 256], ["weight", "integer", 1, 10000], ["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["refill", 2, 3, 4], limit: 2 },
+  // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]
   { command: COMMANDS["RL.QUOTA"], word: "QUOTA", args: [["limit", "integer", 1, 9007199254740991], ["unit", "text", 1, 9007199254740991]], options: QUOTA_OPTIONS, policyOptions: QUOTA_POLICY_OPTIONS, window: ["none"], limit: 0 },
   // CL.THROTTLE key max_burst count period [quantity]
   { command: COMMANDS["CL.THROTTLE"], word: null, args: [["max_burst", "integer", 0, 9007199254740990], ["count", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000], ["quantity", "integer", 0, 9007199254740991, true]], options: null, policyOptions: null, window: ["throttle", 0, 1, 2], limit: 0 },
   // RL.RELEASE key id
   { command: COMMANDS["RL.RELEASE"], word: null, args: [["id", "text", 1, 256]], options: null, policyOptions: null, window: ["none"], limit: null },
   // RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]
-  { command: COMMANDS["RL.ALL"], word: null, args: [], options: FIXED_OPTIONS, maxKeys: 16 },
+  { command: COMMANDS["RL.ALL"], word: null, args: [], options: ALL_OPTIONS, maxKeys: 16 },
 ];
 
 const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);

@@ -89,9 +89,11 @@ class FiveIntegers {
   /**
    * HTTP response headers: RateLimit-Policy and RateLimit named `policyName` (a
    * structured-field string), X-RateLimit-Limit/-Remaining/-Reset, and Retry-After when
-   * rejected and a retry can pass.
+   * rejected and a retry can pass. None ({}) for a shadow decision: its limit is not in
+   * force, so nobody is told of it or told to wait.
    */
   headers(policyName = 'default') {
+    if (this.shadow) return {};
     return fields([this._member(policyName)], this.allowed, this.limit, this.remaining, this._retryS(), this._resetS());
   }
 }
@@ -119,14 +121,23 @@ class Decision extends FiveIntegers {
     return ceilS(this.resetAfter);
   }
   toJSON() {
-    const { allowed, limit, remaining, retryAfter, resetAfter, window } = this;
-    return { allowed, limit, remaining, retryAfter, resetAfter, window };
+    const { allowed, limit, remaining, retryAfter, resetAfter, window, shadow } = this;
+    return { allowed, limit, remaining, retryAfter, resetAfter, window, shadow };
   }
 }
 
 // True only on a rejection the limiter's cache of blocked keys gave without asking the
 // server (option cacheSize); its retryAfter is what is left of the server's.
 Decision.prototype.cached = false;
+// True when the call (or, in RL.ALL, the policy) was a shadow one (`{ shadow: true }`):
+// the limit was tried, not enforced, so "not allowed" means "would have rejected".
+Decision.prototype.shadow = false;
+
+// `d` flagged shadow when `shadow`.
+function flagged(d, shadow) {
+  if (shadow) d.shadow = true;
+  return d;
+}
 
 /**
  * RL.ALL: the combined decision, and `decisions[i]` for `keys[i]` (with `policies[i]`).
@@ -138,7 +149,7 @@ class AllDecision extends Decision {
     this.keys = keys;
     this.policies = policies;
     this.decisions = new Array(policies.length);
-    for (let i = 0; i < policies.length; i++) this.decisions[i] = new Decision(reply[i + 1], policies[i].window);
+    for (let i = 0; i < policies.length; i++) this.decisions[i] = flagged(new Decision(reply[i + 1], policies[i].window), policies[i].shadow);
   }
   /**
    * Each policy's name: `names[i]` when given, else its word in lower case ("gcra"),
@@ -154,10 +165,18 @@ class AllDecision extends Decision {
     const words = this.policies.map((p) => p.word.toLowerCase());
     return words.map((w, i) => (words.indexOf(w) !== words.lastIndexOf(w) ? `${w}-${i + 1}` : w));
   }
-  /** One RateLimit-Policy and RateLimit member per policy, each with its own key's numbers. */
+  /**
+   * One RateLimit-Policy and RateLimit member per enforced policy, each with its own key's
+   * numbers (shadow policies are left out, the others keep the names of their places);
+   * none ({}) when every policy is a shadow one.
+   */
   headers(names) {
     const named = this.policyNames(names);
-    const members = this.decisions.map((d, i) => d._member(named[i]));
+    const members = [];
+    for (let i = 0; i < this.decisions.length; i++) {
+      if (!this.policies[i].shadow) members.push(this.decisions[i]._member(named[i]));
+    }
+    if (members.length === 0) return {};
     return fields(members, this.allowed, this.limit, this.remaining, this._retryS(), this._resetS());
   }
   toJSON() {
@@ -205,12 +224,12 @@ function checked(reply, command) {
 
 /**
  * The result of `command`'s reply: `plan` is the call's window in ms (or null), or for
- * RL.ALL its { keys, policies }.
+ * RL.ALL its { keys, policies }; `shadow`: a shadow call's decision is flagged.
  */
-function settle(command, reply, plan) {
+function settle(command, reply, plan, shadow) {
   switch (command.reply) {
     case 'decision':
-      return new Decision(checked(reply, command.name), plan);
+      return flagged(new Decision(checked(reply, command.name), plan), shadow);
     case 'throttle':
       return new ThrottleDecision(checked(reply, command.name), plan);
     case 'released':
@@ -231,22 +250,27 @@ const denyReply = (limit) => [0, limit, 0, 1000, 1000];
 
 /**
  * The decision `mode` ('allow' or 'deny') answers for a call that got no reply, carrying
- * `error`; null for a call that is not a decision (RL.RELEASE).
+ * `error` (flagged shadow for a shadow call); null for a call that is not a decision
+ * (RL.RELEASE).
  */
-function failed(mode, command, plan, limit, error) {
+function failed(mode, command, plan, limit, error, shadow) {
   const reply = mode === 'allow' ? allowReply : denyReply;
   const n = (v) => (v === undefined || v === null ? 0 : Number(v));
   let d;
   switch (command.reply) {
     case 'decision':
-      d = new Decision(reply(n(limit)), plan);
+      d = flagged(new Decision(reply(n(limit)), plan), shadow);
       break;
     case 'throttle':
       d = new ThrottleDecision(mode === 'allow' ? [0, n(limit), n(limit), -1, 0] : [1, n(limit), 0, 1, 1], plan);
       break;
     case 'all': {
+      // The combined decision is the first enforced policy's, as the server's comes from
+      // the enforced ones; with shadow policies only, the server allows: so does this.
       const each = plan.policies.map((p) => reply(n(p.limit)));
-      d = new AllDecision([each[0], ...each], plan.keys, plan.policies);
+      const enforced = plan.policies.findIndex((p) => !p.shadow);
+      const combined = enforced >= 0 ? each[enforced] : allowReply(n(plan.policies[0].limit));
+      d = new AllDecision([combined, ...each], plan.keys, plan.policies);
       break;
     }
     default:

@@ -193,18 +193,18 @@ class RateLimiter {
   }
 
   /** A connection error's outcome: raised, or the decision the fail mode gives (carrying it). */
-  _failMode(error, command, plan, limit) {
+  _failMode(error, command, plan, limit, shadow) {
     const mode = typeof this.onConnectionError === 'function' ? this.onConnectionError(error, command.name) : this.onConnectionError;
     if (mode === 'allow' || mode === 'deny') {
-      const d = failed(mode, command, plan, limit, error);
+      const d = failed(mode, command, plan, limit, error, shadow);
       if (d !== null) return d;
     }
     throw error;
   }
 
-  _failModeSlot(error, command, plan, limit) {
+  _failModeSlot(error, command, plan, limit, shadow) {
     try {
-      return this._failMode(error, command, plan, limit);
+      return this._failMode(error, command, plan, limit, shadow);
     } catch (thrown) {
       return thrown;
     }
@@ -212,21 +212,23 @@ class RateLimiter {
 
   // ---- one call
 
-  // Called by each command's method: sends the call, within the deadline.
-  _queue(argv, command, plan, limit) {
+  // Called by each command's method: sends the call, within the deadline. A shadow call
+  // (SHADOW) always goes to the server: the cache and the fallback would hide it from
+  // the server's counts, which are what a limit being tried is for.
+  _queue(argv, command, plan, limit, shadow) {
     const survival = this._survival;
-    if (survival !== null) {
+    if (survival !== null && !shadow) {
       const t = survival.ticket(argv, command);
       if (t !== null) {
         const local = survival.before(t, limit, plan);
-        return local !== null ? Promise.resolve(local) : this._run(argv, command, plan, limit, t);
+        return local !== null ? Promise.resolve(local) : this._run(argv, command, plan, limit, false, t);
       }
     }
-    return this._run(argv, command, plan, limit);
+    return this._run(argv, command, plan, limit, shadow);
   }
 
   // `t`: the call's ticket when the blocked-key cache or the fallback limiter is on.
-  async _run(argv, command, plan, limit, t = null) {
+  async _run(argv, command, plan, limit, shadow, t = null) {
     let reply;
     try {
       reply = await this._withinDeadline(this._send(argv, command), command.name);
@@ -237,9 +239,9 @@ class RateLimiter {
         throw e;
       }
       const d = t === null ? null : this._survival.failed(t, limit, plan, e);
-      return d !== null ? d : this._failMode(e, command, plan, limit);
+      return d !== null ? d : this._failMode(e, command, plan, limit, shadow);
     }
-    const d = settle(command, reply, plan);
+    const d = settle(command, reply, plan, shadow);
     return t === null ? d : this._survival.answered(t, d);
   }
 
@@ -265,7 +267,7 @@ class RateLimiter {
   // ---- many calls in one round trip
 
   // Results in order; a failed call's slot holds its RLError (or its fail mode's decision).
-  async _runBatch(argvs, commands, plans, limits) {
+  async _runBatch(argvs, commands, plans, limits, shadows) {
     const n = argvs.length;
     if (n === 0) return [];
     const out = new Array(n);
@@ -275,7 +277,7 @@ class RateLimiter {
     } catch (err) {
       const e = toRLError(err, 'pipeline');
       if (!(e instanceof RLConnectionError)) throw e;
-      for (let i = 0; i < n; i++) out[i] = this._failModeSlot(e, commands[i], plans[i], limits[i]);
+      for (let i = 0; i < n; i++) out[i] = this._failModeSlot(e, commands[i], plans[i], limits[i], shadows[i]);
       return out;
     }
     const { replies, errors } = sent;
@@ -283,13 +285,13 @@ class RateLimiter {
       const error = errors === null ? undefined : errors[i];
       if (error == null) {
         try {
-          out[i] = settle(commands[i], replies[i], plans[i]);
+          out[i] = settle(commands[i], replies[i], plans[i], shadows[i]);
         } catch (err) {
           out[i] = toRLError(err, commands[i].name);
         }
       } else {
         const e = toRLError(error, commands[i].name);
-        out[i] = e instanceof RLConnectionError ? this._failModeSlot(e, commands[i], plans[i], limits[i]) : e;
+        out[i] = e instanceof RLConnectionError ? this._failModeSlot(e, commands[i], plans[i], limits[i], shadows[i]) : e;
       }
     }
     return out;
@@ -402,6 +404,7 @@ class Pipeline {
     this._commands = [];
     this._plans = [];
     this._limits = [];
+    this._shadows = [];
   }
   get length() {
     return this._argvs.length;
@@ -410,11 +413,12 @@ class Pipeline {
     return this.limiter._lib;
   }
   // Called by each command's method: queues the call.
-  _queue(argv, command, plan, limit) {
+  _queue(argv, command, plan, limit, shadow) {
     this._argvs.push(argv);
     this._commands.push(command);
     this._plans.push(plan);
     this._limits.push(limit);
+    this._shadows.push(shadow);
     return this;
   }
   /**
@@ -422,9 +426,9 @@ class Pipeline {
    * in order: its decision, or the RLError it got (a bad call does not hide the others').
    */
   exec() {
-    const { _argvs, _commands, _plans, _limits } = this;
+    const { _argvs, _commands, _plans, _limits, _shadows } = this;
     this._clear();
-    return this.limiter._runBatch(_argvs, _commands, _plans, _limits);
+    return this.limiter._runBatch(_argvs, _commands, _plans, _limits, _shadows);
   }
 }
 

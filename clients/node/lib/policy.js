@@ -8,15 +8,17 @@ const { key, integerText } = require('./args');
 class Policy {
   /**
    * word: the policy's word (GCRA); command: its command (RL.GCRA); args: what the call
-   * sends for it, its word first; window: RateLimit-Policy's w in ms
-   * (null when unknown); limit: the q of RateLimit-Policy, which a fail mode reports.
+   * sends for it, its flags (SHADOW) and word first; window: RateLimit-Policy's w in ms
+   * (null when unknown); limit: the q of RateLimit-Policy, which a fail mode reports;
+   * shadow: tried, not enforced (SHADOW): it never vetoes the call.
    */
-  constructor(word, command, args, window, limit) {
+  constructor(word, command, args, window, limit, shadow = false) {
     this.word = word;
     this.command = command;
     this.args = args;
     this.window = window;
     this.limit = limit;
+    this.shadow = shadow;
   }
 }
 

@@ -6,13 +6,15 @@
 //
 // A row: { command: its COMMANDS entry, word: its RL.ALL policy word (or null),
 //   args: [name, kind, min, max, optional] after the key, options / policyOptions: the
-//   option tables pushOptions reads (or null), window: [rule, argument indexes...],
+//   option tables pushOptions reads, flags such as SHADOW among them (or null), window: [rule, argument indexes...],
 //   limit: the index of the argument a fail mode reports (or null), maxKeys (RL.ALL) }.
 
 const A = require('./args');
 const { Policy, countedKeys } = require('./policy');
 
 const given = (value) => value !== undefined && value !== null;
+// The option table of a command that takes none: options given to it are refused.
+const NONE = Object.freeze({});
 
 // Each argument's check and what it sends, looked up once per command, not per call.
 const SENDS = {
@@ -90,8 +92,8 @@ function caller(row) {
   if (command.counted) {
     return (to, entries, opts) => {
       const { argv, plan } = countedKeys(to._lib, command, entries, row.maxKeys);
-      if (options && given(opts)) A.pushOptions(argv, opts, options, command.name);
-      return to._queue(argv, command, plan, null);
+      if (given(opts)) A.pushOptions(argv, opts, options || NONE, command.name);
+      return to._queue(argv, command, plan, null, false);
     };
   }
   const args = argumentsOf(row.args);
@@ -113,8 +115,12 @@ function caller(row) {
     argv[head - 1] = k;
     putArgs(argv, head, args, 1, command.name, checked, a0, a1, a2, a3, a4, a5, a6, a7);
     const opts = nth(args.length + 1, a0, a1, a2, a3, a4, a5, a6, a7);
-    if (options && given(opts)) A.pushOptions(argv, opts, options, command.name);
-    return to._queue(argv, command, window(checked), limit(checked));
+    let shadow = false;
+    if (given(opts)) {
+      A.pushOptions(argv, opts, options || NONE, command.name);
+      shadow = opts.shadow === true;
+    }
+    return to._queue(argv, command, window(checked), limit(checked), shadow);
   };
 }
 
@@ -126,12 +132,19 @@ function builder(row) {
   const limit = limitOf(row);
   const checked = new Array(args.length).fill(null);
   return function policy(a0, a1, a2, a3, a4, a5, a6, a7) {
-    const argv = new Array(1 + args.length);
+    let argv = new Array(1 + args.length);
     argv[0] = row.word;
     putArgs(argv, 1, args, 0, target, checked, a0, a1, a2, a3, a4, a5, a6, a7);
     const opts = nth(args.length, a0, a1, a2, a3, a4, a5, a6, a7);
-    if (row.policyOptions && given(opts)) A.pushOptions(argv, opts, row.policyOptions, target);
-    return new Policy(row.word, row.command.name, argv, window(checked), limit(checked));
+    let shadow = false;
+    if (given(opts)) {
+      // Flags such as SHADOW go before the policy's word.
+      const before = [];
+      A.pushOptions(argv, opts, row.policyOptions || NONE, target, before);
+      if (before.length > 0) argv = before.concat(argv);
+      shadow = opts.shadow === true;
+    }
+    return new Policy(row.word, row.command.name, argv, window(checked), limit(checked), shadow);
   };
 }
 

@@ -1,7 +1,7 @@
 'use strict';
 // scripts/clientgen/node.py: the files in the tree are what it writes from commands.json,
 // and a command added to the table (a made-up RL.MADEUP with text, integer and duration
-// options, no window, and an RL.ALL policy) appears in the client by generation alone:
+// options, a flag, no window, and an RL.ALL policy with a flag before its word) appears in the client by generation alone:
 // its method, its pipeline method, its policy, its checks and its types.
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -16,6 +16,9 @@ const tsc = path.join(CLIENT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 const python = (code, ...args) => spawnSync('python3', ['-c', code, ...args], { cwd: ROOT, encoding: 'utf8' });
 const skip = python('import sys; sys.exit(sys.version_info < (3, 9))').status !== 0 && 'python3 (3.9 or newer) is needed to run the generator';
+
+// A made-up flag (a value-less option, as SHADOW is): on the command, and before its policy's word.
+const LOUD = { name: 'LOUD', type: 'flag', summary: 'a flag made up for this test' };
 
 // Writes what the generator emits for `commandsJson` under `dir` (as if it were clients/node).
 const EMIT = `
@@ -48,6 +51,7 @@ const MADEUP = {
     { name: 'AT', type: 'text', min_bytes: 5, max_bytes: 5 },
     { name: 'TZ', type: 'text', min_bytes: 1, max_bytes: 64 },
     { name: 'GRACE', type: 'duration', min_ms: 0, max_ms: 86400000 },
+    LOUD,
   ],
   reply: 'decision',
 };
@@ -68,7 +72,7 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       fs.symlinkSync(path.join(CLIENT, 'node_modules'), path.join(dir, 'node_modules'));
       const spec = JSON.parse(JSON.stringify(TABLE));
       spec.commands.push(MADEUP);
-      spec.policies.push({ word: 'MADEUP', command: 'RL.MADEUP', arguments: [MADEUP.arguments[1]], options: [MADEUP.options[4]], looked_at: false });
+      spec.policies.push({ word: 'MADEUP', command: 'RL.MADEUP', arguments: [MADEUP.arguments[1]], options: [MADEUP.options[4]], before: [LOUD], looked_at: false });
       fs.writeFileSync(path.join(dir, 'commands.json'), JSON.stringify(spec));
       const r = python(EMIT, path.join(dir, 'commands.json'), dir);
       assert.equal(r.status, 0, r.stderr);
@@ -90,13 +94,13 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       for (const backend of ['module', 'library']) {
         const adapter = recorder();
         const limiter = rl.createLimiter(adapter, { backend });
-        const d = await limiter.madeup('k', 7, { cost: 2, every: 'month', on: 1, at: '09:00', tz: 'Europe/Berlin', grace: '90s' });
+        const d = await limiter.madeup('k', 7, { cost: 2, every: 'month', on: 1, at: '09:00', tz: 'Europe/Berlin', grace: '90s', loud: true });
         const head = backend === 'module' ? ['RL.MADEUP'] : ['FCALL', 'rl_madeup', '1'];
-        const tail = ['k', '7', 'COST', '2', 'EVERY', 'month', 'ON', '1', 'AT', '09:00', 'TZ', 'Europe/Berlin', 'GRACE', '90s'];
+        const tail = ['k', '7', 'COST', '2', 'EVERY', 'month', 'ON', '1', 'AT', '09:00', 'TZ', 'Europe/Berlin', 'GRACE', '90s', 'LOUD'];
         assert.deepEqual(adapter.sent.pop(), [...head, ...tail]);
         // Its window rule is "none": no w.
         assert.equal(d.headers()['RateLimit-Policy'], '"default";q=7');
-        await limiter.pipeline().madeup('k', 7).exec();
+        await limiter.pipeline().madeup('k', 7, { loud: false }).exec();
         assert.deepEqual(adapter.sent.pop(), [...head, 'k', '7']);
       }
     });
@@ -111,7 +115,8 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
         [{ at: '9:00' }, /at must be a string or Buffer of 5 to 5 bytes/],
         [{ grace: '2d' }, /grace must be a duration from 0 ms to 86400000 ms/],
         [{ every: 'fortnight' }, /every/],
-        [{ delay: 1 }, /unknown option 'delay': RL.MADEUP takes cost, every, on, at, tz, grace/],
+        [{ loud: 'yes' }, /loud must be true or false/],
+        [{ delay: 1 }, /unknown option 'delay': RL.MADEUP takes cost, every, on, at, tz, grace, loud/],
       ]) {
         await assert.rejects(limiter.madeup('k', 7, options), (e) => e instanceof rl.RLArgumentError && message.test(e.message));
       }
@@ -119,11 +124,14 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
       assert.deepEqual(adapter.sent, []);
     });
 
-    test('its RL.ALL policy, with its own option; a fail mode reports its limit', async () => {
+    test('its RL.ALL policy, with its own option and its flag before its word; a fail mode reports its limit', async () => {
       const adapter = recorder();
       const limiter = rl.createLimiter(adapter, { backend: 'module' });
       const d = await limiter.all([['{u}:q', rl.policies.madeup(7, { tz: 'UTC' })]]);
       assert.deepEqual(adapter.sent.pop(), ['RL.ALL', '1', '{u}:q', 'MADEUP', '7', 'TZ', 'UTC']);
+      await limiter.all([['{u}:q', rl.policies.madeup(7, { tz: 'UTC', loud: true })]]);
+      assert.deepEqual(adapter.sent.pop(), ['RL.ALL', '1', '{u}:q', 'LOUD', 'MADEUP', '7', 'TZ', 'UTC']);
+      assert.throws(() => rl.policies.madeup(7, { loud: 1 }), rl.RLArgumentError);
       assert.equal(d.headers()['RateLimit-Policy'], '"madeup";q=7');
       const dead = rl.createLimiter({ call: () => Promise.reject(new Error('down')), batch: () => Promise.reject(new Error('down')) }, { onConnectionError: 'allow' });
       assert.equal((await dead.madeup('k', 7)).remaining, 7);
@@ -136,10 +144,12 @@ describe('the generator (scripts/clientgen/node.py)', { skip }, () => {
           "import { createLimiter, policies, MadeupOptions } from './index';",
           'export async function f(client: { sendCommand(...args: any[]): Promise<any> }): Promise<void> {',
           '  const rl = createLimiter(client);',
-          "  const o: MadeupOptions = { tz: 'Europe/Berlin', on: 1, grace: '1s', every: 'month', at: '09:00' };",
+          "  const o: MadeupOptions = { tz: 'Europe/Berlin', on: 1, grace: '1s', every: 'month', at: '09:00', loud: true };",
           "  await rl.madeup('k', 7, o);",
           "  await rl.pipeline().madeup('k', 7).exec();",
-          "  policies.madeup(7, { tz: 'UTC' });",
+          "  policies.madeup(7, { tz: 'UTC', loud: false });",
+          '  // @ts-expect-error a flag is a boolean',
+          "  await rl.madeup('k', 7, { loud: 'yes' });",
           '  // @ts-expect-error TZ is a text',
           "  await rl.madeup('k', 7, { tz: 5 });",
           '}',

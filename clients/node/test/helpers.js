@@ -134,6 +134,43 @@ async function startServer(args = [], port = undefined) {
 }
 
 // ---------------------------------------------------------------------------
+// Adapters without a server.
+
+// An adapter that records what it is sent and answers from `respond`.
+function mockAdapter(respond = () => [1, 5, 4, 0, 1000]) {
+  const sent = [];
+  const adapter = {
+    kind: 'mock',
+    sent,
+    async call(args) {
+      sent.push(args.map((a) => (Buffer.isBuffer(a) ? a.toString() : a)));
+      return respond(args);
+    },
+    async batch(commands) {
+      const replies = [];
+      let errors = null;
+      for (const args of commands) {
+        try {
+          replies.push(await adapter.call(args));
+        } catch (error) {
+          (errors === null ? (errors = []) : errors)[replies.length] = error;
+          replies.push(undefined);
+        }
+      }
+      return { replies, errors };
+    },
+  };
+  return adapter;
+}
+
+// An adapter whose server never answers (a connection error after `after` ms, or never).
+function deadAdapter(after = 0) {
+  const fail = () =>
+    after === null ? new Promise(() => {}) : new Promise((_, reject) => setTimeout(() => reject(new Error('connect ECONNREFUSED')), after));
+  return { kind: 'dead', call: fail, batch: fail };
+}
+
+// ---------------------------------------------------------------------------
 // clients/headers.json: its cases, and its calls made through the typed API.
 
 const HEADERS = JSON.parse(fs.readFileSync(path.join(ROOT, 'clients', 'headers.json'), 'utf8'));
@@ -153,15 +190,26 @@ function argsOf(command, values) {
   return values.map((v, i) => (kinds[i] === 'duration' ? `${v}ms` : v));
 }
 
+// A call (or an RL.ALL policy) written ["shadow", name, ...values] is made with { shadow: true }.
+function shadowed(call) {
+  const shadow = call[0] === 'shadow';
+  const [name, ...values] = shadow ? call.slice(1) : call;
+  const args = argsOf(commandOf(name), values);
+  return { name, args: shadow ? [...args, { shadow: true }] : args };
+}
+
 /** Makes headers.json's `call` on `target` (a limiter or pipeline), on key `key`. */
 function callFor(target, call, key) {
   const { policies } = require('..');
-  const [name, ...rest] = call;
-  if (name === 'all') {
-    const entries = rest.map(([word, ...values], i) => [`{${key}}:${i}`, policies[word](...argsOf(commandOf(word), values))]);
+  if (call[0] === 'all') {
+    const entries = call.slice(1).map((policy, i) => {
+      const { name, args } = shadowed(policy);
+      return [`{${key}}:${i}`, policies[name](...args)];
+    });
     return target.all(entries);
   }
-  return target[name](key, ...argsOf(commandOf(name), rest));
+  const { name, args } = shadowed(call);
+  return target[name](key, ...args);
 }
 
 /** Every structured field of `headers`, parsed by a real parser (structured-headers): throws when one is invalid. */
@@ -170,11 +218,43 @@ function parseFields(headers) {
   return { policy: sf.parseList(headers['RateLimit-Policy']), limit: sf.parseList(headers.RateLimit) };
 }
 
+// The fields a headers.json case lists or leaves out: a field it does not list must be absent.
+const CASE_FIELDS = ['RateLimit-Policy', 'RateLimit', 'Retry-After'];
+
+/**
+ * Checks decision `d` of headers.json case `c` (a failures or shadow case): its fields
+ * exactly ({} = none at all), each parsed; its allowed and members when the case gives
+ * them; its shadow flag and each RL.ALL member's, from the call's "shadow" marks.
+ */
+function checkCase(d, c) {
+  const assert = require('node:assert/strict');
+  const what = JSON.stringify(c.call);
+  const h = d.headers();
+  if (Object.keys(c.fields).length === 0) {
+    assert.deepEqual(h, {}, what);
+  } else {
+    for (const name of new Set([...CASE_FIELDS, ...Object.keys(c.fields)])) assert.equal(h[name], c.fields[name], `${what} ${name}`);
+    parseFields(h);
+  }
+  if (c.allowed !== undefined) assert.equal(d.allowed, c.allowed, `${what} allowed`);
+  if (c.call[0] !== 'all') {
+    assert.equal(d.shadow, c.call[0] === 'shadow', `${what} shadow`);
+    return;
+  }
+  assert.equal(d.shadow, false, `${what}: the combined decision is the enforced policies'`);
+  const marks = c.call.slice(1).map((p) => ({ shadow: p[0] === 'shadow' }));
+  assert.deepEqual(d.decisions.map((m) => ({ shadow: m.shadow })), marks, `${what} members' shadow`);
+  if (c.members) assert.deepEqual(d.decisions.map((m) => ({ allowed: m.allowed, shadow: m.shadow })), c.members, `${what} members`);
+}
+
 module.exports = {
   HEADERS,
   TABLE,
   callFor,
   parseFields,
+  checkCase,
+  mockAdapter,
+  deadAdapter,
   ROOT,
   BACKENDS,
   SKIP_SERVERS,

@@ -330,7 +330,7 @@ for (const { backend, url } of BACKENDS) {
         const look = await rl.penalty(key, 2, '1h', '1h', '2h', { cost: 0 });
         assert.equal(look.allowed, false);
         assert.equal(look.headers()['Retry-After'], String(Math.ceil(look.retryAfter / 1000)));
-        await assert.rejects(rl.penalty(key, 2, '1h', '1h', '2h', { refund: 1 }), (e) => e instanceof RLArgumentError && /unknown option 'refund': RL.PENALTY takes cost$/.test(e.message));
+        await assert.rejects(rl.penalty(key, 2, '1h', '1h', '2h', { refund: 1 }), (e) => e instanceof RLArgumentError && /unknown option 'refund': RL.PENALTY takes cost, shadow$/.test(e.message));
       });
 
       test('share: RL.SHARE / rl_share', async (t) => {

@@ -39,6 +39,18 @@ export async function usage(): Promise<void> {
   const retry: number | null = d.retryAfter;
   const h: RateLimitHeaders = d.headers();
   const policy: string = h['RateLimit-Policy'];
+  const tried: Decision = await rl.fixed('k', 100, '1d', { shadow: true, cost: 2 });
+  const wouldReject: boolean = tried.shadow && !tried.allowed;
+  const withTrial: AllDecision = await rl.all([
+    ['{u}:a', policies.gcra(10, 1, '1s')],
+    ['{u}:b', policies.fixed(100, '1d', { shadow: true })],
+  ]);
+  const memberShadow: boolean = withTrial.decisions[1].shadow && withTrial.policies[1].shadow;
+  void [wouldReject, memberShadow];
+  // @ts-expect-error shadow is a boolean
+  await rl.gcra('k', 5, 1, '1s', { shadow: 1 });
+  // @ts-expect-error RL.ACQUIRE takes no SHADOW
+  await rl.acquire('k', 5, '1m', 'id', { shadow: true });
   const retryAfter: string | undefined = h['Retry-After'];
   void [allowed, retry, policy, retryAfter];
 

@@ -7,7 +7,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, HEADERS, TABLE, callFor, parseFields } = require('./helpers');
+const { ROOT, HEADERS, TABLE, callFor, parseFields, checkCase, mockAdapter, deadAdapter } = require('./helpers');
 const rl = require('..');
 const { COMMANDS } = require('../lib/commands.generated');
 const {
@@ -23,40 +23,6 @@ const {
 } = rl;
 // The error classes, as the package exports them.
 const E = rl;
-
-// An adapter that records what it is sent and answers from `respond`.
-function mockAdapter(respond = () => [1, 5, 4, 0, 1000]) {
-  const sent = [];
-  const adapter = {
-    kind: 'mock',
-    sent,
-    async call(args) {
-      sent.push(args.map((a) => (Buffer.isBuffer(a) ? a.toString() : a)));
-      return respond(args);
-    },
-    async batch(commands) {
-      const replies = [];
-      let errors = null;
-      for (const args of commands) {
-        try {
-          replies.push(await adapter.call(args));
-        } catch (error) {
-          (errors === null ? (errors = []) : errors)[replies.length] = error;
-          replies.push(undefined);
-        }
-      }
-      return { replies, errors };
-    },
-  };
-  return adapter;
-}
-
-// An adapter whose server never answers (a connection error after `after` ms, or never).
-function deadAdapter(after = 0) {
-  const fail = () =>
-    after === null ? new Promise(() => {}) : new Promise((_, reject) => setTimeout(() => reject(new Error('connect ECONNREFUSED')), after));
-  return { kind: 'dead', call: fail, batch: fail };
-}
 
 const { ErrorReply } = require('redis');
 const { ReplyError } = require('ioredis');
@@ -79,6 +45,9 @@ function sample(arg, where) {
       return ['text-1', 'text-1'];
     case 'word':
       return [arg.values[0], arg.values[0]];
+    // A flag: true sends its word alone.
+    case 'flag':
+      return [true, null];
     // Texts the server checks by rules of its own: a value it accepts.
     case 'anchor':
       return ['mon', 'mon'];
@@ -90,6 +59,9 @@ function sample(arg, where) {
       throw new Error(`${where}: argument type '${arg.type}' is new: teach the client and this test`);
   }
 }
+
+// What an option sends: its word and value, or a flag's word alone.
+const sent = (opt, s) => (s === null ? [opt.name] : [opt.name, s]);
 
 const decisionReply = (c) => (c.reply === 'released' ? 1 : [1, 5, 4, 0, 1000]);
 
@@ -133,7 +105,10 @@ describe('coverage of commands.json', () => {
         for (const opt of cmd.options) {
           const [v, s] = sample(opt, `${cmd.name} option ${opt.name}`);
           await limiter[method](...values, { [opt.name.toLowerCase()]: v });
-          assert.deepEqual(adapter.sent.pop(), [...head, ...expected, opt.name, s], `${cmd.name} ${opt.name}`);
+          assert.deepEqual(adapter.sent.pop(), [...head, ...expected, ...sent(opt, s)], `${cmd.name} ${opt.name}`);
+          if (opt.type !== 'flag') continue;
+          await limiter[method](...values, { [opt.name.toLowerCase()]: false });
+          assert.deepEqual(adapter.sent.pop(), [...head, ...expected], `${cmd.name} ${opt.name} off`);
         }
       }
     });
@@ -158,13 +133,21 @@ describe('coverage of commands.json', () => {
         for (const opt of policy.options) {
           const [v, s] = sample(opt, `${policy.word} option ${opt.name}`);
           await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: v })]]);
-          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected, opt.name, s], `${policy.word} ${opt.name}`);
+          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected, ...sent(opt, s)], `${policy.word} ${opt.name}`);
+        }
+        // Flags written before the policy's word (SHADOW).
+        for (const opt of policy.before || []) {
+          const [v, s] = sample(opt, `${policy.word} flag ${opt.name}`);
+          await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: v })]]);
+          assert.deepEqual(adapter.sent.pop(), [...head, ...sent(opt, s), policy.word, ...expected], `${opt.name} ${policy.word}`);
+          await limiter.all([['k', builder(...values, { [opt.name.toLowerCase()]: false })]]);
+          assert.deepEqual(adapter.sent.pop(), [...head, policy.word, ...expected], `${opt.name} ${policy.word} off`);
         }
       }
       for (const opt of allSpec.options) {
         const [v, s] = sample(opt, `RL.ALL option ${opt.name}`);
         await limiter.all([['k', policies.fixed(5, '1500ms')]], { [opt.name.toLowerCase()]: v });
-        assert.deepEqual(adapter.sent.pop(), [...head, 'FIXED', '5', '1500ms', opt.name, s]);
+        assert.deepEqual(adapter.sent.pop(), [...head, 'FIXED', '5', '1500ms', ...sent(opt, s)]);
       }
     }
   });
@@ -244,6 +227,10 @@ describe('the argument rules: refused before anything is sent, with an E.RLArgum
     ['DELAY with REFUND', (l) => l.gcra('k', 5, 1, '1s', { delay: '1s', refund: 1 }), /exclude each other/],
     ['an option the command does not take', (l) => l.sliding('k', 5, '1s', { debit: 1 }), /unknown option 'debit'/],
     ['options that are not an object', (l) => l.fixed('k', 5, '1s', 3), /options must be an object/],
+    ['a shadow flag that is not a boolean', (l) => l.gcra('k', 5, 1, '1s', { shadow: 1 }), /shadow must be true or false, not 1/],
+    ['a shadow flag given as a string', (l) => l.quota('k', 5, 'day', { shadow: 'true' }), /shadow must be true or false/],
+    ['SHADOW on a command without it', (l) => l.acquire('k', 5, '1m', 'id', { shadow: true }), /unknown option 'shadow': RL.ACQUIRE takes no options/],
+    ['SHADOW on RL.ALL itself (it goes on a policy)', (l) => l.all([['k', policies.fixed(1, 1)]], { shadow: true }), /unknown option 'shadow'/],
     ['an empty lease id', (l) => l.acquire('k', 5, '1m', ''), /id must be a string or Buffer of 1 to 256 bytes/],
     ['a lease id over 256 bytes', (l) => l.acquire('k', 5, '1m', 'é'.repeat(129)), /258 bytes/],
     ['a key that is not a string', (l) => l.fixed(42, 5, '1s'), /a key must be a string/],
@@ -269,6 +256,7 @@ describe('the argument rules: refused before anything is sent, with an E.RLArgum
   }
   test('policy builders, createLimiter and withLease refuse alike', () => {
     assert.throws(() => policies.gcra(1, 1, '1s', { cost: 1 }), E.RLArgumentError);
+    assert.throws(() => policies.fixed(1, '1s', { shadow: 'yes' }), /FIXED policy: shadow must be true or false/);
     assert.throws(() => policies.fixed(1.5, '1s'), E.RLArgumentError);
     assert.throws(() => createLimiter({}), E.RLArgumentError);
     assert.throws(() => createLimiter(mockAdapter(), { backend: 'cluster' }), E.RLArgumentError);
@@ -288,18 +276,16 @@ describe('HTTP fields: every case of clients/headers.json, each parsed by struct
       parseFields(h);
     });
   }
-  for (const { call, mode, fields } of HEADERS.failures) {
-    test(`failures: ${mode} ${JSON.stringify(call)}`, async () => {
+  for (const c of HEADERS.failures) {
+    test(`failures: ${c.mode} ${JSON.stringify(c.call)}`, async () => {
       for (const adapter of [deadAdapter(0), deadAdapter(null)]) {
-        const limiter = createLimiter(adapter, { backend: 'module', onConnectionError: mode, timeout: 20 });
-        const d = await callFor(limiter, call, 'k');
+        const limiter = createLimiter(adapter, { backend: 'module', onConnectionError: c.mode, timeout: 20 });
+        const d = await callFor(limiter, c.call, 'k');
         assert.ok(d.error instanceof E.RLConnectionError);
-        const h = d.headers();
-        for (const [name, value] of Object.entries(fields)) assert.equal(h[name], value, name);
-        assert.equal(h['Retry-After'], fields['Retry-After']);
-        parseFields(h);
-        const [slot] = await callFor(limiter.pipeline(), call, 'k').exec();
-        assert.deepEqual(slot.headers(), h);
+        checkCase(d, c);
+        const [slot] = await callFor(limiter.pipeline(), c.call, 'k').exec();
+        checkCase(slot, c);
+        assert.deepEqual(slot.headers(), d.headers());
       }
     });
   }

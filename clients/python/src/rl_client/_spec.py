@@ -185,7 +185,9 @@ class Spec:
         "shadowed",
     )
 
-    def __init__(self, name: str, function: Optional[str], reply: str, counted: bool = False, shadow: bool = False) -> None:
+    def __init__(
+        self, name: str, function: Optional[str], reply: str, counted: bool = False, shadow: bool = False
+    ) -> None:
         self.name = name
         #: The module's name as sent on a pipeline's hot path (encoded once).
         self.wire_name = name.encode()

@@ -5,11 +5,13 @@ Two generated modules:
 - ``_commands.py``: each command's ``Spec`` (module name, library function, reply),
   its argument shape (a function that checks the positional arguments against the
   table's ranges and gives the words to send, the reply's limit and its window), its
-  options table, and ``Commands``, the mixin that gives
+  options table and flags table (value-less options: a bool parameter, its word sent
+  when True), and ``Commands``, the mixin that gives
   limiters and pipelines one method per command, each a one-line call of the
   hand-written ``Submitter._command``;
-- ``_policies.py``: one dataclass per RL.ALL policy, naming its word, its shape and
-  options table and its fields; ``Policy._compile`` does the rest.
+- ``_policies.py``: one dataclass per RL.ALL policy, naming its word, its shape,
+  options table and flags table (the flags RL.ALL takes before the policy's word) and
+  its fields; ``Policy._compile`` does the rest.
 
 Nothing here names a command: a command, argument kind or option kind added to the
 table reaches the client through ``make clients`` alone. Hand-written code
@@ -80,7 +82,7 @@ def kind_of(argument: Argument) -> str:
 
 def check_names(command: Command) -> None:
     """A method's parameters must be distinct, and its optional arguments last."""
-    names = [ident(a.name) for a in command.arguments] + [ident(o.name) for o in command.options]
+    names = [ident(a.name) for a in command.arguments] + [ident(o.name) for o in (*command.options, *command.flags)]
     if len(set(names)) != len(names) or {"key", "policies", "self"} & set(names):
         raise ValueError(f"clientgen python: {command.name}'s argument and option names clash: {names}")
     optional = [a.optional for a in command.arguments]
@@ -88,10 +90,17 @@ def check_names(command: Command) -> None:
         raise ValueError(f"clientgen python: {command.name} has an optional argument before a required one")
 
 
-def docstring(text: str, indent: str) -> list[str]:
-    """A docstring wrapped at 92 columns."""
-    lines = textwrap.wrap(f'"""{text}"""', width=92 - len(indent), break_on_hyphens=False)
-    return [indent + line for line in lines]
+def docstring(text: str, indent: str, options: tuple[Option, ...] = ()) -> list[str]:
+    """A docstring wrapped at 92 columns: ``text``, then a line for each option that has a
+    summary (what it does, from the table)."""
+    width = 92 - len(indent)
+    items = [f"- ``{ident(o.name)}``: {o.summary}." for o in options if o.summary]
+    if not items:
+        return [indent + line for line in textwrap.wrap(f'"""{text}"""', width=width, break_on_hyphens=False)]
+    lines = textwrap.wrap(f'"""{text}', width=width, break_on_hyphens=False) + [""]
+    for item in items:
+        lines += textwrap.wrap(item, width=width, subsequent_indent="  ", break_on_hyphens=False)
+    return [indent + line if line else "" for line in lines] + [indent + '"""']
 
 
 def q(text: str) -> str:
@@ -119,10 +128,12 @@ def reply_of(command: Command) -> str:
 
 
 def usage(command: Command, options: tuple[Option, ...], head: str) -> str:
+    """The command's (or the policy's) form: ``RL.GCRA key capacity ... [COST cost] [SHADOW]``;
+    ``options`` may hold flags (``[SHADOW]``)."""
     words = [head]
     for a in command.arguments:
         words.append(f"[{a.name}]" if a.optional else a.name)
-    words += [f"[{o.name} {o.value.name}]" for o in options]
+    words += [f"[{o.name}]" if o.flag else f"[{o.name} {o.value.name}]" for o in options]
     return " ".join(words)
 
 
@@ -230,6 +241,8 @@ def shape_functions(model: Model) -> list[str]:
 
 
 def option_row(o: Option, model: Model) -> str:
+    if o.value is None:
+        return f"Option({q(o.name)}, {q(ident(o.name))}, \"flag\", None, None, ())"
     known = kind_of(o.value) != "Text" or o.value.kind == "text"
     kind, (lo, hi) = (o.value.kind, bounds(o.value, model)) if known else ("text", (None, None))
     excludes = ", ".join(q(x) for x in o.excludes) + ("," if len(o.excludes) == 1 else "")
@@ -237,13 +250,13 @@ def option_row(o: Option, model: Model) -> str:
 
 
 def option_rows(model: Model) -> dict[str, str]:
-    """Each distinct option (its word, value kind, range and exclusions) once, named
-    ``COST`` or, when commands give one word different ranges, ``COST_2``...: the
+    """Each distinct option or flag (its word, value kind, range and exclusions) once,
+    named ``COST`` or, when commands give one word different ranges, ``COST_2``...: the
     commands' tables list these names."""
     rows: dict[str, str] = {}
     names: dict[str, int] = {}
     for c in model.commands:
-        for o in (*c.options, *(c.policy_options if c.policy else ())):
+        for o in (*c.options, *c.flags, *((*c.policy_options, *c.policy_flags) if c.policy else ())):
             row = option_row(o, model)
             if row not in rows:
                 base = ident(o.name).upper()
@@ -253,7 +266,8 @@ def option_rows(model: Model) -> dict[str, str]:
 
 
 def option_table(name: str, options: tuple[Option, ...], model: Model, rows: dict[str, str]) -> list[str]:
-    """The options a command (or a policy) takes, in the order its method lists them."""
+    """The options (or the flags) a command or a policy takes, in the order its method
+    lists them."""
     if not options:
         return []
     names = [f"OPTION_{rows[option_row(o, model)]}" for o in options]
@@ -261,11 +275,18 @@ def option_table(name: str, options: tuple[Option, ...], model: Model, rows: dic
 
 
 def option_params(options: tuple[Option, ...]) -> list[str]:
-    return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
+    """A parameter (or a policy's field) per option: None when left out; a flag is a bool,
+    off by default."""
+    return [
+        f"{ident(o.name)}: bool = False" if o.value is None else f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None"
+        for o in options
+    ]
 
 
-def option_params(options: tuple[Option, ...]) -> list[str]:
-    return [f"{ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in options]
+def given(options: tuple[Option, ...]) -> str:
+    """The tuple of a method's parameters for ``options``, as ``Submitter._command`` takes it."""
+    names = [ident(o.name) for o in options]
+    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
 # ---- _commands.py --------------------------------------------------------------------
@@ -282,19 +303,19 @@ def command_method(command: Command) -> list[str]:
         params = ["self", "key: Key"] + [
             f"{ident(a.name)}: {kind_of(a)}" + (f" | None = None" if a.optional else "") for a in command.arguments
         ]
-    if command.options:
-        params += ["*", *option_params(command.options)]
-    names = [ident(o.name) for o in command.options]
-    given = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+    everything = (*command.options, *command.flags)
+    if everything:
+        params += ["*", *option_params(everything)]
     head = "numkeys key... policy..." if command.counted_keys else "key"
-    doc = f"``{usage(command, command.options, command.name + ' ' + head)}``: {command.summary}."
-    lines = signature(name, params, returns, "    ") + docstring(doc, "        ")
+    doc = f"``{usage(command, everything, command.name + ' ' + head)}``: {command.summary}."
+    lines = signature(name, params, returns, "    ") + docstring(doc, "        ", everything)
     if command.counted_keys:
         lines.append("        key, args, meta, limit = gather(policies)")
         shape = "(args, limit, meta)"
     else:
         shape = f"_{name}({', '.join(ident(a.name) for a in command.arguments)})"
-    call = f"self._command({spec}, key, {shape}, {table}, {given})"
+    flags = f", {spec}_FLAGS, {given(command.flags)}" if command.flags else ""
+    call = f"self._command({spec}, key, {shape}, {table}, {given(command.options)}{flags})"
     lines.append(f"        return {call}  # type: ignore[no-any-return]")
     return lines
 
@@ -332,7 +353,11 @@ def commands_module(model: Model) -> str:
     for c in model.commands:
         out += option_table(f"{constant(c)}_OPTIONS", c.options, model, rows)
     for c in model.commands:
+        out += option_table(f"{constant(c)}_FLAGS", c.flags, model, rows)
+    for c in model.commands:
         out += option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model, rows) if c.policy else []
+    for c in model.commands:
+        out += option_table(f"{constant(c)}_POLICY_FLAGS", c.policy_flags, model, rows) if c.policy else []
     out += shape_functions(model)
     out += [
         "",
@@ -352,27 +377,37 @@ def commands_module(model: Model) -> str:
 # ---- _policies.py --------------------------------------------------------------------
 
 
+def policy_tables(command: Command) -> tuple[str, str]:
+    """The names of a policy's options table and flags table (``()`` when it has none)."""
+    spec = constant(command)
+    return (
+        f"{spec}_POLICY_OPTIONS" if command.policy_options else "()",
+        f"{spec}_POLICY_FLAGS" if command.policy_flags else "()",
+    )
+
+
 def policy_class(command: Command) -> list[str]:
     name = pascal(command.words)
     fields = [f"    {ident(a.name)}: {kind_of(a)}" + (" | None = None" if a.optional else "") for a in command.arguments]
-    fields += [f"    {ident(o.name)}: Optional[{kind_of(o.value)}] = None" for o in command.policy_options]
+    fields += [f"    {p}" for p in option_params((*command.policy_options, *command.policy_flags))]
     looked = " Only looked at: it takes nothing, and a blocked key makes the call rejected." if command.looked_at else ""
-    doc = f"``{usage(command, command.policy_options, command.policy or '')}``: {command.summary}.{looked}"
-    table = f"{constant(command)}_POLICY_OPTIONS" if command.policy_options else "()"
+    head = " ".join([*(f"[{f.name}]" for f in command.policy_flags), command.policy or ""])
+    doc = f"``{usage(command, command.policy_options, head)}``: {command.summary}.{looked}"
+    table, flags = policy_tables(command)
     return [
         "@dataclass(frozen=True, slots=True)",
         f"class {name}(Policy):",
-        *docstring(doc, "    "),
+        *docstring(doc, "    ", (*command.policy_options, *command.policy_flags)),
         "",
         f"    word: ClassVar[str] = {q(command.policy or '')}",
-        f"    _form: ClassVar[Form] = (_{method(command)}, {table})",
+        f"    _form: ClassVar[Form] = (_{method(command)}, {table}, {flags})",
         *fields,
     ]
 
 
 def policies_module(model: Model) -> str:
     policies = model.policies
-    shapes = sorted({f"_{method(c)}" for c in policies} | {f"{constant(c)}_POLICY_OPTIONS" for c in policies if c.policy_options})
+    shapes = sorted({f"_{method(c)}" for c in policies} | {t for c in policies for t in policy_tables(c) if t != "()"})
     out = [
         HEADER,
         '"""RL.ALL\'s policies, one dataclass each: ``rl.all({key: Gcra(20, 100, "1m"), ...})``.',

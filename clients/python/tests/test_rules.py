@@ -57,17 +57,37 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-def _policy(word: str, values: list[Any]) -> Policy:
+def _shadow(case: list[Any]) -> tuple[list[Any], dict[str, bool]]:
+    """A call list starting with "shadow" is the call (or policy) with the flag on."""
+    return (case[1:], {"shadow": True}) if case[0] == "shadow" else (case, {})
+
+
+def _policy(case: list[Any]) -> Policy:
+    (word, *values), flags = _shadow(case)
     cls = next(getattr(rl_client, n) for n in rl_client.__all__ if getattr(getattr(rl_client, n), "word", None) == word.upper())
-    return cls(*_args(_snake(word), values))  # type: ignore[no-any-return]
+    return cls(*_args(_snake(word), values), **flags)  # type: ignore[no-any-return]
 
 
 def call(rl: Any, case: list[Any], key: Key) -> Any:
-    name, *values = case
+    (name, *values), flags = _shadow(case)
     if name == "all":
-        return rl.all([(key(str(i)), _policy(word, nums)) for i, (word, *nums) in enumerate(values)])
+        return rl.all([(key(str(i)), _policy(policy)) for i, policy in enumerate(values)])
     method = _snake(name)
-    return getattr(rl, method)(key(), *_args(method, values))
+    return getattr(rl, method)(key(), *_args(method, values), **flags)
+
+
+def shadow_flags(d: Any, case: list[Any]) -> list[bool]:
+    """The decision's shadow flag and, for RL.ALL, each member's, as the case expects them:
+    the call's own flag, or (RL.ALL) False, then each policy's."""
+    if case[0] == "all":
+        return [d.combined.shadow] + [m.shadow for m in d.decisions]
+    return [d.shadow]
+
+
+def expected_flags(case: list[Any]) -> list[bool]:
+    if case[0] == "all":
+        return [False] + [policy[0] == "shadow" for policy in case[1:]]
+    return [case[0] == "shadow"]
 
 
 @pytest.mark.parametrize("case", CASES["calls"], ids=lambda c: str(c["call"]))
@@ -84,12 +104,38 @@ def test_fresh_fields(rl: Any, key: Key, case: dict[str, Any]) -> None:
     assert "Retry-After" not in headers
 
 
-@pytest.mark.parametrize("case", CASES["failures"], ids=lambda c: f"{c['call'][0]}-{c['mode']}")
+@pytest.mark.parametrize("case", CASES["failures"], ids=lambda c: f"{c['call']}-{c['mode']}")
 def test_failure_fields(dead_url: str, key: Key, case: dict[str, Any]) -> None:
     client = redis.Redis.from_url(dead_url)
     d = call(RateLimiter(client, on_connection_error=case["mode"]), case["call"], key)
     assert isinstance(d.error, redis.ConnectionError)
-    headers = sf_valid(d.headers())
+    # A shadow call is answered by the fail mode as any other, and says it is shadow.
+    assert shadow_flags(d, case["call"]) == expected_flags(case["call"])
+    assert d.allowed == (case["mode"] == "allow")
+    headers = d.headers()
+    if case["fields"]:
+        sf_valid(headers)
+    assert {k: v for k, v in headers.items() if k in (*IETF, "Retry-After")} == case["fields"]
+    if not case["fields"]:
+        assert headers == {}
+
+
+@pytest.mark.parametrize("case", CASES["shadow"], ids=lambda c: str(c["call"]))
+def test_shadow_fields(rl: Any, key: Key, case: dict[str, Any]) -> None:
+    for _ in range(case["calls"]):
+        d = call(rl, case["call"], key)
+    assert d.allowed == case["allowed"]
+    assert d.error is None
+    flags = shadow_flags(d, case["call"])
+    assert flags == expected_flags(case["call"])
+    if "members" in case:
+        assert [(m.allowed, m.shadow) for m in d.decisions] == [(m["allowed"], m["shadow"]) for m in case["members"]]
+    # Exactly these fields: {} is no field at all (not even X-RateLimit-*).
+    headers = d.headers()
+    if not case["fields"]:
+        assert headers == {}
+        return
+    sf_valid(headers)
     assert {k: v for k, v in headers.items() if k in (*IETF, "Retry-After")} == case["fields"]
 
 
@@ -126,6 +172,9 @@ class Recording:
 
     def execute_command(self, *args: Any, **kw: Any) -> Any:
         self.sent.append(args)
+        if args[0] == "RL.ALL" or args[:2] == ("FCALL", "rl_all"):
+            numkeys = args[1] if args[0] == "RL.ALL" else args[2]
+            return [[1, 5, 4, 0, 1000]] * (numkeys + 1)
         return [1, 5, 4, 0, 1000]
 
     def pipeline(self, transaction: bool = False) -> "Recording":
@@ -201,6 +250,36 @@ def test_options_refused() -> None:
     # COST and DELAY go together.
     rl.gcra("k", 5, 1, "1s", cost=2, delay="1s")
     assert client.sent == [("RL.GCRA", "k", 5, 1, "1s", "COST", 2, "DELAY", "1s")]
+
+
+@pytest.mark.parametrize("value", [1, 0, None, "yes", "", 1.0, [True]], ids=repr)
+def test_shadow_refused(value: Any) -> None:
+    client = Recording()
+    rl = RateLimiter(client, backend="module")
+    with pytest.raises(ArgumentError, match="^shadow must be True or False"):
+        rl.gcra("k", 5, 1, "1s", shadow=value)
+    with pytest.raises(ArgumentError, match="^shadow must be True or False"):
+        rl.pipeline().fixed("k", 5, "1s", shadow=value)
+    with pytest.raises(ArgumentError, match="^shadow must be True or False"):
+        rl_client.Gcra(5, 1, "1s", shadow=value)
+    assert client.sent == []
+
+
+@pytest.mark.parametrize("backend", ["module", "library"])
+def test_shadow_sent(backend: str) -> None:
+    client = Recording()
+    rl = RateLimiter(client, backend=backend)  # type: ignore[arg-type]
+    head: tuple[Any, ...] = ("RL.GCRA",) if backend == "module" else ("FCALL", "rl_gcra", 1)
+    # After the arguments and the options; nothing when off.
+    assert rl.gcra("k", 5, 1, "1s", cost=2, shadow=True).shadow
+    assert client.sent[-1] == (*head, "k", 5, 1, "1s", "COST", 2, "SHADOW")
+    assert not rl.gcra("k", 5, 1, "1s", shadow=False).shadow
+    assert client.sent[-1] == (*head, "k", 5, 1, "1s")
+    # In RL.ALL, before the policy's word.
+    rl.all({"a": rl_client.Gcra(5, 1, "1s", delay="1s", shadow=True), "b": rl_client.Fixed(5, "1s")})
+    head = ("RL.ALL",) if backend == "module" else ("FCALL", "rl_all")
+    assert client.sent[-1] == (*head, 2, "a", "b", "SHADOW", "GCRA", 5, 1, "1s", "DELAY", "1s", "FIXED", 5, "1s")
+    assert rl_client.Acquire(5, "1s", "id", shadow=True).args() == ["SHADOW", "ACQUIRE", 5, "1s", "id"]
 
 
 # ---- deadlines and fail modes --------------------------------------------------------

@@ -210,3 +210,45 @@ def test_the_cache_is_bounded_and_the_fallback_admits_limit_over_instances() -> 
     out = [s.failed(t, 30, 1000, OSError("down")) for _ in range(8)]
     # 30 / 3 = 10 units a second: five calls of 2.
     assert [d is not None and d.allowed for d in out] == [True] * 5 + [False] * 3
+
+
+def test_shadow_calls_skip_the_cache(url: str, key: Callable[[str], str], backend: str) -> None:
+    admin = redis.Redis.from_url(url)
+    rl = RateLimiter(redis.Redis.from_url(url), cache_size=100, cache_max=10.0)
+    k = key("shadow")
+    assert rl.gcra(k, 1, 1, "1m", shadow=True).allowed
+    command = "rl.gcra" if backend == "module" else "fcall"
+    before = calls(admin, command), admin.info("rl").get("rl_gcra_shadow_rejected", 0)
+    # Every shadow call over the limit reaches the server, which counts it.
+    outcomes = [rl.gcra(k, 1, 1, "1m", shadow=True) for _ in range(20)]
+    assert all(not d.allowed and d.shadow and not d.cached for d in outcomes)
+    assert calls(admin, command) - before[0] == 20
+    if backend == "module":
+        assert admin.info("rl")["rl_gcra_shadow_rejected"] - before[1] == 20
+    # The shadow rejections blocked nothing: the enforced call is the server's ...
+    d = rl.gcra(k, 1, 1, "1m")
+    assert not d.allowed and not d.cached and not d.shadow
+    assert calls(admin, command) - before[0] == 21
+    # ... and its own rejection is cached as always, which no shadow call reads.
+    assert rl.gcra(k, 1, 1, "1m").cached
+    s = rl.gcra(k, 1, 1, "1m", shadow=True)
+    assert s.shadow and not s.cached and not s.allowed
+    assert calls(admin, command) - before[0] == 22
+    admin.close()
+
+
+@pytest.mark.parametrize("mode", ["raise", "deny"])
+def test_a_shadow_call_gets_the_fail_mode_not_the_fallback(dead_url: str, mode: Any) -> None:
+    rl = RateLimiter(
+        redis.Redis.from_url(dead_url), timeout=0.05, fallback_instances=2, on_connection_error=mode, backend="module"
+    )
+    d = rl.fixed("k", 40, "1m")
+    assert d.allowed and d.limit == 20 and d.error is not None  # the fallback's: 40 / 2
+    if mode == "raise":
+        with pytest.raises(redis.ConnectionError):
+            rl.fixed("k", 40, "1m", shadow=True)
+        return
+    s = rl.fixed("k", 40, "1m", shadow=True)
+    assert s.shadow and s.error is not None
+    assert (s.allowed, s.limit, s.remaining, s.retry_after) == (False, 40, 0, 1000)
+    assert s.headers() == {}

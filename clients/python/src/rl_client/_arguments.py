@@ -1,5 +1,5 @@
 """The argument checks behind the generated methods (``_commands``): integers, texts,
-options, and the one duration parser. A refused value raises ``ArgumentError`` before
+options, flags, and the one duration parser. A refused value raises ``ArgumentError`` before
 anything is sent; nothing is rounded."""
 
 from __future__ import annotations
@@ -123,11 +123,12 @@ def _ms(ms: int, value: object, name: str, lo: int, hi: int) -> tuple[object, in
 
 
 class Option(NamedTuple):
-    """One keyword option of a command (or of an RL.ALL policy): ``COST n``, ``DELAY d``."""
+    """One keyword option of a command (or of an RL.ALL policy): ``COST n``, ``DELAY d``,
+    or a flag, a word without a value (``SHADOW``)."""
 
     word: str  # as the server spells it
     name: str  # the method's parameter
-    kind: str  # "integer", "duration" or "text"
+    kind: str  # "integer", "duration", "text" or "flag"
     lo: Optional[int]
     hi: Optional[int]
     excludes: tuple[str, ...]
@@ -151,4 +152,17 @@ def options(table: tuple[Option, ...], values: tuple[object, ...]) -> tuple[obje
             out += (o.word, duration(value, o.name, o.lo or 0, o.hi or 0)[0])
         else:
             out += (o.word, text(value, o.name, o.lo, o.hi))
+    return out
+
+
+def flags(table: tuple[Option, ...], values: tuple[object, ...]) -> tuple[str, ...]:
+    """The words of the flags that are on (``values``: one bool per row of ``table``);
+    anything but ``True`` or ``False`` is refused, so that a mistaken ``shadow=1`` or
+    ``shadow="no"`` never turns a limit off or on by accident."""
+    out: tuple[str, ...] = ()
+    for o, value in zip(table, values):
+        if value is True:
+            out += (o.word,)
+        elif value is not False:
+            _bad(o.name, "True or False", value)
     return out

@@ -35,6 +35,7 @@ ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
 OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
 OPTION_DEBIT = Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY"))
+OPTION_SHADOW = Option("SHADOW", "shadow", "flag", None, None, ())
 OPTION_DELAY = Option("DELAY", "delay", "duration", 0, 315360000000, ("REFUND", "DEBIT"))
 OPTION_EVERY = Option("EVERY", "every", "integer", 1, 3650, ())
 OPTION_ON = Option("ON", "on", "text", 1, None, ())
@@ -50,8 +51,25 @@ PENALTY_OPTIONS = (OPTION_COST,)
 SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
 QUOTA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
 ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+FIXED_FLAGS = (OPTION_SHADOW,)
+SLIDING_FLAGS = (OPTION_SHADOW,)
+BUCKET_FLAGS = (OPTION_SHADOW,)
+GCRA_FLAGS = (OPTION_SHADOW,)
+SLIDING_COUNTER_FLAGS = (OPTION_SHADOW,)
+PENALTY_FLAGS = (OPTION_SHADOW,)
+SHARE_FLAGS = (OPTION_SHADOW,)
+QUOTA_FLAGS = (OPTION_SHADOW,)
 GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
 QUOTA_POLICY_OPTIONS = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
+FIXED_POLICY_FLAGS = (OPTION_SHADOW,)
+SLIDING_POLICY_FLAGS = (OPTION_SHADOW,)
+BUCKET_POLICY_FLAGS = (OPTION_SHADOW,)
+GCRA_POLICY_FLAGS = (OPTION_SHADOW,)
+SLIDING_COUNTER_POLICY_FLAGS = (OPTION_SHADOW,)
+ACQUIRE_POLICY_FLAGS = (OPTION_SHADOW,)
+PENALTY_POLICY_FLAGS = (OPTION_SHADOW,)
+SHARE_POLICY_FLAGS = (OPTION_SHADOW,)
+QUOTA_POLICY_FLAGS = (OPTION_SHADOW,)
 
 
 def _fixed(limit: int, window: Duration) -> Shape:
@@ -164,46 +182,97 @@ class Commands(Submitter, Generic[D, A, T, R]):
 
     def fixed(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
-        refund: Optional[int] = None, debit: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit]``: Counts
-        units in an epoch-aligned fixed window and admits at most limit per window."""
-        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
+        """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit] [SHADOW]``:
+        Counts units in an epoch-aligned fixed window and admits at most limit per window.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def sliding(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
-        refund: Optional[int] = None,
+        refund: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.SLIDING key limit window [COST cost] [REFUND refund]``: Logs accepted units
-        in a sorted set and admits at most limit in any window-long interval."""
-        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund))  # type: ignore[no-any-return]
+        """``RL.SLIDING key limit window [COST cost] [REFUND refund] [SHADOW]``: Logs
+        accepted units in a sorted set and admits at most limit in any window-long interval.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def bucket(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
-        refund: Optional[int] = None, debit: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT
-        debit]``: Takes cost tokens from a bucket of capacity tokens that refills tokens per
-        period."""
-        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
+        """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
+        [SHADOW]``: Takes cost tokens from a bucket of capacity tokens that refills tokens
+        per period.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def gcra(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None, debit: Optional[int] = None, delay: Optional[Duration] = None,
+        shadow: bool = False,
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
-        [DELAY delay]``: Token bucket of capacity units refilling tokens per period, kept as
-        one integer (GCRA)."""
-        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay))  # type: ignore[no-any-return]
+        [DELAY delay] [SHADOW]``: Token bucket of capacity units refilling tokens per
+        period, kept as one integer (GCRA).
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``delay``: schedule instead of reject: an allowed call's retry_after is how long
+          to wait before acting.
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def sliding_counter(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
-        refund: Optional[int] = None, debit: Optional[int] = None,
+        refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]``:
-        Estimates a sliding window from two fixed-window counts and admits at most limit in
-        it."""
-        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
+        """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]
+        [SHADOW]``: Estimates a sliding window from two fixed-window counts and admits at
+        most limit in it.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
@@ -212,31 +281,66 @@ class Commands(Submitter, Generic[D, A, T, R]):
 
     def penalty(
         self, key: Key, strikes: int, window: Duration, block: Duration, max: Duration, *,
-        cost: Optional[int] = None,
+        cost: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.PENALTY key strikes window block max [COST cost]``: Counts an offender's
-        strikes and blocks the key for escalating periods, from block doubling up to max."""
-        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,))  # type: ignore[no-any-return]
+        """``RL.PENALTY key strikes window block max [COST cost] [SHADOW]``: Counts an
+        offender's strikes and blocks the key for escalating periods, from block doubling up
+        to max.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def share(
         self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration, *,
         cost: Optional[int] = None, refund: Optional[int] = None, debit: Optional[int] = None,
+        shadow: bool = False,
     ) -> D:
         """``RL.SHARE key tenant weight capacity tokens period [COST cost] [REFUND refund]
-        [DEBIT debit]``: Shares one budget of capacity units refilling tokens per period
-        across tenants by weight, lending idle shares."""
-        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
+        [DEBIT debit] [SHADOW]``: Shares one budget of capacity units refilling tokens per
+        period across tenants by weight, lending idle shares.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def quota(
         self, key: Key, limit: int, unit: Text, *, cost: Optional[int] = None,
         refund: Optional[int] = None, debit: Optional[int] = None, every: Optional[int] = None,
         on: Optional[Text] = None, at: Optional[Text] = None, tz: Optional[Text] = None,
+        shadow: bool = False,
     ) -> D:
         """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
-        [ON on] [AT at] [TZ tz]``: Counts units per calendar period (day, week, month or
-        year) starting at a local time in a time zone, and admits at most limit per
-        period."""
-        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz))  # type: ignore[no-any-return]
+        [ON on] [AT at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week,
+        month or year) starting at a local time in a time zone, and admits at most limit per
+        period.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        - ``every``: a period of n units (month EVERY 3: the calendar quarter; default 1).
+        - ``on``: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped
+          to its last day), MM-DD for year.
+        - ``at``: the local time of day a period starts, hh:mm (default 00:00).
+        - ``tz``: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz
+          database name.
+        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+          apart in INFO rl; in RL.ALL the policy never vetoes the call.
+        """
+        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, (shadow,))  # type: ignore[no-any-return]
 
     def throttle(
         self, key: Key, max_burst: int, count: int, period: Duration, quantity: int | None = None,
@@ -254,6 +358,14 @@ class Commands(Submitter, Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> A:
         """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
-        Checks several limits at one instant and consumes from all of them or none."""
+        Checks several limits at one instant and consumes from all of them or none.
+
+        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
+          without taking).
+        - ``refund``: give back up to n units taken earlier (the work they paid for did not
+          happen).
+        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
+          once the work is done).
+        """
         key, args, meta, limit = gather(policies)
         return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]

@@ -150,9 +150,10 @@ class LimiterBase(Commands[D, A, T, R]):
 
     def _survive(self, spec: Spec, key: Any, args: tuple[object, ...], limit: Any, meta: Any) -> Any:
         """With a cache of blocked keys or a fallback limiter: (the call's ticket or None,
-        the decision made without the server or None)."""
+        the decision made without the server or None). A shadow call has no ticket: it
+        always goes to the server (which counts it), and its rejections block nothing."""
         survival = self._survival
-        t = None if survival is None else survival_ticket(spec.name, key, args)
+        t = None if survival is None or spec.shadow else survival_ticket(spec.name, key, args)
         if t is None:
             return None, None
         return t, survival.before(t, limit, meta)  # type: ignore[union-attr]

@@ -12,8 +12,17 @@ from typing import ClassVar, Optional
 
 from ._arguments import Duration, Text
 from ._commands import (
+    ACQUIRE_POLICY_FLAGS,
+    BUCKET_POLICY_FLAGS,
+    FIXED_POLICY_FLAGS,
+    GCRA_POLICY_FLAGS,
     GCRA_POLICY_OPTIONS,
+    PENALTY_POLICY_FLAGS,
+    QUOTA_POLICY_FLAGS,
     QUOTA_POLICY_OPTIONS,
+    SHARE_POLICY_FLAGS,
+    SLIDING_COUNTER_POLICY_FLAGS,
+    SLIDING_POLICY_FLAGS,
     _acquire,
     _bucket,
     _fixed,
@@ -31,113 +40,167 @@ __all__ = ["Fixed", "Sliding", "Bucket", "Gcra", "SlidingCounter", "Acquire", "P
 
 @dataclass(frozen=True, slots=True)
 class Fixed(Policy):
-    """``FIXED limit window``: Counts units in an epoch-aligned fixed window and admits at
-    most limit per window."""
+    """``[SHADOW] FIXED limit window``: Counts units in an epoch-aligned fixed window and
+    admits at most limit per window.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "FIXED"
-    _form: ClassVar[Form] = (_fixed, ())
+    _form: ClassVar[Form] = (_fixed, (), FIXED_POLICY_FLAGS)
     limit: int
     window: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Sliding(Policy):
-    """``SLIDING limit window``: Logs accepted units in a sorted set and admits at most
-    limit in any window-long interval."""
+    """``[SHADOW] SLIDING limit window``: Logs accepted units in a sorted set and admits at
+    most limit in any window-long interval.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "SLIDING"
-    _form: ClassVar[Form] = (_sliding, ())
+    _form: ClassVar[Form] = (_sliding, (), SLIDING_POLICY_FLAGS)
     limit: int
     window: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Bucket(Policy):
-    """``BUCKET capacity tokens period``: Takes cost tokens from a bucket of capacity tokens
-    that refills tokens per period."""
+    """``[SHADOW] BUCKET capacity tokens period``: Takes cost tokens from a bucket of
+    capacity tokens that refills tokens per period.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "BUCKET"
-    _form: ClassVar[Form] = (_bucket, ())
+    _form: ClassVar[Form] = (_bucket, (), BUCKET_POLICY_FLAGS)
     capacity: int
     tokens: int
     period: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Gcra(Policy):
-    """``GCRA capacity tokens period [DELAY delay]``: Token bucket of capacity units
-    refilling tokens per period, kept as one integer (GCRA)."""
+    """``[SHADOW] GCRA capacity tokens period [DELAY delay]``: Token bucket of capacity
+    units refilling tokens per period, kept as one integer (GCRA).
+
+    - ``delay``: schedule instead of reject: an allowed call's retry_after is how long to
+      wait before acting.
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "GCRA"
-    _form: ClassVar[Form] = (_gcra, GCRA_POLICY_OPTIONS)
+    _form: ClassVar[Form] = (_gcra, GCRA_POLICY_OPTIONS, GCRA_POLICY_FLAGS)
     capacity: int
     tokens: int
     period: Duration
     delay: Optional[Duration] = None
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class SlidingCounter(Policy):
-    """``SLIDINGCOUNTER limit window``: Estimates a sliding window from two fixed-window
-    counts and admits at most limit in it."""
+    """``[SHADOW] SLIDINGCOUNTER limit window``: Estimates a sliding window from two
+    fixed-window counts and admits at most limit in it.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "SLIDINGCOUNTER"
-    _form: ClassVar[Form] = (_sliding_counter, ())
+    _form: ClassVar[Form] = (_sliding_counter, (), SLIDING_COUNTER_POLICY_FLAGS)
     limit: int
     window: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Acquire(Policy):
-    """``ACQUIRE limit ttl id``: Takes or renews a named lease that ends by itself after
-    ttl, at most limit held at once."""
+    """``[SHADOW] ACQUIRE limit ttl id``: Takes or renews a named lease that ends by itself
+    after ttl, at most limit held at once.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "ACQUIRE"
-    _form: ClassVar[Form] = (_acquire, ())
+    _form: ClassVar[Form] = (_acquire, (), ACQUIRE_POLICY_FLAGS)
     limit: int
     ttl: Duration
     id: Text
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Penalty(Policy):
-    """``PENALTY strikes window block max``: Counts an offender's strikes and blocks the key
-    for escalating periods, from block doubling up to max. Only looked at: it takes nothing,
-    and a blocked key makes the call rejected."""
+    """``[SHADOW] PENALTY strikes window block max``: Counts an offender's strikes and
+    blocks the key for escalating periods, from block doubling up to max. Only looked at: it
+    takes nothing, and a blocked key makes the call rejected.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "PENALTY"
-    _form: ClassVar[Form] = (_penalty, ())
+    _form: ClassVar[Form] = (_penalty, (), PENALTY_POLICY_FLAGS)
     strikes: int
     window: Duration
     block: Duration
     max: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Share(Policy):
-    """``SHARE tenant weight capacity tokens period``: Shares one budget of capacity units
-    refilling tokens per period across tenants by weight, lending idle shares."""
+    """``[SHADOW] SHARE tenant weight capacity tokens period``: Shares one budget of
+    capacity units refilling tokens per period across tenants by weight, lending idle
+    shares.
+
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "SHARE"
-    _form: ClassVar[Form] = (_share, ())
+    _form: ClassVar[Form] = (_share, (), SHARE_POLICY_FLAGS)
     tenant: Text
     weight: int
     capacity: int
     tokens: int
     period: Duration
+    shadow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Quota(Policy):
-    """``QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]``: Counts units per calendar
-    period (day, week, month or year) starting at a local time in a time zone, and admits at
-    most limit per period."""
+    """``[SHADOW] QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]``: Counts units per
+    calendar period (day, week, month or year) starting at a local time in a time zone, and
+    admits at most limit per period.
+
+    - ``every``: a period of n units (month EVERY 3: the calendar quarter; default 1).
+    - ``on``: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to
+      its last day), MM-DD for year.
+    - ``at``: the local time of day a period starts, hh:mm (default 00:00).
+    - ``tz``: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database
+      name.
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    """
 
     word: ClassVar[str] = "QUOTA"
-    _form: ClassVar[Form] = (_quota, QUOTA_POLICY_OPTIONS)
+    _form: ClassVar[Form] = (_quota, QUOTA_POLICY_OPTIONS, QUOTA_POLICY_FLAGS)
     limit: int
     unit: Text
     every: Optional[int] = None
     on: Optional[Text] = None
     at: Optional[Text] = None
     tz: Optional[Text] = None
+    shadow: bool = False

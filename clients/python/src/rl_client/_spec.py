@@ -6,21 +6,28 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Optional, Union
 
-from ._arguments import Key, Option, options
+from ._arguments import Key, Option, flags, options
 from ._errors import ArgumentError, UnsupportedCommandError
 from ._types import AllDecision, Decision, Throttle
 
 #: A command's checked arguments after the key, the reply's limit and its window (ms).
 Shape = tuple[tuple[object, ...], int, Optional[int]]
 
-#: A policy's shape function (``_gcra``...) and the options it takes in RL.ALL.
-Form = tuple[Callable[..., Shape], tuple[Option, ...]]
+#: A policy's shape function (``_gcra``...), the options it takes in RL.ALL after its
+#: arguments and the flags it takes before its word.
+Form = tuple[Callable[..., Shape], tuple[Option, ...], tuple[Option, ...]]
+
+#: The flag that makes a call (or an RL.ALL policy) tried, not enforced: its decisions
+#: say so (``Decision.shadow``), give no HTTP fields and skip the blocked-key cache
+#: and the fallback limiter.
+SHADOW = "SHADOW"
 
 
 class Submitter:
     """What every generated command method does once its positional arguments are
     checked (``shape``): add the options given (``values``: one per row of ``table``,
-    None when left out), then hand the call to ``_submit``."""
+    None when left out) and the flags that are on (``on``: one bool per row of
+    ``flag_table``), then hand the call to ``_submit``."""
 
     __slots__ = ()
 
@@ -29,12 +36,20 @@ class Submitter:
 
     def _command(
         self, spec: Spec, key: Any, shape: tuple[tuple[object, ...], Any, Any], table: tuple[Option, ...],
-        values: tuple[object, ...],
+        values: tuple[object, ...], flag_table: tuple[Option, ...] = (), on: tuple[object, ...] = (),
     ) -> Any:
         args, limit, meta = shape
         # One C call in the common case, when no option is given.
         if values.count(None) != len(values):
             args += options(table, values)
+        # A flag left off (False, by identity: 0 is no bool) costs one comparison.
+        for value in on:
+            if value is not False:
+                words = flags(flag_table, on)
+                args += words
+                if SHADOW in words:
+                    spec = spec.shadowed
+                break
         return self._submit(spec, key, args, meta, limit)
 
 
@@ -82,8 +97,8 @@ def _made_throttle(allow: bool, window: Any, limit: Any, err: BaseException) -> 
 
 
 def _combined(decisions: list[Decision], combined: Decision) -> Decision:
-    # The combined limit and remaining are those of the first key with the smallest
-    # remaining: its window is the policy's.
+    # The combined limit and remaining are those of the first key (among ``decisions``,
+    # the ones it is made of) with the smallest remaining: its window is the policy's.
     for d in decisions:
         if d.remaining == combined.remaining and d.limit == combined.limit:
             combined.window = d.window
@@ -91,18 +106,30 @@ def _combined(decisions: list[Decision], combined: Decision) -> Decision:
     return combined
 
 
+def _enforced(decisions: list[Decision], shadows: list[bool]) -> list[Decision]:
+    """Flags the decisions of shadow policies; the others, which the combined decision is
+    made of (all of them when every policy is shadow, as the server does)."""
+    for d, shadow in zip(decisions, shadows):
+        d.shadow = shadow
+    return [d for d in decisions if not d.shadow] or decisions
+
+
 def _all(reply: Any, meta: Any) -> AllDecision:
-    keys, windows, words = meta
+    keys, windows, words, shadows = meta
     decisions = [_decision(r, w) for r, w in zip(reply[1:], windows)]
-    return AllDecision(_combined(decisions, _decision(reply[0], None)), decisions, list(keys), list(words))
+    combined = _combined(_enforced(decisions, shadows), _decision(reply[0], None))
+    return AllDecision(combined, decisions, list(keys), list(words))
 
 
 def _made_all(allow: bool, meta: Any, limits: Any, err: BaseException) -> AllDecision:
-    keys, windows, words = meta
+    keys, windows, words, shadows = meta
     decisions = [_made_decision(allow, w, n, err) for n, w in zip(limits, windows)]
-    tightest = min(decisions, key=lambda d: d.remaining) if decisions else _made_decision(allow, None, 0, err)
-    combined = _made_decision(allow, tightest.window, tightest.limit, err)
-    return AllDecision(_combined(decisions, combined), decisions, list(keys), list(words))
+    enforced = _enforced(decisions, shadows)
+    tightest = min(enforced, key=lambda d: d.remaining) if enforced else _made_decision(allow, None, 0, err)
+    # A call with only shadow policies is never rejected (nothing is enforced), as the
+    # server answers it.
+    combined = _made_decision(allow or all(shadows), tightest.window, tightest.limit, err)
+    return AllDecision(_combined(enforced, combined), decisions, list(keys), list(words))
 
 
 def _released(reply: Any, _meta: Any) -> bool:
@@ -130,18 +157,49 @@ REPLIES = {
 }
 
 
+def _flag_shadow(reply: Reply) -> Reply:
+    """A reply kind whose results (the server's, or the fail mode's) say they are shadow."""
+
+    def parse(r: Any, meta: Any) -> Any:
+        d = reply.parse(r, meta)
+        d.shadow = True
+        return d
+
+    def made_up(allow: bool, meta: Any, limit: Any, err: BaseException) -> Any:
+        d = reply.made_up(allow, meta, limit, err)
+        d.shadow = True
+        return d
+
+    return Reply(parse, made_up)
+
+
+#: The reply kinds of the commands that take SHADOW, as a shadow call gets them.
+SHADOW_REPLIES = {"decision": _flag_shadow(REPLIES["decision"])}
+
+
 class Spec:
     """One RL command: its module name, its library function and its reply."""
 
-    __slots__ = ("name", "wire_name", "function", "parse", "made_up", "counted", "module_prefix", "library_prefix")
+    __slots__ = (
+        "name", "wire_name", "function", "parse", "made_up", "counted", "module_prefix", "library_prefix", "shadow",
+        "shadowed",
+    )
 
-    def __init__(self, name: str, function: Optional[str], reply: str, counted: bool = False) -> None:
+    def __init__(
+        self, name: str, function: Optional[str], reply: str, counted: bool = False, shadow: bool = False
+    ) -> None:
         self.name = name
         #: The module's name as sent on a pipeline's hot path (encoded once).
         self.wire_name = name.encode()
         self.function = function
-        self.parse, self.made_up = REPLIES[reply]
+        self.parse, self.made_up = (SHADOW_REPLIES if shadow else REPLIES)[reply]
         self.counted = counted
+        #: Whether its calls are sent with SHADOW (then ``shadowed`` is itself).
+        self.shadow = shadow
+        #: The same command as a call with SHADOW makes it: its decisions flagged shadow.
+        self.shadowed: Spec = self
+        if not shadow and reply in SHADOW_REPLIES:
+            self.shadowed = Spec(name, function, reply, counted, shadow=True)
         self.module_prefix: tuple[object, ...] = (name,)
         self.library_prefix: tuple[object, ...] = ("FCALL", function) if counted else ("FCALL", function, 1)
 
@@ -169,14 +227,16 @@ class Spec:
 class Policy:
     """One key's policy in ``RateLimiter.all`` (``Fixed``, ``Gcra``... generated from the
     command table): a frozen dataclass whose fields are the policy's arguments, then its
-    options. Checked when made, against the same ranges as its command."""
+    options, then its flags (``shadow``). Checked when made, against the same ranges as
+    its command."""
 
     __slots__ = ()
 
     #: The policy's word in RL.ALL.
     word: ClassVar[str]
 
-    #: Its command's shape function and its options' table, from the command table.
+    #: Its command's shape function, its options' table and its flags' table, from the
+    #: command table.
     _form: ClassVar[Form]
 
     def __post_init__(self) -> None:
@@ -184,17 +244,23 @@ class Policy:
 
     def _compile(self) -> Shape:
         """(its words in RL.ALL, its limit, its window in ms or None): the fields are the
-        shape function's arguments, then the options."""
-        shape, table = self._form
+        shape function's arguments, then the options, then the flags (whose words go
+        before the policy's word)."""
+        shape, table, flag_table = self._form
         names: tuple[str, ...] = self.__slots__
         values = tuple(getattr(self, name) for name in names)
-        split = len(values) - len(table)
+        end = len(values) - len(flag_table)
+        split = end - len(table)
         args, limit, window = shape(*values[:split])
-        args = (self.word, *args)
-        given = values[split:]
+        args = (*flags(flag_table, values[end:]), self.word, *args)
+        given = values[split:end]
         if given.count(None) != len(given):
             args += options(table, given)
         return args, limit, window
+
+    def _shadow(self, args: tuple[object, ...]) -> bool:
+        """Whether its words (``_compile``'s) make it a shadow policy."""
+        return SHADOW in args[: args.index(self.word)]
 
     def args(self) -> list[object]:
         """The policy's words, as RL.ALL takes them."""
@@ -219,7 +285,7 @@ Policies = Union[
 
 def gather(policies: Policies) -> tuple[tuple[Key, ...], tuple[object, ...], Any, list[int]]:
     """RL.ALL's keys, its words after them, what its reply parser needs (the keys, each
-    policy's window and word) and each policy's limit."""
+    policy's window, word and whether it is shadow) and each policy's limit."""
     items: list[tuple[Key, Policy]] = list(policies.items() if isinstance(policies, Mapping) else policies)
     if not items:
         raise ArgumentError("RL.ALL takes at least one policy")
@@ -227,6 +293,7 @@ def gather(policies: Policies) -> tuple[tuple[Key, ...], tuple[object, ...], Any
     words: tuple[object, ...] = ()
     limits: list[int] = []
     windows: list[Optional[int]] = []
+    shadows: list[bool] = []
     for _, policy in items:
         if not isinstance(policy, Policy):
             raise ArgumentError(f"RL.ALL takes Policy objects (Fixed, Gcra, ...), not {policy!r}")
@@ -234,4 +301,5 @@ def gather(policies: Policies) -> tuple[tuple[Key, ...], tuple[object, ...], Any
         words += args
         limits.append(limit)
         windows.append(window)
-    return keys, words, (keys, windows, [p.word for _, p in items]), limits
+        shadows.append(policy._shadow(args))
+    return keys, words, (keys, windows, [p.word for _, p in items], shadows), limits

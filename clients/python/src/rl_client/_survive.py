@@ -16,8 +16,8 @@ from ._errors import ArgumentError
 from ._types import CachedDecision, Decision
 
 #: The commands both apply to: one key, one rate (limit per window) and an exact
-#: retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE and pipelines go
-#: to the server as always (the fail mode applies to them).
+#: retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE, pipelines and
+#: shadow calls go to the server as always (the fail mode applies to them).
 COVERED = frozenset(("RL.FIXED", "RL.SLIDING", "RL.BUCKET", "RL.GCRA", "RL.SLIDINGCOUNTER"))
 #: The most keys the fallback limiter keeps (the least recently used are dropped).
 FALLBACK_KEYS = 10_000

@@ -35,6 +35,11 @@ class Decision:
     #: Set only on a decision made up by the limiter's ``on_connection_error`` choice
     #: ("allow" or "deny") because Redis did not answer in time: the error it got.
     error: Optional[BaseException] = field(default=None, compare=False)
+    #: True when the call was made with ``shadow=True`` (or, in RL.ALL, its policy was):
+    #: the limit is tried, not enforced. The other fields are what it decided, so a shadow
+    #: decision that is not ``allowed`` means "would have rejected": log it, do not act on
+    #: it. It gives no HTTP fields.
+    shadow: bool = False
     #: True on a rejection the limiter's cache of blocked keys gave without asking the
     #: server (``cache_size``); its ``retry_after`` is what is left of the server's.
     cached: ClassVar[bool] = False
@@ -49,9 +54,13 @@ class Decision:
         """HTTP response fields: ``RateLimit-Policy`` and ``RateLimit`` (IETF draft) for
         the policy named ``policy``, ``Retry-After`` (rejected and retry possible),
         ``X-RateLimit-Limit``, ``X-RateLimit-Remaining``, ``X-RateLimit-Reset``; seconds
-        rounded up."""
+        rounded up. No field at all for a shadow decision: its limit is not in force, so
+        nobody is told of it or told to wait."""
+        name = sf_string(policy)
+        if self.shadow:
+            return {}
         return fields(
-            [self._member(sf_string(policy))],
+            [self._member(name)],
             self.allowed,
             self._retry_s(),
             self.limit,
@@ -73,8 +82,10 @@ class AllDecision:
 
     #: allowed = every key allowed; remaining the smallest (limit that key's); retry_after
     #: the largest among the keys that reject (None if one never can); reset_after the largest.
+    #: Shadow policies take no part in it unless every policy is shadow (then it is allowed).
     combined: Decision
-    #: Each key's own decision, in the order the policies were given.
+    #: Each key's own decision, in the order the policies were given (``shadow`` set on
+    #: those of shadow policies).
     decisions: list[Decision]
     #: The keys, in the same order.
     keys: list[Key]
@@ -113,23 +124,29 @@ class AllDecision:
             raise KeyError(key) from None
 
     def rejected(self) -> list[Key]:
-        """The keys that reject this call."""
-        return [k for k, d in zip(self.keys, self.decisions) if not d.allowed]
+        """The keys that reject this call (a shadow policy's key never does)."""
+        return [k for k, d in zip(self.keys, self.decisions) if not d.allowed and not d.shadow]
 
     def headers(self, names: Union[Sequence[str], str, None] = None) -> dict[str, str]:
         """HTTP response fields with one item per policy in ``RateLimit-Policy`` and
         ``RateLimit``, each with its own key's numbers, named ``names`` (one per key) or
         by default by its word in lower case (``"gcra"``; ``"fixed-1"``, ``"fixed-2"``
         when a word repeats); ``Retry-After`` and ``X-RateLimit-*`` from the combined
-        decision. One name (a ``str``): the combined decision's fields under it."""
+        decision. One name (a ``str``): the combined decision's fields under it. Shadow
+        policies are left out (the others keep the names of their places among all the
+        call's policies); a call with only shadow policies gives no field."""
         c = self.combined
+        enforced = [not d.shadow for d in self.decisions]
         if isinstance(names, str):
-            return c.headers(names)
+            return c.headers(names) if any(enforced) else {}
         given = default_names(self.words) if names is None else list(names)
         if len(given) != len(self.decisions):
             raise ArgumentError(f"name each of the {len(self.decisions)} policies, not {given!r}")
+        members = [d._member(sf_string(n)) for n, d in zip(given, self.decisions)]
+        if not any(enforced):
+            return {}
         return fields(
-            [d._member(sf_string(n)) for n, d in zip(given, self.decisions)],
+            [m for m, on in zip(members, enforced) if on],
             c.allowed,
             c._retry_s(),
             c.limit,

@@ -324,10 +324,6 @@ fn fail_mode_fields() {
             other => panic!("mode {other}"),
         };
         rl.set_fail_mode(mode);
-        assert!(all_fields(
-            &mut rl,
-            case,
-            &format!("failing with {mode:?}")
-        ));
+        assert!(all_fields(&mut rl, case, &format!("failing with {mode:?}")));
     }
 }

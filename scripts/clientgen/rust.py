@@ -126,21 +126,20 @@ def option_fields(out: Lines, options: tuple[Option, ...], flags: tuple[Option, 
 
 def option_builders(out: Lines, options: tuple[Option, ...], flags: tuple[Option, ...]) -> None:
     """RL.ALL's option builders and `charge()` (each one line through src/params.rs)."""
-    for o in flags:
-        out.add(1, f"/// {option_doc(o)} At most once.")
-        out.add(1, "#[must_use]")
-        out.add(1, f"pub fn {ident(o.words)}(mut self) -> Self {{")
-        out.add(2, f'params::flag(&mut self.twice, &mut self.{ident(o.words)}, "{o.name}");')
-        out.add(2, "self")
-        out.add(1, "}")
-    for o in options:
-        field, param = ident(o.words), ("n" if o.amount else bare(o.value.words))
+    for o in flags + options:
+        field = ident(o.words)
+        if o.flag:
+            param, set_it = "", f'params::flag(&mut self.twice, &mut self.{field}, "{o.name}")'
+        else:
+            value = "n" if o.amount else bare(o.value.words)
+            param = f", {value}: {taken(o.value.kind)}"
+            set_it = f'params::once(&mut self.twice, &mut self.{field}, "{o.name}", Take::take({value}))'
         out.add(1, f"/// {option_doc(o)}")
         if o.excludes:
             out.add(1, f"/// Not with {', '.join(o.excludes)}; at most once.")
         out.add(1, "#[must_use]")
-        out.add(1, f"pub fn {field}(mut self, {param}: {taken(o.value.kind)}) -> Self {{")
-        out.add(2, f'params::once(&mut self.twice, &mut self.{field}, "{o.name}", Take::take({param}));')
+        out.add(1, f"pub fn {field}(mut self{param}) -> Self {{")
+        out.add(2, f"{set_it};")
         out.add(2, "self")
         out.add(1, "}")
     amounts = [o for o in options if o.amount]

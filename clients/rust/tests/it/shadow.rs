@@ -7,70 +7,65 @@ use std::time::Duration;
 
 use rl_client::{Acquire, All, Backend, Batch, Error, FailMode, Fixed, Gcra, Limiter, Penalty};
 
-use crate::common::{key, shared, targets, BareServer};
+use crate::common::{calls, key, shared, targets, BareServer};
 
-/// The words of a batch's last call.
-fn words(batch: &Batch) -> Vec<String> {
+/// The batch's last call as sent.
+fn sent(batch: &Batch) -> Vec<u8> {
     let cmd = batch.pipeline().cmd_iter().last().expect("one call");
-    cmd.args_iter()
-        .map(|a| match a {
-            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
-            _ => String::new(),
-        })
-        .collect()
+    cmd.get_packed_command()
+}
+
+/// The command of these words.
+fn command(words: &[&str]) -> Vec<u8> {
+    redis::cmd(words[0]).arg(&words[1..]).get_packed_command()
 }
 
 #[test]
 fn shadow_is_sent_after_the_options_or_before_the_policy_word() {
     let mut b = Batch::new(Backend::Module);
     b.gcra("k", &Gcra::new(10, 1, "1s").shadow().cost(2));
-    assert_eq!(
-        words(&b),
-        ["RL.GCRA", "k", "10", "1", "1000ms", "COST", "2", "SHADOW"]
-    );
+    let want = ["RL.GCRA", "k", "10", "1", "1000ms", "COST", "2", "SHADOW"];
+    assert_eq!(sent(&b), command(&want));
     let mut b = Batch::new(Backend::Library);
     b.fixed("k", &Fixed::new(100, "1m").shadow());
-    assert_eq!(
-        words(&b),
-        ["FCALL", "rl_fixed", "1", "k", "100", "60000ms", "SHADOW"]
-    );
+    let want = ["FCALL", "rl_fixed", "1", "k", "100", "60000ms", "SHADOW"];
+    assert_eq!(sent(&b), command(&want));
     // Without it, nothing is sent for it.
     b.fixed("k", &Fixed::new(100, "1m"));
-    assert!(!words(&b).contains(&"SHADOW".to_string()));
-    for backend in [Backend::Module, Backend::Library] {
+    assert_eq!(sent(&b), command(&want[..6]));
+    let all = All::new()
+        .key("{u}:a", Gcra::new(10, 1, "1s").delay("1s"))
+        .key("{u}:b", Fixed::new(1000, "1d").shadow())
+        .key("{u}:c", Acquire::new(2, "1m", "job").shadow())
+        .cost(2);
+    let policies = [
+        "GCRA",
+        "10",
+        "1",
+        "1000ms",
+        "DELAY",
+        "1000ms",
+        "SHADOW",
+        "FIXED",
+        "1000",
+        "86400000ms",
+        "SHADOW",
+        "ACQUIRE",
+        "2",
+        "60000ms",
+        "job",
+        "COST",
+        "2",
+    ];
+    let keys = ["3", "{u}:a", "{u}:b", "{u}:c"];
+    for (backend, head) in [
+        (Backend::Module, &["RL.ALL"][..]),
+        (Backend::Library, &["FCALL", "rl_all"][..]),
+    ] {
         let mut b = Batch::new(backend);
-        b.all(
-            &All::new()
-                .key("{u}:a", Gcra::new(10, 1, "1s").delay("1s"))
-                .key("{u}:b", Fixed::new(1000, "1d").shadow())
-                .key("{u}:c", Acquire::new(2, "1m", "job").shadow())
-                .cost(2),
-        );
-        let w = words(&b);
-        let policies = w.iter().position(|x| x == "GCRA").unwrap();
-        assert_eq!(
-            w[policies..],
-            [
-                "GCRA",
-                "10",
-                "1",
-                "1000ms",
-                "DELAY",
-                "1000ms",
-                "SHADOW",
-                "FIXED",
-                "1000",
-                "86400000ms",
-                "SHADOW",
-                "ACQUIRE",
-                "2",
-                "60000ms",
-                "job",
-                "COST",
-                "2"
-            ],
-            "{backend:?}"
-        );
+        b.all(&all);
+        let want = [head, &keys, &policies].concat();
+        assert_eq!(sent(&b), command(&want), "{backend:?}");
     }
 }
 
@@ -104,16 +99,6 @@ fn info_rl(con: &mut redis::Connection, field: &str) -> u64 {
     let prefix = format!("rl_{field}:");
     info.lines()
         .find_map(|l| l.strip_prefix(&prefix).and_then(|n| n.trim().parse().ok()))
-        .unwrap_or(0)
-}
-
-/// How many times the server ran `command` (INFO commandstats).
-fn calls(con: &mut redis::Connection, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
-    let prefix = format!("cmdstat_{}:calls=", command.to_lowercase());
-    info.lines()
-        .find_map(|l| l.to_lowercase().strip_prefix(&prefix).map(|r| r.to_owned()))
-        .and_then(|r| r.split(',').next().and_then(|n| n.parse().ok()))
         .unwrap_or(0)
 }
 

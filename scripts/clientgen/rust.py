@@ -31,12 +31,6 @@ KEYWORDS = set(
     "unsafe unsized use virtual where while yield box become abstract".split()
 )
 
-AMOUNT_DOCS = {
-    "COST": "take n units, all or nothing (0 only looks)",
-    "REFUND": "give back up to n units taken earlier",
-    "DEBIT": "take n units after the fact, even beyond the limit (into debt)",
-}
-
 REPLIES = {
     "decision": ("Decision", "into_decision"),
     "throttle": ("ThrottleDecision", "into_throttle"),
@@ -72,19 +66,37 @@ def describe(a: Argument) -> str:
     return f"{lo if lo is not None else 0} to {hi if hi is not None else 'any number of'} bytes"
 
 
+def option_doc(o: Option) -> str:
+    """An option's doc line: its syntax, what it does (commands.json's summary) and,
+    for a valued one other than the amounts, the values it takes."""
+    if o.flag:
+        return f"`{o.name}`: {o.summary}."
+    value = "n" if o.amount else o.value.name
+    rng = "" if o.amount else f" ({describe(o.value)})"
+    return f"`{o.name} {value}`: {o.summary}{rng}."
+
+
+def all_flags(c: Command) -> tuple[Option, ...]:
+    """The flags the command's type carries: those of the call, then those only its
+    RL.ALL policy takes (before its word)."""
+    names = {o.name for o in c.flags}
+    return c.flags + tuple(o for o in c.policy_flags if o.name not in names)
+
+
 def usage(c: Command) -> str:
     words = [c.name, "numkeys key… policy…" if c.counted_keys else "key"]
     words += [f"[{a.name}]" if a.optional else a.name for a in c.arguments]
     if c.amounts:
         words.append("[" + " | ".join(f"{o.name} n" for o in c.amounts) + "]")
     words += [f"[{o.name} {o.value.name}]" for o in c.extras]
+    words += [f"[{o.name}]" for o in c.flags]
     return " ".join(words)
 
 
 def direct(c: Command) -> bool:
     """A command whose method takes its arguments directly (RL.RELEASE's `id`): no
     options, no optional argument, not a policy, at most two arguments."""
-    return not c.options and not c.policy and not c.counted_keys and len(c.arguments) <= 2 and not any(
+    return not c.options and not c.flags and not c.policy and not c.counted_keys and len(c.arguments) <= 2 and not any(
         a.optional for a in c.arguments
     )
 
@@ -97,29 +109,37 @@ class Lines(list):
 # ---- commands.rs -------------------------------------------------------------------
 
 
-def option_fields(out: Lines, options: tuple[Option, ...]) -> None:
+def option_fields(out: Lines, options: tuple[Option, ...], flags: tuple[Option, ...]) -> None:
     for o in options:
         if o.amount:
             out.add(1, f"{ident(o.words)}: Option<{stored(o.value.kind)}>,")
         else:
-            out.add(1, f"/// `{o.name} {o.value.name}`: {describe(o.value)}; None leaves it out.")
+            out.add(1, f"/// {option_doc(o)} None leaves it out.")
             out.add(1, f"pub {ident(o.words)}: Option<{stored(o.value.kind)}>,")
-    if options:
+    for o in flags:
+        out.add(1, f"/// {option_doc(o)} Sent when true.")
+        out.add(1, f"pub {ident(o.words)}: bool,")
+    if options or flags:
         out.add(1, "/// The first option given twice (refused when sent).")
         out.add(1, "twice: Option<&'static str>,")
 
 
-def option_builders(out: Lines, options: tuple[Option, ...]) -> None:
+def option_builders(out: Lines, options: tuple[Option, ...], flags: tuple[Option, ...]) -> None:
     """RL.ALL's option builders and `charge()` (each one line through src/params.rs)."""
-    for o in options:
-        field, param = ident(o.words), ("n" if o.amount else bare(o.value.words))
-        doc = AMOUNT_DOCS.get(o.name) if o.amount else describe(o.value)
-        out.add(1, f"/// `{o.name} {'n' if o.amount else o.value.name}`: {doc}.")
+    for o in flags + options:
+        field = ident(o.words)
+        if o.flag:
+            param, set_it = "", f'params::flag(&mut self.twice, &mut self.{field}, "{o.name}")'
+        else:
+            value = "n" if o.amount else bare(o.value.words)
+            param = f", {value}: {taken(o.value.kind)}"
+            set_it = f'params::once(&mut self.twice, &mut self.{field}, "{o.name}", Take::take({value}))'
+        out.add(1, f"/// {option_doc(o)}")
         if o.excludes:
             out.add(1, f"/// Not with {', '.join(o.excludes)}; at most once.")
         out.add(1, "#[must_use]")
-        out.add(1, f"pub fn {field}(mut self, {param}: {taken(o.value.kind)}) -> Self {{")
-        out.add(2, f'params::once(&mut self.twice, &mut self.{field}, "{o.name}", Take::take({param}));')
+        out.add(1, f"pub fn {field}(mut self{param}) -> Self {{")
+        out.add(2, f"{set_it};")
         out.add(2, "self")
         out.add(1, "}")
     amounts = [o for o in options if o.amount]
@@ -130,8 +150,8 @@ def option_builders(out: Lines, options: tuple[Option, ...]) -> None:
         out.add(1, "}")
 
 
-def option_checks(out: Lines, options: tuple[Option, ...], indent: int) -> None:
-    if not options:
+def option_checks(out: Lines, options: tuple[Option, ...], flags: tuple[Option, ...], indent: int) -> None:
+    if not options and not flags:
         return
     out.add(indent, "if let Some(name) = self.twice {")
     out.add(indent + 1, "return Err(check::twice(name));")
@@ -146,9 +166,11 @@ def option_checks(out: Lines, options: tuple[Option, ...], indent: int) -> None:
         out.add(indent, f'params::check_given(&self.{ident(o.words)}, "{o.name}", {lo}, {hi})?;')
 
 
-def write_options(out: Lines, options: tuple[Option, ...], indent: int) -> None:
+def write_options(out: Lines, options: tuple[Option, ...], flags: tuple[Option, ...], indent: int) -> None:
     for o in options:
         out.add(indent, f'params::write_given(&self.{ident(o.words)}, "{o.name}", cmd);')
+    for o in flags:
+        out.add(indent, f'params::write_flag(self.{ident(o.words)}, "{o.name}", cmd);')
 
 
 def limit_of(c: Command) -> str:
@@ -222,30 +244,40 @@ def command_type(out: Lines, c: Command) -> None:
         for a in optional
     )
     line = [f"new[#[doc = {json_str(new_doc)}] {new_attr}]({args}); optional({opt});"]
-    if c.options:
+    flags = all_flags(c)
+    if c.options or flags:
         opts = []
         for o in c.options:
             field, param = ident(o.words), ("n" if o.amount else bare(o.value.words))
-            doc = f"`{o.name} {'n' if o.amount else o.value.name}`: {AMOUNT_DOCS.get(o.name) if o.amount else describe(o.value)}."
+            doc = option_doc(o)
             if o.excludes:
                 doc += f"\n Not with {', '.join(o.excludes)}; at most once."
             vis = "" if o.amount else "pub "
             opts.append(item(o.value, o.name, doc, f"{vis}{field}({param})", o.value.kind))
-        line.append(f"options[twice]({', '.join(opts)});")
+        docs = [f"{option_doc(o)}{'' if o in c.flags else ' Only as an RL.ALL policy.'} At most once." for o in flags]
+        named = ", ".join(f'#[doc = {json_str(d)}] {ident(o.words)} = "{o.name}"' for o, d in zip(flags, docs))
+        line.append(f"options[twice]({', '.join(opts)}); flags({named});")
     pairs = ", ".join(f'{ident(x.words)} {ident(y.words)} = "{x.name}" "{y.name}"' for x, y in excluded_pairs(c.options))
     line.append(f"excludes({pairs});")
     if c.amounts:
         line.append(f"charge({', '.join(f'{ident(o.words)} {pascal(o.words)}' for o in c.amounts)});")
-    policy_names = {o.name for o in c.policy_options}
-    refused = ", ".join(f'{ident(o.words)} = "{o.name}"' for o in c.options if c.policy and o.name not in policy_names)
-    writes = ", ".join(f'{ident(o.words)} = "{o.name}"' for o in c.options if c.policy and o.name in policy_names)
-    line.append(f'policy("{c.policy or ""}"; refuses {refused}; writes {writes});')
+    line.append(f"call(sends {named_list(c.flags)}; refuses {named_list(o for o in flags if o not in c.flags)});")
+    policy_names = {o.name for o in c.policy_options + c.policy_flags}
+    refused = named_list(o for o in c.options + flags if c.policy and o.name not in policy_names)
+    writes = named_list(o for o in c.options if c.policy and o.name in policy_names)
+    before = named_list(o for o in c.policy_flags if c.policy)
+    line.append(f'policy("{c.policy or ""}"; refuses {refused}; writes {writes}; before {before});')
     limit, window = limit_of(c), window_of(c)
     line.append(f"limit({'p' if 'self' in limit else '_'} => {limit.replace('self', 'p')});")
     line.append(f"window({'p' if 'self' in window else '_'} => {window.replace('self', 'p')});")
     out.add(1, " ".join(line))
     out.add(0, "}")
     out.add(0)
+
+
+def named_list(options) -> str:
+    """`field = "NAME", …`: options named by their field and their word."""
+    return ", ".join(f'{ident(o.words)} = "{o.name}"' for o in options)
 
 
 def excluded_pairs(options: tuple[Option, ...]) -> list[tuple[Option, Option]]:
@@ -274,18 +306,18 @@ def counted_type(out: Lines, c: Command) -> None:
     out.add(0, "#[derive(Clone, Debug, Default, PartialEq, Eq)]")
     out.add(0, f"pub struct {name} {{")
     out.add(1, "pub(crate) entries: Vec<(Vec<u8>, Policy)>,")
-    option_fields(out, c.options)
+    option_fields(out, c.options, c.flags)
     out.add(0, "}")
     out.add(0)
     out.add(0, f"impl {name} {{")
-    option_builders(out, c.options)
+    option_builders(out, c.options, c.flags)
     out.add(1, "/// The call's options: each at most once, the exclusive ones alone, in range.")
     out.add(1, "pub(crate) fn check_options(&self) -> Result<()> {")
-    option_checks(out, c.options, 2)
+    option_checks(out, c.options, c.flags, 2)
     out.add(2, "Ok(())")
     out.add(1, "}")
     out.add(1, "pub(crate) fn write_options(&self, cmd: &mut Cmd) {")
-    write_options(out, c.options, 2)
+    write_options(out, c.options, c.flags, 2)
     out.add(1, "}")
     out.add(0, "}")
     out.add(0)
@@ -301,7 +333,7 @@ def charge_type(out: Lines, model: Model) -> None:
     out.add(0, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]")
     out.add(0, "pub enum Charge {")
     for o in amounts.values():
-        out.add(1, f"/// `{o.name} n`: {AMOUNT_DOCS.get(o.name, 'the amount')}.")
+        out.add(1, f"/// {option_doc(o)}")
         out.add(1, f"{pascal(o.words)}(u64),")
     out.add(0, "}")
     out.add(0)
@@ -313,7 +345,8 @@ def policy_type(out: Lines, model: Model) -> None:
     for c in model.policies:
         args = " ".join(a.name for a in c.arguments)
         opts = "".join(f" [{o.name} {o.value.name}]" for o in c.policy_options)
-        doc = f"`{c.policy} {args}{opts}`" + (" (only looked at: needs COST 0 on the call)" if c.looked_at else "")
+        before = "".join(f"[{o.name}] " for o in c.policy_flags)
+        doc = f"`{before}{c.policy} {args}{opts}`" + (" (only looked at: needs COST 0 on the call)" if c.looked_at else "")
         variants.append(f"#[doc = {json_str(doc)}] {pascal(c.words)}")
     out.add(0, f"policies!({', '.join(variants)});")
 

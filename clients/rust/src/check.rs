@@ -53,6 +53,12 @@ pub(crate) fn not_in_policy(option: &str, word: &str) -> Error {
     ))
 }
 
+pub(crate) fn only_in_policy(flag: &str, command: &str) -> Error {
+    refused(format!(
+        "{flag} does not apply to {command} itself, only to its RL.ALL policy (All::key)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

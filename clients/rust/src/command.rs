@@ -10,6 +10,11 @@ use crate::error::{Error, Result};
 use crate::generated::commands::{All, ALL};
 use crate::reply::{decision_of, released_of, AllDecision, Decision, ThrottleDecision};
 
+/// The flag that tries a limit without enforcing it: its decision is flagged
+/// [`Decision::shadow`], gives no HTTP fields, and never uses the blocked-key cache or
+/// the fallback limiter.
+pub(crate) const SHADOW: &str = "SHADOW";
+
 /// Where RL runs on the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -126,14 +131,24 @@ pub(crate) trait Params {
     fn check(&self) -> Result<()>;
     /// The arguments after the key.
     fn write_args(&self, cmd: &mut Cmd);
-    /// The options, after the arguments.
+    /// As a call of its own: refuses the flags only its RL.ALL policy takes.
+    fn check_call(&self) -> Result<()> {
+        Ok(())
+    }
+    /// The options and flags, after the arguments.
     fn write_options(&self, cmd: &mut Cmd);
+    /// Whether the flag `word` (`SHADOW`) is on.
+    fn flag(&self, _word: &str) -> bool {
+        false
+    }
     /// As an RL.ALL policy: refuses options the policy does not take.
     fn check_policy(&self) -> Result<()> {
         Ok(())
     }
     /// As an RL.ALL policy: the options it takes.
     fn write_policy_options(&self, _cmd: &mut Cmd) {}
+    /// As an RL.ALL policy: the flags written before its word.
+    fn write_policy_flags(&self, _cmd: &mut Cmd) {}
     /// The limit a fail mode's decision carries.
     fn limit(&self) -> u64;
     /// The `w` of the `RateLimit-Policy` field (None: unknown, left out).
@@ -157,10 +172,12 @@ pub(crate) struct Prepared {
 /// How to read a call's reply.
 #[derive(Clone, Debug)]
 pub(crate) enum Expect {
-    /// A decision, with the limit a fail mode reports and the window for its headers.
+    /// A decision, with the limit a fail mode reports, the window for its headers and
+    /// whether the call is SHADOW.
     Decision {
         limit: u64,
         window: Option<Duration>,
+        shadow: bool,
     },
     All(Box<AllExpect>),
     Throttle {
@@ -174,6 +191,7 @@ pub(crate) struct AllExpect {
     pub limits: Vec<u64>,
     pub windows: Vec<Option<Duration>>,
     pub words: Vec<&'static str>,
+    pub shadows: Vec<bool>,
 }
 
 /// `RL.X key …` or `FCALL rl_x numkeys key …`.
@@ -205,7 +223,7 @@ impl Call<'_> {
     /// The client's own checks, before anything is sent.
     pub(crate) fn check(&self) -> Result<()> {
         match self {
-            Call::One(_, p) => p.check(),
+            Call::One(_, p) => p.check().and_then(|()| p.check_call()),
             Call::Many(all) => {
                 if all.entries.is_empty() {
                     return Err(Error::InvalidArgument(
@@ -230,6 +248,7 @@ impl Call<'_> {
                 Shape::Decision | Shape::All => Expect::Decision {
                     limit: p.limit(),
                     window: p.window(),
+                    shadow: p.flag(SHADOW),
                 },
             },
             Call::Many(all) => {
@@ -237,7 +256,11 @@ impl Call<'_> {
                 Expect::All(Box::new(AllExpect {
                     limits: params.clone().map(|p| p.limit()).collect(),
                     windows: params.clone().map(|p| p.window()).collect(),
-                    words: params.map(|p| p.names().word.unwrap_or("")).collect(),
+                    words: params
+                        .clone()
+                        .map(|p| p.names().word.unwrap_or(""))
+                        .collect(),
+                    shadows: params.map(|p| p.flag(SHADOW)).collect(),
                 }))
             }
         }
@@ -263,6 +286,7 @@ impl Call<'_> {
                 }
                 for (_, policy) in &all.entries {
                     let p = policy.params();
+                    p.write_policy_flags(&mut c);
                     c.arg(p.names().word.unwrap_or_default());
                     p.write_args(&mut c);
                     p.write_policy_options(&mut c);
@@ -282,12 +306,15 @@ impl Call<'_> {
 /// Reads a reply as `expect` says; None if it is not such a reply.
 pub(crate) fn parse(expect: &Expect, v: &Value) -> Option<Reply> {
     match expect {
-        Expect::Decision { window, .. } => {
-            decision_of(v).map(|d| Reply::Decision(d.with_window(*window)))
-        }
+        Expect::Decision { window, shadow, .. } => decision_of(v).map(|d| {
+            Reply::Decision(Decision {
+                shadow: *shadow,
+                ..d.with_window(*window)
+            })
+        }),
         Expect::All(all) => AllDecision::from_value(v)
             .filter(|a| a.keys.len() == all.windows.len())
-            .map(|a| Reply::All(Box::new(a.with_policies(&all.windows, &all.words)))),
+            .map(|a| Reply::All(Box::new(a.with_policies(all)))),
         Expect::Throttle { window } => ThrottleDecision::from_value(v).map(|t| {
             Reply::Throttle(ThrottleDecision {
                 window: *window,
@@ -315,22 +342,29 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<R
         FailMode::Closed => false,
     };
     let cause: Box<str> = err.to_string().into();
-    let decide = |limit: u64, window| Decision::fallback(allowed, limit, window, cause.clone());
+    let decide = |limit: u64, window, shadow| Decision {
+        shadow,
+        ..Decision::fallback(allowed, limit, window, cause.clone())
+    };
     match expect {
-        Expect::Decision { limit, window } => Some(Reply::Decision(decide(*limit, *window))),
+        Expect::Decision {
+            limit,
+            window,
+            shadow,
+        } => Some(Reply::Decision(decide(*limit, *window, *shadow))),
         Expect::All(all) => {
-            let keys: Vec<Decision> = all
-                .limits
-                .iter()
-                .zip(&all.windows)
-                .map(|(l, w)| decide(*l, *w))
+            let keys: Vec<Decision> = (all.limits.iter().zip(&all.windows))
+                .zip(&all.shadows)
+                .map(|((l, w), s)| decide(*l, *w, *s))
                 .collect();
-            // The combined decision reports the key with the smallest remaining.
-            let combined = keys
-                .iter()
-                .min_by_key(|d| d.remaining)
-                .cloned()
-                .unwrap_or_else(|| decide(0, None));
+            // The combined decision reports the enforced key with the smallest remaining.
+            let combined = AllDecision::reported(&keys)
+                .and_then(|i| keys.get(i))
+                .map(|d| Decision {
+                    shadow: false,
+                    ..d.clone()
+                })
+                .unwrap_or_else(|| decide(0, None, false));
             Some(Reply::All(Box::new(AllDecision {
                 combined,
                 keys,

@@ -80,6 +80,38 @@ pub(crate) fn once<T>(
     *slot = Some(v);
 }
 
+/// Turns a flag on, noting it when it was on already (refused when the call is made).
+pub(crate) fn flag(twice: &mut Option<&'static str>, slot: &mut bool, word: &'static str) {
+    if *slot && twice.is_none() {
+        *twice = Some(word);
+    }
+    *slot = true;
+}
+
+/// An option or a flag that was given (a value, or a flag turned on).
+pub(crate) trait Given {
+    fn given(&self) -> bool;
+}
+
+impl<T> Given for Option<T> {
+    fn given(&self) -> bool {
+        self.is_some()
+    }
+}
+
+impl Given for bool {
+    fn given(&self) -> bool {
+        *self
+    }
+}
+
+/// Writes a flag's word when it is on.
+pub(crate) fn write_flag(on: bool, word: &str, cmd: &mut Cmd) {
+    if on {
+        cmd.arg(word);
+    }
+}
+
 /// Checks an option's value when it was given.
 pub(crate) fn check_given<T: Value>(v: &Option<T>, word: &str, min: u64, max: u64) -> Result<()> {
     v.as_ref().map_or(Ok(()), |v| v.check(word, min, max))
@@ -95,17 +127,25 @@ pub(crate) fn write_given<T: Value>(v: &Option<T>, word: &str, cmd: &mut Cmd) {
 
 /// One command's parameter type. Each argument and option is
 /// `doc-comments name: Kept [Taken] = "NAME" (min, max)`; an option kept privately
-/// (COST, REFUND, DEBIT: read through `charge()`) has no `pub`.
+/// (COST, REFUND, DEBIT: read through `charge()`) has no `pub`. Each flag (a word
+/// without a value) is `doc-comments name = "NAME"`, a `bool` and a builder without
+/// argument; `call` says which flags the command itself sends (after its options) and
+/// which it refuses (those only its RL.ALL policy takes), `policy` which options and
+/// flags the policy refuses, writes after its arguments, and writes before its word.
 macro_rules! command {
     (
         $Type:ident $NAMES:ident = ($command:literal, $function:expr, $word:expr, $shape:ident);
         $(#[$doc:meta])*
         new[$(#[$new_doc:meta])*]($($(#[$arg_doc:meta])* $arg:ident: $Arg:ty [$ArgIn:ty] = $arg_name:literal ($arg_min:expr, $arg_max:expr)),*);
         optional($($(#[$opt_doc:meta])* $opt:ident: $Opt:ty [$OptIn:ty] = $opt_name:literal ($opt_min:expr, $opt_max:expr)),*);
-        $(options[$twice:ident]($($(#[$o_doc:meta])* $o_vis:vis $o:ident($o_param:ident): $O:ty [$OIn:ty] = $o_name:literal ($o_min:expr, $o_max:expr)),+);)?
+        $(
+            options[$twice:ident]($($(#[$o_doc:meta])* $o_vis:vis $o:ident($o_param:ident): $O:ty [$OIn:ty] = $o_name:literal ($o_min:expr, $o_max:expr)),*);
+            flags($($(#[$f_doc:meta])* $f:ident = $f_name:literal),*);
+        )?
         excludes($($a:ident $b:ident = $a_name:literal $b_name:literal),*);
         $(charge($($amount:ident $Variant:ident),+);)?
-        policy($policy_word:literal; refuses $($refused:ident = $refused_name:literal),*; writes $($taken:ident = $taken_name:literal),*);
+        call(sends $($sent:ident = $sent_name:literal),*; refuses $($alone:ident = $alone_name:literal),*);
+        policy($policy_word:literal; refuses $($refused:ident = $refused_name:literal),*; writes $($taken:ident = $taken_name:literal),*; before $($before:ident = $before_name:literal),*);
         limit($p:pat => $limit:expr);
         window($q:pat => $window:expr);
     ) => {
@@ -122,7 +162,8 @@ macro_rules! command {
             $($(#[$arg_doc])* pub $arg: $Arg,)*
             $($(#[$opt_doc])* pub $opt: Option<$Opt>,)*
             $(
-                $($(#[$o_doc])* $o_vis $o: Option<$O>,)+
+                $($(#[$o_doc])* $o_vis $o: Option<$O>,)*
+                $($(#[$f_doc])* pub $f: bool,)*
                 /// The first option given twice (refused when sent).
                 $twice: Option<&'static str>,
             )?
@@ -134,7 +175,7 @@ macro_rules! command {
                 $Type {
                     $($arg: Take::take($arg),)*
                     $($opt: None,)*
-                    $($($o: None,)+ $twice: None,)?
+                    $($($o: None,)* $($f: false,)* $twice: None,)?
                 }
             }
             $(
@@ -145,14 +186,24 @@ macro_rules! command {
                     self
                 }
             )*
-            $($(
-                $(#[$o_doc])*
-                #[must_use]
-                pub fn $o(mut self, $o_param: $OIn) -> Self {
-                    params::once(&mut self.$twice, &mut self.$o, $o_name, Take::take($o_param));
-                    self
-                }
-            )+)?
+            $(
+                $(
+                    $(#[$o_doc])*
+                    #[must_use]
+                    pub fn $o(mut self, $o_param: $OIn) -> Self {
+                        params::once(&mut self.$twice, &mut self.$o, $o_name, Take::take($o_param));
+                        self
+                    }
+                )*
+                $(
+                    $(#[$f_doc])*
+                    #[must_use]
+                    pub fn $f(mut self) -> Self {
+                        params::flag(&mut self.$twice, &mut self.$f, $f_name);
+                        self
+                    }
+                )*
+            )?
             $(
                 /// The call's COST, REFUND or DEBIT, if one was given.
                 pub fn charge(&self) -> Option<Charge> {
@@ -178,7 +229,15 @@ macro_rules! command {
                         return Err(check::excluded($a_name, $b_name));
                     }
                 )*
-                $($(params::check_given(&self.$o, $o_name, $o_min, $o_max)?;)+)?
+                $($(params::check_given(&self.$o, $o_name, $o_min, $o_max)?;)*)?
+                Ok(())
+            }
+            fn check_call(&self) -> Result<()> {
+                $(
+                    if self.$alone {
+                        return Err(check::only_in_policy($alone_name, $command));
+                    }
+                )*
                 Ok(())
             }
             fn write_args(&self, cmd: &mut Cmd) {
@@ -188,11 +247,16 @@ macro_rules! command {
                 })*
             }
             fn write_options(&self, _cmd: &mut Cmd) {
-                $($(params::write_given(&self.$o, $o_name, _cmd);)+)?
+                $($(params::write_given(&self.$o, $o_name, _cmd);)*)?
+                $(params::write_flag(self.$sent, $sent_name, _cmd);)*
+            }
+            fn flag(&self, _word: &str) -> bool {
+                let flags: &[(&str, bool)] = &[$($(($f_name, self.$f)),*)?];
+                flags.iter().any(|&(name, on)| on && name == _word)
             }
             fn check_policy(&self) -> Result<()> {
                 $(
-                    if self.$refused.is_some() {
+                    if params::Given::given(&self.$refused) {
                         return Err(check::not_in_policy($refused_name, $policy_word));
                     }
                 )*
@@ -200,6 +264,9 @@ macro_rules! command {
             }
             fn write_policy_options(&self, _cmd: &mut Cmd) {
                 $(params::write_given(&self.$taken, $taken_name, _cmd);)*
+            }
+            fn write_policy_flags(&self, _cmd: &mut Cmd) {
+                $(params::write_flag(self.$before, $before_name, _cmd);)*
             }
             fn limit(&self) -> u64 {
                 let $p = self;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
+use crate::command::AllExpect;
 use crate::error::{Error, Result};
 
 /// The largest structured-field integer: larger numbers are given as this.
@@ -113,6 +114,10 @@ pub struct Decision {
     pub cached: bool,
     /// For a fallback decision: the error that caused it, to log.
     pub error: Option<Box<str>>,
+    /// The call (or the RL.ALL policy) was made with `SHADOW`: the limit is tried, not
+    /// enforced. The other fields are what it decided, so not `allowed` means "would
+    /// have rejected": log it, do not act on it. Such a decision gives no HTTP fields.
+    pub shadow: bool,
 }
 
 impl Decision {
@@ -138,6 +143,7 @@ impl Decision {
             fallback: false,
             cached: false,
             error: None,
+            shadow: false,
         })
     }
 
@@ -161,7 +167,8 @@ impl Decision {
     /// - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset: <reset s>`.
     ///
     /// Seconds are whole, rounded up; integers above 999,999,999,999,999 are given as
-    /// that number. Answer `429` when [`allowed`](Self::allowed) is false.
+    /// that number. Answer `429` when [`allowed`](Self::allowed) is false. A
+    /// [`shadow`](Self::shadow) decision gives none: its limit is not in force.
     ///
     /// ```
     /// use rl_client::Decision;
@@ -172,7 +179,7 @@ impl Decision {
     /// assert_eq!(h[2], ("Retry-After", "2".to_string()));
     /// ```
     pub fn headers(&self) -> Vec<(&'static str, String)> {
-        fields(&[("\"default\"".to_string(), self)], self)
+        self.named_fields("\"default\"".to_string())
     }
 
     /// [`headers`](Self::headers) with the policy named `name`: a structured-field
@@ -187,7 +194,14 @@ impl Decision {
     /// assert!(d.headers_named("caf\u{e9}").is_err());
     /// ```
     pub fn headers_named(&self, name: &str) -> Result<Vec<(&'static str, String)>> {
-        Ok(fields(&[(field_string(name)?, self)], self))
+        Ok(self.named_fields(field_string(name)?))
+    }
+
+    fn named_fields(&self, name: String) -> Vec<(&'static str, String)> {
+        if self.shadow {
+            return Vec::new();
+        }
+        fields(&[(name, self)], self)
     }
 
     pub(crate) fn with_window(mut self, window: Option<Duration>) -> Self {
@@ -217,6 +231,7 @@ impl Decision {
             fallback: true,
             cached: false,
             error: Some(error),
+            shadow: false,
         }
     }
 }
@@ -228,11 +243,14 @@ fn millis_i64(d: Duration) -> i64 {
 /// RL.ALL's answer: the combined decision, then each key's in key order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AllDecision {
-    /// Allowed iff every key allows; the smallest remaining (first key on a tie)
-    /// with that key's limit; the largest retry_after among rejecting keys (None if
-    /// any never can), the largest reset_after.
+    /// Allowed iff every enforced key allows; the smallest remaining (first key on a
+    /// tie) with that key's limit; the largest retry_after among rejecting keys (None
+    /// if any never can), the largest reset_after. SHADOW policies take no part
+    /// (with only SHADOW policies: allowed, the rest over all of them); its `shadow`
+    /// is false.
     pub combined: Decision,
-    /// Each key's decision; the keys that reject are those with `allowed` false.
+    /// Each key's decision; the keys that reject are those with `allowed` false (a
+    /// SHADOW policy's, with `shadow` true, would have rejected: it vetoed nothing).
     pub keys: Vec<Decision>,
     /// Each key's policy word (`GCRA`, …; empty when parsed without the call).
     pub words: Vec<&'static str>,
@@ -244,12 +262,12 @@ impl AllDecision {
         self.combined.allowed
     }
 
-    /// The indexes of the keys that rejected the call.
+    /// The indexes of the enforced keys that rejected the call.
     pub fn rejected(&self) -> impl Iterator<Item = usize> + '_ {
         self.keys
             .iter()
             .enumerate()
-            .filter(|(_, d)| !d.allowed)
+            .filter(|(_, d)| !d.allowed && !d.shadow)
             .map(|(i, _)| i)
     }
 
@@ -274,9 +292,11 @@ impl AllDecision {
             .collect()
     }
 
-    /// The HTTP fields: `RateLimit-Policy` and `RateLimit` with one member per policy
-    /// (its own key's numbers, named as [`names`](Self::names) says), then
-    /// `Retry-After` and `X-RateLimit-*` from the combined decision.
+    /// The HTTP fields: `RateLimit-Policy` and `RateLimit` with one member per
+    /// enforced policy (its own key's numbers, named as [`names`](Self::names) says,
+    /// by its place among all the call's policies), then `Retry-After` and
+    /// `X-RateLimit-*` from the combined decision. SHADOW policies are left out; a
+    /// call with only SHADOW policies gives no field.
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         let names = self.names();
         let named: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -297,30 +317,38 @@ impl AllDecision {
         }
         let members = names
             .iter()
+            .map(|n| field_string(n))
             .zip(&self.keys)
-            .map(|(n, d)| Ok((field_string(n)?, d)))
+            .filter(|(_, d)| !d.shadow)
+            .map(|(n, d)| Ok((n?, d)))
             .collect::<Result<Vec<_>>>()?;
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
         Ok(fields(&members, &self.combined))
     }
 
-    /// Sets each key's window and word, and the combined one's window from the key it
-    /// reports (the smallest remaining, first on a tie).
-    pub(crate) fn with_policies(
-        mut self,
-        windows: &[Option<Duration>],
-        words: &[&'static str],
-    ) -> Self {
-        for (d, w) in self.keys.iter_mut().zip(windows) {
-            d.window = *w;
-        }
-        let reported = self
-            .keys
-            .iter()
+    /// The key the combined decision reports: the enforced one with the smallest
+    /// remaining (the first on a tie); with only SHADOW policies, the same over all.
+    pub(crate) fn reported(keys: &[Decision]) -> Option<usize> {
+        let enforced = keys.iter().any(|d| !d.shadow);
+        keys.iter()
             .enumerate()
+            .filter(|(_, d)| !(enforced && d.shadow))
             .min_by_key(|(i, d)| (d.remaining, *i))
-            .map(|(i, _)| i);
-        self.combined.window = reported.and_then(|i| windows.get(i).copied().flatten());
-        self.words = words.to_vec();
+            .map(|(i, _)| i)
+    }
+
+    /// Sets each key's window, word and SHADOW flag, and the combined one's window from
+    /// the key it reports.
+    pub(crate) fn with_policies(mut self, call: &AllExpect) -> Self {
+        for ((d, w), s) in self.keys.iter_mut().zip(&call.windows).zip(&call.shadows) {
+            d.window = *w;
+            d.shadow = *s;
+        }
+        self.combined.window =
+            Self::reported(&self.keys).and_then(|i| call.windows.get(i).copied().flatten());
+        self.words = call.words.clone();
         self
     }
 
@@ -384,6 +412,7 @@ impl ThrottleDecision {
             fallback: false,
             cached: false,
             error: None,
+            shadow: false,
         }
     }
 
@@ -474,6 +503,17 @@ impl FromRedisValue for ThrottleDecision {
 mod tests {
     use super::*;
 
+    /// An RL.ALL call's policies as the reply is read: their windows and words, none
+    /// SHADOW.
+    fn call(windows: &[Option<Duration>], words: &[&'static str]) -> AllExpect {
+        AllExpect {
+            limits: vec![0; windows.len()],
+            windows: windows.to_vec(),
+            words: words.to_vec(),
+            shadows: vec![false; windows.len()],
+        }
+    }
+
     fn ints(xs: &[i64]) -> Value {
         Value::Array(xs.iter().map(|&x| Value::Int(x)).collect())
     }
@@ -531,10 +571,10 @@ mod tests {
         assert!(!all.allowed());
         assert_eq!(all.keys.len(), 2);
         assert_eq!(all.rejected().collect::<Vec<_>>(), vec![0]);
-        let all = all.with_policies(
+        let all = all.with_policies(&call(
             &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
             &["GCRA", "FIXED"],
-        );
+        ));
         assert_eq!(all.combined.window, Some(Duration::from_secs(1)));
         assert_eq!(all.keys[1].window, Some(Duration::from_secs(60)));
         // Only the combined decision: not a reply of RL.ALL.
@@ -559,14 +599,14 @@ mod tests {
         ]);
         let all = AllDecision::from_redis_value_ref(&v)
             .unwrap()
-            .with_policies(
+            .with_policies(&call(
                 &[
                     Some(Duration::from_secs(1)),
                     Some(Duration::from_secs(60)),
                     None,
                 ],
                 &["GCRA", "FIXED", "FIXED"],
-            );
+            ));
         // A tie between keys 1 and 2: the first.
         assert_eq!(all.combined.window, Some(Duration::from_secs(60)));
     }
@@ -677,10 +717,10 @@ mod tests {
         ]);
         let all = AllDecision::from_redis_value_ref(&v)
             .unwrap()
-            .with_policies(
+            .with_policies(&call(
                 &[Some(Duration::from_secs(1)), Some(Duration::from_secs(60))],
                 &["FIXED", "FIXED"],
-            );
+            ));
         assert_eq!(all.names(), ["fixed-1", "fixed-2"]);
         let h = all.headers();
         assert_eq!(

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use redis::{cmd, Arg};
 
-use crate::command::Call;
+use crate::command::{Call, SHADOW};
 use crate::error::Error;
 use crate::reply::Decision;
 
 /// The commands both apply to: one key, one rate (limit per window) and an exact
-/// retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE and batches go to
-/// the server as always (the fail mode applies to them).
+/// retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE, calls with SHADOW
+/// and batches go to the server as always (the fail mode applies to them).
 const COVERED: [&str; 5] = [
     "RL.FIXED",
     "RL.SLIDING",
@@ -51,14 +51,16 @@ pub(crate) struct Ticket {
 }
 
 impl Ticket {
-    /// The call's ticket; None for a command not covered or a call with DELAY.
+    /// The call's ticket; None for a command not covered or a call with DELAY or
+    /// SHADOW (a tried limit must reach the server, which counts it, and must not
+    /// block an enforced call).
     pub(crate) fn of(call: &Call<'_>) -> Option<Ticket> {
         let Call::One(key, p) = call else {
             return None;
         };
         let name = p.names().command;
         let window = p.window()?;
-        if !COVERED.contains(&name) || window.is_zero() {
+        if !COVERED.contains(&name) || window.is_zero() || p.flag(SHADOW) {
             return None;
         }
         let mut c = cmd(name);
@@ -252,6 +254,7 @@ impl Survival {
             fallback: false,
             cached: true,
             error: None,
+            shadow: false,
         })
     }
 
@@ -336,6 +339,7 @@ impl Survival {
             fallback: true,
             cached: false,
             error: Some(cause),
+            shadow: false,
         }
     }
 }
@@ -365,6 +369,8 @@ mod tests {
         assert!(s.before(&k4, now).is_some_and(|d| d.cached && !d.allowed));
         assert!(ticket("k", &Gcra::new(1, 1, "1m").delay("1s")).is_none());
         assert!(ticket("k", &Acquire::new(1, "1m", "id")).is_none());
+        assert!(ticket("k", &Gcra::new(1, 1, "1m").shadow()).is_none());
+        assert!(ticket("k", &Fixed::new(1, "1m").shadow().cost(2)).is_none());
         let t = ticket("f", &Fixed::new(30, "1s").cost(2)).unwrap();
         assert_eq!((t.kind, t.amount), (Kind::Cost, 2));
         let err = Error::timeout(Duration::from_millis(50));

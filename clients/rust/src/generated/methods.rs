@@ -12,24 +12,24 @@ use crate::reply::{AllDecision, Decision, ThrottleDecision};
 use crate::{Batch, Deadline, Limiter};
 
 methods! {
-    /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`: counts units in an epoch-aligned fixed window and admits at most limit per window.
-    fixed(key: impl AsRef<[u8]>, params: &Fixed) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.FIXED key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
-    /// `RL.SLIDING key limit window [COST n | REFUND n]`: logs accepted units in a sorted set and admits at most limit in any window-long interval.
-    sliding(key: impl AsRef<[u8]>, params: &Sliding) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDING key limit window [COST n | REFUND n]`; its reply is a [`Reply`]."]];
-    /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`: takes cost tokens from a bucket of capacity tokens that refills tokens per period.
-    bucket(key: impl AsRef<[u8]>, params: &Bucket) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
-    /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`: token bucket of capacity units refilling tokens per period, kept as one integer (GCRA).
-    gcra(key: impl AsRef<[u8]>, params: &Gcra) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]`; its reply is a [`Reply`]."]];
-    /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`: estimates a sliding window from two fixed-window counts and admits at most limit in it.
-    sliding_counter(key: impl AsRef<[u8]>, params: &SlidingCounter) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
+    /// `RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]`: counts units in an epoch-aligned fixed window and admits at most limit per window.
+    fixed(key: impl AsRef<[u8]>, params: &Fixed) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]`: logs accepted units in a sorted set and admits at most limit in any window-long interval.
+    sliding(key: impl AsRef<[u8]>, params: &Sliding) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`: takes cost tokens from a bucket of capacity tokens that refills tokens per period.
+    bucket(key: impl AsRef<[u8]>, params: &Bucket) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay] [SHADOW]`: token bucket of capacity units refilling tokens per period, kept as one integer (GCRA).
+    gcra(key: impl AsRef<[u8]>, params: &Gcra) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]`: estimates a sliding window from two fixed-window counts and admits at most limit in it.
+    sliding_counter(key: impl AsRef<[u8]>, params: &SlidingCounter) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]`; its reply is a [`Reply`]."]];
     /// `RL.ACQUIRE key limit ttl id`: takes or renews a named lease that ends by itself after ttl, at most limit held at once.
     acquire(key: impl AsRef<[u8]>, params: &Acquire) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.ACQUIRE key limit ttl id`; its reply is a [`Reply`]."]];
-    /// `RL.PENALTY key strikes window block max [COST n]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
-    penalty(key: impl AsRef<[u8]>, params: &Penalty) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.PENALTY key strikes window block max [COST n]`; its reply is a [`Reply`]."]];
-    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
-    share(key: impl AsRef<[u8]>, params: &Share) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
-    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
-    quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz]`; its reply is a [`Reply`]."]];
+    /// `RL.PENALTY key strikes window block max [COST n] [SHADOW]`: counts an offender's strikes and blocks the key for escalating periods, from block doubling up to max.
+    penalty(key: impl AsRef<[u8]>, params: &Penalty) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.PENALTY key strikes window block max [COST n] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
+    share(key: impl AsRef<[u8]>, params: &Share) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+    quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]`; its reply is a [`Reply`]."]];
     /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
     throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
     /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.

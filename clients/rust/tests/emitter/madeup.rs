@@ -16,7 +16,14 @@ fn words(batch: &Batch) -> Vec<String> {
 #[test]
 fn rl_madeup_is_sent() {
     let mut b = Batch::new(Backend::Module);
-    b.madeup("k", &Madeup::new(5).every("1d").tz("Europe/Berlin").cost(2));
+    b.madeup(
+        "k",
+        &Madeup::new(5)
+            .loud()
+            .every("1d")
+            .tz("Europe/Berlin")
+            .cost(2),
+    );
     b.refusal().unwrap();
     assert_eq!(
         words(&b),
@@ -29,7 +36,8 @@ fn rl_madeup_is_sent() {
             "EVERY",
             "86400000ms",
             "TZ",
-            "Europe/Berlin"
+            "Europe/Berlin",
+            "LOUD"
         ]
     );
     let mut b = Batch::new(Backend::Library);
@@ -47,6 +55,8 @@ fn rl_madeup_is_checked() {
         (Madeup::new(5).tz("a").tz("b"), "TZ given twice"),
         (Madeup::new(5).tz(""), "TZ must be 1 to 64 bytes"),
         (Madeup::new(5).every("1.5ms"), "not a duration"),
+        (Madeup::new(5).loud().loud(), "LOUD given twice"),
+        (Madeup::new(5).quiet(), "QUIET does not apply to RL.MADEUP"),
         (
             Madeup::new(5).cost(1).refund(1),
             "COST and REFUND exclude one another",
@@ -67,6 +77,12 @@ fn rl_madeup_is_a_policy() {
     let mut b = Batch::new(Backend::Module);
     b.all(&All::new().key("k", Madeup::new(5).tz("UTC")));
     assert_eq!(words(&b), ["RL.ALL", "1", "k", "MADEUP", "5", "TZ", "UTC"]);
+    let mut b = Batch::new(Backend::Module);
+    b.all(&All::new().key("k", Madeup::new(5).quiet().loud()));
+    assert_eq!(
+        words(&b),
+        ["RL.ALL", "1", "k", "LOUD", "QUIET", "MADEUP", "5"]
+    );
     let mut b = Batch::new(Backend::Module);
     b.all(&All::new().key("k", Madeup::new(5).cost(1)));
     assert!(matches!(b.refusal(), Err(Error::InvalidArgument(_))));

@@ -1,7 +1,9 @@
 """The Rust emitter on a command table with a command it has never seen.
 
 A copy of commands.json gains RL.MADEUP (a limit and the options EVERY, a duration;
-ON, AT and TZ, texts; no window: no `w`) as a command and an RL.ALL policy. The
+ON, AT and TZ, texts; the flags LOUD, on the call and before its policy's word, and
+QUIET, only before its policy's word; no window: no `w`) as a command and an RL.ALL
+policy. The
 emitter's output must give it a method on Limiter, AsyncLimiter and Batch, a type
 with its checks, and a Policy, with no hand edit: the generated files are written
 into a copy of the crate, which must build and pass the test beside this file
@@ -35,6 +37,8 @@ MADEUP_OPTIONS = [
     {"name": "AT", "value": "time", **TEXT},
     {"name": "TZ", "value": "zone", **TEXT},
 ]
+LOUD = {"name": "LOUD", "type": "flag", "excludes": [], "summary": "a flag made up for this test"}
+QUIET = {**LOUD, "name": "QUIET"}
 
 
 def with_madeup(table: dict) -> dict:
@@ -50,12 +54,19 @@ def with_madeup(table: dict) -> dict:
             "policy": "MADEUP",
             "keys": "first",
             "arguments": [{"name": "key", "type": "key"}, limit],
-            "options": amounts + MADEUP_OPTIONS,
+            "options": amounts + MADEUP_OPTIONS + [LOUD],
             "reply": "decision",
         }
     )
     table["policies"].append(
-        {"word": "MADEUP", "command": "RL.MADEUP", "arguments": [limit], "options": MADEUP_OPTIONS, "looked_at": False}
+        {
+            "word": "MADEUP",
+            "command": "RL.MADEUP",
+            "arguments": [limit],
+            "options": MADEUP_OPTIONS,
+            "before": [LOUD, QUIET],
+            "looked_at": False,
+        }
     )
     return table
 
@@ -83,6 +94,9 @@ class NewCommand(unittest.TestCase):
         self.assertIn('pub tz(zone): Vec<u8> [impl AsRef<[u8]>] = "TZ" (1, 64)', commands)
         self.assertIn('pub every(period): Period [impl Into<Period>] = "EVERY" (1, 315360000000)', commands)
         self.assertIn('] Madeup);', commands)
+        self.assertIn('loud = "LOUD", #[doc = "`QUIET`: a flag made up for this test. Only as an RL.ALL policy.', commands)
+        self.assertIn('call(sends loud = "LOUD"; refuses quiet = "QUIET");', commands)
+        self.assertIn('before loud = "LOUD", quiet = "QUIET");', commands)
         self.assertIn("madeup(key: impl AsRef<[u8]>, params: &Madeup) => Call::One(key.as_ref(), params), Decision, into_decision,", methods)
         self.assertIn("Madeup", self.text("mod.rs"))
 

@@ -98,6 +98,16 @@ pub fn exists(con: &mut redis::Connection, key: &str) -> bool {
     redis::cmd("EXISTS").arg(key).query::<i64>(con).unwrap() == 1
 }
 
+/// How many times the server ran `command` (INFO commandstats).
+pub fn calls(con: &mut redis::Connection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    let prefix = format!("cmdstat_{}:calls=", command.to_lowercase());
+    info.lines()
+        .find_map(|l| l.to_lowercase().strip_prefix(&prefix).map(|r| r.to_owned()))
+        .and_then(|r| r.split(',').next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
 /// A redis-server of its own, with neither the module nor the library; killed on drop.
 pub struct BareServer {
     child: Child,

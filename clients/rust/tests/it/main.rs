@@ -8,5 +8,6 @@ mod common;
 mod coverage;
 mod errors;
 mod headers;
+mod shadow;
 mod survive;
 mod sync_calls;

@@ -6,17 +6,7 @@ use std::time::{Duration, Instant};
 
 use rl_client::{AsyncLimiter, Backend, Decision, FailMode, Fixed, Gcra, Limiter};
 
-use crate::common::{key, runtime, shared, targets, BareServer};
-
-/// How many times the server ran `command` (INFO commandstats).
-fn calls(con: &mut redis::Connection, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
-    let prefix = format!("cmdstat_{}:calls=", command.to_lowercase());
-    info.lines()
-        .find_map(|l| l.to_lowercase().strip_prefix(&prefix).map(|r| r.to_owned()))
-        .and_then(|r| r.split(',').next().and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
-}
+use crate::common::{calls, key, runtime, shared, targets, BareServer};
 
 #[test]
 fn a_blocked_key_stops_reaching_the_server() {

@@ -289,6 +289,14 @@ def given(options: tuple[Option, ...]) -> str:
     return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
 
 
+def given_flags(flags: tuple[Option, ...]) -> str:
+    """A method's flags as ``Submitter._command`` takes them: ``()`` when every one is
+    left off (``False``, by identity: ``0`` is no bool and must reach the check), so
+    that the common call pays one comparison per flag."""
+    off = " and ".join(f"{ident(o.name)} is False" for o in flags)
+    return f"() if {off} else {given(flags)}"
+
+
 # ---- _commands.py --------------------------------------------------------------------
 
 
@@ -314,7 +322,7 @@ def command_method(command: Command) -> list[str]:
         shape = "(args, limit, meta)"
     else:
         shape = f"_{name}({', '.join(ident(a.name) for a in command.arguments)})"
-    flags = f", {spec}_FLAGS, {given(command.flags)}" if command.flags else ""
+    flags = f", {spec}_FLAGS, {given_flags(command.flags)}" if command.flags else ""
     call = f"self._command({spec}, key, {shape}, {table}, {given(command.options)}{flags})"
     lines.append(f"        return {call}  # type: ignore[no-any-return]")
     return lines

@@ -357,12 +357,21 @@ pub(crate) fn fallback(mode: FailMode, expect: &Expect, err: &Error) -> Option<R
                 .zip(&all.shadows)
                 .map(|((l, w), s)| decide(*l, *w, *s))
                 .collect();
-            // The combined decision reports the enforced key with the smallest remaining.
+            // The combined decision reports the enforced key with the smallest
+            // remaining. A call of SHADOW policies only is allowed whatever the fail
+            // mode, as the server answers it: nothing is enforced.
+            let only_shadow = all.shadows.iter().all(|s| *s);
             let combined = AllDecision::reported(&keys)
                 .and_then(|i| keys.get(i))
-                .map(|d| Decision {
-                    shadow: false,
-                    ..d.clone()
+                .map(|d| {
+                    if only_shadow {
+                        Decision::fallback(true, d.limit, d.window, cause.clone())
+                    } else {
+                        Decision {
+                            shadow: false,
+                            ..d.clone()
+                        }
+                    }
                 })
                 .unwrap_or_else(|| decide(0, None, false));
             Some(Reply::All(Box::new(AllDecision {

@@ -196,7 +196,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
@@ -212,7 +212,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def bucket(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
@@ -231,7 +231,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def gcra(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
@@ -253,7 +253,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding_counter(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
@@ -272,7 +272,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
@@ -292,7 +292,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def share(
         self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration, *,
@@ -312,7 +312,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def quota(
         self, key: Key, limit: int, unit: Text, *, cost: Optional[int] = None,
@@ -340,7 +340,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
           apart in INFO rl; in RL.ALL the policy never vetoes the call.
         """
-        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, (shadow,))  # type: ignore[no-any-return]
+        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def throttle(
         self, key: Key, max_burst: int, count: int, period: Duration, quantity: int | None = None,

@@ -42,14 +42,12 @@ class Submitter:
         # One C call in the common case, when no option is given.
         if values.count(None) != len(values):
             args += options(table, values)
-        # A flag left off (False, by identity: 0 is no bool) costs one comparison.
-        for value in on:
-            if value is not False:
-                words = flags(flag_table, on)
-                args += words
-                if SHADOW in words:
-                    spec = spec.shadowed
-                break
+        # `on` is empty when every flag is off (the generated method checks them).
+        if on:
+            words = flags(flag_table, on)
+            args += words
+            if SHADOW in words:
+                spec = spec.shadowed
         return self._submit(spec, key, args, meta, limit)
 
 

@@ -208,5 +208,18 @@ fn a_shadow_call_to_a_dead_server_gets_the_fail_mode_not_the_fallback_limiter() 
         assert!(d.fallback && d.shadow && d.error.is_some(), "{d:?}");
         assert_eq!((d.allowed, d.limit), (allowed, 100), "{mode:?}");
         assert!(d.headers().is_empty());
+        // RL.ALL: the combined decision is the enforced policy's; with SHADOW
+        // policies only, allowed whatever the mode (nothing is enforced), while
+        // each member is the mode's.
+        let mixed = All::new()
+            .key("a", Fixed::new(10, "1m"))
+            .key("b", limit.clone().shadow());
+        let d = rl.all(&mixed).unwrap();
+        assert_eq!((d.allowed(), d.combined.limit), (allowed, 10), "{mode:?}");
+        let only = All::new().key("b", limit.clone().shadow());
+        let d = rl.all(&only).unwrap();
+        assert!(d.allowed() && !d.combined.shadow, "{mode:?}: {d:?}");
+        assert!(d.keys.iter().all(|k| k.shadow && k.allowed == allowed));
+        assert!(d.headers().is_empty());
     }
 }

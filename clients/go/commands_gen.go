@@ -12,6 +12,10 @@ import (
 // commands is the table, in its order: each command's rules, then its call.
 var commands = []*command{cmdFixed, cmdSliding, cmdBucket, cmdGCRA, cmdSlidingCounter, cmdAcquire, cmdPenalty, cmdShare, cmdQuota, cmdThrottle, cmdRelease, cmdAll}
 
+// plainRates are the table's plain rates: the commands the blocked-key cache
+// and the fallback limiter cover.
+var plainRates = map[string]bool{"RL.FIXED": true, "RL.SLIDING": true, "RL.BUCKET": true, "RL.GCRA": true, "RL.SLIDINGCOUNTER": true}
+
 var cmdFixed = newCommand(command{name: "RL.FIXED", fn: "rl_fixed", word: "FIXED", reply: replyDecision, args: []rule{{name: "limit", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "window", kind: kindDuration, min: 1, max: 315360000000}}, options: []optionRule{{bit: optCost, word: "COST", value: rule{name: "cost", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optRefund | optDebit}, {bit: optRefund, word: "REFUND", value: rule{name: "refund", kind: kindInteger, min: 0, max: 9007199254740991}, excludes: optCost | optDebit | optDelay}, {bit: optDebit, word: "DEBIT", value: rule{name: "debit", kind: kindInteger, min: 1, max: 9007199254740991}, excludes: optCost | optRefund | optDelay}, {bit: optShadow, word: "SHADOW", flag: true, excludes: 0}}, policyOptions: []optionRule{{bit: optShadow, word: "SHADOW", flag: true, before: true, excludes: 0}}, measure: measure{kind: windowArgument, limit: 0, a: 1}})
 
 // Fixed is RL.FIXED key limit window: counts units in an epoch-aligned fixed window and

@@ -58,10 +58,6 @@ func (c *Client) survival() *survival {
 // used dropped first).
 const fallbackKeys = 10000
 
-// covered are the commands both apply to: one key, one rate and an exact
-// retry_after. The others (and pipelines) go to the server as always.
-var covered = map[string]bool{"RL.FIXED": true, "RL.SLIDING": true, "RL.BUCKET": true, "RL.GCRA": true, "RL.SLIDINGCOUNTER": true}
-
 type survival struct {
 	cacheSize  int
 	cacheMax   time.Duration
@@ -90,7 +86,9 @@ type ticket struct {
 }
 
 func (s *survival) ticket(k *call) (ticket, bool) {
-	if !covered[k.cmd.name] || k.err != nil || k.shadow { // a shadow call always reaches the server
+	// Both apply to the table's plain rates (one key, one rate and an exact
+	// retry_after); other commands, pipelines and shadow calls reach the server.
+	if !plainRates[k.cmd.name] || k.err != nil || k.shadow {
 		return ticket{}, false
 	}
 	args := (*k.dst)[k.start+3 : k.end]

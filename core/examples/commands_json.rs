@@ -107,6 +107,8 @@ fn command(c: &Command) -> Value {
         "policy": c.policy.map(text),
         "arguments": arguments,
         "options": c.options.iter().copied().map(option).collect::<Vec<_>>(),
+        // A plain rate on one key: a client may stand in for it (docs/clients.md).
+        "plain_rate": c.plain_rate,
         "reply": match c.reply {
             Reply::Decision => "decision",
             Reply::Throttle => "throttle",

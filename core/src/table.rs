@@ -152,6 +152,11 @@ pub struct Command {
     /// As an RL.ALL policy, only looked at (as COST 0) and never written, whatever
     /// the call's amount (PENALTY: "is this offender blocked?").
     pub looked_at: bool,
+    /// A plain rate on one key: its limit and window (or refill), read from its
+    /// arguments, are all a client needs to stand in for it while the server is
+    /// away, and its retry_after is exact, so a client may remember a rejection
+    /// until then (the typed clients' fallback limiter and blocked-key cache).
+    pub plain_rate: bool,
 }
 
 /// COST and REFUND, and SHADOW: what every RL.* limiter takes.
@@ -184,6 +189,15 @@ impl Command {
             function: None,
             reply: Reply::Decision,
             looked_at: false,
+            plain_rate: false,
+        }
+    }
+
+    /// The same command, a plain rate (see [`plain_rate`](Command::plain_rate)).
+    const fn plain_rate(self) -> Command {
+        Command {
+            plain_rate: true,
+            ..self
         }
     }
 
@@ -341,7 +355,8 @@ pub const FIXED: Command = Command::rl(
 )
 .taking(COST_REFUND_DEBIT)
 .policy(c"FIXED")
-.function("rl_fixed");
+.function("rl_fixed")
+.plain_rate();
 
 pub const SLIDING: Command = Command::rl(
     c"RL.SLIDING",
@@ -355,7 +370,8 @@ pub const SLIDING: Command = Command::rl(
     ],
 )
 .policy(c"SLIDING")
-.function("rl_sliding");
+.function("rl_sliding")
+.plain_rate();
 
 pub const BUCKET: Command = Command::rl(
     c"RL.BUCKET",
@@ -366,7 +382,8 @@ pub const BUCKET: Command = Command::rl(
 )
 .taking(COST_REFUND_DEBIT)
 .policy(c"BUCKET")
-.function("rl_bucket");
+.function("rl_bucket")
+.plain_rate();
 
 pub const GCRA: Command = Command::rl(
     c"RL.GCRA",
@@ -377,7 +394,8 @@ pub const GCRA: Command = Command::rl(
 )
 .taking(&[Opt::Cost, Opt::Refund, Opt::Debit, Opt::Delay, Opt::Shadow])
 .policy(c"GCRA")
-.function("rl_gcra");
+.function("rl_gcra")
+.plain_rate();
 
 pub const SLIDINGCOUNTER: Command = Command::rl(
     c"RL.SLIDINGCOUNTER",
@@ -388,7 +406,8 @@ pub const SLIDINGCOUNTER: Command = Command::rl(
 )
 .taking(COST_REFUND_DEBIT)
 .policy(c"SLIDINGCOUNTER")
-.function("rl_slidingcounter");
+.function("rl_slidingcounter")
+.plain_rate();
 
 /// redis-cell's command, its arguments and reply: not in the library (the library
 /// is for servers without modules; redis-cell is a module).
@@ -421,6 +440,7 @@ pub const THROTTLE: Command = Command {
     function: None,
     reply: Reply::Throttle,
     looked_at: false,
+    plain_rate: false,
 };
 
 pub const ALL: Command = Command {
@@ -454,6 +474,7 @@ pub const ALL: Command = Command {
     function: Some("rl_all"),
     reply: Reply::All,
     looked_at: false,
+    plain_rate: false,
 };
 
 /// At most this many keys in one RL.ALL call.

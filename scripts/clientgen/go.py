@@ -342,6 +342,10 @@ class Emitter:
         out = [HEADER, "package rl", "", "import (", '\t"context"', '\t"math"', '\t"time"', ")", ""]
         out += ["// commands is the table, in its order: each command's rules, then its call.",
                 "var commands = []*command{" + ", ".join(self.var(c) for c in self.model.commands) + "}", ""]
+        rates = ", ".join(f'"{c.name}": true' for c in self.model.plain_rates)
+        out += ["// plainRates are the table's plain rates: the commands the blocked-key cache",
+                "// and the fallback limiter cover.",
+                f"var plainRates = map[string]bool{{{rates}}}", ""]
         for c in self.model.commands:
             out += self.command_var(c) + [""]
             if c.counted_keys:

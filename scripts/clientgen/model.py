@@ -96,6 +96,7 @@ class Command:
     reply: str  # "decision", "throttle", "released", "all"
     counted_keys: bool  # RL.ALL: numkeys key... instead of one key
     window: Window
+    plain_rate: bool = False  # one key, one rate: the blocked-key cache and the fallback limiter cover it
 
     @property
     def words(self) -> list[str]:
@@ -134,6 +135,11 @@ class Model:
     def policies(self) -> list[Command]:
         """Commands that are also RL.ALL policies, in the table's order."""
         return [c for c in self.commands if c.policy]
+
+    @property
+    def plain_rates(self) -> list[Command]:
+        """The commands the clients' blocked-key cache and fallback limiter cover."""
+        return [c for c in self.commands if c.plain_rate]
 
     def command(self, name: str) -> Command:
         return next(c for c in self.commands if c.name == name)
@@ -225,6 +231,7 @@ def load(path: Path = COMMANDS_JSON) -> Model:
                 reply=c["reply"],
                 counted_keys=c.get("keys") == "counted",
                 window=_window(c["name"], args),
+                plain_rate=bool(c.get("plain_rate")),
             )
         )
     return model

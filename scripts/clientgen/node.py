@@ -174,7 +174,10 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
     out.append("/** Each command's row (read by lib/table.js). */")
     out.append("const ROWS = [\n" + "\n".join(rows) + "\n];\n")
     out.append("const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);\n")
-    out.append("module.exports = { COMMANDS, limiterMethods, pipelineMethods, policies };")
+    rates = ", ".join(js_value(c.name) for c in model.plain_rates)
+    out.append("/** The plain rates: the commands the blocked-key cache and the fallback limiter cover. */")
+    out.append(f"const PLAIN_RATES = new Set([{rates}]);\n")
+    out.append("module.exports = { COMMANDS, PLAIN_RATES, limiterMethods, pipelineMethods, policies };")
     return "\n".join(out) + "\n"
 
 

@@ -355,6 +355,9 @@ def commands_module(model: Model) -> str:
         function = "None" if c.function is None else q(c.function)
         out.append(f"{constant(c)} = Spec({q(c.name)}, {function}, {q(c.reply)}{counted})")
     out.append("")
+    out.append("#: The plain rates: the commands the blocked-key cache and the fallback limiter cover.")
+    out.append(f"PLAIN_RATES = frozenset({{{', '.join(q(c.name) for c in model.plain_rates)}}})")
+    out.append("")
     rows = option_rows(model)
     out += [f"OPTION_{name} = {row}" for row, name in rows.items()]
     out.append("")

@@ -369,6 +369,10 @@ def commands_rs(model: Model) -> str:
     out.add(0, "use crate::params::{self, command, policies, Take, Value};")
     out.add(0, "use crate::period::{window, Period};")
     out.add(0)
+    rates = model.plain_rates
+    out.add(0, "/// The plain rates: the commands the blocked-key cache and the fallback limiter cover.")
+    out.add(0, f"pub(crate) const PLAIN_RATES: [&str; {len(rates)}] = [{', '.join(chr(34) + c.name + chr(34) for c in rates)}];")
+    out.add(0)
     charge_type(out, model)
     for c in model.commands:
         if c.reply not in REPLIES:

@@ -120,4 +120,7 @@ const ROWS = [
 
 const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);
 
-module.exports = { COMMANDS, limiterMethods, pipelineMethods, policies };
+/** The plain rates: the commands the blocked-key cache and the fallback limiter cover. */
+const PLAIN_RATES = new Set(["RL.FIXED", "RL.SLIDING", "RL.BUCKET", "RL.GCRA", "RL.SLIDINGCOUNTER"]);
+
+module.exports = { COMMANDS, PLAIN_RATES, limiterMethods, pipelineMethods, policies };

@@ -6,11 +6,12 @@
 // tells after it.
 
 const { Decision } = require('./decisions');
+const { PLAIN_RATES } = require('./commands.generated');
 
-// The commands both apply to: one key, one rate (limit per window) and an exact
-// retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE and pipelines go to
+// The commands both apply to, the command table's plain rates: one key, one rate (limit
+// per window) and an exact retry_after. Other commands, pipelines and shadow calls go to
 // the server as always (the fail mode applies to them).
-const COVERED = new Set(['RL.FIXED', 'RL.SLIDING', 'RL.BUCKET', 'RL.GCRA', 'RL.SLIDINGCOUNTER']);
+const COVERED = PLAIN_RATES;
 // The most keys the fallback limiter keeps (the least recently used are dropped).
 const FALLBACK_KEYS = 10000;
 const AMOUNTS = new Set(['COST', 'REFUND', 'DEBIT']);

@@ -14,16 +14,10 @@ use crate::command::{Call, SHADOW};
 use crate::error::Error;
 use crate::reply::Decision;
 
-/// The commands both apply to: one key, one rate (limit per window) and an exact
-/// retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE, calls with SHADOW
-/// and batches go to the server as always (the fail mode applies to them).
-const COVERED: [&str; 5] = [
-    "RL.FIXED",
-    "RL.SLIDING",
-    "RL.BUCKET",
-    "RL.GCRA",
-    "RL.SLIDINGCOUNTER",
-];
+// The commands both apply to, the command table's plain rates: one key, one rate
+// (limit per window) and an exact retry_after. Other commands, calls with SHADOW and
+// batches go to the server as always (the fail mode applies to them).
+use crate::generated::commands::PLAIN_RATES as COVERED;
 /// The most keys the fallback limiter keeps (the least recently used are dropped).
 const FALLBACK_KEYS: usize = 10_000;
 /// The default longest a rejection is cached.

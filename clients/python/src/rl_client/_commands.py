@@ -32,6 +32,9 @@ THROTTLE = Spec("CL.THROTTLE", None, "throttle")
 RELEASE = Spec("RL.RELEASE", "rl_release", "released")
 ALL = Spec("RL.ALL", "rl_all", "all", counted=True)
 
+#: The plain rates: the commands the blocked-key cache and the fallback limiter cover.
+PLAIN_RATES = frozenset({"RL.FIXED", "RL.SLIDING", "RL.BUCKET", "RL.GCRA", "RL.SLIDINGCOUNTER"})
+
 OPTION_COST = Option("COST", "cost", "integer", 0, 9007199254740991, ("REFUND", "DEBIT"))
 OPTION_REFUND = Option("REFUND", "refund", "integer", 0, 9007199254740991, ("COST", "DEBIT", "DELAY"))
 OPTION_DEBIT = Option("DEBIT", "debit", "integer", 1, 9007199254740991, ("COST", "REFUND", "DELAY"))

@@ -12,13 +12,14 @@ import time
 from collections import OrderedDict
 from typing import Any, NamedTuple, Optional
 
+from ._commands import PLAIN_RATES
 from ._errors import ArgumentError
 from ._types import CachedDecision, Decision
 
-#: The commands both apply to: one key, one rate (limit per window) and an exact
-#: retry_after. RL.ALL, RL.ACQUIRE, RL.PENALTY, RL.SHARE, CL.THROTTLE, pipelines and
-#: shadow calls go to the server as always (the fail mode applies to them).
-COVERED = frozenset(("RL.FIXED", "RL.SLIDING", "RL.BUCKET", "RL.GCRA", "RL.SLIDINGCOUNTER"))
+#: The commands both apply to, the command table's plain rates: one key, one rate
+#: (limit per window) and an exact retry_after. Other commands, pipelines and shadow
+#: calls go to the server as always (the fail mode applies to them).
+COVERED = PLAIN_RATES
 #: The most keys the fallback limiter keeps (the least recently used are dropped).
 FALLBACK_KEYS = 10_000
 _AMOUNTS = ("COST", "REFUND", "DEBIT")

@@ -16,6 +16,9 @@ use crate::error::Result;
 use crate::params::{self, command, policies, Take, Value};
 use crate::period::{window, Period};
 
+/// The plain rates: the commands the blocked-key cache and the fallback limiter cover.
+pub(crate) const PLAIN_RATES: [&str; 5] = ["RL.FIXED", "RL.SLIDING", "RL.BUCKET", "RL.GCRA", "RL.SLIDINGCOUNTER"];
+
 /// How many units a call takes or gives back; a call without one takes 1 (the
 /// server's default `COST 1`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -249,6 +249,15 @@ def option_row(o: Option, model: Model) -> str:
     return f"Option({q(o.name)}, {q(ident(o.name))}, {q(kind)}, {lo}, {hi}, ({excludes}))"
 
 
+def every_option(model: Model) -> tuple[Option, ...]:
+    """Each option and flag once (by word), in the table's order."""
+    seen: dict[str, Option] = {}
+    for c in model.commands:
+        for o in (*c.options, *c.flags, *c.policy_options, *c.policy_flags):
+            seen.setdefault(o.name, o)
+    return tuple(seen.values())
+
+
 def option_rows(model: Model) -> dict[str, str]:
     """Each distinct option or flag (its word, value kind, range and exclusions) once,
     named ``COST`` or, when commands give one word different ranges, ``COST_2``...: the
@@ -316,7 +325,7 @@ def command_method(command: Command) -> list[str]:
         params += ["*", *option_params(everything)]
     head = "numkeys key... policy..." if command.counted_keys else "key"
     doc = f"``{usage(command, everything, command.name + ' ' + head)}``: {command.summary}."
-    lines = signature(name, params, returns, "    ") + docstring(doc, "        ", everything)
+    lines = signature(name, params, returns, "    ") + docstring(doc, "        ")
     if command.counted_keys:
         lines.append("        key, args, meta, limit = gather(policies)")
         shape = "(args, limit, meta)"
@@ -374,9 +383,14 @@ def commands_module(model: Model) -> str:
         "",
         "",
         "class Commands(Submitter, Generic[D, A, T, R]):",
-        '    """Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an',
-        "    RL.ALL decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the",
-        '    value, an awaitable of it, or the pipeline, for chaining)."""',
+        *docstring(
+            "Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an RL.ALL"
+            " decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the value, an"
+            " awaitable of it, or the pipeline, for chaining). The keyword options, the same in"
+            " every method and RL.ALL policy that takes one:",
+            "    ",
+            every_option(model),
+        ),
         "",
         "    __slots__ = ()",
     ]
@@ -408,7 +422,7 @@ def policy_class(command: Command) -> list[str]:
     return [
         "@dataclass(frozen=True, slots=True)",
         f"class {name}(Policy):",
-        *docstring(doc, "    ", (*command.policy_options, *command.policy_flags)),
+        *docstring(doc, "    "),
         "",
         f"    word: ClassVar[str] = {q(command.policy or '')}",
         f"    _form: ClassVar[Form] = (_{method(command)}, {table}, {flags})",

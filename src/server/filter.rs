@@ -21,6 +21,19 @@ use super::api::OK;
 use super::context::Context;
 use super::string::bytes_of;
 
+/// The functions that tell who sends a filtered command and whether their ACL rules
+/// allow it (the first is Redis 7.2's), each None where the server lacks it.
+macro_rules! acl_api {
+    () => {
+        (
+            optional!(RedisModule_CommandFilterGetClientId),
+            optional!(RedisModule_GetClientUserNameById),
+            optional!(RedisModule_GetModuleUserFromUserName),
+            optional!(RedisModule_ACLCheckCommandPermissions),
+        )
+    };
+}
+
 /// What `CONFIG RESETSTAT` also does.
 pub trait ResetStat {
     fn reset();
@@ -34,12 +47,7 @@ impl Context {
     /// Runs `R::reset` whenever a client that may run `CONFIG RESETSTAT` sends it;
     /// false where the server cannot tell who sends it (Redis 7.0).
     pub fn on_config_resetstat<R: ResetStat>(self) -> bool {
-        let (Some(_), Some(_), Some(_), Some(_)) = (
-            optional!(RedisModule_CommandFilterGetClientId),
-            optional!(RedisModule_GetClientUserNameById),
-            optional!(RedisModule_GetModuleUserFromUserName),
-            optional!(RedisModule_ACLCheckCommandPermissions),
-        ) else {
+        let (Some(_), Some(_), Some(_), Some(_)) = acl_api!() else {
             return false;
         };
         let register = rm!(RedisModule_RegisterCommandFilter);
@@ -95,12 +103,7 @@ unsafe fn is_config_resetstat(fctx: *mut RedisModuleCommandFilterCtx) -> bool {
 /// # Safety
 /// `fctx` must be the filter context the server passed, holding two arguments.
 unsafe fn may_run(fctx: *mut RedisModuleCommandFilterCtx) -> bool {
-    let (Some(client_id), Some(user_name), Some(user_of), Some(check)) = (
-        optional!(RedisModule_CommandFilterGetClientId),
-        optional!(RedisModule_GetClientUserNameById),
-        optional!(RedisModule_GetModuleUserFromUserName),
-        optional!(RedisModule_ACLCheckCommandPermissions),
-    ) else {
+    let (Some(client_id), Some(user_name), Some(user_of), Some(check)) = acl_api!() else {
         return false;
     };
     let own = DETACHED.load(Ordering::Relaxed);

@@ -177,9 +177,28 @@ def _release(id: Text) -> Shape:
 
 
 class Commands(Submitter, Generic[D, A, T, R]):
-    """Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an
-    RL.ALL decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the
-    value, an awaitable of it, or the pipeline, for chaining)."""
+    """Every RL command as a method. ``D``, ``A``, ``T``, ``R``: what a decision, an RL.ALL
+    decision, a CL.THROTTLE reply and RL.RELEASE's answer come back as (the value, an
+    awaitable of it, or the pipeline, for chaining). The keyword options, the same in every
+    method and RL.ALL policy that takes one:
+
+    - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks without
+      taking).
+    - ``refund``: give back up to n units taken earlier (the work they paid for did not
+      happen).
+    - ``debit``: charge n units after the fact, into debt if need be (a cost known only once
+      the work is done).
+    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
+      apart in INFO rl; in RL.ALL the policy never vetoes the call.
+    - ``delay``: schedule instead of reject: an allowed call's retry_after is how long to
+      wait before acting.
+    - ``every``: a period of n units (month EVERY 3: the calendar quarter; default 1).
+    - ``on``: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to
+      its last day), MM-DD for year.
+    - ``at``: the local time of day a period starts, hh:mm (default 00:00).
+    - ``tz``: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database
+      name.
+    """
 
     __slots__ = ()
 
@@ -188,17 +207,8 @@ class Commands(Submitter, Generic[D, A, T, R]):
         refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
         """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit] [SHADOW]``:
-        Counts units in an epoch-aligned fixed window and admits at most limit per window.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        Counts units in an epoch-aligned fixed window and admits at most limit per
+        window."""
         return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding(
@@ -206,15 +216,8 @@ class Commands(Submitter, Generic[D, A, T, R]):
         refund: Optional[int] = None, shadow: bool = False,
     ) -> D:
         """``RL.SLIDING key limit window [COST cost] [REFUND refund] [SHADOW]``: Logs
-        accepted units in a sorted set and admits at most limit in any window-long interval.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        accepted units in a sorted set and admits at most limit in any window-long
+        interval."""
         return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def bucket(
@@ -223,17 +226,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
         [SHADOW]``: Takes cost tokens from a bucket of capacity tokens that refills tokens
-        per period.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        per period."""
         return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def gcra(
@@ -243,19 +236,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.GCRA key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
         [DELAY delay] [SHADOW]``: Token bucket of capacity units refilling tokens per
-        period, kept as one integer (GCRA).
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``delay``: schedule instead of reject: an allowed call's retry_after is how long
-          to wait before acting.
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        period, kept as one integer (GCRA)."""
         return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding_counter(
@@ -264,17 +245,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]
         [SHADOW]``: Estimates a sliding window from two fixed-window counts and admits at
-        most limit in it.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        most limit in it."""
         return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
@@ -288,13 +259,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.PENALTY key strikes window block max [COST cost] [SHADOW]``: Counts an
         offender's strikes and blocks the key for escalating periods, from block doubling up
-        to max.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        to max."""
         return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def share(
@@ -304,17 +269,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.SHARE key tenant weight capacity tokens period [COST cost] [REFUND refund]
         [DEBIT debit] [SHADOW]``: Shares one budget of capacity units refilling tokens per
-        period across tenants by weight, lending idle shares.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        period across tenants by weight, lending idle shares."""
         return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def quota(
@@ -326,23 +281,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
         [ON on] [AT at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week,
         month or year) starting at a local time in a time zone, and admits at most limit per
-        period.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        - ``every``: a period of n units (month EVERY 3: the calendar quarter; default 1).
-        - ``on``: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped
-          to its last day), MM-DD for year.
-        - ``at``: the local time of day a period starts, hh:mm (default 00:00).
-        - ``tz``: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz
-          database name.
-        - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-          apart in INFO rl; in RL.ALL the policy never vetoes the call.
-        """
+        period."""
         return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def throttle(
@@ -361,14 +300,6 @@ class Commands(Submitter, Generic[D, A, T, R]):
         debit: Optional[int] = None,
     ) -> A:
         """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
-        Checks several limits at one instant and consumes from all of them or none.
-
-        - ``cost``: how many units the call takes, all or nothing (default 1; 0 looks
-          without taking).
-        - ``refund``: give back up to n units taken earlier (the work they paid for did not
-          happen).
-        - ``debit``: charge n units after the fact, into debt if need be (a cost known only
-          once the work is done).
-        """
+        Checks several limits at one instant and consumes from all of them or none."""
         key, args, meta, limit = gather(policies)
         return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]

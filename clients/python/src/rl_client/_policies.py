@@ -41,11 +41,7 @@ __all__ = ["Fixed", "Sliding", "Bucket", "Gcra", "SlidingCounter", "Acquire", "P
 @dataclass(frozen=True, slots=True)
 class Fixed(Policy):
     """``[SHADOW] FIXED limit window``: Counts units in an epoch-aligned fixed window and
-    admits at most limit per window.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    admits at most limit per window."""
 
     word: ClassVar[str] = "FIXED"
     _form: ClassVar[Form] = (_fixed, (), FIXED_POLICY_FLAGS)
@@ -57,11 +53,7 @@ class Fixed(Policy):
 @dataclass(frozen=True, slots=True)
 class Sliding(Policy):
     """``[SHADOW] SLIDING limit window``: Logs accepted units in a sorted set and admits at
-    most limit in any window-long interval.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    most limit in any window-long interval."""
 
     word: ClassVar[str] = "SLIDING"
     _form: ClassVar[Form] = (_sliding, (), SLIDING_POLICY_FLAGS)
@@ -73,11 +65,7 @@ class Sliding(Policy):
 @dataclass(frozen=True, slots=True)
 class Bucket(Policy):
     """``[SHADOW] BUCKET capacity tokens period``: Takes cost tokens from a bucket of
-    capacity tokens that refills tokens per period.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    capacity tokens that refills tokens per period."""
 
     word: ClassVar[str] = "BUCKET"
     _form: ClassVar[Form] = (_bucket, (), BUCKET_POLICY_FLAGS)
@@ -90,13 +78,7 @@ class Bucket(Policy):
 @dataclass(frozen=True, slots=True)
 class Gcra(Policy):
     """``[SHADOW] GCRA capacity tokens period [DELAY delay]``: Token bucket of capacity
-    units refilling tokens per period, kept as one integer (GCRA).
-
-    - ``delay``: schedule instead of reject: an allowed call's retry_after is how long to
-      wait before acting.
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    units refilling tokens per period, kept as one integer (GCRA)."""
 
     word: ClassVar[str] = "GCRA"
     _form: ClassVar[Form] = (_gcra, GCRA_POLICY_OPTIONS, GCRA_POLICY_FLAGS)
@@ -110,11 +92,7 @@ class Gcra(Policy):
 @dataclass(frozen=True, slots=True)
 class SlidingCounter(Policy):
     """``[SHADOW] SLIDINGCOUNTER limit window``: Estimates a sliding window from two
-    fixed-window counts and admits at most limit in it.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    fixed-window counts and admits at most limit in it."""
 
     word: ClassVar[str] = "SLIDINGCOUNTER"
     _form: ClassVar[Form] = (_sliding_counter, (), SLIDING_COUNTER_POLICY_FLAGS)
@@ -126,11 +104,7 @@ class SlidingCounter(Policy):
 @dataclass(frozen=True, slots=True)
 class Acquire(Policy):
     """``[SHADOW] ACQUIRE limit ttl id``: Takes or renews a named lease that ends by itself
-    after ttl, at most limit held at once.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    after ttl, at most limit held at once."""
 
     word: ClassVar[str] = "ACQUIRE"
     _form: ClassVar[Form] = (_acquire, (), ACQUIRE_POLICY_FLAGS)
@@ -144,11 +118,7 @@ class Acquire(Policy):
 class Penalty(Policy):
     """``[SHADOW] PENALTY strikes window block max``: Counts an offender's strikes and
     blocks the key for escalating periods, from block doubling up to max. Only looked at: it
-    takes nothing, and a blocked key makes the call rejected.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    takes nothing, and a blocked key makes the call rejected."""
 
     word: ClassVar[str] = "PENALTY"
     _form: ClassVar[Form] = (_penalty, (), PENALTY_POLICY_FLAGS)
@@ -163,11 +133,7 @@ class Penalty(Policy):
 class Share(Policy):
     """``[SHADOW] SHARE tenant weight capacity tokens period``: Shares one budget of
     capacity units refilling tokens per period across tenants by weight, lending idle
-    shares.
-
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    shares."""
 
     word: ClassVar[str] = "SHARE"
     _form: ClassVar[Form] = (_share, (), SHARE_POLICY_FLAGS)
@@ -183,17 +149,7 @@ class Share(Policy):
 class Quota(Policy):
     """``[SHADOW] QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]``: Counts units per
     calendar period (day, week, month or year) starting at a local time in a time zone, and
-    admits at most limit per period.
-
-    - ``every``: a period of n units (month EVERY 3: the calendar quarter; default 1).
-    - ``on``: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to
-      its last day), MM-DD for year.
-    - ``at``: the local time of day a period starts, hh:mm (default 00:00).
-    - ``tz``: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database
-      name.
-    - ``shadow``: try the limit without enforcing it: the same reply and writes, counted
-      apart in INFO rl; in RL.ALL the policy never vetoes the call.
-    """
+    admits at most limit per period."""
 
     word: ClassVar[str] = "QUOTA"
     _form: ClassVar[Form] = (_quota, QUOTA_POLICY_OPTIONS, QUOTA_POLICY_FLAGS)

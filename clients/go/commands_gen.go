@@ -105,7 +105,7 @@ func (c *Client) Quota(ctx context.Context, key string, limit int64, unit string
 
 var cmdThrottle = newCommand(command{name: "CL.THROTTLE", fn: "", word: "", reply: replyThrottle, args: []rule{{name: "max_burst", kind: kindInteger, min: 0, max: 9007199254740990}, {name: "count", kind: kindInteger, min: 1, max: 9007199254740991}, {name: "period", kind: kindDuration, min: 1, max: 315360000000}, {name: "quantity", kind: kindInteger, min: 0, max: 9007199254740991}}, options: nil, measure: measure{kind: windowThrottle, limit: 0, a: 0, b: 1, c: 2}, instead: "GCRA(ctx, key, maxBurst+1, count, period, Cost(quantity)) on the same key"})
 
-// Throttle is CL.THROTTLE key max_burst count period quantity: redis-cell's rate
+// Throttle is CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate
 // limiter: max_burst + 1 units at once, count more per period (GCRA). Module only
 // (ErrModuleOnly on the library). Its reply becomes a Decision: Allowed = !limited,
 // Limit = maxBurst+1, RetryAfter and ResetAfter in whole seconds.

@@ -166,14 +166,9 @@ class Emitter:
             rows.append(f'{{bit: opt{option_name(o)}, word: "{o.name}", {value}{where}, excludes: {excludes}}}')
         return "[]optionRule{" + ", ".join(rows) + "}" if rows else "nil"
 
-    def usage(self, c: Command) -> str:
-        words = [c.name, "key"] if not c.counted_keys else [c.name, "numkeys key... policy..."]
-        words += [a.name for a in c.arguments]
-        return " ".join(words)
-
     def comment(self, name: str, c: Command, what: str) -> list[str]:
         opts = ", ".join(option_name(o) for o in (*c.options, *c.flags))
-        text = f"{name} {what} {self.usage(c)}: {c.summary[0].lower() + c.summary[1:]}."
+        text = f"{name} {what} {c.synopsis(options=False)}: {c.summary[0].lower() + c.summary[1:]}."
         if c.name in NOTES:
             text += " " + NOTES[c.name]
         if opts:
@@ -402,3 +397,21 @@ def emit(model: Model) -> dict[str, str]:
         f"{PACKAGE}/policies_gen.go": e.policies_file(),
         f"{PACKAGE}/options_gen.go": e.options_file(),
     }
+
+
+# ---- README.md -----------------------------------------------------------------------
+
+
+def readme(model: Model) -> tuple[str, str]:
+    """The package README's table: each command, its method and the options it takes."""
+    rows = ["| command | method | options |", "|---|---|---|"]
+    for c in model.commands:
+        params = ["ctx", "[]rl.KeyPolicy{…}" if c.counted_keys else "key"]
+        params += [param_name(a) for a in c.arguments]
+        options = [f"`{option_name(o)}`" for o in (*c.options, *c.flags)]
+        if options:
+            params.append("opts...")
+        only = "module only" if not c.function else ""
+        rows.append(f"| {c.name} | `{method_name(c)}({', '.join(params)})` | {', '.join(options) or only} |")
+    return "clients/go/README.md", "\n".join(rows)
+

@@ -104,6 +104,26 @@ class Command:
         base = self.name.split(".", 1)[1].lower()
         return METHOD_WORDS.get(base, [base])
 
+    def synopsis(self, options: bool = True) -> str:
+        """Its form, as the docs write it: ``RL.GCRA key capacity tokens period [COST n |
+        REFUND n | DEBIT n] [DELAY delay] [SHADOW]`` (without the options: up to ``period``)."""
+        words = [self.name, "numkeys key... policy..." if self.counted_keys else "key"]
+        words += [f"[{a.name}]" if a.optional else a.name for a in self.arguments]
+        if options:
+            if self.amounts:
+                words.append("[" + " | ".join(f"{o.name} n" for o in self.amounts) + "]")
+            words += [f"[{o.name} {o.value.name}]" for o in self.extras if o.value]
+            words += [f"[{o.name}]" for o in self.flags]
+        return " ".join(words)
+
+    @property
+    def policy_synopsis(self) -> str:
+        """Its form as an RL.ALL policy: ``[SHADOW] GCRA capacity tokens period [DELAY delay]``."""
+        words = [f"[{o.name}]" for o in self.policy_flags] + [self.policy or ""]
+        words += [f"[{a.name}]" if a.optional else a.name for a in self.arguments]
+        words += [f"[{o.name} {o.value.name}]" for o in self.policy_options if o.value]
+        return " ".join(words)
+
     @property
     def amounts(self) -> tuple[Option, ...]:
         return tuple(o for o in self.options if o.amount)

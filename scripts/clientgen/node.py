@@ -62,15 +62,6 @@ def param(a: Argument) -> str:
     return name
 
 
-def synopsis(c: Command) -> str:
-    args = " ".join(f"[{a.name}]" if a.optional else a.name for a in c.arguments)
-    amounts = " | ".join(f"{o.name} n" for o in c.amounts)
-    extras = " ".join(f"[{o.name} {o.value.name}]" for o in c.extras)
-    flags = " ".join(f"[{o.name}]" for o in c.flags)
-    keys = "numkeys key... policy..." if c.counted_keys else "key"
-    return " ".join(x for x in (c.name, keys, args, f"[{amounts}]" if amounts else "", extras, flags) if x)
-
-
 def option_kind(o: Option, command: str) -> str:
     if o.flag:
         return "flag"
@@ -170,7 +161,7 @@ def emit_js(model: Model, max_keys: dict[str, int]) -> str:
             args = ", ".join(js_value(arg_row(a, c.name)) for a in c.arguments)
             fields += [f"args: [{args}]", f"options: {opts}", f"policyOptions: {popts}"]
             fields += [f"window: {js_value(window_rule(c))}", f"limit: {js_value(limit_index(c))}"]
-        rows.append(f"  // {synopsis(c)}\n  {{ {', '.join(fields)} }},")
+        rows.append(f"  // {c.synopsis()}\n  {{ {', '.join(fields)} }},")
     out.append("/** Each command's row (read by lib/table.js). */")
     out.append("const ROWS = [\n" + "\n".join(rows) + "\n];\n")
     out.append("const { limiterMethods, pipelineMethods, policies } = methodsOf(ROWS);\n")
@@ -215,7 +206,7 @@ def emit_dts(model: Model) -> str:
         if c.options or c.flags:
             params.append(f"options?: {pascal(c.words)}Options")
         only = "" if c.function else " The module only (RLUnsupportedError on the library)."
-        out.append(f"  /** {synopsis(c)}: {c.summary}.{only} */")
+        out.append(f"  /** {c.synopsis()}: {c.summary}.{only} */")
         out.append(f"  {camel(c.words)}({', '.join(params)}): {REPLY_TYPES[c.reply]};")
     out.append("}\n")
     out.append("/** RL.ALL's policies, one builder per policy word. */")
@@ -243,3 +234,21 @@ def emit(model: Model, raw: Optional[dict] = None) -> dict[str, str]:
     if raw is None:
         raw = json.loads(COMMANDS_JSON.read_text())
     return {JS: emit_js(model, max_keys(raw)), DTS: emit_dts(model)}
+
+
+# ---- README.md -----------------------------------------------------------------------
+
+
+def readme(model: Model) -> tuple[str, str]:
+    """The package README's table: each method, the command it sends."""
+    rows = ["| method | command |", "|---|---|"]
+    for c in model.commands:
+        params = ["[[key, policy], …]" if c.counted_keys else "key"]
+        params += [camel(a.words) + ("?" if a.optional else "") for a in c.arguments]
+        options = [camel(o.words) for o in (*c.options, *c.flags)]
+        if options:
+            params.append("{ " + ", ".join(options) + " }")
+        only = " (module only)" if not c.function else ""
+        rows.append(f"| `{camel(c.words)}({', '.join(params)})` | `{c.name}`{only} |")
+    return "clients/node/README.md", "\n".join(rows)
+

@@ -127,16 +127,6 @@ def reply_of(command: Command) -> str:
     return REPLIES[command.reply]
 
 
-def usage(command: Command, options: tuple[Option, ...], head: str) -> str:
-    """The command's (or the policy's) form: ``RL.GCRA key capacity ... [COST cost] [SHADOW]``;
-    ``options`` may hold flags (``[SHADOW]``)."""
-    words = [head]
-    for a in command.arguments:
-        words.append(f"[{a.name}]" if a.optional else a.name)
-    words += [f"[{o.name}]" if o.flag else f"[{o.name} {o.value.name}]" for o in options]
-    return " ".join(words)
-
-
 # ---- checks --------------------------------------------------------------------------
 
 
@@ -323,8 +313,7 @@ def command_method(command: Command) -> list[str]:
     everything = (*command.options, *command.flags)
     if everything:
         params += ["*", *option_params(everything)]
-    head = "numkeys key... policy..." if command.counted_keys else "key"
-    doc = f"``{usage(command, everything, command.name + ' ' + head)}``: {command.summary}."
+    doc = f"``{command.synopsis()}``: {command.summary}."
     lines = signature(name, params, returns, "    ") + docstring(doc, "        ")
     if command.counted_keys:
         lines.append("        key, args, meta, limit = gather(policies)")
@@ -416,8 +405,7 @@ def policy_class(command: Command) -> list[str]:
     fields = [f"    {ident(a.name)}: {kind_of(a)}" + (" | None = None" if a.optional else "") for a in command.arguments]
     fields += [f"    {p}" for p in option_params((*command.policy_options, *command.policy_flags))]
     looked = " Only looked at: it takes nothing, and a blocked key makes the call rejected." if command.looked_at else ""
-    head = " ".join([*(f"[{f.name}]" for f in command.policy_flags), command.policy or ""])
-    doc = f"``{usage(command, command.policy_options, head)}``: {command.summary}.{looked}"
+    doc = f"``{command.policy_synopsis}``: {command.summary}.{looked}"
     table, flags = policy_tables(command)
     return [
         "@dataclass(frozen=True, slots=True)",
@@ -454,3 +442,21 @@ def policies_module(model: Model) -> str:
     for c in policies:
         out += ["", ""] + policy_class(c)
     return "\n".join(out) + "\n"
+
+
+# ---- README.md -----------------------------------------------------------------------
+
+README_RETURNS = {"decision": "", "all": " → `AllDecision`", "throttle": " → `Throttle`", "released": " → `bool`"}
+
+
+def readme(model: Model) -> tuple[str, str]:
+    """The package README's table: each command, the method that sends it."""
+    rows = ["| command | method |", "|---|---|"]
+    for c in model.commands:
+        params = ["policies" if c.counted_keys else "key"]
+        params += [f"{ident(a.name)}=None" if a.optional else ident(a.name) for a in c.arguments]
+        params += [f"{ident(o.name)}=" for o in (*c.options, *c.flags)]
+        only = "" if c.function else " (module only)"
+        rows.append(f"| `{c.synopsis(options=False)}` | `rl.{method(c)}({', '.join(params)})`{README_RETURNS[c.reply]}{only} |")
+    return "clients/python/README.md", "\n".join(rows)
+

@@ -83,16 +83,6 @@ def all_flags(c: Command) -> tuple[Option, ...]:
     return c.flags + tuple(o for o in c.policy_flags if o.name not in names)
 
 
-def usage(c: Command) -> str:
-    words = [c.name, "numkeys key… policy…" if c.counted_keys else "key"]
-    words += [f"[{a.name}]" if a.optional else a.name for a in c.arguments]
-    if c.amounts:
-        words.append("[" + " | ".join(f"{o.name} n" for o in c.amounts) + "]")
-    words += [f"[{o.name} {o.value.name}]" for o in c.extras]
-    words += [f"[{o.name}]" for o in c.flags]
-    return " ".join(words)
-
-
 def direct(c: Command) -> bool:
     """A command whose method takes its arguments directly (RL.RELEASE's `id`): no
     options, no optional argument, not a policy, at most two arguments."""
@@ -232,7 +222,7 @@ def command_type(out: Lines, c: Command) -> None:
     # Two lines of code a command (its names; the rest), so that two commands alike in
     # shape (RL.FIXED, RL.SLIDINGCOUNTER) stay short of a repeated run.
     out.add(0, f'command! {{ {name} {names_const(c)} = ("{c.name}", {function}, {word}, {pascal([c.reply])});')
-    out.add(1, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
+    out.add(1, f"/// `{c.synopsis()}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.function is None:
         out.add(1, "///")
         out.add(1, "/// Module only: on the Functions library a call answers [`Error::Unsupported`](crate::Error::Unsupported).")
@@ -299,7 +289,7 @@ def counted_type(out: Lines, c: Command) -> None:
     the call's options."""
     name = pascal(c.words)
     names_const_item(out, c)
-    out.add(0, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
+    out.add(0, f"/// `{c.synopsis()}`: {c.summary[0].lower() + c.summary[1:]}.")
     out.add(0, "///")
     out.add(0, "/// COST, REFUND and DEBIT are the call's, for every key: set them here, not on the")
     out.add(0, "/// policies (a policy carrying one is refused before anything is sent).")
@@ -393,7 +383,7 @@ def method(out: Lines, c: Command) -> None:
     AsyncLimiter and Batch)."""
     name, ty = snake(c.words), pascal(c.words)
     reply, into = REPLIES[c.reply]
-    out.add(1, f"/// `{usage(c)}`: {c.summary[0].lower() + c.summary[1:]}.")
+    out.add(1, f"/// `{c.synopsis()}`: {c.summary[0].lower() + c.summary[1:]}.")
     if c.counted_keys:
         params, build = f"{name}: &{ty}", f"Call::Many({name})"
     elif direct(c):
@@ -401,7 +391,7 @@ def method(out: Lines, c: Command) -> None:
         build = f"Call::One(key.as_ref(), &{ty}::new({', '.join(bare(a.words) for a in c.arguments)}))"
     else:
         params, build = f"key: impl AsRef<[u8]>, params: &{ty}", "Call::One(key.as_ref(), params)"
-    batch_doc = json_str(f"Adds `{usage(c)}`; its reply is a [`Reply`].")
+    batch_doc = json_str(f"Adds `{c.synopsis()}`; its reply is a [`Reply`].")
     out.add(1, f"{name}({params}) => {build}, {reply}, {into}, [#[doc = {batch_doc}]];")
 
 
@@ -445,3 +435,28 @@ def emit(model: Model) -> dict[str, str]:
         f"{OUT}/methods.rs": methods_rs(model),
         f"{OUT}/mod.rs": mod_rs(model),
     }
+
+
+# ---- README.md -----------------------------------------------------------------------
+
+
+def readme(model: Model) -> tuple[str, str]:
+    """The package README's table: each command, its method and its builder's options."""
+    rows = ["| RL | method | options |", "|---|---|---|"]
+    for c in model.commands:
+        name, ty = snake(c.words), pascal(c.words)
+        args = ", ".join(bare(a.words) for a in c.arguments if not a.optional)
+        if c.counted_keys:
+            call = f"{name}(&{ty}::new().key(k1, policy1).key(k2, policy2))"
+        elif direct(c):
+            call = f"{name}(key, {args})"
+        else:
+            call = f"{name}(key, &{ty}::new({args}))"
+        options = [f"`.{bare(a.words)}(n)`" for a in c.arguments if a.optional]
+        options += [f"`.{snake(o.words)}(n)`" for o in c.amounts]
+        options += [f"`.{snake(o.words)}({o.value.name})`" for o in c.extras if o.value]
+        options += [f"`.{snake(o.words)}()`" for o in c.flags]
+        only = "module only" if not c.function else ""
+        rows.append(f"| {c.name} | `{call}` | {', '.join(options + ([only] if only else []))} |")
+    return "clients/rust/README.md", "\n".join(rows)
+

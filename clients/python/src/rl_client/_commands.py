@@ -206,27 +206,25 @@ class Commands(Submitter, Generic[D, A, T, R]):
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.FIXED key limit window [COST cost] [REFUND refund] [DEBIT debit] [SHADOW]``:
-        Counts units in an epoch-aligned fixed window and admits at most limit per
-        window."""
+        """``RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]``: Counts
+        units in an epoch-aligned fixed window and admits at most limit per window."""
         return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.SLIDING key limit window [COST cost] [REFUND refund] [SHADOW]``: Logs
-        accepted units in a sorted set and admits at most limit in any window-long
-        interval."""
+        """``RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]``: Logs accepted units
+        in a sorted set and admits at most limit in any window-long interval."""
         return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def bucket(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.BUCKET key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
-        [SHADOW]``: Takes cost tokens from a bucket of capacity tokens that refills tokens
-        per period."""
+        """``RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]``:
+        Takes cost tokens from a bucket of capacity tokens that refills tokens per
+        period."""
         return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def gcra(
@@ -234,18 +232,18 @@ class Commands(Submitter, Generic[D, A, T, R]):
         refund: Optional[int] = None, debit: Optional[int] = None, delay: Optional[Duration] = None,
         shadow: bool = False,
     ) -> D:
-        """``RL.GCRA key capacity tokens period [COST cost] [REFUND refund] [DEBIT debit]
-        [DELAY delay] [SHADOW]``: Token bucket of capacity units refilling tokens per
-        period, kept as one integer (GCRA)."""
+        """``RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]
+        [SHADOW]``: Token bucket of capacity units refilling tokens per period, kept as one
+        integer (GCRA)."""
         return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding_counter(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
         refund: Optional[int] = None, debit: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.SLIDINGCOUNTER key limit window [COST cost] [REFUND refund] [DEBIT debit]
-        [SHADOW]``: Estimates a sliding window from two fixed-window counts and admits at
-        most limit in it."""
+        """``RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]``:
+        Estimates a sliding window from two fixed-window counts and admits at most limit in
+        it."""
         return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
@@ -257,7 +255,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         self, key: Key, strikes: int, window: Duration, block: Duration, max: Duration, *,
         cost: Optional[int] = None, shadow: bool = False,
     ) -> D:
-        """``RL.PENALTY key strikes window block max [COST cost] [SHADOW]``: Counts an
+        """``RL.PENALTY key strikes window block max [COST n] [SHADOW]``: Counts an
         offender's strikes and blocks the key for escalating periods, from block doubling up
         to max."""
         return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
@@ -267,9 +265,9 @@ class Commands(Submitter, Generic[D, A, T, R]):
         cost: Optional[int] = None, refund: Optional[int] = None, debit: Optional[int] = None,
         shadow: bool = False,
     ) -> D:
-        """``RL.SHARE key tenant weight capacity tokens period [COST cost] [REFUND refund]
-        [DEBIT debit] [SHADOW]``: Shares one budget of capacity units refilling tokens per
-        period across tenants by weight, lending idle shares."""
+        """``RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
+        [SHADOW]``: Shares one budget of capacity units refilling tokens per period across
+        tenants by weight, lending idle shares."""
         return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def quota(
@@ -278,10 +276,9 @@ class Commands(Submitter, Generic[D, A, T, R]):
         on: Optional[Text] = None, at: Optional[Text] = None, tz: Optional[Text] = None,
         shadow: bool = False,
     ) -> D:
-        """``RL.QUOTA key limit unit [COST cost] [REFUND refund] [DEBIT debit] [EVERY every]
-        [ON on] [AT at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week,
-        month or year) starting at a local time in a time zone, and admits at most limit per
-        period."""
+        """``RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT
+        at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week, month or year)
+        starting at a local time in a time zone, and admits at most limit per period."""
         return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def throttle(
@@ -299,7 +296,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         self, policies: Policies, *, cost: Optional[int] = None, refund: Optional[int] = None,
         debit: Optional[int] = None,
     ) -> A:
-        """``RL.ALL numkeys key... policy... [COST cost] [REFUND refund] [DEBIT debit]``:
-        Checks several limits at one instant and consumes from all of them or none."""
+        """``RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]``: Checks several
+        limits at one instant and consumes from all of them or none."""
         key, args, meta, limit = gather(policies)
         return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]

@@ -95,7 +95,7 @@ pub(crate) const ALL: Names = Names {
     shape: Shape::All,
 };
 
-/// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+/// `RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
 ///
 /// COST, REFUND and DEBIT are the call's, for every key: set them here, not on the
 /// policies (a policy carrying one is refused before anything is sent).

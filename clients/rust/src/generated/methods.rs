@@ -34,6 +34,6 @@ methods! {
     throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
     /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.
     release(key: impl AsRef<[u8]>, id: impl AsRef<[u8]>) => Call::One(key.as_ref(), &Release::new(id)), bool, into_released, [#[doc = "Adds `RL.RELEASE key id`; its reply is a [`Reply`]."]];
-    /// `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
-    all(all: &All) => Call::Many(all), AllDecision, into_all, [#[doc = "Adds `RL.ALL numkeys key… policy… [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
+    /// `RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]`: checks several limits at one instant and consumes from all of them or none.
+    all(all: &All) => Call::Many(all), AllDecision, into_all, [#[doc = "Adds `RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]`; its reply is a [`Reply`]."]];
 }

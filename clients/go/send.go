@@ -41,10 +41,28 @@ func (c *Client) within(ctx context.Context, f func(context.Context) (any, error
 	}()
 	select {
 	case o := <-ch:
+		if err := ended(ctx); o.err != nil && err != nil {
+			// It failed as its context ended (a read that timed out with the
+			// deadline, maybe before the context's own timer fired): that is why.
+			return nil, expired(err)
+		}
 		return o.r, o.err
 	case <-done:
 		return nil, expired(ctx.Err())
 	}
+}
+
+// ended is why ctx has ended, or nil: its Err, or DeadlineExceeded once its
+// deadline has come (the timer that sets Err can fire after a socket deadline
+// set to the same instant).
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // expired is the error of a call whose context ended: the deadline (an

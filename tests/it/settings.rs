@@ -341,7 +341,7 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
         "{log}"
     );
     // Two settings at once, one as an argument and one as a config line (the
-    // third, rl.top-size, at its default).
+    // others, rl.top-size and rl.config-resetstat, at their defaults).
     let s = Server::loading_module(&["share-max-tenants", "7", "--rl.sliding-max-limit", "42"]);
     let got: Vec<String> = cmd("CONFIG")
         .arg("GET")
@@ -356,6 +356,7 @@ fn rl_share_max_tenants_is_validated_like_every_setting() {
     assert_eq!(
         pairs,
         [
+            ("rl.config-resetstat".to_string(), "0".to_string()),
             ("rl.share-max-tenants".to_string(), "7".to_string()),
             ("rl.sliding-max-limit".to_string(), "42".to_string()),
             ("rl.top-size".to_string(), "128".to_string()),

@@ -264,13 +264,25 @@ def option_rows(model: Model) -> dict[str, str]:
     return rows
 
 
-def option_table(name: str, options: tuple[Option, ...], model: Model, rows: dict[str, str]) -> list[str]:
-    """The options (or the flags) a command or a policy takes, in the order its method
-    lists them."""
-    if not options:
-        return []
-    names = [f"OPTION_{rows[option_row(o, model)]}" for o in options]
-    return [f"{name} = ({', '.join(names)}{',' if len(names) == 1 else ''})"]
+def table_name(options: tuple[Option, ...]) -> str:
+    """The name of a table of options (or flags), after its words: commands that take the
+    same ones share it (``TAKES_COST_REFUND``); ``()`` for none."""
+    return "TAKES_" + "_".join(ident(o.name).upper() for o in options) if options else "()"
+
+
+def option_tables(model: Model, rows: dict[str, str]) -> list[str]:
+    """Each table of options (or flags) a command or a policy takes, in the order its
+    method lists them, once."""
+    tables: dict[str, str] = {}
+    for c in model.commands:
+        for options in (c.options, c.flags, *((c.policy_options, c.policy_flags) if c.policy else ())):
+            if not options:
+                continue
+            names = [f"OPTION_{rows[option_row(o, model)]}" for o in options]
+            text = f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+            if tables.setdefault(table_name(options), text) != text:
+                raise ValueError(f"clientgen python: two tables named {table_name(options)} differ")
+    return [f"{name} = {text}" for name, text in tables.items()]
 
 
 def option_params(options: tuple[Option, ...]) -> list[str]:
@@ -303,7 +315,7 @@ def command_method(command: Command) -> list[str]:
     check_names(command)
     returns = reply_of(command)
     name, spec = method(command), constant(command)
-    table = f"{spec}_OPTIONS" if command.options else "()"
+    table = table_name(command.options)
     if command.counted_keys:
         params = ["self", "policies: Policies"]
     else:
@@ -320,7 +332,7 @@ def command_method(command: Command) -> list[str]:
         shape = "(args, limit, meta)"
     else:
         shape = f"_{name}({', '.join(ident(a.name) for a in command.arguments)})"
-    flags = f", {spec}_FLAGS, {given_flags(command.flags)}" if command.flags else ""
+    flags = f", {table_name(command.flags)}, {given_flags(command.flags)}" if command.flags else ""
     call = f"self._command({spec}, key, {shape}, {table}, {given(command.options)}{flags})"
     lines.append(f"        return {call}  # type: ignore[no-any-return]")
     return lines
@@ -359,14 +371,7 @@ def commands_module(model: Model) -> str:
     rows = option_rows(model)
     out += [f"OPTION_{name} = {row}" for row, name in rows.items()]
     out.append("")
-    for c in model.commands:
-        out += option_table(f"{constant(c)}_OPTIONS", c.options, model, rows)
-    for c in model.commands:
-        out += option_table(f"{constant(c)}_FLAGS", c.flags, model, rows)
-    for c in model.commands:
-        out += option_table(f"{constant(c)}_POLICY_OPTIONS", c.policy_options, model, rows) if c.policy else []
-    for c in model.commands:
-        out += option_table(f"{constant(c)}_POLICY_FLAGS", c.policy_flags, model, rows) if c.policy else []
+    out += option_tables(model, rows)
     out += shape_functions(model)
     out += [
         "",
@@ -393,11 +398,7 @@ def commands_module(model: Model) -> str:
 
 def policy_tables(command: Command) -> tuple[str, str]:
     """The names of a policy's options table and flags table (``()`` when it has none)."""
-    spec = constant(command)
-    return (
-        f"{spec}_POLICY_OPTIONS" if command.policy_options else "()",
-        f"{spec}_POLICY_FLAGS" if command.policy_flags else "()",
-    )
+    return table_name(command.policy_options), table_name(command.policy_flags)
 
 
 def policy_class(command: Command) -> list[str]:

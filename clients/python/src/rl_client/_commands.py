@@ -45,34 +45,14 @@ OPTION_ON = Option("ON", "on", "text", 1, None, ())
 OPTION_AT = Option("AT", "at", "text", 1, None, ())
 OPTION_TZ = Option("TZ", "tz", "text", 1, None, ())
 
-FIXED_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-SLIDING_OPTIONS = (OPTION_COST, OPTION_REFUND)
-BUCKET_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-GCRA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_DELAY)
-SLIDING_COUNTER_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-PENALTY_OPTIONS = (OPTION_COST,)
-SHARE_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-QUOTA_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
-ALL_OPTIONS = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
-FIXED_FLAGS = (OPTION_SHADOW,)
-SLIDING_FLAGS = (OPTION_SHADOW,)
-BUCKET_FLAGS = (OPTION_SHADOW,)
-GCRA_FLAGS = (OPTION_SHADOW,)
-SLIDING_COUNTER_FLAGS = (OPTION_SHADOW,)
-PENALTY_FLAGS = (OPTION_SHADOW,)
-SHARE_FLAGS = (OPTION_SHADOW,)
-QUOTA_FLAGS = (OPTION_SHADOW,)
-GCRA_POLICY_OPTIONS = (OPTION_DELAY,)
-QUOTA_POLICY_OPTIONS = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
-FIXED_POLICY_FLAGS = (OPTION_SHADOW,)
-SLIDING_POLICY_FLAGS = (OPTION_SHADOW,)
-BUCKET_POLICY_FLAGS = (OPTION_SHADOW,)
-GCRA_POLICY_FLAGS = (OPTION_SHADOW,)
-SLIDING_COUNTER_POLICY_FLAGS = (OPTION_SHADOW,)
-ACQUIRE_POLICY_FLAGS = (OPTION_SHADOW,)
-PENALTY_POLICY_FLAGS = (OPTION_SHADOW,)
-SHARE_POLICY_FLAGS = (OPTION_SHADOW,)
-QUOTA_POLICY_FLAGS = (OPTION_SHADOW,)
+TAKES_COST_REFUND_DEBIT = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT)
+TAKES_SHADOW = (OPTION_SHADOW,)
+TAKES_COST_REFUND = (OPTION_COST, OPTION_REFUND)
+TAKES_COST_REFUND_DEBIT_DELAY = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_DELAY)
+TAKES_DELAY = (OPTION_DELAY,)
+TAKES_COST = (OPTION_COST,)
+TAKES_COST_REFUND_DEBIT_EVERY_ON_AT_TZ = (OPTION_COST, OPTION_REFUND, OPTION_DEBIT, OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
+TAKES_EVERY_ON_AT_TZ = (OPTION_EVERY, OPTION_ON, OPTION_AT, OPTION_TZ)
 
 
 def _fixed(limit: int, window: Duration) -> Shape:
@@ -208,7 +188,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.FIXED key limit window [COST n | REFUND n | DEBIT n] [SHADOW]``: Counts
         units in an epoch-aligned fixed window and admits at most limit per window."""
-        return self._command(FIXED, key, _fixed(limit, window), FIXED_OPTIONS, (cost, refund, debit), FIXED_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(FIXED, key, _fixed(limit, window), TAKES_COST_REFUND_DEBIT, (cost, refund, debit), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
@@ -216,7 +196,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
     ) -> D:
         """``RL.SLIDING key limit window [COST n | REFUND n] [SHADOW]``: Logs accepted units
         in a sorted set and admits at most limit in any window-long interval."""
-        return self._command(SLIDING, key, _sliding(limit, window), SLIDING_OPTIONS, (cost, refund), SLIDING_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(SLIDING, key, _sliding(limit, window), TAKES_COST_REFUND, (cost, refund), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def bucket(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
@@ -225,7 +205,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.BUCKET key capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]``:
         Takes cost tokens from a bucket of capacity tokens that refills tokens per
         period."""
-        return self._command(BUCKET, key, _bucket(capacity, tokens, period), BUCKET_OPTIONS, (cost, refund, debit), BUCKET_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(BUCKET, key, _bucket(capacity, tokens, period), TAKES_COST_REFUND_DEBIT, (cost, refund, debit), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def gcra(
         self, key: Key, capacity: int, tokens: int, period: Duration, *, cost: Optional[int] = None,
@@ -235,7 +215,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.GCRA key capacity tokens period [COST n | REFUND n | DEBIT n] [DELAY delay]
         [SHADOW]``: Token bucket of capacity units refilling tokens per period, kept as one
         integer (GCRA)."""
-        return self._command(GCRA, key, _gcra(capacity, tokens, period), GCRA_OPTIONS, (cost, refund, debit, delay), GCRA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(GCRA, key, _gcra(capacity, tokens, period), TAKES_COST_REFUND_DEBIT_DELAY, (cost, refund, debit, delay), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def sliding_counter(
         self, key: Key, limit: int, window: Duration, *, cost: Optional[int] = None,
@@ -244,7 +224,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.SLIDINGCOUNTER key limit window [COST n | REFUND n | DEBIT n] [SHADOW]``:
         Estimates a sliding window from two fixed-window counts and admits at most limit in
         it."""
-        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), SLIDING_COUNTER_OPTIONS, (cost, refund, debit), SLIDING_COUNTER_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(SLIDING_COUNTER, key, _sliding_counter(limit, window), TAKES_COST_REFUND_DEBIT, (cost, refund, debit), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def acquire(self, key: Key, limit: int, ttl: Duration, id: Text) -> D:
         """``RL.ACQUIRE key limit ttl id``: Takes or renews a named lease that ends by
@@ -258,7 +238,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.PENALTY key strikes window block max [COST n] [SHADOW]``: Counts an
         offender's strikes and blocks the key for escalating periods, from block doubling up
         to max."""
-        return self._command(PENALTY, key, _penalty(strikes, window, block, max), PENALTY_OPTIONS, (cost,), PENALTY_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(PENALTY, key, _penalty(strikes, window, block, max), TAKES_COST, (cost,), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def share(
         self, key: Key, tenant: Text, weight: int, capacity: int, tokens: int, period: Duration, *,
@@ -268,7 +248,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n]
         [SHADOW]``: Shares one budget of capacity units refilling tokens per period across
         tenants by weight, lending idle shares."""
-        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), SHARE_OPTIONS, (cost, refund, debit), SHARE_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(SHARE, key, _share(tenant, weight, capacity, tokens, period), TAKES_COST_REFUND_DEBIT, (cost, refund, debit), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def quota(
         self, key: Key, limit: int, unit: Text, *, cost: Optional[int] = None,
@@ -279,7 +259,7 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT
         at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week, month or year)
         starting at a local time in a time zone, and admits at most limit per period."""
-        return self._command(QUOTA, key, _quota(limit, unit), QUOTA_OPTIONS, (cost, refund, debit, every, on, at, tz), QUOTA_FLAGS, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
+        return self._command(QUOTA, key, _quota(limit, unit), TAKES_COST_REFUND_DEBIT_EVERY_ON_AT_TZ, (cost, refund, debit, every, on, at, tz), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def throttle(
         self, key: Key, max_burst: int, count: int, period: Duration, quantity: int | None = None,
@@ -299,4 +279,4 @@ class Commands(Submitter, Generic[D, A, T, R]):
         """``RL.ALL numkeys key... policy... [COST n | REFUND n | DEBIT n]``: Checks several
         limits at one instant and consumes from all of them or none."""
         key, args, meta, limit = gather(policies)
-        return self._command(ALL, key, (args, limit, meta), ALL_OPTIONS, (cost, refund, debit))  # type: ignore[no-any-return]
+        return self._command(ALL, key, (args, limit, meta), TAKES_COST_REFUND_DEBIT, (cost, refund, debit))  # type: ignore[no-any-return]

@@ -12,17 +12,9 @@ from typing import ClassVar, Optional
 
 from ._arguments import Duration, Text
 from ._commands import (
-    ACQUIRE_POLICY_FLAGS,
-    BUCKET_POLICY_FLAGS,
-    FIXED_POLICY_FLAGS,
-    GCRA_POLICY_FLAGS,
-    GCRA_POLICY_OPTIONS,
-    PENALTY_POLICY_FLAGS,
-    QUOTA_POLICY_FLAGS,
-    QUOTA_POLICY_OPTIONS,
-    SHARE_POLICY_FLAGS,
-    SLIDING_COUNTER_POLICY_FLAGS,
-    SLIDING_POLICY_FLAGS,
+    TAKES_DELAY,
+    TAKES_EVERY_ON_AT_TZ,
+    TAKES_SHADOW,
     _acquire,
     _bucket,
     _fixed,
@@ -44,7 +36,7 @@ class Fixed(Policy):
     admits at most limit per window."""
 
     word: ClassVar[str] = "FIXED"
-    _form: ClassVar[Form] = (_fixed, (), FIXED_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_fixed, (), TAKES_SHADOW)
     limit: int
     window: Duration
     shadow: bool = False
@@ -56,7 +48,7 @@ class Sliding(Policy):
     most limit in any window-long interval."""
 
     word: ClassVar[str] = "SLIDING"
-    _form: ClassVar[Form] = (_sliding, (), SLIDING_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_sliding, (), TAKES_SHADOW)
     limit: int
     window: Duration
     shadow: bool = False
@@ -68,7 +60,7 @@ class Bucket(Policy):
     capacity tokens that refills tokens per period."""
 
     word: ClassVar[str] = "BUCKET"
-    _form: ClassVar[Form] = (_bucket, (), BUCKET_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_bucket, (), TAKES_SHADOW)
     capacity: int
     tokens: int
     period: Duration
@@ -81,7 +73,7 @@ class Gcra(Policy):
     units refilling tokens per period, kept as one integer (GCRA)."""
 
     word: ClassVar[str] = "GCRA"
-    _form: ClassVar[Form] = (_gcra, GCRA_POLICY_OPTIONS, GCRA_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_gcra, TAKES_DELAY, TAKES_SHADOW)
     capacity: int
     tokens: int
     period: Duration
@@ -95,7 +87,7 @@ class SlidingCounter(Policy):
     fixed-window counts and admits at most limit in it."""
 
     word: ClassVar[str] = "SLIDINGCOUNTER"
-    _form: ClassVar[Form] = (_sliding_counter, (), SLIDING_COUNTER_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_sliding_counter, (), TAKES_SHADOW)
     limit: int
     window: Duration
     shadow: bool = False
@@ -107,7 +99,7 @@ class Acquire(Policy):
     after ttl, at most limit held at once."""
 
     word: ClassVar[str] = "ACQUIRE"
-    _form: ClassVar[Form] = (_acquire, (), ACQUIRE_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_acquire, (), TAKES_SHADOW)
     limit: int
     ttl: Duration
     id: Text
@@ -121,7 +113,7 @@ class Penalty(Policy):
     takes nothing, and a blocked key makes the call rejected."""
 
     word: ClassVar[str] = "PENALTY"
-    _form: ClassVar[Form] = (_penalty, (), PENALTY_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_penalty, (), TAKES_SHADOW)
     strikes: int
     window: Duration
     block: Duration
@@ -136,7 +128,7 @@ class Share(Policy):
     shares."""
 
     word: ClassVar[str] = "SHARE"
-    _form: ClassVar[Form] = (_share, (), SHARE_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_share, (), TAKES_SHADOW)
     tenant: Text
     weight: int
     capacity: int
@@ -152,7 +144,7 @@ class Quota(Policy):
     admits at most limit per period."""
 
     word: ClassVar[str] = "QUOTA"
-    _form: ClassVar[Form] = (_quota, QUOTA_POLICY_OPTIONS, QUOTA_POLICY_FLAGS)
+    _form: ClassVar[Form] = (_quota, TAKES_EVERY_ON_AT_TZ, TAKES_SHADOW)
     limit: int
     unit: Text
     every: Optional[int] = None

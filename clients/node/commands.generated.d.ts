@@ -143,11 +143,11 @@ export interface QuotaOptions {
   debit?: Integer;
   /** EVERY every: a period of n units (month EVERY 3: the calendar quarter; default 1) */
   every?: Integer;
-  /** ON on: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
+  /** ON anchor: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
   on?: Text;
-  /** AT at: the local time of day a period starts, hh:mm (default 00:00) */
+  /** AT time: the local time of day a period starts, hh:mm (default 00:00) */
   at?: Text;
-  /** TZ tz: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
+  /** TZ zone: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
   tz?: Text;
   /** SHADOW: try the limit without enforcing it: the same reply and writes, counted apart in INFO rl; in RL.ALL the policy never vetoes the call */
   shadow?: boolean;
@@ -159,11 +159,11 @@ export interface QuotaPolicyOptions {
   shadow?: boolean;
   /** EVERY every: a period of n units (month EVERY 3: the calendar quarter; default 1) */
   every?: Integer;
-  /** ON on: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
+  /** ON anchor: the day a period starts: mon ... sun for week, 1 ... 31 for month (clamped to its last day), MM-DD for year */
   on?: Text;
-  /** AT at: the local time of day a period starts, hh:mm (default 00:00) */
+  /** AT time: the local time of day a period starts, hh:mm (default 00:00) */
   at?: Text;
-  /** TZ tz: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
+  /** TZ zone: the time zone the calendar is kept in: UTC (default), +hh:mm or a tz database name */
   tz?: Text;
 }
 
@@ -198,7 +198,7 @@ export interface Commands<D, A, T, B> {
   penalty(key: Key, strikes: Integer, window: Duration, block: Duration, max: Duration, options?: PenaltyOptions): D;
   /** RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]: Shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares. */
   share(key: Key, tenant: Text, weight: Integer, capacity: Integer, tokens: Integer, period: Duration, options?: ShareOptions): D;
-  /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
+  /** RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON anchor] [AT time] [TZ zone] [SHADOW]: Counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period. */
   quota(key: Key, limit: Integer, unit: Text, options?: QuotaOptions): D;
   /** CL.THROTTLE key max_burst count period [quantity]: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA). The module only (RLUnsupportedError on the library). */
   throttle(key: Key, maxBurst: Integer, count: Integer, period: Duration, quantity?: Integer): T;

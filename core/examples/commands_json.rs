@@ -167,6 +167,10 @@ fn argument(a: &Arg) -> Value {
 
 fn option(o: Opt) -> Value {
     let mut v = option_value(o);
+    if !o.is_flag() {
+        // The value's name, as COMMAND DOCS and the docs write it (`ON anchor`).
+        v["value"] = json!(o.doc().1.to_str().unwrap_or_default());
+    }
     v["summary"] = json!(o.summary());
     v
 }

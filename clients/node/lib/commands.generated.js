@@ -108,7 +108,7 @@ const ROWS = [
   { command: COMMANDS["RL.PENALTY"], word: "PENALTY", args: [["strikes", "integer", 1, 9007199254740991], ["window", "duration", 1, 315360000000], ["block", "duration", 1, 315360000000], ["max", "duration", 1, 315360000000]], options: PENALTY_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["argument", 1], limit: 0 },
   // RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]
   { command: COMMANDS["RL.SHARE"], word: "SHARE", args: [["tenant", "text", 1, 256], ["weight", "integer", 1, 10000], ["capacity", "integer", 1, 9007199254740991], ["tokens", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000]], options: FIXED_OPTIONS, policyOptions: FIXED_POLICY_OPTIONS, window: ["refill", 2, 3, 4], limit: 2 },
-  // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]
+  // RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON anchor] [AT time] [TZ zone] [SHADOW]
   { command: COMMANDS["RL.QUOTA"], word: "QUOTA", args: [["limit", "integer", 1, 9007199254740991], ["unit", "text", 1, 9007199254740991]], options: QUOTA_OPTIONS, policyOptions: QUOTA_POLICY_OPTIONS, window: ["none"], limit: 0 },
   // CL.THROTTLE key max_burst count period [quantity]
   { command: COMMANDS["CL.THROTTLE"], word: null, args: [["max_burst", "integer", 0, 9007199254740990], ["count", "integer", 1, 9007199254740991], ["period", "duration", 1, 315360000000], ["quantity", "integer", 0, 9007199254740991, true]], options: null, policyOptions: null, window: ["throttle", 0, 1, 2], limit: 0 },

@@ -256,9 +256,10 @@ class Commands(Submitter, Generic[D, A, T, R]):
         on: Optional[Text] = None, at: Optional[Text] = None, tz: Optional[Text] = None,
         shadow: bool = False,
     ) -> D:
-        """``RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT
-        at] [TZ tz] [SHADOW]``: Counts units per calendar period (day, week, month or year)
-        starting at a local time in a time zone, and admits at most limit per period."""
+        """``RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON anchor]
+        [AT time] [TZ zone] [SHADOW]``: Counts units per calendar period (day, week, month
+        or year) starting at a local time in a time zone, and admits at most limit per
+        period."""
         return self._command(QUOTA, key, _quota(limit, unit), TAKES_COST_REFUND_DEBIT_EVERY_ON_AT_TZ, (cost, refund, debit, every, on, at, tz), TAKES_SHADOW, () if shadow is False else (shadow,))  # type: ignore[no-any-return]
 
     def throttle(

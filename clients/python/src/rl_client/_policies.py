@@ -139,9 +139,9 @@ class Share(Policy):
 
 @dataclass(frozen=True, slots=True)
 class Quota(Policy):
-    """``[SHADOW] QUOTA limit unit [EVERY every] [ON on] [AT at] [TZ tz]``: Counts units per
-    calendar period (day, week, month or year) starting at a local time in a time zone, and
-    admits at most limit per period."""
+    """``[SHADOW] QUOTA limit unit [EVERY every] [ON anchor] [AT time] [TZ zone]``: Counts
+    units per calendar period (day, week, month or year) starting at a local time in a time
+    zone, and admits at most limit per period."""
 
     word: ClassVar[str] = "QUOTA"
     _form: ClassVar[Form] = (_quota, TAKES_EVERY_ON_AT_TZ, TAKES_SHADOW)

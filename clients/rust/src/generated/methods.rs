@@ -28,8 +28,8 @@ methods! {
     penalty(key: impl AsRef<[u8]>, params: &Penalty) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.PENALTY key strikes window block max [COST n] [SHADOW]`; its reply is a [`Reply`]."]];
     /// `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`: shares one budget of capacity units refilling tokens per period across tenants by weight, lending idle shares.
     share(key: impl AsRef<[u8]>, params: &Share) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.SHARE key tenant weight capacity tokens period [COST n | REFUND n | DEBIT n] [SHADOW]`; its reply is a [`Reply`]."]];
-    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
-    quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON on] [AT at] [TZ tz] [SHADOW]`; its reply is a [`Reply`]."]];
+    /// `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON anchor] [AT time] [TZ zone] [SHADOW]`: counts units per calendar period (day, week, month or year) starting at a local time in a time zone, and admits at most limit per period.
+    quota(key: impl AsRef<[u8]>, params: &Quota) => Call::One(key.as_ref(), params), Decision, into_decision, [#[doc = "Adds `RL.QUOTA key limit unit [COST n | REFUND n | DEBIT n] [EVERY every] [ON anchor] [AT time] [TZ zone] [SHADOW]`; its reply is a [`Reply`]."]];
     /// `CL.THROTTLE key max_burst count period [quantity]`: redis-cell's rate limiter: max_burst + 1 units at once, count more per period (GCRA).
     throttle(key: impl AsRef<[u8]>, params: &Throttle) => Call::One(key.as_ref(), params), ThrottleDecision, into_throttle, [#[doc = "Adds `CL.THROTTLE key max_burst count period [quantity]`; its reply is a [`Reply`]."]];
     /// `RL.RELEASE key id`: ends the lease named id early, freeing its slot.

@@ -51,10 +51,14 @@ func Doer(pool *redis.Pool) rl.DoFunc {
 	}
 }
 
-// Pipeliner sends a batch on one connection of pool: every command, one
-// flush, then every reply; a command's error reply goes in its slot.
+// Pipeliner sends a batch on one connection of pool: every command, then one
+// flush and every reply under one read deadline (redigo's Do with no command
+// does both); a command's error reply is a redis.Error in its slot.
 func Pipeliner(pool *redis.Pool) rl.PipelineFunc {
 	return func(ctx context.Context, cmds [][]any) ([]any, error) {
+		if len(cmds) == 0 {
+			return []any{}, nil
+		}
 		conn, err := pool.GetContext(ctx)
 		if err != nil {
 			return nil, err
@@ -65,29 +69,8 @@ func Pipeliner(pool *redis.Pool) rl.PipelineFunc {
 				return nil, err
 			}
 		}
-		if err := conn.Flush(); err != nil {
-			return nil, err
-		}
-		out := make([]any, len(cmds))
-		d := left(ctx) // read from now to the deadline each reply: the client returns at it anyway
-		for i := range cmds {
-			var r any
-			var err error
-			if d > 0 {
-				r, err = redis.ReceiveWithTimeout(conn, d)
-			} else {
-				r, err = conn.Receive()
-			}
-			if err != nil {
-				if e, ok := err.(redis.Error); ok {
-					out[i] = e
-					continue
-				}
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
+		// The client returns at the deadline anyway: the read stops there too.
+		return redis.Values(redis.DoWithTimeout(conn, left(ctx), ""))
 	}
 }
 

@@ -72,6 +72,19 @@ impl Context {
     }
 }
 
+/// Frees the detached context, at unload (the server drops the filter itself).
+pub fn release() {
+    let own = DETACHED.swap(ptr::null_mut(), Ordering::Relaxed);
+    if own.is_null() {
+        return;
+    }
+    if let Some(free) = optional!(RedisModule_FreeThreadSafeContext) {
+        // SAFETY: `own` came from GetDetachedThreadSafeContext and is freed once (the
+        // swap above took it); the filter that used it is gone with the module.
+        unsafe { free(own) };
+    }
+}
+
 /// The filter the server calls before every command, on the main thread.
 unsafe extern "C" fn filter<R: ResetStat>(fctx: *mut RedisModuleCommandFilterCtx) {
     let _ = catch_unwind(|| {

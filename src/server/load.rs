@@ -97,9 +97,10 @@ pub unsafe fn on_load(
     }
 }
 
-/// `RedisModule_OnUnload`'s body: frees the constant strings.
+/// `RedisModule_OnUnload`'s body: frees the constant strings and the filter's context.
 pub fn on_unload() -> c_int {
     let _ = catch_unwind(super::names::release);
+    let _ = catch_unwind(super::filter::release);
     OK
 }
 

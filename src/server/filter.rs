@@ -2,7 +2,9 @@
 //! for it, so RL registers a command filter, which the server calls before every
 //! command (before its ACL check): the filter acts on a `CONFIG RESETSTAT` whose
 //! client's user may run it, and costs every other command a count of its
-//! arguments (and, for two-argument commands, a look at the first).
+//! arguments (and, for two-argument commands, a look at the first): about 120
+//! instructions a command with the server's own loop, so it is registered only when
+//! `rl.config-resetstat` is 1.
 //!
 //! Needs `RedisModule_CommandFilterGetClientId` (Redis 7.2+, Valkey) to find the
 //! caller's user; on Redis 7.0 no filter is registered and `CONFIG RESETSTAT`
@@ -52,8 +54,8 @@ impl Context {
         };
         let register = rm!(RedisModule_RegisterCommandFilter);
         let detached = rm!(RedisModule_GetDetachedThreadSafeContext);
-        // SAFETY: `self` is the load context; the detached context lives as long as
-        // the module (the server frees it with the module).
+        // SAFETY: `self` is the load context; the detached context lives until the
+        // module unloads ([`release`]).
         let own = unsafe { detached(self.raw()) };
         if own.is_null() {
             return false;

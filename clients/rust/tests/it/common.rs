@@ -182,6 +182,15 @@ impl BareServer {
     }
 }
 
+/// A connection whose server was killed after it connected: every call on it fails
+/// (None, said on stderr, when there is no redis-server to start).
+pub fn dead_connection() -> Option<redis::Connection> {
+    let server = BareServer::start()?;
+    let con = server.con();
+    drop(server);
+    Some(con)
+}
+
 impl BareServer {
     /// A client of this server.
     pub fn client(&self) -> redis::Client {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rl_client::{Acquire, All, Backend, Batch, Error, FailMode, Fixed, Gcra, Limiter, Penalty};
 
-use crate::common::{calls, key, shared, targets, BareServer};
+use crate::common::{calls, dead_connection, key, shared, targets};
 
 /// The batch's last call as sent.
 fn sent(batch: &Batch) -> Vec<u8> {
@@ -182,11 +182,9 @@ fn shadow_calls_always_reach_the_server_and_are_never_cached() {
 
 #[test]
 fn a_shadow_call_to_a_dead_server_gets_the_fail_mode_not_the_fallback_limiter() {
-    let Some(server) = BareServer::start() else {
+    let Some(con) = dead_connection() else {
         return;
     };
-    let con = server.con();
-    drop(server); // killed: every call fails
     let mut rl = Limiter::with_backend(con, Backend::Module)
         .timeout(Duration::from_millis(200))
         .fallback(4, Duration::from_secs(60));

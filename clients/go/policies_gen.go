@@ -7,82 +7,55 @@ import "time"
 
 // Fixed is the RL.ALL policy FIXED limit window (as Client.Fixed). Options: Shadow.
 func Fixed(limit int64, window time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdFixed, 2)
-	p.b.args(integerArg(limit), durationArg(window))
-	p.b.options(cmdFixed.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdFixed, 2, opts, integerArg(limit), durationArg(window))
 }
 
 // Sliding is the RL.ALL policy SLIDING limit window (as Client.Sliding). Options:
 // Shadow.
 func Sliding(limit int64, window time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdSliding, 2)
-	p.b.args(integerArg(limit), durationArg(window))
-	p.b.options(cmdSliding.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdSliding, 2, opts, integerArg(limit), durationArg(window))
 }
 
 // Bucket is the RL.ALL policy BUCKET capacity tokens period (as Client.Bucket).
 // Options: Shadow.
 func Bucket(capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdBucket, 3)
-	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
-	p.b.options(cmdBucket.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdBucket, 3, opts, integerArg(capacity), integerArg(tokens), durationArg(period))
 }
 
 // GCRA is the RL.ALL policy GCRA capacity tokens period (as Client.GCRA). Options:
 // Shadow, Delay.
 func GCRA(capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdGCRA, 5)
-	p.b.args(integerArg(capacity), integerArg(tokens), durationArg(period))
-	p.b.options(cmdGCRA.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdGCRA, 5, opts, integerArg(capacity), integerArg(tokens), durationArg(period))
 }
 
 // SlidingCounter is the RL.ALL policy SLIDINGCOUNTER limit window (as
 // Client.SlidingCounter). Options: Shadow.
 func SlidingCounter(limit int64, window time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdSlidingCounter, 2)
-	p.b.args(integerArg(limit), durationArg(window))
-	p.b.options(cmdSlidingCounter.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdSlidingCounter, 2, opts, integerArg(limit), durationArg(window))
 }
 
 // Acquire is the RL.ALL policy ACQUIRE limit ttl id (as Client.Acquire). Options:
 // Shadow.
 func Acquire(limit int64, ttl time.Duration, id string, opts ...Option) Policy {
-	p := newPolicy(cmdAcquire, 3)
-	p.b.args(integerArg(limit), durationArg(ttl), textArg(id))
-	p.b.options(cmdAcquire.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdAcquire, 3, opts, integerArg(limit), durationArg(ttl), textArg(id))
 }
 
 // Penalty is the RL.ALL policy PENALTY strikes window block max (as Client.Penalty).
 // Options: Shadow. In RL.ALL it is only looked at, never taken from.
 func Penalty(strikes int64, window time.Duration, block time.Duration, max time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdPenalty, 4)
-	p.b.args(integerArg(strikes), durationArg(window), durationArg(block), durationArg(max))
-	p.b.options(cmdPenalty.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdPenalty, 4, opts, integerArg(strikes), durationArg(window), durationArg(block), durationArg(max))
 }
 
 // Share is the RL.ALL policy SHARE tenant weight capacity tokens period (as
 // Client.Share). Options: Shadow.
 func Share(tenant string, weight int64, capacity int64, tokens int64, period time.Duration, opts ...Option) Policy {
-	p := newPolicy(cmdShare, 5)
-	p.b.args(textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period))
-	p.b.options(cmdShare.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdShare, 5, opts, textArg(tenant), integerArg(weight), integerArg(capacity), integerArg(tokens), durationArg(period))
 }
 
 // Quota is the RL.ALL policy QUOTA limit unit (as Client.Quota). Options: Shadow,
 // Every, On, At, TZ.
 func Quota(limit int64, unit string, opts ...Option) Policy {
-	p := newPolicy(cmdQuota, 4)
-	p.b.args(integerArg(limit), textArg(unit))
-	p.b.options(cmdQuota.policyOptions, opts)
-	return p.done()
+	return policyOf(cmdQuota, 4, opts, integerArg(limit), textArg(unit))
 }
 
 var _ = time.Second

@@ -50,6 +50,15 @@ func newPolicy(cmd *command, n int) *policyBuilder {
 	return pb
 }
 
+// policyOf is the RL.ALL policy of cmd (each generated policy function): its
+// arguments vs, checked against cmd's row, then the options it takes there.
+func policyOf(cmd *command, room int, opts []Option, vs ...value) Policy {
+	p := newPolicy(cmd, room)
+	p.b.args(vs...)
+	p.b.options(cmd.policyOptions, opts)
+	return p.done()
+}
+
 func (pb *policyBuilder) done() Policy {
 	pb.p.args, pb.p.err, pb.p.limit, pb.p.window = pb.args, pb.b.err, pb.b.limit, pb.b.window
 	pb.p.before, pb.p.shadow = pb.before, pb.b.shadow

@@ -301,14 +301,12 @@ class Emitter:
             text += " Options: " + ", ".join(option_name(o) for o in taken) + "."
         if c.looked_at:
             text += " In RL.ALL it is only looked at, never taken from."
-        lines = wrap(text) + [
+        room = len(c.arguments) + (2 if c.policy_options else 0)
+        return wrap(text) + [
             f"func {name}({self.params(c)}{opts}) Policy {{",
-            f"\tp := newPolicy({self.var(c)}, {len(c.arguments) + (2 if c.policy_options else 0)})",
-            f"\tp.b.args({self.values(c)})",
+            f"\treturn policyOf({self.var(c)}, {room}, {'opts' if taken else 'nil'}, {self.values(c)})",
+            "}",
         ]
-        if taken:
-            lines.append(f"\tp.b.options({self.var(c)}.policyOptions, opts)")
-        return lines + ["\treturn p.done()", "}"]
 
     def option_func(self, o: Option) -> list[str]:
         name = option_name(o)

@@ -41,12 +41,15 @@ func (c *Client) within(ctx context.Context, f func(context.Context) (any, error
 	}()
 	select {
 	case o := <-ch:
-		if err := ended(ctx); o.err != nil && err != nil {
+		if o.err == nil {
+			return o.r, nil
+		}
+		if err := ended(ctx); err != nil {
 			// It failed as its context ended (a read that timed out with the
 			// deadline, maybe before the context's own timer fired): that is why.
 			return nil, expired(err)
 		}
-		return o.r, o.err
+		return nil, o.err
 	case <-done:
 		return nil, expired(ctx.Err())
 	}

@@ -49,7 +49,7 @@ func (c *Client) within(ctx context.Context, f func(context.Context) (any, error
 			// deadline, maybe before the context's own timer fired): that is why.
 			return nil, expired(err)
 		}
-		return nil, o.err
+		return o.r, o.err
 	case <-done:
 		return nil, expired(ctx.Err())
 	}
